@@ -1,0 +1,1 @@
+//! Raw FFI bindings to the CUDA runtime API subset used by choreo.

@@ -1,0 +1,1 @@
+//! Safe runtime for Choreo kernels.

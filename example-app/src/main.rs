@@ -1,0 +1,2 @@
+//! Example application.
+fn main() {}
