@@ -4,4 +4,5 @@
 //! `source` → `preprocess` → `lexer` → `parser` (→ `ast`) → `sema` → `lower` → `emit`.
 
 pub mod diagnostics;
+pub mod preprocess;
 pub mod source;
