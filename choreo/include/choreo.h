@@ -1,0 +1,1323 @@
+// choreo.h: the C++ runtime header for code generated from Choreo (.co) programs and for the host
+// C++ code written in them. Original implementation of the API described in
+// shared/runtime-abi.md §8 and §9; header-only, needs nvcc (CUDA 12.8 or newer, -std=c++17).
+//
+// Implemented (all in namespace `choreo` unless noted):
+//   - prelude: the standard headers host code may rely on (<iostream>, <vector>, <random>, <cmath>,
+//     <algorithm>, <functional>, <future>, <thread>, ...) and the CUDA runtime, fp16, bf16, fp8,
+//     fp6 and fp4 headers;
+//   - element types (§9.1): s8..u64, f32, f64, f16/half (__half), bf16/bfp16/bfloat16
+//     (__nv_bfloat16), f8/f8_e4m3, f8_e5m2, f8_ue8m0 (__nv_fp8_*), f6_e2m3, f6_e3m2, f4_e2m1
+//     (__nv_fp6_* / __nv_fp4_e2m1, also exported at global scope), f8_ue4m3 (own 1-byte type), tf32
+//     (own, float storage rounded to 10 mantissa bits), sub-byte integers bin1 s2 s4 s6 u1 u2 u4 u6
+//     (own, unpacked one byte per element, values wrap modulo 2^bits), the `_t` alias of each, and
+//     stream_t;
+//   - arithmetic on the CUDA low-precision types: fp8 `+ - * /` returning float, fp6/fp4 `+ - * /`
+//     returning the operand type, and `operator<<(std::ostream&, ...)` for all of them (printed as
+//     float). These live in the global namespace, next to the CUDA types, so argument-dependent lookup
+//     finds them from any namespace;
+//   - mdspan<Rank> (§9.6), spanned_view<T, Rank> (§9.5), spanned_data<T, Rank> (§9.4) with
+//     bounds-checked chained operator[], fill, fill_random, element_count, bytes, rank, view;
+//     make_spandata (variadic and braced forms), make_spanview (<T, Rank> and <Rank, T> orders, T*,
+//     const T*, void*, const void*, array forms), copy_as_spanned (§9.2, §9.3, §8);
+//   - conversions (§9.8): f16_to_f32, f32_to_f16, bf16_to_f32, f32_to_bf16, to_f32 for every element
+//     type, utils::from_f32<U>;
+//   - checks (§8, §9.7): choreo_assert (host and device; reports the caller's file and line) and
+//     ::croq_assert, runtime_check (both overloads), abend_true, abend_false, verify_device_status,
+//     __choreo_check_cuda_environment__ (only when __CHOREO_ENABLE_CUDA_RUNTIME_ENV_CHECK__ and
+//     __CHOREO_REQUIRED_GPU_DEVICE_SM__ are defined; runs its checks once per process), the device trap
+//     __co_abort__;
+//   - random numbers: fill_random draws from one std::mt19937 per thread, seeded from
+//     std::random_device, or from the environment variable CHOREO_RANDOM_SEED when it is set, or by
+//     choreo::seed_random(n);
+//   - timing (§9.10): TimerOption, timing();
+//   - verification (§9.9): verify_matmul_row_col_subset, verify_matmul_row_row_subset,
+//     SampledVerifierConfig, verify_matmul_row_row_sampled, verify_matmul_row_col_sampled;
+//   - sparse 2:4 (§9.11): utils::Sparse2to4HostPolicyWGMMA / utils::SparsePolicyWGMMA with
+//     init_structured_sparse_A and encode;
+//   - debug RTTI structs rtti::mdspan, rtti::ituple, rtti::bounded_ituple, rtti::spanned;
+//   - macros: __cok__ (opens namespace choreo), __co_device__ (= __device__),
+//     __CHOREO_BLOCK_SINGLE__ / __CHOREO_GROUP_SINGLE__ (device-side "first thread of the block /
+//     warp" predicates).
+//
+// Deliberately not implemented (they come with the compiler tiers that generate code for them):
+//   - tier-2/3 device machinery: future, future_ring, naive_copy, tiled_copy, TMAAtom, tma_*,
+//     aligned_up_ptr, MMA policy types, event barriers (CUTLASS-based);
+//   - HeapSimulator (dynamic shared-memory reuse), verify_spmm_sampled, the sparse prepack and
+//     prepack_v2 functions (their behaviour is not specified);
+//   - the CuTe element types (-use-cuda-type=false) and the ATen (at::Tensor) make_spanview overload;
+//     CUTLASS and CuTe are not included.
+//
+// Deliberate differences from upstream (supersets or fixes; upstream-style programs still compile):
+//   - bounds, shape and dimension errors print "choreo runtime check failed: ..." with the offending
+//     index and shape to stderr, then abort (upstream prints a bare message to stdout);
+//   - operator[] of spanned_view/spanned_data takes a `long long` (upstream: int), so large size_t
+//     subscripts are not silently truncated, and spanned_view::operator[] is a const member;
+//   - choreo_assert flushes stdout before aborting, and reports the caller's location;
+//   - abend_true/abend_false/verify_device_status also print the caller's file and line;
+//   - spanned_data is move-assignable (upstream: move-constructible only).
+
+#pragma once
+
+// ---------------------------------------------------------------------------------------------
+// Prelude. Host code in .co files may use all of these without including them (runtime-abi §1).
+// ---------------------------------------------------------------------------------------------
+// What choreo.h itself needs.
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <initializer_list>
+#include <iostream>
+#include <limits>
+#include <memory>
+#include <random>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+// What upstream's header makes available to host code besides. Defining CHOREO_LEAN_PRELUDE
+// leaves these out, which saves about 2 s of nvcc time per file (<future> is the expensive one),
+// for code that includes what it uses.
+#if !defined(CHOREO_LEAN_PRELUDE)
+#include <array>
+#include <chrono>
+#include <fstream>
+#include <functional>
+#include <future>
+#include <iterator>
+#include <numeric>
+#include <sstream>
+#include <thread>
+#endif
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_fp8.h>
+#include <cuda_runtime.h>
+
+// fp6/fp4 (and the e8m0 fp8 type) arrived in CUDA 12.8.
+#if CUDART_VERSION >= 12080
+#include <cuda_fp4.h>
+#include <cuda_fp6.h>
+#define CHOREO_HAS_CUDA_FP6_FP4 1
+#else
+#define CHOREO_HAS_CUDA_FP6_FP4 0
+#endif
+
+#define CHOREO_HOST_DEVICE __host__ __device__
+
+// The caller's location as default arguments: evaluated at the call site, unlike __FILE__/__LINE__.
+#if defined(__GNUC__) || defined(__clang__)
+#define CHOREO_CALLER_FILE __builtin_FILE()
+#define CHOREO_CALLER_LINE __builtin_LINE()
+#else
+#define CHOREO_CALLER_FILE __FILE__
+#define CHOREO_CALLER_LINE __LINE__
+#endif
+
+// `__cok__ { ... }` holds device helpers written in C++ inside a .co file.
+#define __cok__ namespace choreo
+#ifndef __co_device__
+#define __co_device__ __device__
+#endif
+
+#if defined(__CUDACC__)
+// Generated code flattens the block into threadIdx.x, so a warp is 32 consecutive threadIdx.x.
+#define __CHOREO_BLOCK_SINGLE__ (threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0)
+#define __CHOREO_GROUP_SINGLE__ ((threadIdx.x % 32u) == 0)
+#endif
+
+namespace choreo {
+
+// ---------------------------------------------------------------------------------------------
+// Failure reporting (runtime-abi §8, §9.7).
+// ---------------------------------------------------------------------------------------------
+
+namespace detail {
+
+// Everything printed so far must reach the terminal or pipe before the process dies: abort() does
+// not flush stdio buffers, and a piped stdout is fully buffered.
+[[noreturn]] inline void flush_and_abort() {
+  std::fflush(stdout);
+  std::fflush(stderr);
+  std::abort();
+}
+
+[[noreturn]] inline void runtime_check_failed(const std::string& msg) {
+  std::fflush(stdout);
+  std::fprintf(stderr, "choreo runtime check failed: %s\n", msg.c_str());
+  flush_and_abort();
+}
+
+}  // namespace detail
+
+/// Host and device assertion. On failure prints `<file>:<line>: choreo assertion failed: <msg>`
+/// (to stdout on the host, via device printf on the device) and aborts (host) or traps (device).
+CHOREO_HOST_DEVICE inline void choreo_assert(bool cond, const char* msg,
+                                             const char* file = CHOREO_CALLER_FILE,
+                                             int line = CHOREO_CALLER_LINE) {
+  if (cond) return;
+#if defined(__CUDA_ARCH__)
+  printf("%s:%d: choreo assertion failed: %s\n", file, line, msg);
+  __trap();
+#else
+  std::printf("%s:%d: choreo assertion failed: %s\n", file, line, msg);
+  detail::flush_and_abort();
+#endif
+}
+
+/// Aborts with `choreo runtime check failed: <msg>` on stderr when `cond` is false.
+inline void runtime_check(bool cond, const char* msg) {
+  if (!cond) detail::runtime_check_failed(msg == nullptr ? "(no message)" : msg);
+}
+
+/// Aborts with `choreo runtime check failed: <msg>` on stderr when `cond` is false.
+inline void runtime_check(bool cond, const std::string& msg) {
+  if (!cond) detail::runtime_check_failed(msg);
+}
+
+/// Aborts when `code` is nonzero, printing it as a CUDA error: `CUDA failure: <n> (<description>)`.
+/// Host code wraps CUDA runtime calls in it: `abend_true(cudaMalloc(&p, n))`.
+inline void abend_true(int code, const char* file = CHOREO_CALLER_FILE,
+                       int line = CHOREO_CALLER_LINE) {
+  if (code == 0) return;
+  std::fflush(stdout);
+  std::fprintf(stderr, "CUDA failure: %d (%s) at %s:%d\n", code,
+               cudaGetErrorString(static_cast<cudaError_t>(code)), file, line);
+  detail::flush_and_abort();
+}
+
+/// Aborts when `ok` is false.
+inline void abend_false(bool ok, const char* file = CHOREO_CALLER_FILE,
+                        int line = CHOREO_CALLER_LINE) {
+  if (ok) return;
+  std::fflush(stdout);
+  std::fprintf(stderr, "choreo: unexpected failure (abend_false) at %s:%d\n", file, line);
+  detail::flush_and_abort();
+}
+
+/// Aborts when the CUDA runtime has a pending error (a failed launch, a trap in a kernel, no
+/// usable device...). Generated code calls it after `sync.global`.
+inline void verify_device_status(const char* file = CHOREO_CALLER_FILE,
+                                 int line = CHOREO_CALLER_LINE) {
+  const cudaError_t err = cudaGetLastError();
+  if (err == cudaSuccess) return;
+  std::fflush(stdout);
+  std::fprintf(stderr, "CUDA failure: %d (%s: %s) reported by verify_device_status at %s:%d\n",
+               static_cast<int>(err), cudaGetErrorName(err), cudaGetErrorString(err), file, line);
+  detail::flush_and_abort();
+}
+
+/// Device-side abort used by generated `assert` code: traps the kernel (the host sees the error at
+/// its next synchronisation). On the host it aborts the process.
+CHOREO_HOST_DEVICE inline void __co_abort__() {
+#if defined(__CUDA_ARCH__)
+  __trap();
+#else
+  detail::flush_and_abort();
+#endif
+}
+
+#if defined(__CHOREO_ENABLE_CUDA_RUNTIME_ENV_CHECK__) && defined(__CHOREO_REQUIRED_GPU_DEVICE_SM__)
+namespace detail {
+
+inline void check_cuda_environment() {
+  int runtime_version = 0;
+  cudaError_t err = cudaRuntimeGetVersion(&runtime_version);
+  if (err != cudaSuccess || runtime_version < CUDART_VERSION) {
+    std::fprintf(stderr,
+                 "[choreo] CUDA runtime too old: version %d, this program was built for %d.\n",
+                 runtime_version, CUDART_VERSION);
+    std::exit(1);
+  }
+  int driver_version = 0;
+  err = cudaDriverGetVersion(&driver_version);
+  if (err != cudaSuccess) {
+    std::fprintf(stderr, "[choreo] Cannot query the CUDA driver version: %s.\n",
+                 cudaGetErrorString(err));
+    std::exit(1);
+  }
+  if (driver_version < runtime_version) {
+    // Only a warning: a newer runtime often still works through forward compatibility, and the
+    // device query below gives the definitive answer.
+    if (driver_version == 0) {
+      std::fprintf(stderr, "[choreo] warning: no CUDA driver is installed.\n");
+    } else {
+      std::fprintf(stderr,
+                   "[choreo] warning: the CUDA driver (version %d) is older than the CUDA runtime "
+                   "(version %d).\n",
+                   driver_version, runtime_version);
+    }
+  }
+  int device_count = 0;
+  err = cudaGetDeviceCount(&device_count);
+  if (err != cudaSuccess || device_count <= 0) {
+    std::fprintf(stderr, "[choreo] No CUDA-capable devices found. (cudaGetDeviceCount: %s)\n",
+                 err != cudaSuccess ? cudaGetErrorString(err) : "0 devices");
+    std::exit(1);
+  }
+  int device = 0;
+  int major = 0;
+  int minor = 0;
+  if (cudaGetDevice(&device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) != cudaSuccess) {
+    std::fprintf(stderr, "[choreo] Cannot query the compute capability of the CUDA device.\n");
+    std::exit(1);
+  }
+  const int sm = major * 10 + minor;
+  if (sm < (__CHOREO_REQUIRED_GPU_DEVICE_SM__)) {
+    std::fprintf(stderr,
+                 "[choreo] Compute capability too low: device %d is sm_%d, this program needs "
+                 "sm_%d or newer.\n",
+                 device, sm, static_cast<int>(__CHOREO_REQUIRED_GPU_DEVICE_SM__));
+    std::exit(1);
+  }
+}
+
+}  // namespace detail
+
+/// Checks, once per process, that the CUDA runtime, driver and device can run this program;
+/// prints a `[choreo] ...` message and exits with status 1 when they cannot.
+inline void __choreo_check_cuda_environment__() {
+  // A function-local static is initialised exactly once, also under concurrent first calls.
+  static const bool checked = (detail::check_cuda_environment(), true);
+  (void)checked;
+}
+#endif
+
+// ---------------------------------------------------------------------------------------------
+// Element types (runtime-abi §9.1, spec §5.1).
+// ---------------------------------------------------------------------------------------------
+
+using s8 = std::int8_t;
+using s16 = std::int16_t;
+using s32 = std::int32_t;
+using s64 = std::int64_t;
+using u8 = std::uint8_t;
+using u16 = std::uint16_t;
+using u32 = std::uint32_t;
+using u64 = std::uint64_t;
+using f32 = float;
+using f64 = double;
+
+using f16 = __half;
+using half = __half;
+using bf16 = __nv_bfloat16;
+using bfp16 = __nv_bfloat16;
+using bfloat16 = __nv_bfloat16;
+
+using f8_e4m3 = __nv_fp8_e4m3;
+using f8_e5m2 = __nv_fp8_e5m2;
+using f8 = f8_e4m3;
+#if CHOREO_HAS_CUDA_FP6_FP4
+using f8_ue8m0 = __nv_fp8_e8m0;
+using f6_e2m3 = __nv_fp6_e2m3;
+using f6_e3m2 = __nv_fp6_e3m2;
+using f4_e2m1 = __nv_fp4_e2m1;
+#endif
+
+using stream_t = cudaStream_t;
+
+namespace detail {
+
+CHOREO_HOST_DEVICE inline std::uint32_t float_bits(float x) {
+  std::uint32_t bits;
+  __builtin_memcpy(&bits, &x, sizeof bits);
+  return bits;
+}
+
+CHOREO_HOST_DEVICE inline float bits_float(std::uint32_t bits) {
+  float x;
+  __builtin_memcpy(&x, &bits, sizeof x);
+  return x;
+}
+
+}  // namespace detail
+
+/// TensorFloat-32: a float whose mantissa is rounded (to nearest even) to 10 bits on construction.
+struct tf32 {
+  float value;
+
+  tf32() = default;
+  template <typename V, typename = std::enable_if_t<std::is_arithmetic<V>::value>>
+  CHOREO_HOST_DEVICE tf32(V v) : value(round_to_tf32(static_cast<float>(v))) {}
+  CHOREO_HOST_DEVICE operator float() const { return value; }
+
+ private:
+  CHOREO_HOST_DEVICE static float round_to_tf32(float x) {
+    std::uint32_t bits = detail::float_bits(x);
+    if ((bits & 0x7f800000u) == 0x7f800000u) return x;  // inf and NaN stay as they are
+    bits += 0xfffu + ((bits >> 13) & 1u);
+    return detail::bits_float(bits & 0xffffe000u);
+  }
+};
+
+/// Unsigned E4M3 (fp8 scale factor): the e4m3 encoding without its sign bit. Negative values
+/// become 0; NaN stays NaN.
+struct f8_ue4m3 {
+  std::uint8_t storage;
+
+  f8_ue4m3() = default;
+  CHOREO_HOST_DEVICE explicit f8_ue4m3(float x) {
+    if (x != x) {
+      storage = 0x7f;  // the e4m3 NaN encoding
+    } else {
+      storage = static_cast<std::uint8_t>(__nv_fp8_e4m3(x > 0.0f ? x : 0.0f).__x & 0x7fu);
+    }
+  }
+  CHOREO_HOST_DEVICE explicit f8_ue4m3(double x) : f8_ue4m3(static_cast<float>(x)) {}
+  CHOREO_HOST_DEVICE explicit f8_ue4m3(int x) : f8_ue4m3(static_cast<float>(x)) {}
+  CHOREO_HOST_DEVICE explicit operator float() const {
+    __nv_fp8_e4m3 e4m3;
+    e4m3.__x = storage;
+    return static_cast<float>(e4m3);
+  }
+};
+
+struct binary_tag {};
+
+/// An integer of `Bits` bits (1..7), stored unpacked in one byte. Construction from an integer
+/// keeps the low `Bits` bits (two's complement for signed types), so values wrap like CUTLASS's
+/// integer_subbyte; a floating value is truncated toward zero first.
+template <unsigned Bits, bool Signed, typename Tag = void>
+struct subbyte_int {
+  static_assert(Bits >= 1 && Bits <= 7, "sub-byte integers have 1 to 7 bits");
+  using storage_type = std::conditional_t<Signed, std::int8_t, std::uint8_t>;
+  static constexpr int bits = static_cast<int>(Bits);
+  static constexpr int min_value = Signed ? -(1 << (Bits - 1)) : 0;
+  static constexpr int max_value = Signed ? (1 << (Bits - 1)) - 1 : (1 << Bits) - 1;
+
+  storage_type storage;
+
+  subbyte_int() = default;
+  template <typename V, std::enable_if_t<std::is_integral<V>::value, int> = 0>
+  CHOREO_HOST_DEVICE constexpr subbyte_int(V v) : storage(wrap(static_cast<long long>(v))) {}
+  template <typename V, std::enable_if_t<std::is_floating_point<V>::value, int> = 0>
+  CHOREO_HOST_DEVICE constexpr explicit subbyte_int(V v) : storage(wrap(truncate(v))) {}
+  template <unsigned OtherBits, bool OtherSigned, typename OtherTag>
+  CHOREO_HOST_DEVICE constexpr explicit subbyte_int(subbyte_int<OtherBits, OtherSigned, OtherTag> v)
+      : storage(wrap(static_cast<int>(v))) {}
+  CHOREO_HOST_DEVICE constexpr operator int() const { return storage; }
+
+ private:
+  CHOREO_HOST_DEVICE static constexpr storage_type wrap(long long v) {
+    const unsigned long long mask = (1ull << Bits) - 1;
+    long long low = static_cast<long long>(static_cast<unsigned long long>(v) & mask);
+    if (Signed && (low >> (Bits - 1)) != 0) low -= (1ll << Bits);
+    return static_cast<storage_type>(low);
+  }
+  template <typename V>
+  CHOREO_HOST_DEVICE static constexpr long long truncate(V v) {
+    // Out-of-range and NaN float-to-integer conversions are undefined behaviour; clamp first.
+    if (!(v == v)) return 0;
+    if (v <= static_cast<V>(-1e18)) return -1000000000000000000ll;
+    if (v >= static_cast<V>(1e18)) return 1000000000000000000ll;
+    return static_cast<long long>(v);
+  }
+};
+
+using bin1 = subbyte_int<1, false, binary_tag>;
+using u1 = subbyte_int<1, false>;
+using u2 = subbyte_int<2, false>;
+using u4 = subbyte_int<4, false>;
+using u6 = subbyte_int<6, false>;
+using s2 = subbyte_int<2, true>;
+using s4 = subbyte_int<4, true>;
+using s6 = subbyte_int<6, true>;
+
+// The `_t` spellings used for scalar parameters of generated wrappers.
+using s8_t = s8;
+using s16_t = s16;
+using s32_t = s32;
+using s64_t = s64;
+using u8_t = u8;
+using u16_t = u16;
+using u32_t = u32;
+using u64_t = u64;
+using f32_t = f32;
+using f64_t = f64;
+using f16_t = f16;
+using half_t = half;
+using bf16_t = bf16;
+using bfp16_t = bfp16;
+using tf32_t = tf32;
+using f8_t = f8;
+using f8_e4m3_t = f8_e4m3;
+using f8_e5m2_t = f8_e5m2;
+using f8_ue4m3_t = f8_ue4m3;
+#if CHOREO_HAS_CUDA_FP6_FP4
+using f8_ue8m0_t = f8_ue8m0;
+using f6_e2m3_t = f6_e2m3;
+using f6_e3m2_t = f6_e3m2;
+using f4_e2m1_t = f4_e2m1;
+#endif
+using bin1_t = bin1;
+using u1_t = u1;
+using u2_t = u2;
+using u4_t = u4;
+using u6_t = u6;
+using s2_t = s2;
+using s4_t = s4;
+using s6_t = s6;
+
+/// True for the integer types narrower than a byte (stored one per byte).
+template <typename T>
+struct is_subbyte_integer : std::false_type {};
+template <unsigned Bits, bool Signed, typename Tag>
+struct is_subbyte_integer<subbyte_int<Bits, Signed, Tag>> : std::true_type {};
+
+/// True for the floating types narrower than f32, whose arithmetic goes through f32.
+template <typename T>
+struct is_low_precision_float : std::false_type {};
+template <>
+struct is_low_precision_float<f16> : std::true_type {};
+template <>
+struct is_low_precision_float<bf16> : std::true_type {};
+template <>
+struct is_low_precision_float<tf32> : std::true_type {};
+template <>
+struct is_low_precision_float<f8_e4m3> : std::true_type {};
+template <>
+struct is_low_precision_float<f8_e5m2> : std::true_type {};
+template <>
+struct is_low_precision_float<f8_ue4m3> : std::true_type {};
+#if CHOREO_HAS_CUDA_FP6_FP4
+template <>
+struct is_low_precision_float<f8_ue8m0> : std::true_type {};
+template <>
+struct is_low_precision_float<f6_e2m3> : std::true_type {};
+template <>
+struct is_low_precision_float<f6_e3m2> : std::true_type {};
+template <>
+struct is_low_precision_float<f4_e2m1> : std::true_type {};
+#endif
+
+// ---------------------------------------------------------------------------------------------
+// Scalar conversions (runtime-abi §9.8).
+// ---------------------------------------------------------------------------------------------
+
+CHOREO_HOST_DEVICE inline float f16_to_f32(f16 x) { return __half2float(x); }
+CHOREO_HOST_DEVICE inline f16 f32_to_f16(float x) { return __float2half(x); }
+CHOREO_HOST_DEVICE inline float bf16_to_f32(bf16 x) { return __bfloat162float(x); }
+CHOREO_HOST_DEVICE inline bf16 f32_to_bf16(float x) { return __float2bfloat16(x); }
+
+CHOREO_HOST_DEVICE inline float to_f32(float x) { return x; }
+CHOREO_HOST_DEVICE inline float to_f32(double x) { return static_cast<float>(x); }
+CHOREO_HOST_DEVICE inline float to_f32(f16 x) { return __half2float(x); }
+CHOREO_HOST_DEVICE inline float to_f32(bf16 x) { return __bfloat162float(x); }
+CHOREO_HOST_DEVICE inline float to_f32(tf32 x) { return x.value; }
+CHOREO_HOST_DEVICE inline float to_f32(f8_e4m3 x) { return static_cast<float>(x); }
+CHOREO_HOST_DEVICE inline float to_f32(f8_e5m2 x) { return static_cast<float>(x); }
+CHOREO_HOST_DEVICE inline float to_f32(f8_ue4m3 x) { return static_cast<float>(x); }
+#if CHOREO_HAS_CUDA_FP6_FP4
+CHOREO_HOST_DEVICE inline float to_f32(f8_ue8m0 x) { return static_cast<float>(x); }
+CHOREO_HOST_DEVICE inline float to_f32(f6_e2m3 x) { return static_cast<float>(x); }
+CHOREO_HOST_DEVICE inline float to_f32(f6_e3m2 x) { return static_cast<float>(x); }
+CHOREO_HOST_DEVICE inline float to_f32(f4_e2m1 x) { return static_cast<float>(x); }
+#endif
+template <unsigned Bits, bool Signed, typename Tag>
+CHOREO_HOST_DEVICE inline float to_f32(subbyte_int<Bits, Signed, Tag> x) {
+  return static_cast<float>(static_cast<int>(x));
+}
+template <typename T, std::enable_if_t<std::is_integral<T>::value, int> = 0>
+CHOREO_HOST_DEVICE inline float to_f32(T x) {
+  return static_cast<float>(x);
+}
+
+namespace utils {
+
+/// Converts a float to element type `U`: f16 and bf16 through the CUDA conversion functions,
+/// everything else through `static_cast` (the fp8/fp6/fp4 constructors round to nearest and
+/// saturate).
+template <typename U>
+CHOREO_HOST_DEVICE inline U from_f32(float x) {
+  if constexpr (std::is_same<U, f16>::value) {
+    return __float2half(x);
+  } else if constexpr (std::is_same<U, bf16>::value) {
+    return __float2bfloat16(x);
+  } else {
+    return static_cast<U>(x);
+  }
+}
+
+}  // namespace utils
+
+// ---------------------------------------------------------------------------------------------
+// mdspan<Rank> (runtime-abi §9.6).
+// ---------------------------------------------------------------------------------------------
+
+template <std::size_t Rank>
+class mdspan;
+
+namespace detail {
+
+template <std::size_t Rank>
+std::string shape_text(const mdspan<Rank>& shape) {
+  std::string text = "[";
+  for (std::size_t i = 0; i < Rank; ++i) {
+    if (i != 0) text += ", ";
+    text += std::to_string(shape[i]);
+  }
+  return text + "]";
+}
+
+}  // namespace detail
+
+/// The extents of a rank-`Rank` span: a fixed array of `size_t`.
+template <std::size_t Rank>
+class mdspan {
+  static_assert(Rank >= 1, "a span has at least one dimension");
+
+ public:
+  using value_type = std::size_t;
+  using iterator = std::size_t*;
+  using const_iterator = const std::size_t*;
+
+  /// All extents zero.
+  constexpr mdspan() : extents_{} {}
+
+  /// From exactly `Rank` extents, or from one extent that is used for every dimension.
+  mdspan(std::initializer_list<std::size_t> extents) : extents_{} {
+    if (extents.size() == 1) {
+      std::fill(begin(), end(), *extents.begin());
+    } else if (extents.size() == Rank) {
+      std::copy(extents.begin(), extents.end(), begin());
+    } else {
+      detail::runtime_check_failed("a rank-" + std::to_string(Rank) + " shape was given " +
+                                   std::to_string(extents.size()) + " extents");
+    }
+  }
+
+  std::size_t& operator[](std::size_t i) {
+    check(i);
+    return extents_[i];
+  }
+  const std::size_t& operator[](std::size_t i) const {
+    check(i);
+    return extents_[i];
+  }
+
+  static constexpr std::size_t size() { return Rank; }
+  iterator begin() { return extents_; }
+  iterator end() { return extents_ + Rank; }
+  const_iterator begin() const { return extents_; }
+  const_iterator end() const { return extents_ + Rank; }
+  const std::size_t* data() const { return extents_; }
+
+  /// The product of the extents.
+  std::size_t element_count() const {
+    std::size_t count = 1;
+    for (std::size_t extent : extents_) count *= extent;
+    return count;
+  }
+
+  friend bool operator==(const mdspan& a, const mdspan& b) {
+    return std::equal(a.begin(), a.end(), b.begin());
+  }
+  friend bool operator!=(const mdspan& a, const mdspan& b) { return !(a == b); }
+
+  /// Prints the extents separated by single spaces.
+  friend std::ostream& operator<<(std::ostream& os, const mdspan& shape) {
+    for (std::size_t i = 0; i < Rank; ++i) os << (i == 0 ? "" : " ") << shape.extents_[i];
+    return os;
+  }
+
+ private:
+  void check(std::size_t i) const {
+    if (i >= Rank) {
+      detail::runtime_check_failed("mdspan index " + std::to_string(i) + " is out of range for rank " +
+                                   std::to_string(Rank));
+    }
+  }
+
+  std::size_t extents_[Rank];
+};
+
+// ---------------------------------------------------------------------------------------------
+// Spans: shared element access (operator[], fill, fill_random).
+// ---------------------------------------------------------------------------------------------
+
+/// The engine behind fill_random: one per thread, seeded from CHOREO_RANDOM_SEED when that
+/// environment variable holds a number, else from std::random_device.
+inline std::mt19937& random_engine() {
+  thread_local std::mt19937 engine = [] {
+    const char* text = std::getenv("CHOREO_RANDOM_SEED");
+    if (text != nullptr && *text != '\0') {
+      char* end = nullptr;
+      const unsigned long seed = std::strtoul(text, &end, 0);
+      if (end != nullptr && *end == '\0') return std::mt19937(static_cast<std::uint32_t>(seed));
+      std::fprintf(stderr, "[choreo] warning: ignoring CHOREO_RANDOM_SEED=\"%s\" (not a number)\n",
+                   text);
+    }
+    std::random_device device;
+    return std::mt19937(device());
+  }();
+  return engine;
+}
+
+/// Reseeds this thread's fill_random engine, making the following fills reproducible.
+inline void seed_random(std::uint32_t seed) { random_engine().seed(seed); }
+
+namespace detail {
+
+template <std::size_t Rank>
+[[noreturn]] void index_out_of_bounds(long long index, std::size_t dim,
+                                      const mdspan<Rank>& shape) {
+  runtime_check_failed("Index out of bounds: subscript " + std::to_string(index) +
+                       " of dimension " + std::to_string(dim) + " is outside [0, " +
+                       std::to_string(shape[dim]) + ") of a span of shape " + shape_text(shape));
+}
+
+template <std::size_t Rank>
+inline std::size_t checked_index(long long index, std::size_t dim, const mdspan<Rank>& shape) {
+  if (index < 0 || static_cast<unsigned long long>(index) >= shape[dim]) {
+    index_out_of_bounds(index, dim, shape);
+  }
+  return static_cast<std::size_t>(index);
+}
+
+/// The result of `span[i]` on a span of rank > 1: `Applied` subscripts are applied and `offset`
+/// is the row-major offset of the selected sub-span. The shape is held by value so that a proxy
+/// outliving a temporary view stays valid.
+template <typename T, std::size_t Rank, std::size_t Applied>
+class subscript_proxy {
+ public:
+  subscript_proxy(T* data, const mdspan<Rank>& shape, std::size_t offset)
+      : data_(data), shape_(shape), offset_(offset) {}
+
+  /// The next subscript; yields `T&` once all `Rank` subscripts are given.
+  decltype(auto) operator[](long long index) const {
+    const std::size_t offset = offset_ * shape_[Applied] + checked_index(index, Applied, shape_);
+    if constexpr (Applied + 1 == Rank) {
+      return data_[offset];
+    } else {
+      return subscript_proxy<T, Rank, Applied + 1>(data_, shape_, offset);
+    }
+  }
+
+ private:
+  T* data_;
+  mdspan<Rank> shape_;
+  std::size_t offset_;
+};
+
+template <typename T, std::size_t Rank>
+decltype(auto) subscript(T* data, const mdspan<Rank>& shape, long long index) {
+  const std::size_t first = checked_index(index, 0, shape);
+  if constexpr (Rank == 1) {
+    return data[first];
+  } else {
+    return subscript_proxy<T, Rank, 1>(data, shape, first);
+  }
+}
+
+template <typename T, typename V>
+void fill(T* data, std::size_t count, V value) {
+  std::fill(data, data + count, static_cast<T>(value));
+}
+
+template <typename T, typename LB, typename UB>
+void fill_random(T* data, std::size_t count, LB lb, UB ub) {
+  const T low = static_cast<T>(lb);
+  const T high = static_cast<T>(ub);
+  std::mt19937& engine = random_engine();
+  const auto check_order = [](auto lo, auto hi) {
+    if (!(lo <= hi)) {
+      runtime_check_failed("fill_random: the lower bound " + std::to_string(lo) +
+                           " is above the upper bound " + std::to_string(hi) +
+                           " (after conversion to the element type)");
+    }
+  };
+  if constexpr (std::is_integral<T>::value) {
+    // uniform_int_distribution is not defined for character types; draw in 64 bits instead.
+    using wide = std::conditional_t<std::is_unsigned<T>::value, unsigned long long, long long>;
+    check_order(static_cast<wide>(low), static_cast<wide>(high));
+    std::uniform_int_distribution<wide> dist(static_cast<wide>(low), static_cast<wide>(high));
+    for (std::size_t i = 0; i < count; ++i) data[i] = static_cast<T>(dist(engine));
+  } else if constexpr (std::is_floating_point<T>::value) {
+    check_order(low, high);
+    std::uniform_real_distribution<T> dist(low, high);
+    for (std::size_t i = 0; i < count; ++i) data[i] = dist(engine);
+  } else if constexpr (is_subbyte_integer<T>::value) {
+    check_order(static_cast<int>(low), static_cast<int>(high));
+    std::uniform_int_distribution<int> dist(static_cast<int>(low), static_cast<int>(high));
+    for (std::size_t i = 0; i < count; ++i) data[i] = static_cast<T>(dist(engine));
+  } else {
+    static_assert(is_low_precision_float<T>::value, "fill_random: unsupported element type");
+    const float lo = to_f32(low);
+    const float hi = to_f32(high);
+    check_order(lo, hi);
+    std::uniform_real_distribution<float> dist(lo, hi);
+    for (std::size_t i = 0; i < count; ++i) data[i] = utils::from_f32<T>(dist(engine));
+  }
+}
+
+// The size queries shared by spanned_view and spanned_data; `Derived` provides shape().
+template <typename Derived, typename T, std::size_t Rank>
+class span_api {
+ public:
+  static constexpr std::size_t rank() { return Rank; }
+  std::size_t element_count() const { return self().shape().element_count(); }
+  std::size_t bytes() const { return element_count() * sizeof(T); }
+
+ private:
+  const Derived& self() const { return static_cast<const Derived&>(*this); }
+};
+
+}  // namespace detail
+
+// ---------------------------------------------------------------------------------------------
+// spanned_view<T, Rank> (runtime-abi §9.5): a non-owning, copyable pointer + shape.
+// ---------------------------------------------------------------------------------------------
+
+/// A non-owning row-major view of `Rank`-dimensional data (host or device memory). Like a
+/// pointer, a const view still gives mutable access to the elements.
+template <typename T, std::size_t Rank>
+class spanned_view : public detail::span_api<spanned_view<T, Rank>, T, Rank> {
+ public:
+  using element_type = T;
+
+  spanned_view() = default;
+  spanned_view(T* data, const mdspan<Rank>& shape) : data_(data), shape_(shape) {}
+
+  T* data() const { return data_; }
+  const mdspan<Rank>& shape() const { return shape_; }
+
+  /// Bounds-checked subscript: `T&` for rank 1, else a proxy that takes the next subscript.
+  decltype(auto) operator[](long long index) const { return detail::subscript(data_, shape_, index); }
+
+  /// Sets every element to `static_cast<T>(value)`.
+  template <typename V>
+  void fill(V value) const {
+    detail::fill(data(), this->element_count(), value);
+  }
+
+  /// Fills with uniform random values between `lb` and `ub` (both cast to T first): integers in
+  /// [lb, ub], f32/f64 in [lb, ub), narrower floats drawn as f32 in [lb, ub) and rounded.
+  template <typename LB, typename UB>
+  void fill_random(LB lb, UB ub) const {
+    detail::fill_random(data(), this->element_count(), lb, ub);
+  }
+
+ private:
+  T* data_ = nullptr;
+  mdspan<Rank> shape_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// spanned_data<T, Rank> (runtime-abi §9.4): owning, move-only host buffer + shape.
+// ---------------------------------------------------------------------------------------------
+
+/// An owning row-major host buffer of `Rank`-dimensional data. Move-only.
+template <typename T, std::size_t Rank>
+class spanned_data : public detail::span_api<spanned_data<T, Rank>, T, Rank> {
+ public:
+  using element_type = T;
+
+  /// An empty buffer (no elements, all extents zero).
+  spanned_data() = default;
+
+  /// Allocates (uninitialised) storage for `shape`; every extent must be positive.
+  explicit spanned_data(const mdspan<Rank>& shape) : shape_(shape) {
+    std::size_t count = 1;
+    for (std::size_t extent : shape) {
+      if (extent == 0 || count > std::numeric_limits<std::size_t>::max() / sizeof(T) / extent) {
+        detail::runtime_check_failed("error: invalid dimensions. Cannot allocate a span of shape " +
+                                     detail::shape_text(shape));
+      }
+      count *= extent;
+    }
+    storage_.reset(new T[count]);
+  }
+
+  spanned_data(const spanned_data&) = delete;
+  spanned_data& operator=(const spanned_data&) = delete;
+  spanned_data(spanned_data&&) noexcept = default;
+  spanned_data& operator=(spanned_data&&) noexcept = default;
+
+  T* data() { return storage_.get(); }
+  const T* data() const { return storage_.get(); }
+  const mdspan<Rank>& shape() const { return shape_; }
+
+  /// A view of the same memory and shape (the view does not keep the buffer alive).
+  spanned_view<T, Rank> view() const { return spanned_view<T, Rank>(storage_.get(), shape_); }
+
+  /// Bounds-checked subscript: `T&` for rank 1, else a proxy that takes the next subscript.
+  decltype(auto) operator[](long long index) { return detail::subscript(data(), shape_, index); }
+  decltype(auto) operator[](long long index) const {
+    return detail::subscript(data(), shape_, index);
+  }
+
+  /// Sets every element to `static_cast<T>(value)`.
+  template <typename V>
+  void fill(V value) {
+    detail::fill(data(), this->element_count(), value);
+  }
+
+  /// Fills with uniform random values between `lb` and `ub` (both cast to T first): integers in
+  /// [lb, ub], f32/f64 in [lb, ub), narrower floats drawn as f32 in [lb, ub) and rounded.
+  template <typename LB, typename UB>
+  void fill_random(LB lb, UB ub) {
+    detail::fill_random(data(), this->element_count(), lb, ub);
+  }
+
+ private:
+  std::unique_ptr<T[]> storage_;
+  mdspan<Rank> shape_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Constructors (runtime-abi §9.2, §9.3, §8).
+// ---------------------------------------------------------------------------------------------
+
+namespace detail {
+
+template <typename D>
+std::size_t checked_dimension(D d) {
+  static_assert(std::is_integral<D>::value || std::is_enum<D>::value,
+                "make_spandata dimensions must be integers");
+  if constexpr (std::is_enum<D>::value) {
+    return checked_dimension(static_cast<std::underlying_type_t<D>>(d));
+  } else {
+    if constexpr (std::is_signed<D>::value) {
+      if (d <= 0) {
+        runtime_check_failed("error: invalid dimensions. make_spandata got the extent " +
+                             std::to_string(static_cast<long long>(d)));
+      }
+    }
+    return static_cast<std::size_t>(d);
+  }
+}
+
+}  // namespace detail
+
+/// `make_spandata<T>(d0, d1, ...)`: an owning buffer of shape [d0, d1, ...] (uninitialised).
+template <typename T, typename... Dims,
+          std::enable_if_t<(sizeof...(Dims) > 0) &&
+                               ((std::is_integral<Dims>::value || std::is_enum<Dims>::value) && ...),
+                           int> = 0>
+spanned_data<T, sizeof...(Dims)> make_spandata(Dims... dims) {
+  return spanned_data<T, sizeof...(Dims)>(
+      mdspan<sizeof...(Dims)>{detail::checked_dimension(dims)...});
+}
+
+/// `make_spandata<T, Rank>({d0, ...})` (as generated code writes it) or
+/// `make_spandata<T, Rank>(other.shape())`.
+template <typename T, std::size_t Rank>
+spanned_data<T, Rank> make_spandata(const mdspan<Rank>& shape) {
+  return spanned_data<T, Rank>(shape);
+}
+
+/// `make_spanview<T, Rank>(ptr, {d0, ...})`.
+template <typename T, std::size_t Rank>
+spanned_view<T, Rank> make_spanview(T* data, const mdspan<Rank>& shape) {
+  return spanned_view<T, Rank>(data, shape);
+}
+/// `make_spanview<T, Rank>(const_ptr, {...})`: the const is dropped, as wrappers take
+/// `spanned_view<T, R>`; writing through it is the caller's responsibility.
+template <typename T, std::size_t Rank>
+spanned_view<T, Rank> make_spanview(const T* data, const mdspan<Rank>& shape) {
+  return spanned_view<T, Rank>(const_cast<T*>(data), shape);
+}
+/// `make_spanview<T, Rank>(void_ptr, {...})`: reinterprets untyped memory as T.
+template <typename T, std::size_t Rank>
+spanned_view<T, Rank> make_spanview(void* data, const mdspan<Rank>& shape) {
+  return spanned_view<T, Rank>(static_cast<T*>(data), shape);
+}
+template <typename T, std::size_t Rank>
+spanned_view<T, Rank> make_spanview(const void* data, const mdspan<Rank>& shape) {
+  return spanned_view<T, Rank>(static_cast<T*>(const_cast<void*>(data)), shape);
+}
+
+// The <Rank, T> order: a non-type first template argument makes the <T, Rank> overloads above
+// fail substitution, and vice versa, so both spellings resolve without ambiguity.
+
+/// `make_spanview<Rank, T>(ptr, {d0, ...})` (T may also be deduced: `make_spanview<2>(p, {..})`).
+template <std::size_t Rank, typename T>
+spanned_view<T, Rank> make_spanview(T* data, const mdspan<Rank>& shape) {
+  return spanned_view<T, Rank>(data, shape);
+}
+template <std::size_t Rank, typename T>
+spanned_view<T, Rank> make_spanview(const T* data, const mdspan<Rank>& shape) {
+  return spanned_view<T, Rank>(const_cast<T*>(data), shape);
+}
+
+/// A rank-1 view of a C array.
+template <typename T, std::size_t N>
+spanned_view<T, 1> make_spanview(T (&array)[N]) {
+  return spanned_view<T, 1>(array, mdspan<1>{N});
+}
+/// A rank-2 view of a two-dimensional C array.
+template <typename T, std::size_t N, std::size_t M>
+spanned_view<T, 2> make_spanview(T (&array)[N][M]) {
+  return spanned_view<T, 2>(&array[0][0], mdspan<2>{N, M});
+}
+
+/// A fresh owning copy of `shape.element_count()` elements at `data`:
+/// `copy_as_spanned(x.data(), x.shape())` or `copy_as_spanned<Rank>(ptr, {d0, ...})`.
+template <std::size_t Rank, typename T>
+spanned_data<T, Rank> copy_as_spanned(const T* data, const mdspan<Rank>& shape) {
+  spanned_data<T, Rank> copy(shape);
+  std::copy(data, data + copy.element_count(), copy.data());
+  return copy;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Timing (runtime-abi §9.10).
+// ---------------------------------------------------------------------------------------------
+
+/// How `timing` runs the function: `warmup` untimed calls, then `repeat` timed ones.
+struct TimerOption {
+  int warmup = 10;
+  int repeat = 100;
+  bool sync = true;
+};
+
+/// The mean time in milliseconds of one call `fn(args...)`, measured with CUDA events on the
+/// default stream after `opt.warmup` untimed calls.
+template <typename F, typename... Args>
+double timing(F&& fn, const TimerOption& opt, Args&&... args) {
+  runtime_check(opt.repeat > 0, "timing: TimerOption::repeat must be positive");
+  for (int i = 0; i < opt.warmup; ++i) fn(args...);
+  if (opt.sync) abend_true(cudaDeviceSynchronize());
+  cudaEvent_t start = nullptr;
+  cudaEvent_t stop = nullptr;
+  abend_true(cudaEventCreate(&start));
+  abend_true(cudaEventCreate(&stop));
+  abend_true(cudaEventRecord(start));
+  for (int i = 0; i < opt.repeat; ++i) fn(args...);
+  abend_true(cudaEventRecord(stop));
+  abend_true(cudaEventSynchronize(stop));
+  float elapsed_ms = 0.0f;
+  abend_true(cudaEventElapsedTime(&elapsed_ms, start, stop));
+  abend_true(cudaEventDestroy(start));
+  abend_true(cudaEventDestroy(stop));
+  return static_cast<double>(elapsed_ms) / opt.repeat;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Matmul verification (runtime-abi §9.9). The arguments may be spanned_data or spanned_view.
+// ---------------------------------------------------------------------------------------------
+
+namespace detail {
+
+// Checks res[m, n] = lhs[m, k] x rhs, with rhs [k, n] (row-col) or [n, k] (row-row).
+template <typename L, typename R, typename O>
+void check_matmul_shapes(const L& lhs, const R& rhs, const O& res, bool rhs_is_n_by_k,
+                         const char* who) {
+  const std::size_t m = res.shape()[0];
+  const std::size_t n = res.shape()[1];
+  const std::size_t k = lhs.shape()[1];
+  const std::size_t rhs_k = rhs.shape()[rhs_is_n_by_k ? 1 : 0];
+  const std::size_t rhs_n = rhs.shape()[rhs_is_n_by_k ? 0 : 1];
+  if (lhs.shape()[0] != m || rhs_k != k || rhs_n != n) {
+    runtime_check_failed(std::string(who) + ": inconsistent shapes: lhs " +
+                         shape_text(lhs.shape()) + ", rhs " + shape_text(rhs.shape()) +
+                         ", result " + shape_text(res.shape()));
+  }
+}
+
+template <typename L, typename R>
+float matmul_reference(const L& lhs, const R& rhs, std::size_t i, std::size_t j,
+                       bool rhs_is_n_by_k) {
+  const std::size_t k = lhs.shape()[1];
+  float ref = 0.0f;
+  for (std::size_t kk = 0; kk < k; ++kk) {
+    const float b = rhs_is_n_by_k ? to_f32(rhs[j][kk]) : to_f32(rhs[kk][j]);
+    ref += to_f32(lhs[i][kk]) * b;
+  }
+  return ref;
+}
+
+template <typename L, typename R, typename O>
+void verify_matmul_subset(const L& lhs, const R& rhs, const O& res, float base_tol, float rel_tol,
+                          std::size_t max_i, std::size_t max_j, bool rhs_is_n_by_k,
+                          const char* who) {
+  check_matmul_shapes(lhs, rhs, res, rhs_is_n_by_k, who);
+  const std::size_t m = res.shape()[0];
+  const std::size_t n = res.shape()[1];
+  const std::size_t step_i = std::max<std::size_t>(1, max_i == 0 ? m : m / max_i);
+  const std::size_t step_j = std::max<std::size_t>(1, max_j == 0 ? n : n / max_j);
+  for (std::size_t i = 0; i < m; i += step_i) {
+    for (std::size_t j = 0; j < n; j += step_j) {
+      const float ref = matmul_reference(lhs, rhs, i, j, rhs_is_n_by_k);
+      const float got = to_f32(res[i][j]);
+      const float diff = std::fabs(got - ref);
+      if (!(diff <= base_tol + rel_tol * std::fabs(ref))) {
+        std::printf("%s: mismatch at (%zu, %zu) gpu=%f ref=%f diff=%f\n", who, i, j, got, ref,
+                    diff);
+        choreo_assert(false, "values are not equal.");
+      }
+    }
+  }
+}
+
+inline std::size_t gcd(std::size_t a, std::size_t b) {
+  while (b != 0) {
+    const std::size_t t = a % b;
+    a = b;
+    b = t;
+  }
+  return a;
+}
+
+}  // namespace detail
+
+/// Checks a grid of about max_i x max_j entries of res = lhs x rhs (lhs [m, k], rhs [k, n]).
+template <typename L, typename R, typename O>
+void verify_matmul_row_col_subset(const L& lhs, const R& rhs, const O& res, float base_tol,
+                                  float rel_tol, std::size_t max_i = 8, std::size_t max_j = 8) {
+  detail::verify_matmul_subset(lhs, rhs, res, base_tol, rel_tol, max_i, max_j, false,
+                               "verify_matmul_row_col_subset");
+}
+
+/// Like verify_matmul_row_col_subset with rhs given as [n, k].
+template <typename L, typename R, typename O>
+void verify_matmul_row_row_subset(const L& lhs, const R& rhs, const O& res, float base_tol,
+                                  float rel_tol, std::size_t max_i = 8, std::size_t max_j = 8) {
+  detail::verify_matmul_subset(lhs, rhs, res, base_tol, rel_tol, max_i, max_j, true,
+                               "verify_matmul_row_row_subset");
+}
+
+/// Settings of the sampled matmul verifiers.
+struct SampledVerifierConfig {
+  std::size_t num_samples = 512;
+  float base_tol = 1.0f;
+  float rel_tol = 0.01f;
+  bool verbose = false;
+};
+
+namespace detail {
+
+template <typename L, typename R, typename O>
+void verify_matmul_sampled(const L& lhs, const R& rhs, const O& res,
+                           const SampledVerifierConfig& cfg, bool rhs_is_n_by_k, const char* who) {
+  check_matmul_shapes(lhs, rhs, res, rhs_is_n_by_k, who);
+  const std::size_t n = res.shape()[1];
+  const std::size_t total = res.shape()[0] * n;
+  if (total == 0 || cfg.num_samples == 0) return;
+  // A stride coprime with n walks across rows and columns instead of revisiting one column.
+  std::size_t stride = std::max<std::size_t>(1, total / cfg.num_samples);
+  while (gcd(stride, n) != 1) ++stride;
+  const std::size_t samples = std::min(cfg.num_samples, total);
+  std::size_t failed = 0;
+  for (std::size_t s = 0; s < samples; ++s) {
+    const std::size_t idx = (s * stride) % total;
+    const std::size_t i = idx / n;
+    const std::size_t j = idx % n;
+    const float ref = matmul_reference(lhs, rhs, i, j, rhs_is_n_by_k);
+    const float got = to_f32(res[i][j]);
+    const float diff = std::fabs(got - ref);
+    if (!(diff <= cfg.base_tol + cfg.rel_tol * std::fabs(ref))) {
+      if (failed < 5) {
+        std::printf("mismatch at (%zu, %zu) gpu=%f ref=%f diff=%f\n", i, j, got, ref, diff);
+      }
+      ++failed;
+    }
+  }
+  if (failed != 0) {
+    std::printf("FAILED: %zu/%zu samples\n", failed, samples);
+    choreo_assert(false, "sampled verification failed");
+  } else if (cfg.verbose) {
+    std::printf("%s: %zu samples passed\n", who, samples);
+  }
+}
+
+}  // namespace detail
+
+/// Checks up to cfg.num_samples entries of res = lhs x rhs^T (lhs [m, k], rhs [n, k]).
+template <typename L, typename R, typename O>
+void verify_matmul_row_row_sampled(const L& lhs, const R& rhs, const O& res,
+                                   const SampledVerifierConfig& cfg = {}) {
+  detail::verify_matmul_sampled(lhs, rhs, res, cfg, true, "verify_matmul_row_row_sampled");
+}
+
+/// Checks up to cfg.num_samples entries of res = lhs x rhs (lhs [m, k], rhs [k, n]).
+template <typename L, typename R, typename O>
+void verify_matmul_row_col_sampled(const L& lhs, const R& rhs, const O& res,
+                                   const SampledVerifierConfig& cfg = {}) {
+  detail::verify_matmul_sampled(lhs, rhs, res, cfg, false, "verify_matmul_row_col_sampled");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sparse 2:4 host utilities (runtime-abi §9.11).
+// ---------------------------------------------------------------------------------------------
+
+namespace utils {
+
+/// Host-side preparation of 2:4 structured-sparse A operands for WGMMA; `K` is the K extent of
+/// one sparse MMA instruction.
+template <typename T, int K>
+struct Sparse2to4HostPolicyWGMMA {
+  static constexpr int k_per_instruction = K;
+
+  /// Zeroes `dense` and puts two nonzero values from U(-1, 1) at two distinct random positions of
+  /// every group of four columns.
+  template <typename Dense>
+  static void init_structured_sparse_A(Dense& dense, std::mt19937& gen) {
+    const std::size_t rows = dense.shape()[0];
+    const std::size_t cols = dense.shape()[1];
+    runtime_check(cols % 4 == 0, "init_structured_sparse_A: the column count " +
+                                     std::to_string(cols) + " is not a multiple of 4");
+    dense.fill(0);
+    std::uniform_int_distribution<int> position(0, 3);
+    std::uniform_real_distribution<float> value(-1.0f, 1.0f);
+    for (std::size_t r = 0; r < rows; ++r) {
+      for (std::size_t g = 0; g < cols / 4; ++g) {
+        int first = position(gen);
+        int second = position(gen);
+        while (second == first) second = position(gen);
+        if (second < first) std::swap(first, second);
+        dense[r][4 * g + first] = nonzero(value(gen), 1.0f);
+        dense[r][4 * g + second] = nonzero(value(gen), -1.0f);
+      }
+    }
+  }
+
+  /// Packs the two kept values of each group of four into `packed[r][2g..2g+1]` and their
+  /// positions (idx0 | idx1 << 2) into the low (even g) or high (odd g) nibble of `meta[r][g/2]`.
+  /// A group without exactly two nonzeros is encoded as positions {0, 1}.
+  template <typename Dense, typename Packed, typename Meta>
+  static void encode(const Dense& dense, Packed& packed, Meta& meta) {
+    const std::size_t rows = dense.shape()[0];
+    const std::size_t cols = dense.shape()[1];
+    const std::size_t groups = cols / 4;
+    runtime_check(cols % 4 == 0 && packed.shape()[0] == rows && packed.shape()[1] == cols / 2 &&
+                      meta.shape()[0] == rows && meta.shape()[1] >= (groups + 1) / 2,
+                  "encode: expected dense [R, 4G], packed [R, 2G] and meta [R, >= ceil(G/2)], got "
+                  "dense " + detail::shape_text(dense.shape()) + ", packed " +
+                      detail::shape_text(packed.shape()) + ", meta " +
+                      detail::shape_text(meta.shape()));
+    for (std::size_t r = 0; r < rows; ++r) {
+      for (std::size_t g = 0; g < groups; ++g) {
+        int found[4] = {0, 0, 0, 0};
+        int count = 0;
+        for (int c = 0; c < 4; ++c) {
+          if (to_f32(dense[r][4 * g + c]) != 0.0f) {
+            if (count < 4) found[count] = c;
+            ++count;
+          }
+        }
+        const int idx0 = count == 2 ? found[0] : 0;
+        const int idx1 = count == 2 ? found[1] : 1;
+        packed[r][2 * g] = dense[r][4 * g + idx0];
+        packed[r][2 * g + 1] = dense[r][4 * g + idx1];
+        const unsigned code = static_cast<unsigned>(idx0 | (idx1 << 2));
+        auto&& byte = meta[r][g / 2];
+        if (g % 2 == 0) {
+          byte = static_cast<std::uint8_t>(code);
+        } else {
+          byte = static_cast<std::uint8_t>(byte | (code << 4));
+        }
+      }
+    }
+  }
+
+ private:
+  // A drawn value that is 0, or rounds to 0 in T, would break the 2:4 pattern.
+  static T nonzero(float x, float replacement) {
+    if (x == 0.0f) x = replacement;
+    T converted = from_f32<T>(x);
+    if (to_f32(converted) == 0.0f) converted = from_f32<T>(x > 0.0f ? 1.0f : -1.0f);
+    return converted;
+  }
+};
+
+namespace detail {
+template <typename T>
+struct sparse_wgmma_k {
+  static constexpr int value = sizeof(T) == 1 ? 64 : 32;  // fp8: 64, f16/bf16: 32
+};
+}  // namespace detail
+
+/// The WGMMA sparse policy for element type T (K = 32 for f16/bf16, 64 for fp8).
+template <typename T>
+using SparsePolicyWGMMA = Sparse2to4HostPolicyWGMMA<T, detail::sparse_wgmma_k<T>::value>;
+
+}  // namespace utils
+
+// ---------------------------------------------------------------------------------------------
+// Debug RTTI: plain structs that a debugger can inspect (runtime-abi §8).
+// ---------------------------------------------------------------------------------------------
+
+namespace rtti {
+template <int N>
+struct mdspan {
+  int data[N];
+};
+template <int N>
+struct ituple {
+  int data[N];
+};
+template <int N>
+struct bounded_ituple {
+  int data[N];
+  int ub[N];
+};
+template <typename T, int N>
+struct spanned {
+  mdspan<N> span;
+  mdspan<N> stride;
+  T* data;
+};
+}  // namespace rtti
+
+}  // namespace choreo
+
+// ---------------------------------------------------------------------------------------------
+// Global scope: croq_assert, fp6/fp4 names, and operators on the CUDA low-precision types. The
+// operators sit in the global namespace, where the CUDA types are, so that argument-dependent
+// lookup finds them from inside any namespace.
+// ---------------------------------------------------------------------------------------------
+
+/// Same as choreo::choreo_assert.
+CHOREO_HOST_DEVICE inline void croq_assert(bool cond, const char* msg,
+                                           const char* file = CHOREO_CALLER_FILE,
+                                           int line = CHOREO_CALLER_LINE) {
+  choreo::choreo_assert(cond, msg, file, line);
+}
+
+#define CHOREO_FLOAT_RESULT_OPERATORS(T)                                                 \
+  CHOREO_HOST_DEVICE inline float operator+(T a, T b) { return float(a) + float(b); }   \
+  CHOREO_HOST_DEVICE inline float operator-(T a, T b) { return float(a) - float(b); }   \
+  CHOREO_HOST_DEVICE inline float operator*(T a, T b) { return float(a) * float(b); }   \
+  CHOREO_HOST_DEVICE inline float operator/(T a, T b) { return float(a) / float(b); }   \
+  inline std::ostream& operator<<(std::ostream& os, T x) { return os << float(x); }
+
+#define CHOREO_SAME_TYPE_OPERATORS(T)                                                        \
+  CHOREO_HOST_DEVICE inline T operator+(T a, T b) { return T(float(a) + float(b)); }        \
+  CHOREO_HOST_DEVICE inline T operator-(T a, T b) { return T(float(a) - float(b)); }        \
+  CHOREO_HOST_DEVICE inline T operator*(T a, T b) { return T(float(a) * float(b)); }        \
+  CHOREO_HOST_DEVICE inline T operator/(T a, T b) { return T(float(a) / float(b)); }        \
+  inline std::ostream& operator<<(std::ostream& os, T x) { return os << float(x); }
+
+CHOREO_FLOAT_RESULT_OPERATORS(__nv_fp8_e4m3)
+CHOREO_FLOAT_RESULT_OPERATORS(__nv_fp8_e5m2)
+#if CHOREO_HAS_CUDA_FP6_FP4
+CHOREO_SAME_TYPE_OPERATORS(__nv_fp6_e2m3)
+CHOREO_SAME_TYPE_OPERATORS(__nv_fp6_e3m2)
+CHOREO_SAME_TYPE_OPERATORS(__nv_fp4_e2m1)
+inline std::ostream& operator<<(std::ostream& os, __nv_fp8_e8m0 x) { return os << float(x); }
+using choreo::f4_e2m1;
+using choreo::f6_e2m3;
+using choreo::f6_e3m2;
+#endif
+
+#undef CHOREO_FLOAT_RESULT_OPERATORS
+#undef CHOREO_SAME_TYPE_OPERATORS
+
+// __half and __nv_bfloat16 convert implicitly to several arithmetic types, which makes
+// `std::cout << h` ambiguous; print them as float.
+inline std::ostream& operator<<(std::ostream& os, __half x) { return os << __half2float(x); }
+inline std::ostream& operator<<(std::ostream& os, __nv_bfloat16 x) {
+  return os << __bfloat162float(x);
+}
+
+namespace choreo {
+inline std::ostream& operator<<(std::ostream& os, f8_ue4m3 x) { return os << float(x); }
+}  // namespace choreo
