@@ -6,3 +6,13 @@
 pub mod diagnostics;
 pub mod preprocess;
 pub mod source;
+pub mod hir;
+pub mod ast;
+pub mod lexer;
+pub mod token;
+pub mod parser;
+pub mod frontend;
+pub mod dump;
+pub mod sema;
+pub mod lower;
+pub mod emit;

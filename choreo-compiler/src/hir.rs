@@ -1,0 +1,1268 @@
+//! The checked program ("HIR"): the output of semantic analysis (`sema::check`) and the input of
+//! lowering and code generation (`lower`, `emit::cuda`, `emit::rust`).
+//!
+//! Everything here has been resolved and checked: names are ids into per-function tables,
+//! every expression carries its type, `auto` return types are resolved, parallel-by levels are
+//! inferred and filled (spec §8.3), `with`/`foreach` are desugared into explicit loops, ituples
+//! and mdspans are expanded into their components (index lists and shapes are always flat),
+//! and the read/write sets of every buffer are known.
+//!
+//! Contract with the later stages (stable: items are added, never renamed):
+//! - A [`Program`] is only handed to `lower` when `sema::check` reported no error. With errors,
+//!   the program is still built (for tools), but may contain [`Ty::Error`] / [`HExprKind::Error`].
+//! - Ids ([`ParamId`], [`VarId`], [`SymId`]) index the vectors of the enclosing [`Function`]
+//!   (`params`, `locals`, `sym_dims`).
+//! - Integer values that are shape extents (symbolic dimensions, `?` extents, `.span(i)`,
+//!   `|x|`) have type `s32` in expressions; the emitter presents them as `int` even though the
+//!   runtime keeps them as `size_t`/`unsigned`.
+//! - Statements inside a [`ParallelTree`] body are device code; all others are host code.
+
+use crate::source::Span;
+
+// ---------------------------------------------------------------------------------------------
+// Program and items
+// ---------------------------------------------------------------------------------------------
+
+/// A checked `.co` file.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Program {
+    /// The top-level regions, in source order.
+    pub items: Vec<Item>,
+}
+
+impl Program {
+    /// The checked `__co__` functions, in source order.
+    pub fn functions(&self) -> impl Iterator<Item = &Function> {
+        self.items.iter().filter_map(|item| match item {
+            Item::Function(f) => Some(f),
+            _ => None,
+        })
+    }
+}
+
+/// One top-level region.
+// A file has a handful of items; boxing `Function` would only complicate every match.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, Clone, PartialEq)]
+pub enum Item {
+    /// Host C++ text, copied verbatim (the span covers the original text).
+    Host(Span),
+    /// A top-level `__device__` / `__co_device__` declaration, copied verbatim.
+    Device(Span),
+    /// A `__cok__ { … }` block: `span` is all of it, `body` the text between the braces (this
+    /// text is what gets emitted).
+    Cok {
+        /// The whole block.
+        span: Span,
+        /// The text between the outer braces.
+        body: Span,
+    },
+    /// A checked `__co__` function.
+    Function(Function),
+}
+
+// ---------------------------------------------------------------------------------------------
+// Ids
+// ---------------------------------------------------------------------------------------------
+
+/// Index of a parameter in [`Function::params`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ParamId(pub u32);
+
+/// Index of a local in [`Function::locals`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct VarId(pub u32);
+
+/// Index of a symbolic dimension in [`Function::sym_dims`] (which is sorted by name).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct SymId(pub u32);
+
+impl ParamId {
+    /// The index as `usize`.
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+impl VarId {
+    /// The index as `usize`.
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+impl SymId {
+    /// The index as `usize`.
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Functions, parameters, symbols, locals
+// ---------------------------------------------------------------------------------------------
+
+/// A checked `__co__` function (spec §7).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Function {
+    /// The function name (also the C++ wrapper's and the Rust wrapper's name).
+    pub name: String,
+    /// From `__co__` through the closing `}`.
+    pub span: Span,
+    /// `file:line:col` of the `__co__` keyword (for doc comments of generated wrappers).
+    pub location: String,
+    /// The signature as written, whitespace collapsed to single spaces, e.g.
+    /// `__co__ f32 [N, 64] scale(f32 [N, 64] x, f32 k, stream s)` (for doc comments).
+    pub co_signature: String,
+    /// The return type, with `auto` resolved (to [`ReturnTy::Void`] when there is no `return`).
+    pub ret: ReturnTy,
+    /// The parameters in declaration order.
+    pub params: Vec<Param>,
+    /// The symbolic dimensions, sorted by name (runtime-abi §4: kernel argument order and the
+    /// order of the `auto& N = x.shape()[i]` bindings).
+    pub sym_dims: Vec<SymDim>,
+    /// Checks evaluated at function entry, in order, after binding the symbolic dimensions and
+    /// before any device copy (spec §7.4 step 3): static parameter extents, symbol consistency,
+    /// positivity of hoistable parallel bounds and derived extents, dynamic thread counts.
+    pub entry_checks: Vec<Check>,
+    /// Every local of the function (scalars, global buffers, bounded variables), indexed by
+    /// [`VarId`], in declaration order.
+    pub locals: Vec<Local>,
+    /// Whether any parallel-by is `.async` (spec §8.5): the Rust wrapper returns a `Pending`.
+    pub is_async: bool,
+    /// The stream parameters that some launch is bound to, sorted, without duplicates.
+    pub streams: Vec<ParamId>,
+    /// Whether the function contains any parallel-by anywhere (spec §7.4 step 4): exactly then
+    /// the wrapper makes device copies of non-`global` spanned parameters (and copies `&`
+    /// parameters back after each launch).
+    pub has_parallel: bool,
+    /// Number of kernels (device-entry parallel-bys), i.e. 1 + the largest `kernel_index`.
+    pub kernel_count: u32,
+    /// The body (host code; kernels are [`StmtKind::Parallel`] statements).
+    pub body: Vec<Stmt>,
+}
+
+impl Function {
+    /// The parameter behind an id.
+    pub fn param(&self, id: ParamId) -> Option<&Param> {
+        self.params.get(id.index())
+    }
+
+    /// The local behind an id.
+    pub fn local(&self, id: VarId) -> Option<&Local> {
+        self.locals.get(id.index())
+    }
+
+    /// The symbolic dimension behind an id.
+    pub fn sym(&self, id: SymId) -> Option<&SymDim> {
+        self.sym_dims.get(id.index())
+    }
+}
+
+/// The return type of a function (spec §7.3).
+#[derive(Debug, Clone, PartialEq)]
+pub enum ReturnTy {
+    /// No value.
+    Void,
+    /// A scalar, returned by value.
+    Scalar(ElemTy),
+    /// Spanned data, returned as an owning host buffer (`spanned_data<T, R>` /
+    /// `choreo::HostTensor<T, R>`). A declared `?` is rejected, but when the type comes from
+    /// the returned value (`auto`, `T mdspan<N>`) dims may be [`Dim::Dynamic`] extents of a
+    /// parameter or [`Dim::Expr`] extents of a returned global buffer.
+    Spanned {
+        /// The element type.
+        elem: ElemTy,
+        /// The extents.
+        dims: Vec<Dim>,
+    },
+}
+
+/// A parameter (spec §7.2).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Param {
+    /// The name; a generated `anon_N` (N counting unnamed parameters from 0) when unnamed.
+    pub name: String,
+    /// Whether the name was written in the source.
+    pub named: bool,
+    /// The whole parameter.
+    pub span: Span,
+    /// What kind of parameter it is.
+    pub kind: ParamKind,
+    /// The element type of a spanned parameter (`HostIn`, `HostInOut`, `Global`); `None` for
+    /// scalars and streams.
+    pub elem: Option<ElemTy>,
+    /// The extents of a spanned parameter (empty for scalars and streams). A `?`/`??` extent is
+    /// `Dim::Dynamic { param: <this>, dim }`; a name is `Dim::Sym`; a constant is `Dim::Const`.
+    pub dims: Vec<Dim>,
+    /// Which dims were written `??` (unbounded; only `global` parameters). Same length as `dims`.
+    pub unbounded: Vec<bool>,
+    /// How the function body uses the data (spanned parameters only; all `false` otherwise).
+    pub access: Access,
+}
+
+impl Param {
+    /// Whether this is spanned data (host or global).
+    pub fn is_spanned(&self) -> bool {
+        matches!(self.kind, ParamKind::HostIn | ParamKind::HostInOut | ParamKind::Global)
+    }
+
+    /// The type of the parameter as a value.
+    pub fn ty(&self) -> Ty {
+        match (&self.kind, self.elem) {
+            (ParamKind::Scalar(t), _) => Ty::Scalar(*t),
+            (ParamKind::Stream, _) => Ty::Stream,
+            (ParamKind::Global, Some(elem)) => {
+                Ty::Spanned(SpannedTy { elem, dims: self.dims.clone(), storage: Storage::Global })
+            }
+            (_, Some(elem)) => {
+                Ty::Spanned(SpannedTy { elem, dims: self.dims.clone(), storage: Storage::Host })
+            }
+            (_, None) => Ty::Error,
+        }
+    }
+}
+
+/// Parameter kinds (spec §7.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ParamKind {
+    /// `T [d…] x`: host data, copied to the device at entry (when `has_parallel`), never back.
+    HostIn,
+    /// `T [d…] &x`: host data, copied in at entry and back after every launch.
+    HostInOut,
+    /// `global T [d…] x`: device-resident data, used in place.
+    Global,
+    /// A scalar by value (`int` is `S32`).
+    Scalar(ElemTy),
+    /// `stream s`: only binds launches; never passed to kernels.
+    Stream,
+}
+
+/// Read/write use of a buffer over the whole function (host and kernels).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct Access {
+    /// Some element is read (`x.at(…)` as a value, or the left side of a compound assignment),
+    /// or the whole buffer is returned.
+    pub read: bool,
+    /// Some element is written (element assignment or compound assignment).
+    pub write: bool,
+}
+
+/// A symbolic dimension (spec §7.2): a runtime extent named in parameter shapes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SymDim {
+    /// The name.
+    pub name: String,
+    /// Where it is bound: the first parameter (left to right) and its dim that mention it.
+    pub bound_from: (ParamId, u32),
+    /// The span of that first mention.
+    pub span: Span,
+}
+
+/// A local of a function.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Local {
+    /// The name as written (locals of different scopes may share a name; ids are unique).
+    pub name: String,
+    /// The declaration's (or binder's) span.
+    pub span: Span,
+    /// The type. Scalars: `Scalar`/`BoundedInt`; global buffers: `Spanned` with
+    /// `Storage::Global`; bounded variables: `BoundedInt` (components, parallel/with indices) or
+    /// `BoundedItuple` (tuple names; never emitted: uses are expanded to the components).
+    pub ty: Ty,
+    /// Where the value lives.
+    pub place: LocalPlace,
+    /// Whether the program may assign it (`mutable`, element-typed scalars). Bounded `with`
+    /// indices are not user-mutable but are assigned by [`StmtKind::For`]; the emitter must
+    /// declare those non-const too (see [`LocalOrigin::WithIndex`]).
+    pub mutable: bool,
+    /// How it was introduced.
+    pub origin: LocalOrigin,
+    /// For global buffers: how the function uses the data (like [`Param::access`]).
+    pub access: Access,
+    /// For global buffers: whether some `return` returns it (the host wrapper then also creates
+    /// a host `spanned_data` for it at the declaration, spec §11.2).
+    pub returned: bool,
+}
+
+/// Where a local lives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum LocalPlace {
+    /// A host scalar of the wrapper (passed to kernels by value when captured).
+    HostScalar,
+    /// A per-thread scalar inside a kernel.
+    DeviceScalar,
+    /// A global buffer declared in host code: device memory allocated by the wrapper at the
+    /// declaration ([`StmtKind::DeclBuffer`]), freed at every exit; passed to kernels as a pointer.
+    GlobalBuffer,
+    /// A parallel-by index: computed by the kernel from `blockIdx`/`threadIdx` (see
+    /// [`LocalOrigin::ParallelIndex`]); never declared by a statement.
+    ParallelIndex,
+    /// Not materialised: a bounded-ituple name whose uses were expanded to its components.
+    Expanded,
+}
+
+/// How a local was introduced.
+#[derive(Debug, Clone, PartialEq)]
+pub enum LocalOrigin {
+    /// A declaration statement (scalar or buffer), or an inferring `x = e`.
+    Decl,
+    /// Component `sub` of a parallel-by binder at `level` (bounded integer; upper bound
+    /// `upper`). Block-level component `sub` is `blockIdx.{x,y,z}[sub]`.
+    ParallelIndex {
+        /// The binder's level after inference.
+        level: Level,
+        /// Which sub-dimension (0 = first written, most significant).
+        sub: u32,
+        /// The upper bound (the extent of that sub-dimension).
+        upper: Dim,
+    },
+    /// A `with`/`foreach … in` index (bounded integer, current value 0 outside its loops).
+    WithIndex {
+        /// The upper bound.
+        upper: Dim,
+    },
+    /// The fresh name of `foreach c = v(lo:hi)` (spec §9.2).
+    RangeLocal {
+        /// The bounded variable whose range it iterates.
+        of: VarId,
+    },
+    /// A bounded-ituple name (`t` of `t = {x, y} by […]`, a bare `with` name): its components.
+    Tuple {
+        /// The component variables, in order.
+        components: Vec<VarId>,
+    },
+}
+
+// ---------------------------------------------------------------------------------------------
+// Checks
+// ---------------------------------------------------------------------------------------------
+
+/// A runtime check evaluated on the host (spec §19.2).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Check {
+    /// What is checked.
+    pub kind: CheckKind,
+    /// The failure message (spec wording). For `ParamExtent` it ends with `but got` and the
+    /// emitter appends the actual value and a `.`.
+    pub message: String,
+    /// The source location the check comes from (for `file:line.col` in messages).
+    pub span: Span,
+}
+
+/// The kinds of runtime checks.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CheckKind {
+    /// `params[param].shape()[dim] == expected` (a constant parameter extent).
+    ParamExtent {
+        /// The parameter.
+        param: ParamId,
+        /// The dimension.
+        dim: u32,
+        /// The declared extent.
+        expected: u64,
+    },
+    /// `params[param].shape()[dim] == <sym>`: a repeated symbolic dimension agrees with its
+    /// binding (`sym_dims[sym].bound_from`).
+    SymbolConsistent {
+        /// The symbol.
+        sym: SymId,
+        /// The parameter that mentions it again.
+        param: ParamId,
+        /// Its dimension.
+        dim: u32,
+    },
+    /// `value > 0` (a dynamic parallel bound or a derived extent). `value` is an s32 expression
+    /// over parameters, symbols, extents and (for non-entry checks) host locals.
+    Positive(HExpr),
+    /// `threads <= limit` (dynamic threads per block, limit 1024).
+    MaxThreads {
+        /// The threads-per-block expression.
+        threads: HExpr,
+        /// The limit.
+        limit: u64,
+    },
+}
+
+// ---------------------------------------------------------------------------------------------
+// Types
+// ---------------------------------------------------------------------------------------------
+
+/// Element ("fundamental") and scalar types (spec §5.1). `Bool` is a scalar type only (never an
+/// element of spanned data); `int` is `S32`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ElemTy {
+    /// `bool` (scalars only).
+    Bool,
+    /// `s8`
+    S8,
+    /// `s16`
+    S16,
+    /// `s32` / `int`
+    S32,
+    /// `s64`
+    S64,
+    /// `u8`
+    U8,
+    /// `u16`
+    U16,
+    /// `u32`
+    U32,
+    /// `u64`
+    U64,
+    /// `f16` / `half`
+    F16,
+    /// `bf16` / `bfp16`
+    Bf16,
+    /// `f32` / `float`
+    F32,
+    /// `f64` / `double`
+    F64,
+    /// `tf32` (tier 3, MMA operands)
+    Tf32,
+    /// `f8_e4m3` / `f8` (tier 2)
+    F8E4m3,
+    /// `f8_e5m2` (tier 2)
+    F8E5m2,
+    /// `f8_ue4m3` (tier 3)
+    F8Ue4m3,
+    /// `f8_ue8m0` (tier 3)
+    F8Ue8m0,
+    /// `f6_e2m3` (tier 3)
+    F6E2m3,
+    /// `f6_e3m2` (tier 3)
+    F6E3m2,
+    /// `f4_e2m1` (tier 3)
+    F4E2m1,
+    /// `s6` (tier 3)
+    S6,
+    /// `u6` (tier 3)
+    U6,
+    /// `s4` (tier 3)
+    S4,
+    /// `u4` (tier 3)
+    U4,
+    /// `s2` (tier 3)
+    S2,
+    /// `u2` (tier 3)
+    U2,
+    /// `u1` (tier 3)
+    U1,
+    /// `bin1` (tier 3)
+    Bin1,
+}
+
+impl ElemTy {
+    /// The canonical Choreo spelling (`s32`, `f16`, `bool`, …).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ElemTy::Bool => "bool",
+            ElemTy::S8 => "s8",
+            ElemTy::S16 => "s16",
+            ElemTy::S32 => "s32",
+            ElemTy::S64 => "s64",
+            ElemTy::U8 => "u8",
+            ElemTy::U16 => "u16",
+            ElemTy::U32 => "u32",
+            ElemTy::U64 => "u64",
+            ElemTy::F16 => "f16",
+            ElemTy::Bf16 => "bf16",
+            ElemTy::F32 => "f32",
+            ElemTy::F64 => "f64",
+            ElemTy::Tf32 => "tf32",
+            ElemTy::F8E4m3 => "f8_e4m3",
+            ElemTy::F8E5m2 => "f8_e5m2",
+            ElemTy::F8Ue4m3 => "f8_ue4m3",
+            ElemTy::F8Ue8m0 => "f8_ue8m0",
+            ElemTy::F6E2m3 => "f6_e2m3",
+            ElemTy::F6E3m2 => "f6_e3m2",
+            ElemTy::F4E2m1 => "f4_e2m1",
+            ElemTy::S6 => "s6",
+            ElemTy::U6 => "u6",
+            ElemTy::S4 => "s4",
+            ElemTy::U4 => "u4",
+            ElemTy::S2 => "s2",
+            ElemTy::U2 => "u2",
+            ElemTy::U1 => "u1",
+            ElemTy::Bin1 => "bin1",
+        }
+    }
+
+    /// Whether this is an integer type of tier 1 (s8…s64, u8…u64).
+    pub fn is_int(self) -> bool {
+        matches!(
+            self,
+            ElemTy::S8
+                | ElemTy::S16
+                | ElemTy::S32
+                | ElemTy::S64
+                | ElemTy::U8
+                | ElemTy::U16
+                | ElemTy::U32
+                | ElemTy::U64
+        )
+    }
+
+    /// Whether this is a signed integer type (tier 1 widths).
+    pub fn is_signed_int(self) -> bool {
+        matches!(self, ElemTy::S8 | ElemTy::S16 | ElemTy::S32 | ElemTy::S64)
+    }
+
+    /// Whether this is a floating-point type (including the narrow fp8/fp6/fp4 and tf32).
+    pub fn is_float(self) -> bool {
+        matches!(
+            self,
+            ElemTy::F16
+                | ElemTy::Bf16
+                | ElemTy::F32
+                | ElemTy::F64
+                | ElemTy::Tf32
+                | ElemTy::F8E4m3
+                | ElemTy::F8E5m2
+                | ElemTy::F8Ue4m3
+                | ElemTy::F8Ue8m0
+                | ElemTy::F6E2m3
+                | ElemTy::F6E3m2
+                | ElemTy::F4E2m1
+        )
+    }
+
+    /// Size of one element in bytes (`|T|`; sub-byte types are stored one per byte).
+    pub fn size_bytes(self) -> u64 {
+        match self {
+            ElemTy::S64 | ElemTy::U64 | ElemTy::F64 => 8,
+            ElemTy::S32 | ElemTy::U32 | ElemTy::F32 | ElemTy::Tf32 => 4,
+            ElemTy::S16 | ElemTy::U16 | ElemTy::F16 | ElemTy::Bf16 => 2,
+            _ => 1,
+        }
+    }
+
+    /// Bit width of an integer type (0 for others).
+    pub fn int_bits(self) -> u32 {
+        match self {
+            ElemTy::S8 | ElemTy::U8 => 8,
+            ElemTy::S16 | ElemTy::U16 => 16,
+            ElemTy::S32 | ElemTy::U32 => 32,
+            ElemTy::S64 | ElemTy::U64 => 64,
+            _ => 0,
+        }
+    }
+
+    /// Whether the type is implemented in tier 1 (integers, f16, bf16, f32, f64, bool).
+    pub fn is_tier1(self) -> bool {
+        self.is_int()
+            || matches!(self, ElemTy::Bool | ElemTy::F16 | ElemTy::Bf16 | ElemTy::F32 | ElemTy::F64)
+    }
+}
+
+/// Scalar types are element types (`int` is `S32`, `bool` is `Bool`).
+pub type ScalarTy = ElemTy;
+
+/// The checks of [`Function::entry_checks`] (also used for launch-time and in-place checks).
+pub type EntryCheck = Check;
+
+/// Where spanned data lives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Storage {
+    /// A host-resident parameter (non-`global`): the kernels use its device copy.
+    Host,
+    /// Device global memory (`global` parameters, buffers declared in host code).
+    Global,
+    /// `shared` (tier 2).
+    Shared,
+    /// `local` (tier 2).
+    Local,
+}
+
+/// A spanned (shaped) type: element type, row-major dense extents, storage.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SpannedTy {
+    /// The element type.
+    pub elem: ElemTy,
+    /// The extents (rank = `dims.len()`).
+    pub dims: Vec<Dim>,
+    /// Where the data lives.
+    pub storage: Storage,
+}
+
+/// One extent of a shape.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Dim {
+    /// A compile-time constant (positive).
+    Const(u64),
+    /// A symbolic dimension of the parameters.
+    Sym(SymId),
+    /// An anonymous runtime extent: `params[param].shape()[dim]` (`?` / `??`, `mdspan<N>`).
+    Dynamic {
+        /// The parameter.
+        param: ParamId,
+        /// The dimension.
+        dim: u32,
+    },
+    /// A derived extent: an s32 expression over constants, parameters, symbols, extents and
+    /// immutable host scalars (e.g. `cdiv(N, 64)`, `n`), evaluable on the host where the shape
+    /// is used.
+    Expr(Box<HExpr>),
+}
+
+impl Dim {
+    /// The constant value, if static.
+    pub fn as_const(&self) -> Option<u64> {
+        match self {
+            Dim::Const(c) => Some(*c),
+            _ => None,
+        }
+    }
+}
+
+/// The type of an expression or a local.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Ty {
+    /// A plain scalar value (prints bare).
+    Scalar(ElemTy),
+    /// A bounded integer value (spec §5.4): a parallel/with index, `#v`, or arithmetic involving
+    /// one. Its runtime value is an `int` (s32); it prints in braces (`{3}`, spec §16).
+    BoundedInt,
+    /// A bounded ituple of the given rank (only as a print argument, expanded to components).
+    BoundedItuple(u32),
+    /// An ituple of the given rank (only as a print argument; expanded elsewhere).
+    Ituple(u32),
+    /// An mdspan of the given rank (only as a print argument; expanded elsewhere).
+    Mdspan(u32),
+    /// Spanned data (a parameter or a global buffer).
+    Spanned(SpannedTy),
+    /// A stream parameter.
+    Stream,
+    /// A string literal (print arguments only).
+    String,
+    /// No value.
+    Void,
+    /// The type of an expression that already produced an error (never in an error-free program).
+    Error,
+}
+
+impl Ty {
+    /// The scalar type of a value usable as a C++ scalar: `Scalar(t)` → `t`, `BoundedInt` → s32.
+    pub fn scalar(&self) -> Option<ElemTy> {
+        match self {
+            Ty::Scalar(t) => Some(*t),
+            Ty::BoundedInt => Some(ElemTy::S32),
+            _ => None,
+        }
+    }
+
+    /// Whether this is an integer scalar (including bounded integers).
+    pub fn is_integer(&self) -> bool {
+        matches!(self, Ty::BoundedInt) || matches!(self, Ty::Scalar(t) if t.is_int())
+    }
+
+    /// Whether this is a bounded value (prints in braces).
+    pub fn is_bounded(&self) -> bool {
+        matches!(self, Ty::BoundedInt | Ty::BoundedItuple(_))
+    }
+}
+
+/// Parallel levels after inference (spec §8.2). Tier 1 has no `cluster`/`device`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Level {
+    /// Grid level (`blockIdx`).
+    Block,
+    /// Warpgroup (128 threads).
+    Group4,
+    /// Warp (32 threads).
+    Group,
+    /// Thread.
+    Thread,
+}
+
+impl Level {
+    /// The keyword.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Level::Block => "block",
+            Level::Group4 => "group-4",
+            Level::Group => "group",
+            Level::Thread => "thread",
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Expressions
+// ---------------------------------------------------------------------------------------------
+
+/// A typed expression.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HExpr {
+    /// What it is.
+    pub kind: HExprKind,
+    /// Its type (for operators: the result type).
+    pub ty: Ty,
+    /// Where it was written (synthesised nodes carry the span of what they came from).
+    pub span: Span,
+}
+
+/// A spanned buffer: a parameter or a global buffer local.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum BufferRef {
+    /// A spanned parameter (host-resident: its device copy inside kernels; or `global`).
+    Param(ParamId),
+    /// A global buffer declared in the function.
+    Local(VarId),
+}
+
+/// Expression kinds.
+#[derive(Debug, Clone, PartialEq)]
+pub enum HExprKind {
+    /// An integer literal or folded constant; the value fits `ty` (s32, s64, u32 or u64).
+    Int(i128),
+    /// A floating literal (`ty` f32 or f64; infinite for `inf`).
+    Float(f64),
+    /// `true` / `false`.
+    Bool(bool),
+    /// A string literal (print arguments only); the value as written (escapes processed), NOT
+    /// `printf`-escaped: the emitter must escape `%` as `%%` (spec §16).
+    Str(String),
+    /// A local's current value (scalar, bounded index) or a whole global buffer (`return b;`).
+    Var(VarId),
+    /// A parameter's value (scalar) or a whole spanned parameter (`return a;`).
+    Param(ParamId),
+    /// A symbolic dimension's value (s32).
+    SymDim(SymId),
+    /// `params[param].shape()[dim]` for a `?` extent (s32).
+    ParamExtent {
+        /// The parameter.
+        param: ParamId,
+        /// The dimension.
+        dim: u32,
+    },
+    /// A unary operator.
+    Unary {
+        /// The operator.
+        op: UnOp,
+        /// The operand.
+        operand: Box<HExpr>,
+    },
+    /// A binary operator. Arithmetic operands may have different types: C++ usual arithmetic
+    /// conversions apply and `ty` is the promoted result (bool for comparisons and `&& ||`).
+    Binary {
+        /// The operator.
+        op: BinOp,
+        /// Left operand.
+        lhs: Box<HExpr>,
+        /// Right operand.
+        rhs: Box<HExpr>,
+    },
+    /// `c ? a : b` (both arms converted to `ty`).
+    Ternary {
+        /// The condition (bool, or a scalar tested against zero).
+        cond: Box<HExpr>,
+        /// Value if true.
+        then_value: Box<HExpr>,
+        /// Value if false.
+        else_value: Box<HExpr>,
+    },
+    /// `cdiv(a, b)` = `(a + b - 1) / b` on integers.
+    Cdiv(Box<HExpr>, Box<HExpr>),
+    /// Element access `buffer.at(indices…)`; one s32 (or bounded) index per dimension, already
+    /// flattened. Inside kernels the buffer is the device pointer. Row-major, dense.
+    At {
+        /// The buffer.
+        buffer: BufferRef,
+        /// The indices (`indices.len()` = rank).
+        indices: Vec<HExpr>,
+    },
+    /// A math built-in (spec §18); `ty` is the result type.
+    Math {
+        /// The function.
+        func: MathFn,
+        /// The arguments.
+        args: Vec<HExpr>,
+    },
+    /// A conversion to `to` (`ty` = `Scalar(to)`): `__to<T>(e)` (`implicit: false`) or an
+    /// implicit conversion inserted by sema on assignment/initialisation/argument passing.
+    Cast {
+        /// The target type.
+        to: ElemTy,
+        /// The operand.
+        operand: Box<HExpr>,
+        /// Whether sema inserted it.
+        implicit: bool,
+    },
+    /// `__to<"C++ type">(e)`: a verbatim C cast (tier 2; kept for completeness).
+    CppCast {
+        /// The C++ type text.
+        cpp_type: String,
+        /// The operand.
+        operand: Box<HExpr>,
+    },
+    /// An ituple value `{a, b, …}` (components flattened); only as a print argument.
+    Ituple(Vec<HExpr>),
+    /// An mdspan value `[a, b, …]` (extents); only as a print argument.
+    Mdspan(Vec<Dim>),
+    /// Placeholder for an expression that produced an error (never in an error-free program).
+    Error,
+}
+
+/// Unary operators.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum UnOp {
+    /// `!` (bool operand)
+    Not,
+    /// `~` (integer operand)
+    BitNot,
+    /// `-` (numeric operand)
+    Neg,
+}
+
+impl UnOp {
+    /// The C++ operator.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            UnOp::Not => "!",
+            UnOp::BitNot => "~",
+            UnOp::Neg => "-",
+        }
+    }
+}
+
+/// Binary operators (bounded `#+ #- …` map to the plain ones; `p # n` is expanded).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum BinOp {
+    /// `||`
+    Or,
+    /// `&&`
+    And,
+    /// `==`
+    Eq,
+    /// `!=`
+    Ne,
+    /// `<`
+    Lt,
+    /// `<=`
+    Le,
+    /// `>`
+    Gt,
+    /// `>=`
+    Ge,
+    /// `<<` (right operand is an integer literal)
+    Shl,
+    /// `>>` (right operand is an integer literal)
+    Shr,
+    /// `+`
+    Add,
+    /// `-`
+    Sub,
+    /// `*`
+    Mul,
+    /// `/` (truncating on integers)
+    Div,
+    /// `%` (integers only)
+    Rem,
+    /// `&`
+    BitAnd,
+    /// `^`
+    BitXor,
+    /// `|`
+    BitOr,
+}
+
+impl BinOp {
+    /// The C++ operator.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BinOp::Or => "||",
+            BinOp::And => "&&",
+            BinOp::Eq => "==",
+            BinOp::Ne => "!=",
+            BinOp::Lt => "<",
+            BinOp::Le => "<=",
+            BinOp::Gt => ">",
+            BinOp::Ge => ">=",
+            BinOp::Shl => "<<",
+            BinOp::Shr => ">>",
+            BinOp::Add => "+",
+            BinOp::Sub => "-",
+            BinOp::Mul => "*",
+            BinOp::Div => "/",
+            BinOp::Rem => "%",
+            BinOp::BitAnd => "&",
+            BinOp::BitXor => "^",
+            BinOp::BitOr => "|",
+        }
+    }
+
+    /// Whether the result is `bool` (comparisons and logical operators).
+    pub fn is_boolean(self) -> bool {
+        matches!(
+            self,
+            BinOp::Or
+                | BinOp::And
+                | BinOp::Eq
+                | BinOp::Ne
+                | BinOp::Lt
+                | BinOp::Le
+                | BinOp::Gt
+                | BinOp::Ge
+        )
+    }
+}
+
+/// Math built-ins (spec §18). Results follow the (promoted) argument type, except `Isfinite`
+/// (bool).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum MathFn {
+    /// `__sqrt`
+    Sqrt,
+    /// `__rsqrt`
+    Rsqrt,
+    /// `__exp`
+    Exp,
+    /// `__exp2f`
+    Exp2f,
+    /// `__expm1`
+    Expm1,
+    /// `__log`
+    Log,
+    /// `__log1p`
+    Log1p,
+    /// `__pow(x, y)`
+    Pow,
+    /// `__sin`
+    Sin,
+    /// `__cos`
+    Cos,
+    /// `__tan`
+    Tan,
+    /// `__asin`
+    Asin,
+    /// `__acos`
+    Acos,
+    /// `__atan`
+    Atan,
+    /// `__atan2(y, x)`
+    Atan2,
+    /// `__sinh`
+    Sinh,
+    /// `__cosh`
+    Cosh,
+    /// `__tanh`
+    Tanh,
+    /// `__ceil`
+    Ceil,
+    /// `__floor`
+    Floor,
+    /// `__round`
+    Round,
+    /// `__fabs`
+    Fabs,
+    /// `__sign` (composite)
+    Sign,
+    /// `__isfinite` (bool result)
+    Isfinite,
+    /// `__max(a, b)`
+    Max,
+    /// `__min(a, b)`
+    Min,
+    /// `__fmaf(a, b, c)`
+    Fmaf,
+    /// `__frcp_rn`
+    FrcpRn,
+    /// `__gelu` (composite)
+    Gelu,
+    /// `__sigmoid` (composite)
+    Sigmoid,
+    /// `__softplus` (composite)
+    Softplus,
+    /// `__alignup(x, a)` (integers)
+    Alignup,
+    /// `__aligndown(x, a)` (integers)
+    Aligndown,
+}
+
+impl MathFn {
+    /// The Choreo spelling (`__sqrt`, …).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MathFn::Sqrt => "__sqrt",
+            MathFn::Rsqrt => "__rsqrt",
+            MathFn::Exp => "__exp",
+            MathFn::Exp2f => "__exp2f",
+            MathFn::Expm1 => "__expm1",
+            MathFn::Log => "__log",
+            MathFn::Log1p => "__log1p",
+            MathFn::Pow => "__pow",
+            MathFn::Sin => "__sin",
+            MathFn::Cos => "__cos",
+            MathFn::Tan => "__tan",
+            MathFn::Asin => "__asin",
+            MathFn::Acos => "__acos",
+            MathFn::Atan => "__atan",
+            MathFn::Atan2 => "__atan2",
+            MathFn::Sinh => "__sinh",
+            MathFn::Cosh => "__cosh",
+            MathFn::Tanh => "__tanh",
+            MathFn::Ceil => "__ceil",
+            MathFn::Floor => "__floor",
+            MathFn::Round => "__round",
+            MathFn::Fabs => "__fabs",
+            MathFn::Sign => "__sign",
+            MathFn::Isfinite => "__isfinite",
+            MathFn::Max => "__max",
+            MathFn::Min => "__min",
+            MathFn::Fmaf => "__fmaf",
+            MathFn::FrcpRn => "__frcp_rn",
+            MathFn::Gelu => "__gelu",
+            MathFn::Sigmoid => "__sigmoid",
+            MathFn::Softplus => "__softplus",
+            MathFn::Alignup => "__alignup",
+            MathFn::Aligndown => "__aligndown",
+        }
+    }
+
+    /// The number of arguments.
+    pub fn arity(self) -> usize {
+        match self {
+            MathFn::Pow
+            | MathFn::Atan2
+            | MathFn::Max
+            | MathFn::Min
+            | MathFn::Alignup
+            | MathFn::Aligndown => 2,
+            MathFn::Fmaf => 3,
+            _ => 1,
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Statements
+// ---------------------------------------------------------------------------------------------
+
+/// A statement.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Stmt {
+    /// What it is.
+    pub kind: StmtKind,
+    /// Where it was written.
+    pub span: Span,
+}
+
+/// The target of an assignment.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Place {
+    /// A mutable scalar local (inside a kernel, a captured host scalar is a per-thread copy).
+    Var(VarId),
+    /// A buffer element (device code only).
+    Elem {
+        /// The buffer.
+        buffer: BufferRef,
+        /// The flattened indices.
+        indices: Vec<HExpr>,
+    },
+}
+
+/// Assignment operators.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum AssignOp {
+    /// `=`
+    Assign,
+    /// `+=`
+    Add,
+    /// `-=`
+    Sub,
+    /// `*=`
+    Mul,
+    /// `/=`
+    Div,
+    /// `%=` (integers only)
+    Rem,
+}
+
+impl AssignOp {
+    /// The C++ operator.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AssignOp::Assign => "=",
+            AssignOp::Add => "+=",
+            AssignOp::Sub => "-=",
+            AssignOp::Mul => "*=",
+            AssignOp::Div => "/=",
+            AssignOp::Rem => "%=",
+        }
+    }
+}
+
+/// Statement kinds.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StmtKind {
+    /// Declares scalar local `var` (host or device by context), with an initial value converted
+    /// to the local's type; `None` for an uninitialised element-typed scalar (`s32 v;`).
+    /// Also declares `with` indices (init `0`, see [`LocalOrigin::WithIndex`]).
+    Let {
+        /// The local.
+        var: VarId,
+        /// The initial value (already of the local's scalar type).
+        init: Option<HExpr>,
+    },
+    /// Declares a global buffer in host code (spec §11.2): allocate `|shape|` elements of device
+    /// memory; with `init`, fill every element with it (converted to the element type). When the
+    /// local is `returned`, also create the host `spanned_data`.
+    DeclBuffer {
+        /// The buffer local.
+        var: VarId,
+        /// The uniform initial value `{v}`.
+        init: Option<HExpr>,
+    },
+    /// `target op value`. For compound operators `value` is the right operand (the result is
+    /// converted back to the target type, as in C++).
+    Assign {
+        /// What is assigned.
+        target: Place,
+        /// `=` or a compound operator.
+        op: AssignOp,
+        /// The value (for `=`: already converted to the target type).
+        value: HExpr,
+    },
+    /// A nested scope (`{ … }`, and the scope of a desugared `with`).
+    Block(Vec<Stmt>),
+    /// `if (cond) then else`.
+    If {
+        /// Bool, or a scalar tested against zero.
+        cond: HExpr,
+        /// The then-branch.
+        then_body: Vec<Stmt>,
+        /// The else-branch (empty when absent).
+        else_body: Vec<Stmt>,
+    },
+    /// `while (cond) body` (bool condition).
+    While {
+        /// The condition.
+        cond: HExpr,
+        /// The body.
+        body: Vec<Stmt>,
+    },
+    /// One loop of a desugared `foreach` (spec §9.1–§9.2):
+    /// `for (var = start; var < end; var += step) body` and then `var = 0`.
+    /// Multi-variable `foreach` becomes nested `For`s, outer first. `var` is a with-index
+    /// (declared earlier by a `Let`) or a `RangeLocal` (declared by the emitter as the loop
+    /// variable; no reset needed).
+    For {
+        /// The loop variable.
+        var: VarId,
+        /// First value (s32).
+        start: HExpr,
+        /// One past the last value (s32).
+        end: HExpr,
+        /// The increment (positive literal).
+        step: u64,
+        /// Whether `var` must be reset to 0 after the loop (with-indices).
+        reset: bool,
+        /// The body.
+        body: Vec<Stmt>,
+    },
+    /// `break;` (innermost `For`/`While`).
+    Break,
+    /// `continue;`
+    Continue,
+    /// `print(…)` / `println(…)`: arguments concatenated without separators (spec §16); how
+    /// each prints follows its type (string verbatim, integers `%lld`, floats `%f`, bool
+    /// `true`/`false`, bounded values in braces, ituples `{a, b}`, mdspans `[a, b]`).
+    Print {
+        /// `println`.
+        newline: bool,
+        /// The arguments.
+        args: Vec<HExpr>,
+    },
+    /// `return [value];` (host code only). A scalar value is converted to the return type; a
+    /// spanned value is `Param(p)` or `Var(v)` of spanned type (spec §7.3 return lowering).
+    Return(Option<HExpr>),
+    /// A device-entry parallel-by: one kernel launch (host code only).
+    Parallel(Box<ParallelTree>),
+    /// An inner parallel-by level inside a kernel (device code only).
+    InnerParallel(Box<InnerParallel>),
+    /// A host-side check right here (a check that could not be hoisted to entry, e.g. the
+    /// positivity of a buffer extent computed from host locals).
+    Check(Check),
+    /// `sync.global;` on the host: wait for all device work (`cudaDeviceSynchronize`).
+    SyncGlobal,
+    /// `sync.shared;` / `sync.barrier : block;` in a kernel: `__syncthreads()`.
+    SyncBlock,
+}
+
+/// The binder of one parallel-by level, after inference and filling.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Binder {
+    /// One entry per sub-dimension (1–3): the bounded-integer local, or `None` when anonymous
+    /// (`parallel by 4`, implicit filled levels).
+    pub vars: Vec<Option<VarId>>,
+    /// The tuple name (`t` of `t = {x, y} by […]`), if written (uses are expanded).
+    pub tuple: Option<VarId>,
+    /// The extent of each sub-dimension (same length as `vars`).
+    pub extents: Vec<Dim>,
+    /// Whether the level was filled in by sema (spec §8.3 rule 4/5), i.e. not written.
+    pub implicit: bool,
+}
+
+/// A device-entry parallel-by: one kernel and its launch (spec §8.4–§8.5).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ParallelTree {
+    /// The kernel's number within the function, in source order from 0 (kernel name suffix
+    /// only when `kernel_count > 1`).
+    pub kernel_index: u32,
+    /// The whole parallel-by statement.
+    pub span: Span,
+    /// `parallel.async`: the host does not wait for the kernel.
+    pub is_async: bool,
+    /// `parallel<s>`: the stream parameter the launch is bound to.
+    pub stream: Option<ParamId>,
+    /// The block level: grid dims `extents[0..3]` → `dim3(x, y, z)`; component `i` is
+    /// `blockIdx.{x,y,z}`. An implicit block level is one anonymous sub-dimension of extent 1.
+    pub block: Binder,
+    /// Threads per block (`blockDim.x`; always one-dimensional): product of all intra-block
+    /// extents on a path (all paths agree), including filled levels.
+    pub threads_per_block: Dim,
+    /// The kernel body (device code, executed by every thread of every block). Intra-block
+    /// levels are [`StmtKind::InnerParallel`] statements inside it.
+    pub body: Vec<Stmt>,
+    /// Host values the kernel uses, deduplicated, in this order: parameters (buffers as device
+    /// pointers, scalars by value) by id, locals (global buffers as pointers, host scalars by
+    /// value) by id, symbolic dimensions by id, anonymous extents.
+    pub captures: Vec<Capture>,
+    /// Host checks to run right before this launch (bounds that depend on host locals).
+    pub launch_checks: Vec<Check>,
+    /// Whether the launch must be followed by a synchronisation before copying `&` parameters
+    /// back: always true unless `is_async` and the function has no `&` parameter (spec §8.5 ⚠).
+    pub sync_after: bool,
+}
+
+/// A host value used inside a kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Capture {
+    /// A parameter (spanned: device pointer; scalar: by value). Never a stream.
+    Param(ParamId),
+    /// A host local (global buffer: device pointer; host scalar: by value, per-thread copy).
+    Var(VarId),
+    /// A symbolic dimension (by value).
+    Sym(SymId),
+    /// An anonymous extent `params[param].shape()[dim]` (by value).
+    Extent(ParamId, u32),
+}
+
+/// An intra-block parallel-by level (group-4, group or thread) inside a kernel.
+#[derive(Debug, Clone, PartialEq)]
+pub struct InnerParallel {
+    /// The parallel-by item this level comes from.
+    pub span: Span,
+    /// The inferred level.
+    pub level: Level,
+    /// The binder and extents of this level.
+    pub binder: Binder,
+    /// Threads per unit of this level: the product of the extents of all levels below it on
+    /// this path (including filled ones); 1 for a `thread` level. The level's linear index is
+    /// `threadIdx.x / stride % (product of binder.extents)`; its components are obtained by
+    /// div/mod with the first sub-dimension most significant (spec §8.4).
+    pub stride: Dim,
+    /// The body (device code).
+    pub body: Vec<Stmt>,
+}

@@ -1,0 +1,447 @@
+//! Semantic analysis, tier 1: `ast::File` → checked program ([`crate::hir::Program`]).
+//!
+//! [`check`] resolves names with proper lexical scoping (spec §4.4 ⚠, §6), types every
+//! expression (§5), checks parameters and returns (§7), infers and fills parallel-by levels
+//! (§8.3), desugars `with`/`foreach` (§9), computes entry checks (§19.2), kernel captures and
+//! buffer read/write sets, and reports every tier-1 rejection rule of §21 as a located error.
+//! Tier-2/3 constructs get one `E0901` each and checking continues. It never panics.
+//!
+//! Modules: `scope` (symbol tables), `types` (element types, promotion, conversions),
+//! `fold` (constant folding, §4.5), `expr` (expressions), `shapes` (mdspan/ituple values and
+//! extents), `stmt` (statements), `parallel` (parallel-by, level inference and filling),
+//! `checks` (parameters, symbolic dimensions, entry checks, return types), `access`
+//! (kernel captures).
+//!
+//! # Error codes
+//!
+//! Names, declarations, types (§5, §6, §12, §13):
+//! - `E0401` use of an undeclared name
+//! - `E0402` name declared twice in one scope (incl. parameter/local and symbol clashes)
+//! - `E0403` assignment to an immutable (incl. a bare `x = e` on an immutable outer `x`, §6 ⚠)
+//! - `E0404` `int`/`bool` declaration without initialiser (ours, §5.2 ⚠)
+//! - `E0405` type cannot be deduced (`mutable d;`)
+//! - `E0406` initialiser/assigned value incompatible with the declared type (`bool b = 0;`)
+//! - `E0407` operator not applicable to the operand types (`!n`, `n && m`, …)
+//! - `E0408` right operand of `<<`/`>>` is not an integer literal
+//! - `E0409` `%` / `%=` on floating-point operands (ours)
+//! - `E0410` constant division (or `%`, `cdiv`) by zero
+//! - `E0411` `f16` mixed with `bf16`
+//! - `E0412` string or pointer variables
+//! - `E0413` re-assignment that changes the kind/type of a name; whole-buffer assignment
+//! - `E0414` an integer was expected (index, extent, shape item)
+//! - `E0415` a value of the wrong kind here (spanned data, stream, string, `_`, ituple where an
+//!   integer is required)
+//! - `E0416` mutable, per-thread or bounded-current values in an mdspan/ituple/shape
+//! - `E0417` rank mismatch in mdspan/ituple arithmetic
+//! - `E0418` `+ - *` between two mdspans
+//! - `E0419` non-positive (or otherwise invalid) extent
+//! - `E0420` declared rank differs from the value's rank
+//! - `E0421` mdspan bound with `=` / ituple value bound with `:` (kind mismatch)
+//! - `E0422` invalid dimension/component selection `x(i)` / `x.span(i)` (non-constant, out of
+//!   range)
+//! - `E0423` `.span` of a value that has no shape
+//! - `E0424` element access with the wrong number of indices
+//! - `E0425` element access (read or write) in host code (§12 ⚠, §22.5)
+//! - `E0426` `.at` on a value that is not spanned data
+//! - `E0427` `#v` of a value that is not a bounded variable
+//! - `E0428` invalid `__to` conversion
+//! - `E0429` math built-in with wrong argument count or types
+//! - `E0430` buffer initialiser `{v}` is not a scalar
+//! - `E0431` global buffer declared inside a parallel-by
+//! - `E0432` `global` scalar
+//! - `E0433` `shared`/`local` declared in host code
+//! - `E0434` `?:` arms of incompatible types
+//! - `E0436` constant element index out of bounds
+//!
+//! Parameters and returns (§7):
+//! - `E0501` scalar parameter passed by reference
+//! - `E0502` `global` parameter passed by reference
+//! - `E0503` `??` dimension on a non-`global` parameter
+//! - `E0504` non-positive constant parameter extent
+//! - `E0505` parameter dimension expression that is not constant
+//! - `E0506` symbolic dimension named like a parameter
+//! - `E0507` unknown symbol in the return type
+//! - `E0508` `?` dimension in the return type (ours)
+//! - `E0509` non-void function without `return`
+//! - `E0510` `return` in a `void` function
+//! - `E0511` `return` inside a parallel-by
+//! - `E0512` value kind that cannot be returned (ituple, mdspan, bounded variable, stream)
+//! - `E0513` returned spanned data inconsistent with the return type
+//! - `E0514` scalar returned from a spanned function or vice versa; bare `return;` with a type
+//! - `E0515` `global`/`&` on a stream or `global` on a scalar parameter
+//! - `E0516` a stream used as a value
+//!
+//! Parallel-by (§8):
+//! - `E0601` non-integer parallel bound
+//! - `E0602` statically non-positive parallel bound
+//! - `E0603` number of names differs from number of bounds
+//! - `E0604` more than 3 sub-dimensions
+//! - `E0605` `.async` on an inner level
+//! - `E0606` level cannot be inferred
+//! - `E0607` levels not strictly descending (`block` in `block`, `thread` containing `group`, …)
+//! - `E0608` too many levels
+//! - `E0609` more than 1024 threads per block (static; dynamic counts get an entry check)
+//! - `E0610` thread extent under `group` not a multiple of 32
+//! - `E0611` sibling inner parallel-bys with different thread totals
+//! - `E0612` stream binding not on a block-level (outermost) parallel-by
+//! - `E0613` stream binding to something that is not a `stream` parameter
+//! - `E0614` ituple used as a parallel/with bound
+//! - `E0615` level not meaningful for the CUDA target (`term`, bare `device`)
+//! - `E0616` parallel bound not computable on the host (per-thread or bounded-current value)
+//!
+//! Control flow, statements (§9, §15, §16):
+//! - `E0701` `foreach` over something that is not a `with` variable
+//! - `E0702` number of binder names differs from the rank
+//! - `E0703` `_` as a binder name
+//! - `E0704` duplicate `foreach c = …` local
+//! - `E0705` `break`/`continue` outside a loop
+//! - `E0706` `while` condition is not `bool`
+//! - `E0707` range offsets that are not integers
+//! - `E0708` `if` condition is not a scalar
+//! - `E0709` invalid range step
+//! - `E0710` `print` argument that cannot be printed
+//! - `E0711` synchronisation statement in the wrong place (`sync.global` in a kernel,
+//!   `sync.shared` on the host)
+//!
+//! Not supported:
+//! - `E0901` construct of tier 2 or 3, not supported yet
+//! - `E0902` construct not supported on the CUDA target (out of scope)
+//!
+//! Warnings: `W0401` lossy implicit conversion, `W0402` reinterpreting implicit conversion,
+//! `W0601` nested parallel-by mixes annotated and unannotated levels, `W0602` host mutable
+//! assigned inside a parallel-by (changes a per-thread copy), `W0701` `foreach` step (upstream
+//! ignores it).
+
+mod access;
+mod checks;
+mod expr;
+mod fold;
+mod parallel;
+mod scope;
+mod shapes;
+mod stmt;
+mod types;
+
+use crate::ast;
+use crate::diagnostics::{Diagnostic, Diagnostics};
+use crate::hir::{
+    self, Access, Check, Dim, HExpr, HExprKind, Local, LocalOrigin, LocalPlace, ParamId, ReturnTy,
+    SpannedTy, SymId, Ty, VarId,
+};
+use crate::source::{SourceDb, Span};
+use std::collections::{BTreeSet, HashMap};
+
+pub use types::elem_from_token;
+
+/// Checks a parsed file and builds its checked program. Errors and warnings go to `diags`;
+/// the returned program is meaningful for code generation only when no error was reported.
+pub fn check(db: &SourceDb, file: &ast::File, diags: &mut Diagnostics) -> hir::Program {
+    let mut items = Vec::with_capacity(file.items.len());
+    for item in &file.items {
+        match item {
+            ast::Item::Host(span) => items.push(hir::Item::Host(*span)),
+            ast::Item::Device(span) => items.push(hir::Item::Device(*span)),
+            ast::Item::Cok { span, body } => {
+                items.push(hir::Item::Cok { span: *span, body: *body })
+            }
+            ast::Item::CoFunction(f) => {
+                let checker = Checker::new(db, diags, f);
+                items.push(hir::Item::Function(checker.run(f)));
+            }
+        }
+    }
+    hir::Program { items }
+}
+
+/// A checked value: what an expression denotes before it is used in a particular position.
+#[derive(Debug, Clone)]
+pub(crate) enum Val {
+    /// A scalar (plain, bounded or bool).
+    Scalar(HExpr),
+    /// An ituple (`bounded`: a bounded ituple, or built from bounded values).
+    Tuple {
+        /// The components.
+        items: Vec<HExpr>,
+        /// Whether it is bounded (prints in braces).
+        bounded: bool,
+    },
+    /// An mdspan (a shape).
+    Shape(Vec<Dim>),
+    /// Spanned data.
+    Buffer(hir::BufferRef, SpannedTy),
+    /// A string literal.
+    Str(String),
+    /// A stream parameter.
+    Stream(ParamId),
+    /// Already reported.
+    Error,
+}
+
+impl Val {
+    /// A short description of the value's type for messages.
+    pub(crate) fn describe(&self) -> String {
+        match self {
+            Val::Scalar(e) => types::ty_name(&e.ty),
+            Val::Tuple { items, bounded: true } => format!("bounded ituple<{}>", items.len()),
+            Val::Tuple { items, .. } => format!("ituple<{}>", items.len()),
+            Val::Shape(dims) => format!("mdspan<{}>", dims.len()),
+            Val::Buffer(_, t) => types::ty_name(&Ty::Spanned(t.clone())),
+            Val::Str(_) => "string".to_string(),
+            Val::Stream(_) => "stream".to_string(),
+            Val::Error => "<error>".to_string(),
+        }
+    }
+}
+
+/// Where statements are being checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Region {
+    /// Host code of the wrapper.
+    Host,
+    /// Device code (inside a kernel) at the given level.
+    Device(hir::Level),
+}
+
+/// State while checking the statements of one kernel.
+#[derive(Debug, Default)]
+pub(crate) struct KernelFrame {
+    /// Thread totals of the inner parallel-bys found directly in the current level's body
+    /// (with the span of each), one entry per child.
+    pub(crate) child_totals: Vec<Vec<(Dim, Span)>>,
+    /// Host checks to run before the launch.
+    pub(crate) launch_checks: Vec<Check>,
+}
+
+/// How the function's return type is known.
+#[derive(Debug, Clone)]
+pub(crate) enum RetState {
+    /// Declared `void`.
+    Void,
+    /// Declared with a type.
+    Declared(ReturnTy),
+    /// `auto`: resolved by the first `return` (None until then).
+    Auto(Option<ReturnTy>),
+    /// `T mdspan<N>`: element type and rank declared, extents taken from the first `return`.
+    RankOnly {
+        /// The element type.
+        elem: hir::ElemTy,
+        /// The rank.
+        rank: usize,
+        /// The extents, once a `return` was seen.
+        dims: Option<Vec<Dim>>,
+    },
+}
+
+/// Level inference result for one parallel-by item (keyed by the item's span).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct LevelInfo {
+    /// The inferred level (None when inference failed: already reported).
+    pub(crate) level: Option<hir::Level>,
+}
+
+/// The checker of one `__co__` function.
+pub(crate) struct Checker<'a> {
+    pub(crate) db: &'a SourceDb,
+    pub(crate) diags: &'a mut Diagnostics,
+    pub(crate) fn_name: String,
+    pub(crate) params: Vec<hir::Param>,
+    pub(crate) syms: Vec<hir::SymDim>,
+    pub(crate) locals: Vec<Local>,
+    pub(crate) scopes: scope::Scopes,
+    pub(crate) entry_checks: Vec<Check>,
+    pub(crate) region: Region,
+    pub(crate) loop_depth: u32,
+    pub(crate) kernel: Option<KernelFrame>,
+    pub(crate) levels: HashMap<(u32, u32), LevelInfo>,
+    pub(crate) ret: RetState,
+    pub(crate) saw_return: bool,
+    pub(crate) is_async: bool,
+    pub(crate) streams: BTreeSet<ParamId>,
+    pub(crate) has_parallel: bool,
+    pub(crate) kernel_count: u32,
+    pub(crate) has_inout: bool,
+    /// Names of symbolic dimensions → id (for clash checks).
+    pub(crate) sym_names: HashMap<String, SymId>,
+    /// Immutable scalars initialised with a literal: uses fold to the literal (spec §8.6).
+    pub(crate) consts: HashMap<VarId, HExpr>,
+}
+
+impl<'a> Checker<'a> {
+    fn new(db: &'a SourceDb, diags: &'a mut Diagnostics, f: &ast::CoFunction) -> Checker<'a> {
+        Checker {
+            db,
+            diags,
+            fn_name: f.name.name.clone(),
+            params: Vec::new(),
+            syms: Vec::new(),
+            locals: Vec::new(),
+            scopes: scope::Scopes::new(),
+            entry_checks: Vec::new(),
+            region: Region::Host,
+            loop_depth: 0,
+            kernel: None,
+            levels: HashMap::new(),
+            ret: RetState::Void,
+            saw_return: false,
+            is_async: false,
+            streams: BTreeSet::new(),
+            has_parallel: false,
+            kernel_count: 0,
+            has_inout: false,
+            sym_names: HashMap::new(),
+            consts: HashMap::new(),
+        }
+    }
+
+    fn run(mut self, f: &ast::CoFunction) -> hir::Function {
+        self.check_params(f);
+        self.ret = self.check_return_type(f);
+        parallel::infer_levels(&mut self, &f.body.stmts);
+        self.has_parallel = stmt::contains_parallel(&f.body.stmts);
+        let body = self.check_stmts(&f.body.stmts);
+        let ret = match &self.ret {
+            RetState::Void => ReturnTy::Void,
+            RetState::Declared(t) => t.clone(),
+            RetState::Auto(t) => t.clone().unwrap_or(ReturnTy::Void),
+            RetState::RankOnly { elem, rank, dims } => ReturnTy::Spanned {
+                elem: *elem,
+                dims: dims.clone().unwrap_or_else(|| vec![Dim::Const(1); *rank]),
+            },
+        };
+        if matches!(self.ret, RetState::Declared(_) | RetState::RankOnly { .. }) && !self.saw_return
+        {
+            self.diags.push(
+                Diagnostic::error(
+                    "E0509",
+                    f.name.span,
+                    format!(
+                        "non-void function '{}` does not contain a return statement.",
+                        self.fn_name
+                    ),
+                )
+                .with_label("declared with a return type here"),
+            );
+        }
+        let location = self.db.location(f.span);
+        let sig_end = f.body.span.start.max(f.span.start);
+        let sig_span = Span { file: f.span.file, start: f.span.start, end: sig_end };
+        let co_signature =
+            self.db.snippet(sig_span).split_whitespace().collect::<Vec<_>>().join(" ");
+        hir::Function {
+            name: self.fn_name,
+            span: f.span,
+            location,
+            co_signature,
+            ret,
+            params: self.params,
+            sym_dims: self.syms,
+            entry_checks: self.entry_checks,
+            locals: self.locals,
+            is_async: self.is_async,
+            streams: self.streams.into_iter().collect(),
+            has_parallel: self.has_parallel,
+            kernel_count: self.kernel_count,
+            body,
+        }
+    }
+
+    // -- diagnostics helpers --------------------------------------------------------------
+
+    pub(crate) fn error_label(
+        &mut self,
+        code: &'static str,
+        span: Span,
+        message: impl Into<String>,
+        label: impl Into<String>,
+    ) {
+        self.diags.push(Diagnostic::error(code, span, message).with_label(label));
+    }
+
+    pub(crate) fn warn(&mut self, code: &'static str, span: Span, message: impl Into<String>) {
+        self.diags.push(Diagnostic::warning(code, span, message));
+    }
+
+    /// Reports a construct of tier 2 or 3 (`E0901`).
+    pub(crate) fn unsupported(&mut self, span: Span, construct: &str, tier: u8) {
+        self.diags.push(
+            Diagnostic::error(
+                "E0901",
+                span,
+                format!("{construct} is not supported yet (tier {tier})"),
+            )
+            .with_label("not supported yet"),
+        );
+    }
+
+    /// Reports a construct that the CUDA target does not support (`E0902`).
+    pub(crate) fn out_of_scope(&mut self, span: Span, construct: &str) {
+        self.diags.push(
+            Diagnostic::error(
+                "E0902",
+                span,
+                format!("{construct} is not supported on the CUDA target"),
+            )
+            .with_label("not supported on the CUDA target"),
+        );
+    }
+
+    // -- locals ---------------------------------------------------------------------------
+
+    /// Adds a local to the function's table (not to a scope).
+    pub(crate) fn new_local(
+        &mut self,
+        name: &str,
+        span: Span,
+        ty: Ty,
+        place: LocalPlace,
+        mutable: bool,
+        origin: LocalOrigin,
+    ) -> VarId {
+        let id = VarId(u32::try_from(self.locals.len()).unwrap_or(u32::MAX));
+        self.locals.push(Local {
+            name: name.to_string(),
+            span,
+            ty,
+            place,
+            mutable,
+            origin,
+            access: Access::default(),
+            returned: false,
+        });
+        id
+    }
+
+    /// The place of a scalar declared in the current region.
+    pub(crate) fn scalar_place(&self) -> LocalPlace {
+        match self.region {
+            Region::Host => LocalPlace::HostScalar,
+            Region::Device(_) => LocalPlace::DeviceScalar,
+        }
+    }
+
+    /// Whether statements are device code.
+    pub(crate) fn in_device(&self) -> bool {
+        matches!(self.region, Region::Device(_))
+    }
+
+    /// An `HExpr` of error type at `span`.
+    pub(crate) fn error_expr(span: Span) -> HExpr {
+        HExpr { kind: HExprKind::Error, ty: Ty::Error, span }
+    }
+
+    /// Text of a span, for messages.
+    pub(crate) fn text(&self, span: Span) -> String {
+        self.db.snippet(span).to_string()
+    }
+}
+
+/// English ordinal (`1st`, `2nd`, `3rd`, `4th`, `11th`, …) for messages.
+pub(crate) fn ordinal(n: usize) -> String {
+    let suffix = match (n % 10, n % 100) {
+        (1, r) if r != 11 => "st",
+        (2, r) if r != 12 => "nd",
+        (3, r) if r != 13 => "rd",
+        _ => "th",
+    };
+    format!("{n}{suffix}")
+}

@@ -1,0 +1,734 @@
+//! Parallel-by (spec §8): level inference and filling (§8.3), binders and bounds (§8.1),
+//! thread counts (§8.4), launches and stream binding (§8.5).
+
+use super::shapes::{dim_to_expr, expr_to_dim};
+use super::{Checker, KernelFrame, LevelInfo, Region, Val, access, fold, ordinal, types};
+use crate::ast::{self, ExprKind};
+use crate::hir::{
+    Binder, Check, CheckKind, Dim, ElemTy, HExpr, InnerParallel, Level, LocalOrigin, LocalPlace,
+    ParallelTree, ParamKind, Stmt, StmtKind, Ty,
+};
+use crate::source::Span;
+
+fn key(span: Span) -> (u32, u32) {
+    (span.start, span.end)
+}
+
+// -- level inference (pre-pass over the AST) --------------------------------------------------
+
+/// One parallel-by item in the nesting tree of a function.
+struct Node {
+    span: Span,
+    note: Option<u8>,
+    children: Vec<Node>,
+}
+
+/// Level indices used for inference: block 0, group-4 1, group 2, thread 3.
+fn level_index(l: ast::Level) -> Option<u8> {
+    match l {
+        ast::Level::Block => Some(0),
+        ast::Level::Group4 => Some(1),
+        ast::Level::Group => Some(2),
+        ast::Level::Thread => Some(3),
+        ast::Level::Cluster | ast::Level::Device | ast::Level::Term => None,
+    }
+}
+
+fn from_index(i: u8) -> Level {
+    match i {
+        0 => Level::Block,
+        1 => Level::Group4,
+        2 => Level::Group,
+        _ => Level::Thread,
+    }
+}
+
+/// Whether an item is annotated `cluster` (tier 3): such outer items are reported and then
+/// treated as transparent wrappers around block-level launches, so nothing cascades.
+/// (`device`/`term` items are reported and inferred like unannotated ones.)
+fn is_outer_unsupported(item: &ast::ParallelItem) -> bool {
+    item.level.as_ref().is_some_and(|n| n.level.level == ast::Level::Cluster)
+}
+
+fn collect(stmts: &[ast::Stmt]) -> Vec<Node> {
+    let mut out = Vec::new();
+    for s in stmts {
+        match &s.kind {
+            ast::StmtKind::Parallel(p) => {
+                // Unsupported outer levels (cluster, device, term) are transparent.
+                let heads = p.items.iter().take_while(|i| is_outer_unsupported(i)).count();
+                let mut node: Option<Node> = None;
+                for item in p.items.iter().skip(heads).rev() {
+                    let children = match node.take() {
+                        Some(n) => vec![n],
+                        None => collect(&p.body.stmts),
+                    };
+                    node = Some(Node {
+                        span: item.span,
+                        note: item.level.as_ref().and_then(|n| level_index(n.level.level)),
+                        children,
+                    });
+                }
+                match node {
+                    Some(n) => out.push(n),
+                    None => out.extend(collect(&p.body.stmts)),
+                }
+            }
+            ast::StmtKind::Block(b)
+            | ast::StmtKind::While { body: b, .. }
+            | ast::StmtKind::Inthreads { body: b, .. }
+            | ast::StmtKind::Apply { body: b, .. } => out.extend(collect(&b.stmts)),
+            ast::StmtKind::With(w) => out.extend(collect(&w.body.stmts)),
+            ast::StmtKind::Foreach(f) => out.extend(collect(&f.body.stmts)),
+            ast::StmtKind::If { then_body, else_body, .. } => {
+                out.extend(collect(&then_body.stmts));
+                if let Some(b) = else_body {
+                    out.extend(collect(&b.stmts));
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Infers the level of every parallel-by item of a function body (spec §8.3) and records it
+/// in `levels`; reports `E0606`–`E0608` and `W0601`.
+pub(crate) fn infer_levels(ch: &mut Checker<'_>, stmts: &[ast::Stmt]) {
+    for root in collect(stmts) {
+        assign(ch, &root, None);
+    }
+}
+
+fn assign(ch: &mut Checker<'_>, node: &Node, parent: Option<u8>) {
+    let mut path: Vec<&Node> = vec![node];
+    while let Some(first) = path.last().and_then(|n| n.children.first()) {
+        path.push(first);
+    }
+    let mut anns: Vec<Option<u8>> = path.iter().map(|n| n.note).collect();
+    let annotated = anns.iter().filter(|a| a.is_some()).count();
+    if parent.is_none() && path.len() > 1 && annotated > 0 && annotated < path.len() {
+        ch.warn(
+            "W0601",
+            node.span,
+            "For nested parallel-by, it is better to either explicitly specify all parallelism \
+             levels, or none",
+        );
+    }
+    let len = path.len();
+    let has_group4 = anns.contains(&Some(1));
+    if parent.is_none() && (len > 4 || (len > 3 && !has_group4)) {
+        let at = path.get(3).map_or(node.span, |n| n.span);
+        ch.error_label(
+            "E0608",
+            at,
+            format!("too many parallel-by levels: {len} > 3."),
+            "one level too many",
+        );
+        for n in &path {
+            ch.levels.insert(key(n.span), LevelInfo { level: None });
+        }
+        return;
+    }
+    if let Some(last) = anns.last_mut() {
+        if last.is_none() {
+            *last = Some(3); // rule 1: an unannotated leaf is a thread level
+        }
+    }
+    let mut i = 0;
+    while i < len {
+        if anns[i].is_some() {
+            i += 1;
+            continue;
+        }
+        let mut j = i;
+        while j < len && anns[j].is_none() {
+            j += 1;
+        }
+        let above: i16 =
+            if i == 0 { parent.map_or(-1, i16::from) } else { anns[i - 1].map_or(-1, i16::from) };
+        let below: i16 = anns.get(j).copied().flatten().map_or(4, i16::from);
+        // Inference never picks group-4 (sm_90a only): block, group, thread.
+        let candidates: Vec<u8> = [0u8, 2, 3]
+            .into_iter()
+            .filter(|x| i16::from(*x) > above && i16::from(*x) < below)
+            .collect();
+        if candidates.len() < j - i {
+            let msg = if above >= 0 && below <= 3 {
+                format!(
+                    "unable to infer the parallel-by level(s) between {} and {}.",
+                    from_index(above as u8).as_str(),
+                    from_index(below as u8).as_str()
+                )
+            } else {
+                "the parallel level can not be inferred.".to_string()
+            };
+            ch.error_label("E0606", path[i].span, msg, "level cannot be inferred");
+            i = j;
+            continue;
+        }
+        for (k, c) in (i..j).zip(candidates) {
+            anns[k] = Some(c);
+        }
+        i = j;
+    }
+    // Levels must strictly descend.
+    let mut prev = parent;
+    let mut prev_span: Option<Span> = None;
+    for (k, n) in path.iter().enumerate() {
+        if let (Some(p), Some(c)) = (prev, anns[k]) {
+            if c <= p {
+                let mut d = crate::diagnostics::Diagnostic::error(
+                    "E0607",
+                    n.span,
+                    format!(
+                        "the parallel level '{}' can not be nested inside '{}'.",
+                        from_index(c).as_str(),
+                        from_index(p).as_str()
+                    ),
+                )
+                .with_label("levels must strictly descend (block > group-4 > group > thread)");
+                if let Some(ps) = prev_span {
+                    d = d.with_secondary(ps, "enclosing level");
+                }
+                ch.diags.push(d);
+                anns[k] = None;
+            }
+        }
+        if anns[k].is_some() {
+            prev = anns[k];
+        }
+        prev_span = Some(n.span);
+    }
+    for (k, n) in path.iter().enumerate() {
+        ch.levels.insert(key(n.span), LevelInfo { level: anns[k].map(from_index) });
+    }
+    for (k, n) in path.iter().enumerate() {
+        for child in n.children.iter().skip(1) {
+            assign(ch, child, anns[k]);
+        }
+    }
+}
+
+// -- checking --------------------------------------------------------------------------------
+
+/// The product of extents (folded when constant).
+pub(crate) fn dim_product(ch: &mut Checker<'_>, dims: &[Dim], span: Span) -> Dim {
+    if let Some(p) =
+        dims.iter().try_fold(1u64, |acc, d| d.as_const().map(|c| acc.saturating_mul(c)))
+    {
+        return Dim::Const(p);
+    }
+    let mut acc: Option<HExpr> = None;
+    for d in dims {
+        if d.as_const() == Some(1) {
+            continue;
+        }
+        let e = dim_to_expr(d, span);
+        acc = Some(match acc {
+            None => e,
+            Some(a) => ch.scalar_binary(crate::hir::BinOp::Mul, a, e, span, false, span),
+        });
+    }
+    match acc {
+        Some(e) => expr_to_dim(e),
+        None => Dim::Const(1),
+    }
+}
+
+impl Checker<'_> {
+    /// Checks a parallel-by statement: a kernel launch in host code, an inner level in a kernel.
+    pub(crate) fn check_parallel(&mut self, p: &ast::Parallel, span: Span) -> Option<Stmt> {
+        for attr in &p.attrs {
+            self.unsupported(attr.span, "`[[launch_bounds]]` / `[[maxnreg]]` attributes", 2);
+        }
+        let first = p.items.first()?;
+        if self.in_device() {
+            if let Some(a) = p.is_async {
+                self.error_label(
+                    "E0605",
+                    a,
+                    "inner parallel-by level can not be asynchronous.",
+                    "inner level",
+                );
+            }
+            if let Some(s) = &p.stream {
+                let level = self.item_level(first, false);
+                self.error_label(
+                    "E0612",
+                    s.span,
+                    format!(
+                        "stream binding is only allowed on block-level parallel; '{}' level \
+                         cannot have its own stream.",
+                        level.as_str()
+                    ),
+                    "not the outermost block level",
+                );
+            }
+            return self.inner_item(p, 0);
+        }
+        let heads = p.items.iter().take_while(|i| is_outer_unsupported(i)).count();
+        if heads == 0 {
+            return self.check_kernel(p, 0, span);
+        }
+        // Reported, then checked as if the unsupported outer levels were not there.
+        let depth = self.scopes.depth();
+        for item in &p.items[..heads] {
+            self.item_level(item, true);
+            self.scopes.push();
+            let _ = self.binder(item, Level::Block);
+        }
+        let out = if heads < p.items.len() {
+            self.check_kernel(p, heads, span)
+        } else {
+            let body = self.check_stmts(&p.body.stmts);
+            Some(Stmt { kind: StmtKind::Block(body), span })
+        };
+        self.scopes.truncate(depth);
+        out
+    }
+
+    fn check_kernel(&mut self, p: &ast::Parallel, start: usize, span: Span) -> Option<Stmt> {
+        let first = p.items.get(start)?;
+        let kernel_index = self.kernel_count;
+        self.kernel_count += 1;
+        self.has_parallel = true;
+        let is_async = p.is_async.is_some();
+        if is_async {
+            self.is_async = true;
+        }
+        let first_level = self.item_level(first, false);
+        if first_level == Level::Block {
+            self.item_level(first, true); // report unsupported notes once
+        }
+        let stream = p.stream.as_ref().and_then(|s| self.resolve_stream(s, first_level));
+        let saved_loop = self.loop_depth;
+        self.loop_depth = 0;
+        self.kernel = Some(KernelFrame::default());
+        let depth = self.scopes.depth();
+        let (block, body, threads) = if first_level == Level::Block {
+            self.scopes.push();
+            let block = self.binder(first, Level::Block);
+            self.region = Region::Device(Level::Block);
+            self.push_children();
+            let body = if p.items.len() > start + 1 {
+                self.inner_item(p, start + 1).into_iter().collect()
+            } else {
+                self.check_stmts(&p.body.stmts)
+            };
+            let children = self.pop_children();
+            let threads = self.agree(children).unwrap_or(Dim::Const(1));
+            (block, body, threads)
+        } else {
+            let block = Binder {
+                vars: vec![None],
+                tuple: None,
+                extents: vec![Dim::Const(1)],
+                implicit: true,
+            };
+            self.region = Region::Device(Level::Block);
+            self.push_children();
+            let body: Vec<Stmt> = self.inner_item(p, start).into_iter().collect();
+            let children = self.pop_children();
+            let threads = self.agree(children).unwrap_or(Dim::Const(1));
+            (block, body, threads)
+        };
+        self.scopes.truncate(depth);
+        self.region = Region::Host;
+        self.loop_depth = saved_loop;
+        match threads.as_const() {
+            Some(n) if n > 1024 => {
+                self.error_label(
+                    "E0609",
+                    span,
+                    format!(
+                        "Total physical threads per block (thread x group x group-4 dims) must \
+                         not exceed 1024, but got {n}."
+                    ),
+                    "too many threads per block",
+                );
+            }
+            Some(_) => {}
+            None => {
+                let e = dim_to_expr(&threads, span);
+                let check = Check {
+                    kind: CheckKind::MaxThreads { threads: e.clone(), limit: 1024 },
+                    message: "Total physical threads per block (thread x group x group-4 dims) \
+                              must not exceed 1024"
+                        .to_string(),
+                    span,
+                };
+                if Self::entry_evaluable(&e) {
+                    self.entry_checks.push(check);
+                } else if let Some(k) = self.kernel.as_mut() {
+                    k.launch_checks.push(check);
+                }
+            }
+        }
+        let frame = self.kernel.take().unwrap_or_default();
+        let captures = access::captures(self, &body);
+        let tree = ParallelTree {
+            kernel_index,
+            span,
+            is_async,
+            stream,
+            block,
+            threads_per_block: threads,
+            body,
+            captures,
+            launch_checks: frame.launch_checks,
+            sync_after: !is_async || self.has_inout,
+        };
+        Some(Stmt { kind: StmtKind::Parallel(Box::new(tree)), span })
+    }
+
+    fn resolve_stream(&mut self, s: &ast::Ident, level: Level) -> Option<crate::hir::ParamId> {
+        if level != Level::Block {
+            self.error_label(
+                "E0612",
+                s.span,
+                format!(
+                    "stream binding is only allowed on block-level parallel; '{}' level cannot \
+                     have its own stream.",
+                    level.as_str()
+                ),
+                "bound to a non-block level",
+            );
+        }
+        let found = self.scopes.lookup(&s.name).cloned();
+        match found {
+            Some(super::scope::Symbol::Param(p))
+                if self.params.get(p.index()).is_some_and(|x| x.kind == ParamKind::Stream) =>
+            {
+                self.streams.insert(p);
+                (level == Level::Block).then_some(p)
+            }
+            None => {
+                self.error_label(
+                    "E0401",
+                    s.span,
+                    format!("symbol `{}' is used before declaration.", s.name),
+                    "not declared",
+                );
+                None
+            }
+            Some(_) => {
+                self.error_label(
+                    "E0613",
+                    s.span,
+                    format!(
+                        "'{}' is not a stream type; parallel<...> requires a stream variable.",
+                        s.name
+                    ),
+                    "not a stream parameter",
+                );
+                None
+            }
+        }
+    }
+
+    /// The inferred level of an item; reports unsupported level notes once (`report`).
+    fn item_level(&mut self, item: &ast::ParallelItem, report: bool) -> Level {
+        if report {
+            if let Some(note) = &item.level {
+                match note.level.level {
+                    ast::Level::Cluster => {
+                        self.unsupported(note.level.span, "the `cluster` level", 3)
+                    }
+                    ast::Level::Group4 => {
+                        self.unsupported(note.level.span, "the `group-4` level", 3)
+                    }
+                    ast::Level::Device | ast::Level::Term => {
+                        if note.target.is_some() {
+                            self.out_of_scope(note.span, "the heterogeneous `device(…)` level");
+                        } else {
+                            self.error_label(
+                                "E0615",
+                                note.level.span,
+                                format!(
+                                    "the parallel level '{}' is not meaningful for the CUDA \
+                                     target",
+                                    note.level.level.as_str()
+                                ),
+                                "use block, group or thread",
+                            );
+                        }
+                    }
+                    _ => {
+                        if note.target.is_some() {
+                            self.out_of_scope(note.span, "a parameterized level annotation");
+                        }
+                    }
+                }
+                if let Some(c) = note.cooperative {
+                    self.unsupported(c, "cooperative launches (`<cooperative>`)", 2);
+                }
+            }
+        }
+        self.levels.get(&key(item.span)).and_then(|i| i.level).unwrap_or(Level::Thread)
+    }
+
+    fn push_children(&mut self) {
+        if let Some(k) = self.kernel.as_mut() {
+            k.child_totals.push(Vec::new());
+        }
+    }
+
+    fn pop_children(&mut self) -> Vec<(Dim, Span)> {
+        self.kernel.as_mut().and_then(|k| k.child_totals.pop()).unwrap_or_default()
+    }
+
+    /// The common thread total of sibling inner parallel-bys (`E0611` when they differ).
+    fn agree(&mut self, children: Vec<(Dim, Span)>) -> Option<Dim> {
+        let mut it = children.into_iter();
+        let (first, _) = it.next()?;
+        for (other, span) in it {
+            if let (Some(a), Some(b)) = (first.as_const(), other.as_const()) {
+                if a != b {
+                    self.error_label(
+                        "E0611",
+                        span,
+                        format!(
+                            "mulitple inner parallel-bys must have compatible block dimension \
+                             {a} != {b}."
+                        ),
+                        format!("{b} threads here, {a} in an earlier sibling"),
+                    );
+                }
+            }
+        }
+        Some(first)
+    }
+
+    /// Checks item `i` of `p` as an intra-block level (group-4, group or thread).
+    fn inner_item(&mut self, p: &ast::Parallel, i: usize) -> Option<Stmt> {
+        let item = p.items.get(i)?;
+        let mut level = self.item_level(item, true);
+        if level == Level::Block {
+            level = Level::Thread; // already reported (E0607)
+        }
+        self.scopes.push();
+        let binder = self.binder(item, level);
+        let saved = self.region;
+        self.region = Region::Device(level);
+        // A parallel-by body is not inside the enclosing loop (`break` cannot leave it).
+        let saved_loop = std::mem::replace(&mut self.loop_depth, 0);
+        self.push_children();
+        let body = if i + 1 < p.items.len() {
+            self.inner_item(p, i + 1).into_iter().collect()
+        } else {
+            self.check_stmts(&p.body.stmts)
+        };
+        self.loop_depth = saved_loop;
+        let children = self.pop_children();
+        let stride = match self.agree(children) {
+            Some(d) => d,
+            None => match level {
+                Level::Group4 => Dim::Const(128),
+                Level::Group => Dim::Const(32),
+                _ => Dim::Const(1),
+            },
+        };
+        let unit = match level {
+            Level::Group => 32,
+            Level::Group4 => 128,
+            _ => 1,
+        };
+        if let Some(s) = stride.as_const() {
+            if unit > 1 && s % unit != 0 {
+                self.error_label(
+                    "E0610",
+                    item.span,
+                    format!(
+                        "The total thread dimension must be a multiple of {unit} when '{}' \
+                         exists, but got {s}.",
+                        level.as_str()
+                    ),
+                    "thread extent not a whole number of units",
+                );
+            }
+        }
+        self.region = saved;
+        self.scopes.pop();
+        let mut all = binder.extents.clone();
+        all.push(stride.clone());
+        let total = dim_product(self, &all, item.span);
+        if let Some(k) = self.kernel.as_mut() {
+            if let Some(top) = k.child_totals.last_mut() {
+                top.push((total, item.span));
+            }
+        }
+        Some(Stmt {
+            kind: StmtKind::InnerParallel(Box::new(InnerParallel {
+                span: item.span,
+                level,
+                binder,
+                stride,
+                body,
+            })),
+            span: item.span,
+        })
+    }
+
+    /// Checks the bound of an item and declares its binder variables in the current scope.
+    fn binder(&mut self, item: &ast::ParallelItem, level: Level) -> Binder {
+        let mut extents = self.parallel_bound(item);
+        let names: Vec<Option<&ast::Ident>> = match &item.binder {
+            ast::ParallelBinder::Anonymous => vec![None; extents.len().max(1)],
+            ast::ParallelBinder::Name(id) => vec![Some(id)],
+            ast::ParallelBinder::Tuple { components, .. } => components.iter().map(Some).collect(),
+        };
+        if !matches!(item.binder, ast::ParallelBinder::Anonymous) && names.len() != extents.len() {
+            let more = if names.len() > extents.len() { "more" } else { "less" };
+            self.error_label(
+                "E0603",
+                item.span,
+                format!(
+                    "parallel variables are {more} than their bounds ({} vs. {}).",
+                    names.len(),
+                    extents.len()
+                ),
+                "names and bounds differ",
+            );
+        }
+        extents.resize(names.len(), Dim::Const(1));
+        if names.len() > 3 {
+            self.error_label(
+                "E0604",
+                item.span,
+                "The number of parallel dimensions is limited to 3",
+                format!("{} dimensions", names.len()),
+            );
+        }
+        for (i, d) in extents.clone().iter().enumerate() {
+            if d.as_const().is_none() {
+                let e = dim_to_expr(d, item.bound.span);
+                self.positive_check(
+                    e,
+                    format!("The {} bound item of parallelby is invalid", ordinal(i + 1)),
+                    item.bound.span,
+                );
+            }
+        }
+        let mut vars = Vec::new();
+        for (sub, (name, upper)) in names.iter().zip(extents.iter()).enumerate() {
+            match name {
+                None => vars.push(None),
+                Some(id) => {
+                    let v = self.new_local(
+                        &id.name,
+                        id.span,
+                        Ty::BoundedInt,
+                        LocalPlace::ParallelIndex,
+                        false,
+                        LocalOrigin::ParallelIndex { level, sub: sub as u32, upper: upper.clone() },
+                    );
+                    self.declare_symbol(id, super::scope::Symbol::Local(v));
+                    vars.push(Some(v));
+                }
+            }
+        }
+        let tuple = match &item.binder {
+            ast::ParallelBinder::Tuple { name: Some(n), .. } => {
+                let components: Vec<_> = vars.iter().flatten().copied().collect();
+                let t = self.new_local(
+                    &n.name,
+                    n.span,
+                    Ty::BoundedItuple(components.len() as u32),
+                    LocalPlace::Expanded,
+                    false,
+                    LocalOrigin::Tuple { components },
+                );
+                self.declare_symbol(n, super::scope::Symbol::Local(t));
+                Some(t)
+            }
+            _ => None,
+        };
+        Binder { vars, tuple, extents, implicit: false }
+    }
+
+    /// The extents of a parallel bound: an integer, an mdspan, or a bracketed list.
+    fn parallel_bound(&mut self, item: &ast::ParallelItem) -> Vec<Dim> {
+        let bracketed = matches!(item.bound.kind, ExprKind::Mdspan(_));
+        let parts: Vec<(Val, Span)> = match &item.bound.kind {
+            ExprKind::Mdspan(list) => list.iter().map(|e| (self.check_expr(e), e.span)).collect(),
+            _ => vec![(self.check_expr(&item.bound), item.bound.span)],
+        };
+        let mut out = Vec::new();
+        for (v, span) in parts {
+            match v {
+                Val::Scalar(e) => out.push(self.bound_extent(e, span)),
+                Val::Shape(d) => out.extend(d),
+                Val::Tuple { items, .. } if bracketed => {
+                    for e in items {
+                        out.push(self.bound_extent(e, span));
+                    }
+                }
+                Val::Tuple { .. } => {
+                    self.error_label(
+                        "E0614",
+                        span,
+                        "must use mdspan instead of ituple to define the parallel bound.",
+                        "an ituple",
+                    );
+                    out.push(Dim::Const(1));
+                }
+                Val::Error => out.push(Dim::Const(1)),
+                other => {
+                    self.error_label(
+                        "E0601",
+                        span,
+                        format!(
+                            "the parallel bound requires integers but got '{}'",
+                            other.describe()
+                        ),
+                        "not an integer",
+                    );
+                    out.push(Dim::Const(1));
+                }
+            }
+        }
+        out
+    }
+
+    fn bound_extent(&mut self, e: HExpr, span: Span) -> Dim {
+        if matches!(e.ty, Ty::Error) {
+            return Dim::Const(1);
+        }
+        if !e.ty.is_integer() {
+            self.error_label(
+                "E0601",
+                span,
+                format!("the parallel bound requires integers but got '{}'", types::ty_name(&e.ty)),
+                "not an integer",
+            );
+            return Dim::Const(1);
+        }
+        if let Some(v) = fold::const_int(&e) {
+            if v <= 0 {
+                self.error_label(
+                    "E0602",
+                    span,
+                    format!("bound {v} in parallelby is invalid: should be greater than 0."),
+                    "not positive",
+                );
+                return Dim::Const(1);
+            }
+        }
+        if !self.host_computable(&e) {
+            self.error_label(
+                "E0616",
+                span,
+                "the parallel bound must be computable on the host before the launch (it depends \
+                 on a per-thread value)",
+                "per-thread value",
+            );
+            return Dim::Const(1);
+        }
+        let mut e = e;
+        if e.ty.is_bounded() {
+            e.ty = Ty::Scalar(ElemTy::S32);
+        }
+        expr_to_dim(e)
+    }
+}

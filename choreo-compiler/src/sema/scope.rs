@@ -1,0 +1,91 @@
+//! Lexical scopes (spec §6): the function scope holds parameters, symbolic dimensions and the
+//! body's top-level locals; every block body (and every binder with its body) opens a scope.
+
+use crate::hir::{Dim, HExpr, ParamId, SymId, VarId};
+use crate::source::Span;
+use std::collections::HashMap;
+
+/// What a name denotes.
+#[derive(Debug, Clone)]
+pub(crate) enum Symbol {
+    /// A parameter.
+    Param(ParamId),
+    /// A symbolic dimension.
+    Sym(SymId),
+    /// A local (scalar, global buffer, bounded variable, bounded-ituple name).
+    Local(VarId),
+    /// An immutable mdspan value (`sh : [4, 8];`), expanded at every use.
+    Shape(Vec<Dim>),
+    /// An immutable ituple value (`t = {1, 2};`), expanded at every use.
+    Tuple {
+        /// The components.
+        items: Vec<HExpr>,
+        /// Whether it is bounded.
+        bounded: bool,
+    },
+}
+
+/// One scope: names declared in it, with the span of each declaration.
+#[derive(Debug, Default)]
+struct Scope {
+    names: HashMap<String, (Symbol, Span)>,
+}
+
+/// The scope stack of one function.
+#[derive(Debug)]
+pub(crate) struct Scopes {
+    stack: Vec<Scope>,
+}
+
+impl Scopes {
+    /// A stack with the function scope.
+    pub(crate) fn new() -> Scopes {
+        Scopes { stack: vec![Scope::default()] }
+    }
+
+    /// Opens a scope.
+    pub(crate) fn push(&mut self) {
+        self.stack.push(Scope::default());
+    }
+
+    /// Closes the innermost scope (the function scope is never closed).
+    pub(crate) fn pop(&mut self) {
+        if self.stack.len() > 1 {
+            self.stack.pop();
+        }
+    }
+
+    /// The declaration span of `name` in the innermost scope, if declared there.
+    pub(crate) fn declared_here(&self, name: &str) -> Option<Span> {
+        self.stack.last().and_then(|s| s.names.get(name)).map(|(_, span)| *span)
+    }
+
+    /// Declares `name` in the innermost scope (overwrites: callers check `declared_here`).
+    pub(crate) fn declare(&mut self, name: &str, symbol: Symbol, span: Span) {
+        if let Some(scope) = self.stack.last_mut() {
+            scope.names.insert(name.to_string(), (symbol, span));
+        }
+    }
+
+    /// The nearest visible declaration of `name`.
+    pub(crate) fn lookup(&self, name: &str) -> Option<&Symbol> {
+        self.stack.iter().rev().find_map(|s| s.names.get(name)).map(|(sym, _)| sym)
+    }
+
+    /// The nearest visible declaration of `name` with its span.
+    pub(crate) fn lookup_with_span(&self, name: &str) -> Option<(&Symbol, Span)> {
+        self.stack.iter().rev().find_map(|s| s.names.get(name)).map(|(sym, span)| (sym, *span))
+    }
+
+    /// Current depth (1 = function scope).
+    pub(crate) fn depth(&self) -> usize {
+        self.stack.len()
+    }
+
+    /// Closes scopes until `depth` remain (used to unwind after a kernel).
+    pub(crate) fn truncate(&mut self, depth: usize) {
+        while self.stack.len() > depth.max(1) {
+            self.stack.pop();
+        }
+    }
+}

@@ -1,0 +1,1541 @@
+//! Statements (spec §4.2–§4.4, §6, §7.3, §9, §11.2, §15, §16).
+
+use super::fold;
+use super::scope::Symbol;
+use super::types;
+use super::{Checker, RetState, Val};
+use crate::ast::{self, ExprKind, StmtKind as A};
+use crate::diagnostics::Diagnostic;
+use crate::hir::{
+    AssignOp, BufferRef, Check, CheckKind, Dim, ElemTy, HExpr, HExprKind, LocalOrigin, LocalPlace,
+    Place, ReturnTy, SpannedTy, Stmt, StmtKind, Storage, Ty, VarId,
+};
+use crate::source::Span;
+
+/// Whether any parallel-by occurs anywhere in `stmts` (spec §7.4 step 4).
+pub(crate) fn contains_parallel(stmts: &[ast::Stmt]) -> bool {
+    stmts.iter().any(|s| match &s.kind {
+        A::Parallel(_) => true,
+        A::Block(b)
+        | A::While { body: b, .. }
+        | A::Inthreads { body: b, .. }
+        | A::Apply { body: b, .. } => contains_parallel(&b.stmts),
+        A::With(w) => contains_parallel(&w.body.stmts),
+        A::Foreach(f) => contains_parallel(&f.body.stmts),
+        A::If { then_body, else_body, .. } => {
+            contains_parallel(&then_body.stmts)
+                || else_body.as_ref().is_some_and(|b| contains_parallel(&b.stmts))
+        }
+        _ => false,
+    })
+}
+
+fn hir_assign_op(op: ast::AssignOp) -> AssignOp {
+    match op {
+        ast::AssignOp::Assign => AssignOp::Assign,
+        ast::AssignOp::Add => AssignOp::Add,
+        ast::AssignOp::Sub => AssignOp::Sub,
+        ast::AssignOp::Mul => AssignOp::Mul,
+        ast::AssignOp::Div => AssignOp::Div,
+        ast::AssignOp::Rem => AssignOp::Rem,
+    }
+}
+
+fn stmt(kind: StmtKind, span: Span) -> Stmt {
+    Stmt { kind, span }
+}
+
+impl Checker<'_> {
+    /// Checks statements in the current scope.
+    pub(crate) fn check_stmts(&mut self, stmts: &[ast::Stmt]) -> Vec<Stmt> {
+        let mut out = Vec::with_capacity(stmts.len());
+        for s in stmts {
+            self.check_stmt(s, &mut out);
+        }
+        out
+    }
+
+    /// Checks a block in a scope of its own.
+    pub(crate) fn check_block_scoped(&mut self, block: &ast::Block) -> Vec<Stmt> {
+        self.scopes.push();
+        let out = self.check_stmts(&block.stmts);
+        self.scopes.pop();
+        out
+    }
+
+    /// Declares a name in the innermost scope, reporting a clash (`E0402`).
+    pub(crate) fn declare_symbol(&mut self, name: &ast::Ident, sym: Symbol) {
+        if let Some(prev) = self.scopes.declared_here(&name.name) {
+            self.diags.push(
+                Diagnostic::error(
+                    "E0402",
+                    name.span,
+                    format!("symbol `{}' has been declared already.", name.name),
+                )
+                .with_label("declared again here")
+                .with_secondary(prev, "first declared here"),
+            );
+        } else if let Some(s) = self.sym_names.get(&name.name).copied() {
+            let prev = self.syms.get(s.index()).map(|s| s.span);
+            let mut d = Diagnostic::error(
+                "E0402",
+                name.span,
+                format!("symbol `{}' has been declared already.", name.name),
+            )
+            .with_label("a symbolic dimension has this name");
+            if let Some(prev) = prev {
+                d = d.with_secondary(prev, "symbolic dimension introduced here");
+            }
+            self.diags.push(d);
+        }
+        self.scopes.declare(&name.name, sym, name.span);
+    }
+
+    /// Declares `name` as a local of unknown type after an unsupported construct, so that
+    /// later uses do not cascade into "used before declaration" errors.
+    pub(crate) fn declare_poisoned(&mut self, name: &ast::Ident) {
+        let place = self.scalar_place();
+        let var = self.new_local(&name.name, name.span, Ty::Error, place, true, LocalOrigin::Decl);
+        if self.scopes.declared_here(&name.name).is_none() {
+            self.scopes.declare(&name.name, Symbol::Local(var), name.span);
+        }
+    }
+
+    fn check_stmt(&mut self, s: &ast::Stmt, out: &mut Vec<Stmt>) {
+        let span = s.span;
+        match &s.kind {
+            A::Empty => {}
+            A::Block(b) => {
+                let body = self.check_block_scoped(b);
+                out.push(stmt(StmtKind::Block(body), span));
+            }
+            A::MdspanDecl(d) => self.check_mdspan_decl(d),
+            A::ItupleDecl(d) => self.check_ituple_decl(d),
+            A::ScalarDecl(d) => self.check_scalar_decl(d, out),
+            A::SpannedDecl(d) => self.check_spanned_decl(d, out),
+            A::Assign(list) => {
+                for a in list {
+                    self.check_assignment(a, out);
+                }
+            }
+            A::Print(p) => {
+                if p.compile_time {
+                    self.unsupported(span, "compile-time `println!`", 2);
+                    return;
+                }
+                let args = p.args.iter().filter_map(|a| self.print_arg(a)).collect();
+                out.push(stmt(StmtKind::Print { newline: p.newline, args }, span));
+            }
+            A::Return(value) => {
+                if let Some(s) = self.check_return(value.as_ref(), span) {
+                    out.push(s);
+                }
+            }
+            A::Break | A::Continue => {
+                let word = if matches!(s.kind, A::Break) { "break" } else { "continue" };
+                if self.loop_depth == 0 {
+                    self.error_label(
+                        "E0705",
+                        span,
+                        format!("unable to {word} outside a loop."),
+                        "not inside `foreach` or `while`",
+                    );
+                    return;
+                }
+                let kind = if word == "break" { StmtKind::Break } else { StmtKind::Continue };
+                out.push(stmt(kind, span));
+            }
+            A::If { cond, then_body, else_body } => {
+                let c = self.check_expr(cond);
+                let c = match c {
+                    Val::Scalar(e) => e,
+                    Val::Error => Self::error_expr(cond.span),
+                    other => {
+                        self.error_label(
+                            "E0708",
+                            cond.span,
+                            format!(
+                                "The if-condition can not be evaluated: expect a scalar but got \
+                                 '{}'.",
+                                other.describe()
+                            ),
+                            "not a scalar condition",
+                        );
+                        Self::error_expr(cond.span)
+                    }
+                };
+                let then_body = self.check_block_scoped(then_body);
+                let else_body =
+                    else_body.as_ref().map(|b| self.check_block_scoped(b)).unwrap_or_default();
+                out.push(stmt(StmtKind::If { cond: c, then_body, else_body }, span));
+            }
+            A::While { cond, body } => {
+                let c = self.check_scalar(cond, "a `while` condition");
+                if !matches!(c.ty, Ty::Error | Ty::Scalar(ElemTy::Bool)) {
+                    self.error_label(
+                        "E0706",
+                        cond.span,
+                        format!(
+                            "requires an event predication expression but got '{}'.",
+                            types::ty_name(&c.ty)
+                        ),
+                        "not a bool condition",
+                    );
+                }
+                self.loop_depth += 1;
+                let body = self.check_block_scoped(body);
+                self.loop_depth -= 1;
+                out.push(stmt(StmtKind::While { cond: c, body }, span));
+            }
+            A::With(w) => self.check_with(w, span, out),
+            A::Foreach(f) => self.check_foreach(f, span, out),
+            A::Parallel(p) => {
+                if let Some(s) = self.check_parallel(p, span) {
+                    out.push(s);
+                }
+            }
+            A::Sync(storage, sspan) => match (storage, self.in_device()) {
+                (ast::Storage::Global, false) => out.push(stmt(StmtKind::SyncGlobal, span)),
+                (ast::Storage::Shared, true) => out.push(stmt(StmtKind::SyncBlock, span)),
+                (ast::Storage::Global, true) => {
+                    self.unsupported(*sspan, "`sync.global` inside a parallel-by", 2)
+                }
+                (ast::Storage::Shared, false) => self.error_label(
+                    "E0711",
+                    span,
+                    "`sync.shared` is only allowed inside a parallel-by",
+                    "host code",
+                ),
+                (ast::Storage::Local, _) => self.unsupported(*sspan, "`sync.local`", 2),
+            },
+            A::Barrier(level) => {
+                if level.level != ast::Level::Block {
+                    self.unsupported(
+                        level.span,
+                        &format!("`sync.barrier : {}`", level.level.as_str()),
+                        2,
+                    );
+                } else if !self.in_device() {
+                    self.error_label(
+                        "E0711",
+                        span,
+                        "`sync.barrier : block` is only allowed inside a parallel-by",
+                        "host code",
+                    );
+                } else {
+                    out.push(stmt(StmtKind::SyncBlock, span));
+                }
+            }
+            A::Fence { .. } => self.unsupported(span, "`sync.fence`", 2),
+            A::FragDecl(d) => {
+                self.unsupported(span, "fragments (`frag`)", 3);
+                for item in &d.items {
+                    self.declare_poisoned(&item.name);
+                }
+            }
+            A::EventDecl(d) => {
+                self.unsupported(span, "events", 3);
+                for item in &d.items {
+                    self.declare_poisoned(&item.name);
+                }
+            }
+            A::Dma(d) => {
+                let tier = if d.engine == ast::DmaEngine::Tma { 3 } else { 2 };
+                self.unsupported(span, &format!("`{}` statements", d.engine.as_str()), tier);
+                if let Some(f) = &d.future {
+                    if self.scopes.lookup(&f.name).is_none() {
+                        self.declare_poisoned(f);
+                    }
+                }
+            }
+            A::DmaAny { engine, name } => {
+                let tier = if *engine == ast::DmaEngine::Tma { 3 } else { 2 };
+                self.unsupported(span, &format!("`{}.any` placeholders", engine.as_str()), tier);
+                self.declare_poisoned(name);
+            }
+            A::Mma(m) => {
+                self.unsupported(span, "MMA statements", 3);
+                match &m.kind {
+                    ast::MmaKind::FillNew { name, .. } | ast::MmaKind::LoadNew { name, .. } => {
+                        self.declare_poisoned(name)
+                    }
+                    ast::MmaKind::Exec { future: Some(f), .. } => self.declare_poisoned(f),
+                    _ => {}
+                }
+            }
+            A::FragOp(_) => self.unsupported(span, "fragment operations", 3),
+            A::Wait(_) => self.unsupported(span, "`wait`", 2),
+            A::Trigger(_) => self.unsupported(span, "`trigger`", 3),
+            A::Call(c) => self.unsupported(c.span, "`call` and built-in calls", 2),
+            A::Assert { .. } => self.unsupported(span, "`assert`", 2),
+            A::Swap { rotate, .. } => {
+                self.unsupported(span, if *rotate { "`rotate`" } else { "`swap`" }, 2)
+            }
+            A::Cpp(_) => self.unsupported(span, "`__cpp__`", 2),
+            A::Yield => self.unsupported(span, "`yield`", 2),
+            A::IntrinsicPragma { .. } => self.unsupported(span, "intrinsic registration", 2),
+            A::Asm(_) => self.unsupported(span, "inline assembly", 2),
+            A::Inthreads { .. } => self.unsupported(span, "`inthreads`", 2),
+            A::Apply { .. } => self.unsupported(span, "`apply`", 3),
+        }
+    }
+
+    // -- declarations -----------------------------------------------------------------------
+
+    fn check_scalar_decl(&mut self, d: &ast::ScalarDecl, out: &mut Vec<Stmt>) {
+        if let Some((storage, sspan)) = d.storage {
+            match (storage, self.in_device()) {
+                (ast::Storage::Global, _) => {
+                    self.error_label(
+                        "E0432",
+                        sspan,
+                        "a global scalar is not supported (declare it without `global`)",
+                        "global scalar",
+                    );
+                }
+                (_, false) => {
+                    let name = d.items.first().map(|i| i.name.name.clone()).unwrap_or_default();
+                    self.error_label(
+                        "E0433",
+                        sspan,
+                        format!(
+                            "{} variable '{name}` must be declared inside parallel-by.",
+                            storage.as_str()
+                        ),
+                        "host code",
+                    );
+                    return;
+                }
+                (_, true) => {
+                    self.unsupported(sspan, &format!("`{}` scalars", storage.as_str()), 2);
+                    for item in &d.items {
+                        self.declare_poisoned(&item.name);
+                    }
+                    return;
+                }
+            }
+        }
+        let declared = d.ty.map(|(t, s)| (t, types::scalar_from_ast(t), s));
+        if let Some((_, t, s)) = declared {
+            if !self.tier1_elem(t, s) {
+                return;
+            }
+        }
+        let mutable = match declared {
+            Some((ast::ScalarType::Elem(_), _, _)) => true,
+            _ => d.mutable.is_some(),
+        };
+        for item in &d.items {
+            let init_expr = match &item.init {
+                Some(ast::ScalarInit::Assign(e)) | Some(ast::ScalarInit::Brace(e)) => Some(e),
+                None => None,
+            };
+            let init_val = init_expr.map(|e| (self.check_expr(e), e.span));
+            let name = &item.name.name;
+            let (ty, init) = match (declared, init_val) {
+                (None, None) => {
+                    self.error_label(
+                        "E0405",
+                        item.name.span,
+                        format!("unable to deduce the type of `{name}'"),
+                        "no type and no initialiser",
+                    );
+                    (Ty::Error, None)
+                }
+                (Some((ast::ScalarType::Int | ast::ScalarType::Bool, t, _)), None) if !mutable => {
+                    self.error_label(
+                        "E0404",
+                        item.name.span,
+                        format!("`{name}' must be initialized"),
+                        "no initialiser",
+                    );
+                    (Ty::Scalar(t), None)
+                }
+                (Some((_, t, _)), None) => (Ty::Scalar(t), None),
+                (declared, Some((v, vspan))) => {
+                    let e = match v {
+                        Val::Scalar(e) => e,
+                        Val::Error => Self::error_expr(vspan),
+                        Val::Str(_) => {
+                            self.error_label(
+                                "E0412",
+                                vspan,
+                                "string variables are not supported yet.",
+                                "a string",
+                            );
+                            Self::error_expr(vspan)
+                        }
+                        other => {
+                            let want = declared
+                                .map_or("mutable".to_string(), |(_, t, _)| t.as_str().to_string());
+                            self.error_label(
+                                "E0406",
+                                vspan,
+                                format!(
+                                    "`{name}' is declared as \"{want}\" but initialized as \"{}\"",
+                                    other.describe()
+                                ),
+                                "not a scalar",
+                            );
+                            Self::error_expr(vspan)
+                        }
+                    };
+                    match declared {
+                        Some((kw, t, _)) => {
+                            let keep_bounded =
+                                !mutable && kw == ast::ScalarType::Int && e.ty.is_bounded();
+                            let converted = self.convert_or_report(e, t, name, vspan);
+                            let ty = if keep_bounded { Ty::BoundedInt } else { Ty::Scalar(t) };
+                            (ty, Some(converted))
+                        }
+                        None => {
+                            let ty = match &e.ty {
+                                Ty::BoundedInt if mutable => Ty::Scalar(ElemTy::S32),
+                                t => t.clone(),
+                            };
+                            let e = if matches!(ty, Ty::Scalar(ElemTy::S32)) && e.ty.is_bounded() {
+                                HExpr { ty: ty.clone(), ..e }
+                            } else {
+                                e
+                            };
+                            (ty, Some(e))
+                        }
+                    }
+                }
+            };
+            let place = self.scalar_place();
+            let var = self.new_local(name, item.name.span, ty, place, mutable, LocalOrigin::Decl);
+            if !mutable {
+                if let Some(init) = &init {
+                    if matches!(
+                        init.kind,
+                        HExprKind::Int(_) | HExprKind::Float(_) | HExprKind::Bool(_)
+                    ) {
+                        self.consts.insert(var, init.clone());
+                    }
+                }
+            }
+            self.declare_symbol(&item.name, Symbol::Local(var));
+            out.push(stmt(StmtKind::Let { var, init }, item.span));
+        }
+    }
+
+    /// Converts for an initialisation/assignment, reporting incompatible kinds (`E0406`).
+    fn convert_or_report(&mut self, e: HExpr, to: ElemTy, name: &str, span: Span) -> HExpr {
+        if matches!(e.ty, Ty::Error) {
+            return e;
+        }
+        let from = types::ty_name(&e.ty);
+        match self.convert(e, to) {
+            Some(c) => c,
+            None => {
+                self.error_label(
+                    "E0406",
+                    span,
+                    format!(
+                        "`{name}' is declared as \"{}\" but initialized as \"{from}\"",
+                        to.as_str()
+                    ),
+                    "incompatible type",
+                );
+                Self::error_expr(span)
+            }
+        }
+    }
+
+    fn check_spanned_decl(&mut self, d: &ast::SpannedDecl, out: &mut Vec<Stmt>) {
+        let first_name = d.items.first().map(|i| i.name.name.clone()).unwrap_or_default();
+        if let Some((storage @ (ast::Storage::Shared | ast::Storage::Local), sspan)) = d.storage {
+            let storage = storage.as_str();
+            if self.in_device() {
+                self.unsupported(sspan, &format!("`{storage}` storage"), 2);
+                for item in &d.items {
+                    self.declare_poisoned(&item.name);
+                }
+            } else {
+                self.error_label(
+                    "E0433",
+                    sspan,
+                    format!(
+                        "{storage} variable '{first_name}` must be declared inside parallel-by."
+                    ),
+                    "host code",
+                );
+            }
+            return;
+        }
+        if self.in_device() {
+            let span = d.items.first().map_or(d.elem_span, |i| i.name.span);
+            self.error_label(
+                "E0431",
+                span,
+                format!("global variable '{first_name}` mustn't be declared inside parallel-by."),
+                "inside a parallel-by",
+            );
+            return;
+        }
+        let elem = types::elem_from_token(d.elem);
+        if !self.tier1_elem(elem, d.elem_span) {
+            return;
+        }
+        let dims = match &d.shape {
+            ast::Shape::List { span, items } => self.check_shape_list(items, *span),
+            ast::Shape::Auto(span) => {
+                self.unsupported(*span, "`[auto]` shapes", 2);
+                None
+            }
+        };
+        let Some(dims) = dims else {
+            for item in &d.items {
+                self.declare_poisoned(&item.name);
+            }
+            return;
+        };
+        for item in &d.items {
+            if let Some(first) = item.array_dims.first() {
+                self.unsupported(first.span, "spanned arrays", 2);
+                self.declare_poisoned(&item.name);
+                continue;
+            }
+            let init = match &item.init {
+                None => None,
+                Some(e) => match self.check_expr(e) {
+                    Val::Scalar(x) => {
+                        if matches!(x.ty, Ty::Error) {
+                            None
+                        } else {
+                            Some(self.convert_or_report(x, elem, &item.name.name, e.span))
+                        }
+                    }
+                    Val::Error => None,
+                    _ => {
+                        self.error_label(
+                            "E0430",
+                            e.span,
+                            format!(
+                                "'{}' is declared as a span but has an initialization value \
+                                 which is not of scalar type",
+                                item.name.name
+                            ),
+                            "not a scalar",
+                        );
+                        None
+                    }
+                },
+            };
+            // Derived extents must be positive (spec §19.2).
+            for (i, dim) in dims.iter().enumerate() {
+                if let Dim::Expr(e) = dim {
+                    let check = Check {
+                        kind: CheckKind::Positive((**e).clone()),
+                        message: format!(
+                            "the extent {i} of '{}' must be greater than 0",
+                            item.name.name
+                        ),
+                        span: e.span,
+                    };
+                    if Self::entry_evaluable(e) {
+                        self.entry_checks.push(check);
+                    } else {
+                        out.push(stmt(StmtKind::Check(check), item.span));
+                    }
+                }
+            }
+            let ty = Ty::Spanned(SpannedTy { elem, dims: dims.clone(), storage: Storage::Global });
+            let var = self.new_local(
+                &item.name.name,
+                item.name.span,
+                ty,
+                LocalPlace::GlobalBuffer,
+                false,
+                LocalOrigin::Decl,
+            );
+            self.declare_symbol(&item.name, Symbol::Local(var));
+            out.push(stmt(StmtKind::DeclBuffer { var, init }, item.span));
+        }
+    }
+
+    // -- assignments ------------------------------------------------------------------------
+
+    fn check_assignment(&mut self, a: &ast::Assignment, out: &mut Vec<Stmt>) {
+        let op = hir_assign_op(a.op);
+        match &a.target.kind {
+            ExprKind::Ident(id) => self.assign_name(id, op, a, out),
+            ExprKind::At { base, indices } => {
+                let Some((buffer, indices, elem)) = self.check_at(base, indices, a.target.span)
+                else {
+                    let _ = self.check_expr(&a.value);
+                    return;
+                };
+                if !self.in_device() {
+                    self.error_label(
+                        "E0425",
+                        a.target.span,
+                        "element access is only allowed inside a parallel-by",
+                        "element write in host code",
+                    );
+                }
+                self.mark_access(buffer, op != AssignOp::Assign, true);
+                let v = self.check_scalar(&a.value, "an assigned value");
+                let Some(value) = self.assigned_value(v, elem, op, a, "element") else { return };
+                out.push(stmt(
+                    StmtKind::Assign { target: Place::Elem { buffer, indices }, op, value },
+                    a.span,
+                ));
+            }
+            ExprKind::Data(_) | ExprKind::View { .. } | ExprKind::Index { .. } => {
+                self.unsupported(a.target.span, "assignment through futures, views or arrays", 2);
+            }
+            _ => {
+                self.error_label(
+                    "E0413",
+                    a.target.span,
+                    "the left side of an assignment must be a name or an element access",
+                    "not assignable",
+                );
+            }
+        }
+    }
+
+    /// Type-checks the value of an assignment to a scalar place of type `to`.
+    fn assigned_value(
+        &mut self,
+        v: HExpr,
+        to: ElemTy,
+        op: AssignOp,
+        a: &ast::Assignment,
+        what: &str,
+    ) -> Option<HExpr> {
+        if matches!(v.ty, Ty::Error) {
+            return None;
+        }
+        let from = v.ty.scalar()?;
+        if op == AssignOp::Assign {
+            let from_name = types::ty_name(&v.ty);
+            return match self.convert(v, to) {
+                Some(c) => Some(c),
+                None => {
+                    self.error_label(
+                        "E0406",
+                        a.value.span,
+                        format!(
+                            "type inconsistent: assign {from_name} to {what} of type {}.",
+                            to.as_str()
+                        ),
+                        "incompatible type",
+                    );
+                    None
+                }
+            };
+        }
+        if to == ElemTy::Bool || from == ElemTy::Bool {
+            self.error_label(
+                "E0407",
+                a.span,
+                format!(
+                    "in operation \"{}\": unable to apply to the types ({} vs. {})",
+                    op.as_str(),
+                    to.as_str(),
+                    from.as_str()
+                ),
+                "invalid operands",
+            );
+            return None;
+        }
+        if op == AssignOp::Rem && (to.is_float() || from.is_float()) {
+            self.error_label(
+                "E0409",
+                a.span,
+                format!(
+                    "in operation \"%=\": unable to apply to floating-point types ({} vs. {})",
+                    to.as_str(),
+                    from.as_str()
+                ),
+                "`%=` needs integer operands",
+            );
+            return None;
+        }
+        if let types::Promoted::HalfMix = types::promote(to, from) {
+            self.error_label(
+                "E0411",
+                a.span,
+                format!(
+                    "unexpect floating-point types in promote: {} and {}",
+                    to.as_str(),
+                    from.as_str()
+                ),
+                "f16 and bf16 cannot be mixed",
+            );
+            return None;
+        }
+        if matches!(op, AssignOp::Div | AssignOp::Rem) && fold::const_int(&v) == Some(0) {
+            self.div_by_zero(a.value.span);
+            return None;
+        }
+        Some(v)
+    }
+
+    fn assign_name(
+        &mut self,
+        id: &ast::Ident,
+        op: AssignOp,
+        a: &ast::Assignment,
+        out: &mut Vec<Stmt>,
+    ) {
+        let found = self.scopes.lookup_with_span(&id.name).map(|(s, sp)| (s.clone(), sp));
+        let Some((sym, decl_span)) = found else {
+            if op != AssignOp::Assign {
+                let _ = self.check_expr(&a.value);
+                self.error_label(
+                    "E0401",
+                    id.span,
+                    format!("symbol `{}' is used before declaration.", id.name),
+                    "not declared",
+                );
+                return;
+            }
+            self.declare_by_inference(id, &a.value, a.span, out);
+            return;
+        };
+        let immutable = |this: &mut Self| {
+            this.diags.push(
+                Diagnostic::error(
+                    "E0403",
+                    id.span,
+                    format!("only mutables can be re-assigned ({}).", id.name),
+                )
+                .with_label("immutable")
+                .with_secondary(decl_span, "declared here")
+                .with_help("declare it `mutable`, or declare a new name with a type"),
+            );
+        };
+        match sym {
+            Symbol::Local(v) => {
+                let Some(local) = self.locals.get(v.index()).cloned() else { return };
+                if let Ty::Spanned(t) = &local.ty {
+                    let _ = self.check_expr(&a.value);
+                    if op == AssignOp::Assign {
+                        self.error_label(
+                            "E0413",
+                            id.span,
+                            format!(
+                                "`{}' of type \"{}\" can not be re-assigned.",
+                                id.name,
+                                types::ty_name(&Ty::Spanned(t.clone()))
+                            ),
+                            "spanned data cannot be re-assigned",
+                        );
+                    } else {
+                        self.out_of_scope(a.span, "whole-array arithmetic on spanned data");
+                    }
+                    return;
+                }
+                if !local.mutable {
+                    let _ = self.check_expr(&a.value);
+                    immutable(self);
+                    return;
+                }
+                let Some(to) = local.ty.scalar() else {
+                    let _ = self.check_expr(&a.value);
+                    return;
+                };
+                if self.in_device() && local.place == LocalPlace::HostScalar {
+                    self.warn(
+                        "W0602",
+                        a.span,
+                        format!(
+                            "'{}' is a host variable: the assignment changes a per-thread copy \
+                             and the host value is unchanged after the launch",
+                            id.name
+                        ),
+                    );
+                }
+                let v_val = self.check_expr(&a.value);
+                let value = match v_val {
+                    Val::Scalar(e) => e,
+                    Val::Error => return,
+                    other => {
+                        self.error_label(
+                            "E0413",
+                            a.value.span,
+                            format!(
+                                "`{}' of type \"mutable {}\" can not be re-assigned as \"{}\"",
+                                id.name,
+                                to.as_str(),
+                                other.describe()
+                            ),
+                            "different kind",
+                        );
+                        return;
+                    }
+                };
+                if op == AssignOp::Assign
+                    && (to == ElemTy::Bool) != (value.ty.scalar() == Some(ElemTy::Bool))
+                    && !matches!(value.ty, Ty::Error)
+                {
+                    self.error_label(
+                        "E0413",
+                        a.value.span,
+                        format!(
+                            "`{}' of type \"mutable {}\" can not be re-assigned as \"{}\"",
+                            id.name,
+                            to.as_str(),
+                            types::ty_name(&value.ty)
+                        ),
+                        "type-changing re-assignment",
+                    );
+                    return;
+                }
+                let Some(value) = self.assigned_value(value, to, op, a, "variable") else {
+                    return;
+                };
+                out.push(stmt(StmtKind::Assign { target: Place::Var(v), op, value }, a.span));
+            }
+            Symbol::Param(p) => {
+                let _ = self.check_expr(&a.value);
+                let spanned = self.params.get(p.index()).is_some_and(|p| p.is_spanned());
+                if spanned && op == AssignOp::Assign {
+                    self.error_label(
+                        "E0413",
+                        id.span,
+                        format!("`{}' is spanned data and can not be re-assigned.", id.name),
+                        "spanned data cannot be re-assigned",
+                    );
+                } else if spanned {
+                    self.out_of_scope(a.span, "whole-array arithmetic on spanned data");
+                } else {
+                    immutable(self);
+                }
+            }
+            Symbol::Sym(_) | Symbol::Shape(_) | Symbol::Tuple { .. } => {
+                let _ = self.check_expr(&a.value);
+                immutable(self);
+            }
+        }
+    }
+
+    /// `x = e` with no visible `x`: declares an immutable `x` of the value's type (spec §4.4).
+    fn declare_by_inference(
+        &mut self,
+        id: &ast::Ident,
+        value: &ast::Expr,
+        span: Span,
+        out: &mut Vec<Stmt>,
+    ) {
+        if matches!(value.kind, ExprKind::AddressOf(_)) {
+            self.error_label(
+                "E0412",
+                value.span,
+                "pointer variables are not supported.",
+                "an address",
+            );
+            self.declare_poisoned(id);
+            return;
+        }
+        match self.check_expr(value) {
+            Val::Scalar(e) => {
+                let ty = e.ty.clone();
+                let place = self.scalar_place();
+                let var = self.new_local(&id.name, id.span, ty, place, false, LocalOrigin::Decl);
+                if matches!(e.kind, HExprKind::Int(_) | HExprKind::Float(_) | HExprKind::Bool(_)) {
+                    self.consts.insert(var, e.clone());
+                }
+                self.declare_symbol(id, Symbol::Local(var));
+                out.push(stmt(StmtKind::Let { var, init: Some(e) }, span));
+            }
+            Val::Tuple { items, bounded } => {
+                self.declare_symbol(id, Symbol::Tuple { items, bounded });
+            }
+            Val::Shape(dims) => {
+                self.error_label(
+                    "E0421",
+                    span,
+                    "must use ':' to initialize a mdspan.",
+                    "an mdspan value bound with `=`",
+                );
+                self.declare_symbol(id, Symbol::Shape(dims));
+            }
+            Val::Buffer(..) => {
+                self.unsupported(value.span, "binding spanned data to a new name (views)", 2);
+            }
+            Val::Str(_) => {
+                self.error_label(
+                    "E0412",
+                    value.span,
+                    "string variables are not supported yet.",
+                    "a string",
+                );
+            }
+            Val::Stream(_) => {
+                self.error_label(
+                    "E0516",
+                    value.span,
+                    "a stream can only be used to bind a parallel-by (`parallel<s>`)",
+                    "stream used as a value",
+                );
+            }
+            Val::Error => {
+                // Declare a poisoned local so later uses do not cascade.
+                let place = self.scalar_place();
+                let var =
+                    self.new_local(&id.name, id.span, Ty::Error, place, false, LocalOrigin::Decl);
+                self.declare_symbol(id, Symbol::Local(var));
+            }
+        }
+    }
+
+    // -- print, return ------------------------------------------------------------------------
+
+    fn print_arg(&mut self, a: &ast::Expr) -> Option<HExpr> {
+        let span = a.span;
+        match self.check_expr(a) {
+            Val::Str(s) => Some(HExpr { kind: HExprKind::Str(s), ty: Ty::String, span }),
+            Val::Scalar(e) => (!matches!(e.ty, Ty::Error)).then_some(e),
+            Val::Tuple { items, bounded } => {
+                let rank = items.len() as u32;
+                let ty = if bounded { Ty::BoundedItuple(rank) } else { Ty::Ituple(rank) };
+                Some(HExpr { kind: HExprKind::Ituple(items), ty, span })
+            }
+            Val::Shape(dims) => {
+                let rank = dims.len() as u32;
+                Some(HExpr { kind: HExprKind::Mdspan(dims), ty: Ty::Mdspan(rank), span })
+            }
+            Val::Error => None,
+            other => {
+                self.error_label(
+                    "E0710",
+                    span,
+                    format!(
+                        "the argument of type '{}' is not supported for printing.",
+                        other.describe()
+                    ),
+                    "cannot be printed",
+                );
+                None
+            }
+        }
+    }
+
+    fn check_return(&mut self, value: Option<&ast::Expr>, span: Span) -> Option<Stmt> {
+        self.saw_return = true;
+        if self.in_device() {
+            self.error_label(
+                "E0511",
+                span,
+                "unable to return inside the parallel-by block(s).",
+                "inside a parallel-by",
+            );
+            if let Some(v) = value {
+                let _ = self.check_expr(v);
+            }
+            return None;
+        }
+        if matches!(self.ret, RetState::Void) {
+            self.error_label(
+                "E0510",
+                span,
+                format!("return statement found in void function '{}`.", self.fn_name),
+                "the function returns `void`",
+            );
+            if let Some(v) = value {
+                let _ = self.check_expr(v);
+            }
+            return None;
+        }
+        let Some(value) = value else {
+            match &self.ret {
+                RetState::Auto(None) => self.ret = RetState::Auto(Some(ReturnTy::Void)),
+                RetState::Auto(Some(ReturnTy::Void)) => {}
+                _ => {
+                    self.error_label(
+                        "E0514",
+                        span,
+                        format!("non-void function '{}` must return a value.", self.fn_name),
+                        "no value",
+                    );
+                    return None;
+                }
+            }
+            return Some(stmt(StmtKind::Return(None), span));
+        };
+        let expected = match &self.ret {
+            RetState::Declared(t) => Some(t.clone()),
+            RetState::Auto(t) => t.clone(),
+            RetState::RankOnly { elem, dims: Some(dims), .. } => {
+                Some(ReturnTy::Spanned { elem: *elem, dims: dims.clone() })
+            }
+            RetState::RankOnly { elem, rank, dims: None } => {
+                // The first return fixes the extents; the rank stands in for them.
+                Some(ReturnTy::Spanned { elem: *elem, dims: vec![Dim::Const(0); *rank] })
+            }
+            RetState::Void => None,
+        };
+        let v = self.check_expr(value);
+        let unsupported_kind = |this: &mut Self, what: String| {
+            this.error_label(
+                "E0512",
+                value.span,
+                format!("returning value with type '{what}' is not supported."),
+                "cannot be returned",
+            );
+        };
+        match v {
+            Val::Error => None,
+            Val::Scalar(e) => {
+                let direct_bounded = matches!(&e.kind, HExprKind::Var(v)
+                    if self.locals.get(v.index()).is_some_and(|l| !matches!(l.origin, LocalOrigin::Decl)));
+                if direct_bounded {
+                    unsupported_kind(self, types::ty_name(&e.ty));
+                    return None;
+                }
+                let t = e.ty.scalar()?;
+                let target = match expected {
+                    None => {
+                        self.ret = RetState::Auto(Some(ReturnTy::Scalar(t)));
+                        t
+                    }
+                    Some(ReturnTy::Scalar(r)) => r,
+                    Some(other) => {
+                        self.return_mismatch(&other, &types::ty_name(&e.ty), value.span);
+                        return None;
+                    }
+                };
+                let from = types::ty_name(&e.ty);
+                let Some(c) = self.convert(e, target) else {
+                    self.error_label(
+                        "E0514",
+                        value.span,
+                        format!("return type inconsistent: {} vs. {from}", target.as_str()),
+                        "incompatible type",
+                    );
+                    return None;
+                };
+                Some(stmt(StmtKind::Return(Some(c)), span))
+            }
+            Val::Buffer(buffer, t) => {
+                let actual = Ty::Spanned(t.clone());
+                match expected {
+                    None => {
+                        self.ret = RetState::Auto(Some(ReturnTy::Spanned {
+                            elem: t.elem,
+                            dims: t.dims.clone(),
+                        }));
+                    }
+                    Some(ReturnTy::Spanned { elem, dims }) => {
+                        let rank_only = matches!(self.ret, RetState::RankOnly { dims: None, .. });
+                        let static_mismatch = dims.len() != t.dims.len()
+                            || !rank_only && dims.iter().zip(t.dims.iter()).any(
+                                |(a, b)| matches!((a, b), (Dim::Const(x), Dim::Const(y)) if x != y),
+                            );
+                        if elem != t.elem || static_mismatch {
+                            let declared =
+                                Ty::Spanned(SpannedTy { elem, dims, storage: Storage::Host });
+                            self.error_label(
+                                "E0513",
+                                value.span,
+                                format!(
+                                    "return type inconsistent: {} vs. {}",
+                                    types::ty_name(&declared),
+                                    types::ty_name(&actual)
+                                ),
+                                "returned data differs from the return type",
+                            );
+                            return None;
+                        }
+                        if rank_only {
+                            if let RetState::RankOnly { dims, .. } = &mut self.ret {
+                                *dims = Some(t.dims.clone());
+                            }
+                        }
+                    }
+                    Some(other) => {
+                        self.return_mismatch(&other, &types::ty_name(&actual), value.span);
+                        return None;
+                    }
+                }
+                self.mark_access(buffer, true, false);
+                let kind = match buffer {
+                    BufferRef::Param(p) => HExprKind::Param(p),
+                    BufferRef::Local(v) => {
+                        if let Some(l) = self.locals.get_mut(v.index()) {
+                            l.returned = true;
+                        }
+                        HExprKind::Var(v)
+                    }
+                };
+                Some(stmt(
+                    StmtKind::Return(Some(HExpr { kind, ty: actual, span: value.span })),
+                    span,
+                ))
+            }
+            other => {
+                unsupported_kind(self, other.describe());
+                None
+            }
+        }
+    }
+
+    fn return_mismatch(&mut self, expected: &ReturnTy, actual: &str, span: Span) {
+        let want = match expected {
+            ReturnTy::Void => "void".to_string(),
+            ReturnTy::Scalar(t) => t.as_str().to_string(),
+            ReturnTy::Spanned { elem, dims } => types::ty_name(&Ty::Spanned(SpannedTy {
+                elem: *elem,
+                dims: dims.clone(),
+                storage: Storage::Host,
+            })),
+        };
+        self.error_label(
+            "E0514",
+            span,
+            format!("return type inconsistent: {want} vs. {actual}"),
+            "does not match the return type",
+        );
+    }
+
+    // -- with / foreach -------------------------------------------------------------------------
+
+    /// Declares the binders of one `with`/`foreach … in` item; returns the component locals.
+    fn declare_within(&mut self, w: &ast::Within, lets: &mut Vec<Stmt>) -> Vec<VarId> {
+        let dims = self.check_with_bound(&w.bound);
+        let place = self.scalar_place();
+        let underscore = |this: &mut Self, span: Span| {
+            this.error_label(
+                "E0703",
+                span,
+                "_ is not allowed as a with variable. Can only be used in chunkat.",
+                "`_` binder",
+            );
+        };
+        let mut comps = Vec::new();
+        match &w.binder {
+            ast::WithBinder::Name(id) => {
+                if id.name == "_" {
+                    underscore(self, id.span);
+                }
+                let dims = dims.unwrap_or_else(|| vec![Dim::Const(1)]);
+                for (i, d) in dims.iter().enumerate() {
+                    let name = format!("{}_{i}", id.name);
+                    let v = self.new_local(
+                        &name,
+                        id.span,
+                        Ty::BoundedInt,
+                        place,
+                        false,
+                        LocalOrigin::WithIndex { upper: d.clone() },
+                    );
+                    comps.push(v);
+                }
+                let t = self.new_local(
+                    &id.name,
+                    id.span,
+                    Ty::BoundedItuple(comps.len() as u32),
+                    LocalPlace::Expanded,
+                    false,
+                    LocalOrigin::Tuple { components: comps.clone() },
+                );
+                self.declare_symbol(id, Symbol::Local(t));
+            }
+            ast::WithBinder::Tuple { name, components } => {
+                let dims = match dims {
+                    Some(d) if d.len() == components.len() => d,
+                    Some(d) => {
+                        self.error_label(
+                            "E0702",
+                            w.span,
+                            format!(
+                                "un-matched with-matcher-count({}) and mdspan rank({}).",
+                                components.len(),
+                                d.len()
+                            ),
+                            "names and rank differ",
+                        );
+                        vec![Dim::Const(1); components.len()]
+                    }
+                    None => vec![Dim::Const(1); components.len()],
+                };
+                for (c, d) in components.iter().zip(dims) {
+                    if c.name == "_" {
+                        underscore(self, c.span);
+                    }
+                    let v = self.new_local(
+                        &c.name,
+                        c.span,
+                        Ty::BoundedInt,
+                        place,
+                        false,
+                        LocalOrigin::WithIndex { upper: d },
+                    );
+                    self.declare_symbol(c, Symbol::Local(v));
+                    comps.push(v);
+                }
+                if let Some(n) = name {
+                    let t = self.new_local(
+                        &n.name,
+                        n.span,
+                        Ty::BoundedItuple(comps.len() as u32),
+                        LocalPlace::Expanded,
+                        false,
+                        LocalOrigin::Tuple { components: comps.clone() },
+                    );
+                    self.declare_symbol(n, Symbol::Local(t));
+                }
+            }
+        }
+        for v in &comps {
+            lets.push(stmt(
+                StmtKind::Let { var: *v, init: Some(fold::int_lit(0, w.span)) },
+                w.span,
+            ));
+        }
+        comps
+    }
+
+    fn check_with(&mut self, w: &ast::With, span: Span, out: &mut Vec<Stmt>) {
+        if let Some((a, _)) = w.swaps.first() {
+            self.out_of_scope(a.span, "`with … where a <-> b`");
+        }
+        self.scopes.push();
+        let mut body = Vec::new();
+        for item in &w.items {
+            self.declare_within(item, &mut body);
+        }
+        body.extend(self.check_stmts(&w.body.stmts));
+        self.scopes.pop();
+        out.push(stmt(StmtKind::Block(body), span));
+    }
+
+    fn check_foreach(&mut self, f: &ast::Foreach, span: Span, out: &mut Vec<Stmt>) {
+        for s in &f.suffixes {
+            match s {
+                ast::LoopSuffix::Unroll { span, .. } => {
+                    self.unsupported(*span, "`foreach … : unroll`", 2)
+                }
+                ast::LoopSuffix::Vectorize { span, .. } => {
+                    self.out_of_scope(*span, "`foreach … : vectorize`")
+                }
+            }
+        }
+        self.scopes.push();
+        let mut prefix = Vec::new();
+        // (var, start, end, step, reset) per loop, outer first.
+        let mut loops: Vec<(VarId, HExpr, HExpr, u64, bool)> = Vec::new();
+        match &f.items {
+            ast::ForeachItems::Within(items) => {
+                for item in items {
+                    let comps = self.declare_within(item, &mut prefix);
+                    for c in comps {
+                        let end = self.upper_expr(c, item.span);
+                        loops.push((c, fold::int_lit(0, item.span), end, 1, true));
+                    }
+                }
+            }
+            ast::ForeachItems::Ranges(ranges) => {
+                let mut locals_seen: Vec<String> = Vec::new();
+                for r in ranges {
+                    self.foreach_range(r, &mut loops, &mut locals_seen);
+                }
+            }
+        }
+        self.loop_depth += 1;
+        let mut body = self.check_stmts(&f.body.stmts);
+        self.loop_depth -= 1;
+        self.scopes.pop();
+        for (var, start, end, step, reset) in loops.into_iter().rev() {
+            body = vec![stmt(StmtKind::For { var, start, end, step, reset, body }, span)];
+        }
+        prefix.extend(body);
+        out.push(stmt(StmtKind::Block(prefix), span));
+    }
+
+    /// The upper bound of a bounded local as an s32 expression.
+    fn upper_expr(&mut self, v: VarId, span: Span) -> HExpr {
+        match self.upper_of(v) {
+            Some(d) => super::shapes::dim_to_expr(&d, span),
+            None => fold::int_lit(1, span),
+        }
+    }
+
+    fn foreach_range(
+        &mut self,
+        r: &ast::Range,
+        loops: &mut Vec<(VarId, HExpr, HExpr, u64, bool)>,
+        locals_seen: &mut Vec<String>,
+    ) {
+        let id = &r.var;
+        let sym = self.scopes.lookup(&id.name).cloned();
+        let comps: Vec<VarId> = match sym {
+            None => {
+                self.error_label(
+                    "E0401",
+                    id.span,
+                    format!("symbol `{}' is used before declaration.", id.name),
+                    "not declared",
+                );
+                return;
+            }
+            Some(Symbol::Local(v)) => {
+                let origin = self.locals.get(v.index()).map(|l| l.origin.clone());
+                let comps = match origin {
+                    Some(LocalOrigin::Tuple { components }) => components,
+                    _ => vec![v],
+                };
+                let first_origin =
+                    comps.first().and_then(|c| self.locals.get(c.index())).map(|l| &l.origin);
+                match first_origin {
+                    Some(LocalOrigin::WithIndex { .. }) => comps,
+                    Some(LocalOrigin::ParallelIndex { .. }) => {
+                        self.error_label(
+                            "E0701",
+                            id.span,
+                            format!(
+                                "expect the bounded variable '{}' to be declared by 'within' \
+                                 block instead of 'parallel-by' block.",
+                                id.name
+                            ),
+                            "a parallel variable",
+                        );
+                        return;
+                    }
+                    _ => {
+                        let ty = self
+                            .locals
+                            .get(v.index())
+                            .map(|l| types::ty_name(&l.ty))
+                            .unwrap_or_default();
+                        self.error_label(
+                            "E0701",
+                            id.span,
+                            format!(
+                                "expect a bounded type for iteration variable '{}' but got \
+                                 '{ty}'.",
+                                id.name
+                            ),
+                            "not a `with` variable",
+                        );
+                        return;
+                    }
+                }
+            }
+            Some(other) => {
+                let what = match other {
+                    Symbol::Param(p) => self
+                        .params
+                        .get(p.index())
+                        .map(|p| types::ty_name(&p.ty()))
+                        .unwrap_or_default(),
+                    Symbol::Sym(_) => "s32".to_string(),
+                    Symbol::Shape(d) => format!("mdspan<{}>", d.len()),
+                    Symbol::Tuple { items, .. } => format!("ituple<{}>", items.len()),
+                    Symbol::Local(_) => String::new(),
+                };
+                self.error_label(
+                    "E0701",
+                    id.span,
+                    format!(
+                        "expect a bounded type for iteration variable '{}' but got '{what}'.",
+                        id.name
+                    ),
+                    "not a `with` variable",
+                );
+                return;
+            }
+        };
+        let (lo, hi, step) = match &r.bounds {
+            None => (None, None, 1u64),
+            Some(b) => {
+                let offset = |this: &mut Self, e: &Option<ast::Expr>| -> Option<HExpr> {
+                    let e = e.as_ref()?;
+                    let v = this.check_scalar(e, "a range offset");
+                    if matches!(v.ty, Ty::Error) {
+                        return None;
+                    }
+                    if !v.ty.is_integer() {
+                        this.error_label(
+                            "E0707",
+                            e.span,
+                            format!(
+                                "a range offset requires an integer but got '{}'",
+                                types::ty_name(&v.ty)
+                            ),
+                            "not an integer",
+                        );
+                        return None;
+                    }
+                    Some(v)
+                };
+                let lo = offset(self, &b.lo);
+                let hi = offset(self, &b.hi);
+                let step = match b.step {
+                    None => 1,
+                    Some((lit, s)) => {
+                        if lit.value <= 0 {
+                            self.error_label(
+                                "E0709",
+                                s,
+                                format!(
+                                    "the step of a range must be a positive integer, got {}",
+                                    lit.value
+                                ),
+                                "invalid step",
+                            );
+                            1
+                        } else {
+                            if lit.value > 1 {
+                                self.warn(
+                                    "W0701",
+                                    s,
+                                    "upstream choreo ignores the step of a range; this \
+                                     implementation honours it",
+                                );
+                            }
+                            u64::try_from(lit.value).unwrap_or(1)
+                        }
+                    }
+                };
+                (lo, hi, step)
+            }
+        };
+        let make = |this: &mut Self, c: VarId| -> (HExpr, HExpr) {
+            let start = lo.clone().unwrap_or_else(|| fold::int_lit(0, r.span));
+            let upper = this.upper_expr(c, r.span);
+            let end = match &hi {
+                Some(h) => {
+                    let e = this.scalar_binary(
+                        crate::hir::BinOp::Add,
+                        upper,
+                        h.clone(),
+                        r.span,
+                        false,
+                        r.span,
+                    );
+                    HExpr { ty: Ty::Scalar(ElemTy::S32), ..e }
+                }
+                None => upper,
+            };
+            let start = HExpr {
+                ty: if start.ty.is_bounded() { Ty::Scalar(ElemTy::S32) } else { start.ty.clone() },
+                ..start
+            };
+            (start, end)
+        };
+        match &r.local {
+            Some(local) => {
+                if local.name == "_" {
+                    self.error_label(
+                        "E0703",
+                        local.span,
+                        "_ is not allowed as an iteration variable.",
+                        "`_` binder",
+                    );
+                    return;
+                }
+                if locals_seen.contains(&local.name) {
+                    self.error_label(
+                        "E0704",
+                        local.span,
+                        format!("duplicate foreach local '{}'", local.name),
+                        "declared twice in this foreach",
+                    );
+                    return;
+                }
+                locals_seen.push(local.name.clone());
+                if comps.len() != 1 {
+                    self.error_label(
+                        "E0701",
+                        id.span,
+                        format!(
+                            "'{}' has {} components; `c = v(…)` needs a bounded integer",
+                            id.name,
+                            comps.len()
+                        ),
+                        "not a bounded integer",
+                    );
+                    return;
+                }
+                let of = comps[0];
+                let place = self.scalar_place();
+                let c = self.new_local(
+                    &local.name,
+                    local.span,
+                    Ty::BoundedInt,
+                    place,
+                    false,
+                    LocalOrigin::RangeLocal { of },
+                );
+                self.declare_symbol(local, Symbol::Local(c));
+                let (start, end) = make(self, of);
+                loops.push((c, start, end, step, false));
+            }
+            None => {
+                for c in comps {
+                    let (start, end) = make(self, c);
+                    loops.push((c, start, end, step, true));
+                }
+            }
+        }
+    }
+}
+
+impl Checker<'_> {
+    /// Marks the positivity check of a non-constant extent, hoisted to entry when possible.
+    pub(crate) fn positive_check(&mut self, e: HExpr, message: String, span: Span) {
+        if fold::const_int(&e).is_some() {
+            return;
+        }
+        let check = Check { kind: CheckKind::Positive(e.clone()), message, span };
+        if Self::entry_evaluable(&e) {
+            if !self.entry_checks.contains(&check) {
+                self.entry_checks.push(check);
+            }
+        } else if let Some(k) = self.kernel.as_mut() {
+            k.launch_checks.push(check);
+        }
+    }
+
+    /// Whether `e` can be computed on the host before a launch (no per-thread values, no
+    /// element reads).
+    pub(crate) fn host_computable(&self, e: &HExpr) -> bool {
+        let mut ok = true;
+        walk_expr(e, &mut |x| match &x.kind {
+            HExprKind::At { .. } => ok = false,
+            HExprKind::Var(v) if self.is_per_thread(*v) => ok = false,
+            _ => {}
+        });
+        ok
+    }
+}
+
+/// Calls `f` on `e` and every sub-expression (including the expressions inside dims).
+pub(crate) fn walk_expr(e: &HExpr, f: &mut dyn FnMut(&HExpr)) {
+    f(e);
+    match &e.kind {
+        HExprKind::Unary { operand, .. }
+        | HExprKind::Cast { operand, .. }
+        | HExprKind::CppCast { operand, .. } => walk_expr(operand, f),
+        HExprKind::Binary { lhs, rhs, .. } | HExprKind::Cdiv(lhs, rhs) => {
+            walk_expr(lhs, f);
+            walk_expr(rhs, f);
+        }
+        HExprKind::Ternary { cond, then_value, else_value } => {
+            walk_expr(cond, f);
+            walk_expr(then_value, f);
+            walk_expr(else_value, f);
+        }
+        HExprKind::At { indices: args, .. }
+        | HExprKind::Math { args, .. }
+        | HExprKind::Ituple(args) => {
+            for a in args {
+                walk_expr(a, f);
+            }
+        }
+        HExprKind::Mdspan(dims) => {
+            for d in dims {
+                if let Dim::Expr(x) = d {
+                    walk_expr(x, f);
+                }
+            }
+        }
+        _ => {}
+    }
+}
