@@ -269,7 +269,27 @@ fn pos(db: &SourceDb, span: Span) -> String {
 }
 
 fn quote(text: &str) -> String {
-    format!("\"{}\"", text.escape_debug())
+    format!("\"{}\"", escape(text))
+}
+
+/// Escapes `"`, `\` and control characters the way Rust string literals write them; every
+/// other character (quotes `'`, non-ASCII text) is kept as is.
+fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c.is_control() => {
+                let _ = write!(out, "\\u{{{:x}}}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 fn int_text(lit: &IntLit) -> String {
@@ -341,7 +361,7 @@ impl Dumper<'_> {
         let text = self.db.snippet(span);
         let mut shown: String = text.chars().take(EXCERPT_CHARS).collect();
         let truncated = shown.len() < text.len();
-        shown = shown.escape_debug().to_string();
+        shown = escape(&shown);
         if truncated {
             shown.push('…');
         }
@@ -1154,6 +1174,15 @@ mod tests {
         assert_eq!(dump, expected, "\n{dump}");
         // Deterministic.
         assert_eq!(dump_file(&db, &ast), dump);
+    }
+
+    #[test]
+    fn escapes_only_quotes_backslashes_and_control_characters() {
+        assert_eq!(
+            escape("it's \"q\" \\ \n\r\t\u{1} é✓"),
+            "it's \\\"q\\\" \\\\ \\n\\r\\t\\u{1} é✓"
+        );
+        assert_eq!(quote(""), "\"\"");
     }
 
     #[test]

@@ -114,6 +114,12 @@ fn every_keyword_of_appendix_a_is_one_keyword_token() {
         unroll __asm__ asm volatile goto cdiv after local shared global term device cluster \
         block group-4 group thread __cpp__ __to __bar_arrive __bar_sync \
         __pragma_croq_intrinsic_prefix __pragma_croq_intrinsic_namespace";
+    // The lexer's keyword table is exactly Appendix A (no keyword missing, none extra).
+    let mut listed: Vec<&str> = keywords.split_whitespace().collect();
+    let mut table: Vec<&str> = Keyword::SPELLINGS.iter().map(|(text, _)| *text).collect();
+    listed.sort_unstable();
+    table.sort_unstable();
+    assert_eq!(table, listed);
     for word in keywords.split_whitespace() {
         let lexed = lex_text(word);
         lexed.assert_clean();
@@ -663,6 +669,23 @@ fn bad_characters_are_reported_once_per_run() {
             ident("d"),
         ]
     );
+}
+
+#[test]
+fn character_literals_are_rejected_as_one_token() {
+    let lexed = lex_text("x = 'a' + 1;\ny = ';");
+    let errors = lexed.errors();
+    assert_eq!(errors.len(), 2, "{errors:?}");
+    assert_eq!((errors[0].0, errors[0].1.as_str()), ("E0201", "t.co:1:5"));
+    assert!(errors[0].2.contains("character literal"), "{errors:?}");
+    assert_eq!((errors[1].0, errors[1].1.as_str()), ("E0201", "t.co:2:5"));
+    let kinds = lexed.kinds();
+    assert_eq!(kinds[2], TokenKind::Error);
+    assert_eq!(lexed.snippets()[2], "'a'");
+    assert_eq!(kinds[3], punct(Punct::Plus), "lexing resumes after the closing quote");
+    // An unclosed quote is one character; the rest of the line is lexed normally.
+    assert_eq!(lexed.snippets()[8], "'");
+    assert_eq!(kinds[9], punct(Punct::Semi));
 }
 
 #[test]
