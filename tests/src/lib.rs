@@ -1,1 +1,471 @@
-//! Cross-crate integration tests live in `tests/`.
+//! Cross-crate integration tests live in `tests/`. This library holds what they share: the
+//! launchers of the GPU test kernels (`kernels/test_kernels.cu`, built by `build.rs` when a
+//! CUDA toolkit is available).
+//!
+//! The tracked launchers ([`spin_then_write`], [`wait_then_write`], [`add_one`], [`saxpy`],
+//! [`f32_to_fp8`]) use the runtime's buffer access API exactly like generated kernel wrappers
+//! do; the `raw_*` ones launch on raw device pointers without any tracking, for tests of
+//! explicit synchronisation. A [`Gate`] holds kernels back until the test opens it, so tests
+//! of "while the kernel is still running" do not depend on timing.
+//! Without the kernels every launcher returns [`Error::NotBuilt`], so tests that need them fail
+//! with a clear message instead of passing.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+use choreo::{DeviceBuffer, Error, Result, Stream};
+
+/// `true` when `build.rs` compiled the test kernels.
+pub const KERNELS_BUILT: bool = cfg!(choreo_test_kernels);
+
+#[cfg(choreo_test_kernels)]
+mod ffi {
+    use choreo::sys::{cudaError_t, cudaStream_t};
+
+    unsafe extern "C" {
+        pub fn choreo_test_spin_then_write(
+            out: *mut u32,
+            n: usize,
+            spin_ns: u64,
+            value: u32,
+            stream: cudaStream_t,
+        ) -> cudaError_t;
+        pub fn choreo_test_wait_then_write(
+            gate: *mut u32,
+            out: *mut u32,
+            n: usize,
+            timeout_ns: u64,
+            value: u32,
+            stream: cudaStream_t,
+        ) -> cudaError_t;
+        pub fn choreo_test_add_one(data: *mut u32, n: usize, stream: cudaStream_t) -> cudaError_t;
+        pub fn choreo_test_saxpy(
+            a: f32,
+            x: *const f32,
+            y: *mut f32,
+            n: usize,
+            stream: cudaStream_t,
+        ) -> cudaError_t;
+        pub fn choreo_test_f32_to_fp8_device(
+            input: *const f32,
+            output: *mut u8,
+            n: usize,
+            e5m2: i32,
+            stream: cudaStream_t,
+        ) -> cudaError_t;
+        pub fn choreo_test_host_f32_to_fp8(x: f32, saturate: i32, e5m2: i32) -> u8;
+        pub fn choreo_test_host_fp8_to_f32(code: u8, e5m2: i32) -> f32;
+    }
+}
+
+/// The error of every launcher when the kernels were not built.
+#[cfg_attr(choreo_test_kernels, allow(dead_code))]
+fn not_built(function: &'static str) -> Error {
+    Error::NotBuilt { function }
+}
+
+#[cfg_attr(not(choreo_test_kernels), allow(dead_code))]
+fn nanoseconds(duration: Duration) -> u64 {
+    u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// fp8 format selector of the conversion helpers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fp8Format {
+    /// `f8_e4m3`.
+    E4M3,
+    /// `f8_e5m2`.
+    E5M2,
+}
+
+impl Fp8Format {
+    #[cfg_attr(not(choreo_test_kernels), allow(dead_code))]
+    fn selector(self) -> i32 {
+        match self {
+            Fp8Format::E4M3 => 0,
+            Fp8Format::E5M2 => 1,
+        }
+    }
+}
+
+/// Enqueues on `stream` a kernel that busy-waits for `spin` and then writes `value` to every
+/// element of `out`.
+pub fn spin_then_write(
+    stream: &Stream,
+    out: &mut DeviceBuffer<u32>,
+    spin: Duration,
+    value: u32,
+) -> Result<()> {
+    #[cfg(not(choreo_test_kernels))]
+    {
+        let _ = (stream, out, spin, value);
+        Err(not_built("choreo_tests::spin_then_write"))
+    }
+    #[cfg(choreo_test_kernels)]
+    {
+        let _device = stream.bind_device()?;
+        let len = out.len();
+        let pointer = out.device_ptr_for_write(stream)?;
+        // SAFETY: `pointer` addresses `len` u32 of `out`, which stays alive until the kernel
+        // has finished because the write is recorded below; the stream is valid.
+        let status = unsafe {
+            ffi::choreo_test_spin_then_write(
+                pointer,
+                len,
+                nanoseconds(spin),
+                value,
+                stream.as_raw(),
+            )
+        };
+        let recorded = out.record_write(stream);
+        choreo::check_cuda(status, "choreo_test_spin_then_write")?;
+        recorded
+    }
+}
+
+/// `true` when `CHOREO_TEST_SANITIZER` is set: the tests run under compute-sanitizer, which
+/// serialises kernels, so a kernel held at a [`Gate`] would block every other kernel. Gates are
+/// then created open, and checks that need concurrent kernels are skipped.
+pub fn serialized_execution() -> bool {
+    std::env::var_os("CHOREO_TEST_SANITIZER").is_some()
+}
+
+/// How long a gated kernel waits for its gate before it gives up (and reports it).
+pub const GATE_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// Two words of mapped pinned memory that gated kernels poll: `[open, timed_out]`. The host
+/// opens the gate; a kernel that waited [`GATE_TIMEOUT`] in vain proceeds and sets
+/// `timed_out`. Dropping the gate opens it (so a failing test does not leave kernels waiting);
+/// its memory is then leaked, since freeing pinned memory would wait for those kernels.
+/// Under [`serialized_execution`] gates are created open.
+pub struct Gate {
+    words: *mut AtomicU32,
+}
+
+// SAFETY: the words are atomics in memory owned by the gate (leaked on drop, never freed).
+unsafe impl Send for Gate {}
+// SAFETY: see `Send`; all access goes through the atomics.
+unsafe impl Sync for Gate {}
+
+impl Gate {
+    /// A closed gate.
+    pub fn closed() -> Result<Gate> {
+        let mut raw = std::ptr::null_mut();
+        // SAFETY: `raw` is a valid pointer slot. Pinned memory is mapped into the device's
+        // address space at the same address (unified addressing on 64-bit Linux).
+        let status = unsafe {
+            choreo::sys::cudaHostAlloc(
+                &mut raw,
+                2 * size_of::<u32>(),
+                choreo::sys::cudaHostAllocPortable | choreo::sys::cudaHostAllocMapped,
+            )
+        };
+        choreo::check_cuda(status, "cudaHostAlloc")?;
+        let words = raw.cast::<AtomicU32>();
+        // SAFETY: the allocation holds two u32, is page aligned, and is ours alone; AtomicU32
+        // has the layout of u32.
+        unsafe {
+            words.write(AtomicU32::new(0));
+            words.add(1).write(AtomicU32::new(0));
+        }
+        let gate = Gate { words };
+        if serialized_execution() {
+            gate.open();
+        }
+        Ok(gate)
+    }
+
+    fn word(&self, index: usize) -> &AtomicU32 {
+        // SAFETY: `words` points to two initialised AtomicU32 that are never freed.
+        unsafe { &*self.words.add(index) }
+    }
+
+    /// Lets the kernels waiting on this gate proceed.
+    pub fn open(&self) {
+        self.word(0).store(1, Ordering::SeqCst);
+    }
+
+    /// `true` if a kernel gave up waiting (the test did not open the gate in time).
+    pub fn timed_out(&self) -> bool {
+        self.word(1).load(Ordering::SeqCst) != 0
+    }
+
+    #[cfg_attr(not(choreo_test_kernels), allow(dead_code))]
+    fn device_pointer(&self) -> *mut u32 {
+        self.words.cast()
+    }
+}
+
+impl Drop for Gate {
+    fn drop(&mut self) {
+        self.open();
+    }
+}
+
+/// Enqueues on `stream` a kernel that waits until `gate` is opened and then writes `value` to
+/// every element of `out`.
+pub fn wait_then_write(
+    stream: &Stream,
+    gate: &Gate,
+    out: &mut DeviceBuffer<u32>,
+    value: u32,
+) -> Result<()> {
+    #[cfg(not(choreo_test_kernels))]
+    {
+        let _ = (stream, gate, out, value);
+        Err(not_built("choreo_tests::wait_then_write"))
+    }
+    #[cfg(choreo_test_kernels)]
+    {
+        let _device = stream.bind_device()?;
+        let len = out.len();
+        let pointer = out.device_ptr_for_write(stream)?;
+        // SAFETY: as in `spin_then_write`; the gate's memory is never freed.
+        let status = unsafe {
+            ffi::choreo_test_wait_then_write(
+                gate.device_pointer(),
+                pointer,
+                len,
+                nanoseconds(GATE_TIMEOUT),
+                value,
+                stream.as_raw(),
+            )
+        };
+        let recorded = out.record_write(stream);
+        choreo::check_cuda(status, "choreo_test_wait_then_write")?;
+        recorded
+    }
+}
+
+/// Launches every test kernel once and waits for them.
+///
+/// With CUDA's default lazy module loading, the first launch of a kernel loads it, and loading
+/// can wait for kernels that are already running; a test that holds a kernel at a [`Gate`]
+/// would then stall the first launch of another kernel until the gate opens (observed on an
+/// H200). Warming up before any gate closes avoids that.
+pub fn warm_up_kernels() -> Result<()> {
+    let stream = Stream::new()?;
+    let gate = Gate::closed()?;
+    gate.open();
+    let mut words = DeviceBuffer::<u32>::zeroed_on(&stream, 256)?;
+    let floats = DeviceBuffer::<f32>::zeroed_on(&stream, 256)?;
+    let mut more_floats = DeviceBuffer::<f32>::zeroed_on(&stream, 256)?;
+    let mut bytes = DeviceBuffer::<u8>::zeroed_on(&stream, 256)?;
+    spin_then_write(&stream, &mut words, Duration::ZERO, 1)?;
+    wait_then_write(&stream, &gate, &mut words, 2)?;
+    add_one(&stream, &mut words)?;
+    saxpy(&stream, 1.0, &floats, &mut more_floats)?;
+    f32_to_fp8(&stream, Fp8Format::E4M3, &floats, &mut bytes)?;
+    let values = words.to_vec(&stream)?;
+    if values.iter().any(|&value| value != 3) {
+        return Err(Error::InvalidArgument(format!("warm-up kernels computed {:?}", &values[..4])));
+    }
+    Ok(())
+}
+
+/// Enqueues on `stream` a kernel that adds one to every element of `data`.
+pub fn add_one(stream: &Stream, data: &mut DeviceBuffer<u32>) -> Result<()> {
+    #[cfg(not(choreo_test_kernels))]
+    {
+        let _ = (stream, data);
+        Err(not_built("choreo_tests::add_one"))
+    }
+    #[cfg(choreo_test_kernels)]
+    {
+        let _device = stream.bind_device()?;
+        let len = data.len();
+        let pointer = data.device_ptr_for_write(stream)?;
+        // SAFETY: as in `spin_then_write`.
+        let status = unsafe { ffi::choreo_test_add_one(pointer, len, stream.as_raw()) };
+        let recorded = data.record_write(stream);
+        choreo::check_cuda(status, "choreo_test_add_one")?;
+        recorded
+    }
+}
+
+/// Enqueues `y = a * x + y` on `stream`.
+pub fn saxpy(
+    stream: &Stream,
+    a: f32,
+    x: &DeviceBuffer<f32>,
+    y: &mut DeviceBuffer<f32>,
+) -> Result<()> {
+    if x.len() != y.len() {
+        return Err(Error::Length { expected: y.len(), got: x.len() });
+    }
+    #[cfg(not(choreo_test_kernels))]
+    {
+        let _ = (stream, a);
+        Err(not_built("choreo_tests::saxpy"))
+    }
+    #[cfg(choreo_test_kernels)]
+    {
+        let _device = stream.bind_device()?;
+        let len = y.len();
+        let x_pointer = x.device_ptr_for_read(stream)?;
+        let y_pointer = y.device_ptr_for_write(stream)?;
+        // SAFETY: both pointers address `len` f32 of buffers whose accesses are recorded below,
+        // so they stay alive until the kernel has finished; `x` and `y` are distinct buffers
+        // (one is borrowed shared, the other exclusively).
+        let status =
+            unsafe { ffi::choreo_test_saxpy(a, x_pointer, y_pointer, len, stream.as_raw()) };
+        let read = x.record_read(stream);
+        let written = y.record_write(stream);
+        choreo::check_cuda(status, "choreo_test_saxpy")?;
+        read.and(written)
+    }
+}
+
+/// Enqueues on `stream` CUDA's device conversion (`__nv_cvt_float_to_fp8`, saturating) of
+/// `input` into `output`.
+pub fn f32_to_fp8(
+    stream: &Stream,
+    format: Fp8Format,
+    input: &DeviceBuffer<f32>,
+    output: &mut DeviceBuffer<u8>,
+) -> Result<()> {
+    if input.len() != output.len() {
+        return Err(Error::Length { expected: output.len(), got: input.len() });
+    }
+    #[cfg(not(choreo_test_kernels))]
+    {
+        let _ = (stream, format);
+        Err(not_built("choreo_tests::f32_to_fp8"))
+    }
+    #[cfg(choreo_test_kernels)]
+    {
+        let _device = stream.bind_device()?;
+        let len = output.len();
+        let input_pointer = input.device_ptr_for_read(stream)?;
+        let output_pointer = output.device_ptr_for_write(stream)?;
+        // SAFETY: as in `saxpy`.
+        let status = unsafe {
+            ffi::choreo_test_f32_to_fp8_device(
+                input_pointer,
+                output_pointer,
+                len,
+                format.selector(),
+                stream.as_raw(),
+            )
+        };
+        let read = input.record_read(stream);
+        let written = output.record_write(stream);
+        choreo::check_cuda(status, "choreo_test_f32_to_fp8_device")?;
+        read.and(written)
+    }
+}
+
+/// Enqueues the spin-then-write kernel on raw device memory, without any tracking.
+///
+/// # Safety
+///
+/// `out` must point to `len` writable `u32` of device memory (of the stream's device) that
+/// stays allocated until the kernel has finished.
+pub unsafe fn raw_spin_then_write(
+    stream: &Stream,
+    out: *mut u32,
+    len: usize,
+    spin: Duration,
+    value: u32,
+) -> Result<()> {
+    #[cfg(not(choreo_test_kernels))]
+    {
+        let _ = (stream, out, len, spin, value);
+        Err(not_built("choreo_tests::raw_spin_then_write"))
+    }
+    #[cfg(choreo_test_kernels)]
+    {
+        let _device = stream.bind_device()?;
+        // SAFETY: the caller guarantees the memory; the stream is valid.
+        let status = unsafe {
+            ffi::choreo_test_spin_then_write(out, len, nanoseconds(spin), value, stream.as_raw())
+        };
+        choreo::check_cuda(status, "choreo_test_spin_then_write")
+    }
+}
+
+/// Enqueues the gated write kernel on raw device memory, without any tracking.
+///
+/// # Safety
+///
+/// As for [`raw_spin_then_write`].
+pub unsafe fn raw_wait_then_write(
+    stream: &Stream,
+    gate: &Gate,
+    out: *mut u32,
+    len: usize,
+    value: u32,
+) -> Result<()> {
+    #[cfg(not(choreo_test_kernels))]
+    {
+        let _ = (stream, gate, out, len, value);
+        Err(not_built("choreo_tests::raw_wait_then_write"))
+    }
+    #[cfg(choreo_test_kernels)]
+    {
+        let _device = stream.bind_device()?;
+        // SAFETY: the caller guarantees the memory; the gate's memory is never freed.
+        let status = unsafe {
+            ffi::choreo_test_wait_then_write(
+                gate.device_pointer(),
+                out,
+                len,
+                nanoseconds(GATE_TIMEOUT),
+                value,
+                stream.as_raw(),
+            )
+        };
+        choreo::check_cuda(status, "choreo_test_wait_then_write")
+    }
+}
+
+/// Enqueues the add-one kernel on raw device memory, without any tracking.
+///
+/// # Safety
+///
+/// As for [`raw_spin_then_write`].
+pub unsafe fn raw_add_one(stream: &Stream, data: *mut u32, len: usize) -> Result<()> {
+    #[cfg(not(choreo_test_kernels))]
+    {
+        let _ = (stream, data, len);
+        Err(not_built("choreo_tests::raw_add_one"))
+    }
+    #[cfg(choreo_test_kernels)]
+    {
+        let _device = stream.bind_device()?;
+        // SAFETY: the caller guarantees the memory; the stream is valid.
+        let status = unsafe { ffi::choreo_test_add_one(data, len, stream.as_raw()) };
+        choreo::check_cuda(status, "choreo_test_add_one")
+    }
+}
+
+/// CUDA's host implementation of `__nv_cvt_float_to_fp8` (the reference for choreo's fp8
+/// conversions); needs no GPU.
+pub fn cuda_host_f32_to_fp8(value: f32, saturate: bool, format: Fp8Format) -> Result<u8> {
+    #[cfg(not(choreo_test_kernels))]
+    {
+        let _ = (value, saturate, format);
+        Err(not_built("choreo_tests::cuda_host_f32_to_fp8"))
+    }
+    #[cfg(choreo_test_kernels)]
+    {
+        // SAFETY: a pure host function taking and returning plain values.
+        Ok(unsafe {
+            ffi::choreo_test_host_f32_to_fp8(value, i32::from(saturate), format.selector())
+        })
+    }
+}
+
+/// CUDA's host conversion of an fp8 code to f32 (through `__half`); needs no GPU.
+pub fn cuda_host_fp8_to_f32(code: u8, format: Fp8Format) -> Result<f32> {
+    #[cfg(not(choreo_test_kernels))]
+    {
+        let _ = (code, format);
+        Err(not_built("choreo_tests::cuda_host_fp8_to_f32"))
+    }
+    #[cfg(choreo_test_kernels)]
+    {
+        // SAFETY: a pure host function taking and returning plain values.
+        Ok(unsafe { ffi::choreo_test_host_fp8_to_f32(code, format.selector()) })
+    }
+}

@@ -1,0 +1,137 @@
+//! CUDA events.
+
+use std::fmt;
+
+use choreo_sys as sys;
+
+use crate::device::{DeviceGuard, current_ordinal};
+use crate::error::{check, check_deferred, defer_error};
+use crate::stream::Stream;
+use crate::{Device, Error, Result};
+
+/// A CUDA event: a marker in a stream that completes when the work before it has completed.
+///
+/// Recording needs `&mut self`: re-recording moves the marker, and the runtime hands out
+/// `&Event`s of work it tracks (e.g. [`crate::Pending::events`]) that must keep meaning what
+/// they meant.
+pub struct Event {
+    raw: sys::cudaEvent_t,
+    device: i32,
+    timing: bool,
+}
+
+// SAFETY: an event handle is a thread-safe reference to a driver object; the runtime API may be
+// called with it from any thread. It is destroyed once, in `Drop`, and re-recorded only through
+// `&mut self`.
+unsafe impl Send for Event {}
+// SAFETY: see `Send`; `&self` methods only query, wait on or read the timing of the event.
+unsafe impl Sync for Event {}
+
+impl Event {
+    /// Creates an event (with timing data) on the calling thread's current device. Until it is
+    /// recorded, it counts as complete.
+    pub fn new() -> Result<Event> {
+        check_deferred()?;
+        Event::new_on(current_ordinal()?, true)
+    }
+
+    pub(crate) fn new_on(ordinal: i32, timing: bool) -> Result<Event> {
+        let _guard = DeviceGuard::enter(ordinal)?;
+        let flags = if timing { sys::cudaEventDefault } else { sys::cudaEventDisableTiming };
+        let mut raw: sys::cudaEvent_t = std::ptr::null_mut();
+        // SAFETY: `raw` is a valid, writable handle slot for the duration of the call.
+        let status = unsafe { sys::cudaEventCreateWithFlags(&mut raw, flags) };
+        check(status, "cudaEventCreateWithFlags")?;
+        Ok(Event { raw, device: ordinal, timing })
+    }
+
+    /// Records the event at the current end of `stream`, which must belong to the event's
+    /// device.
+    pub fn record(&mut self, stream: &Stream) -> Result<()> {
+        let stream_device = stream.device_ordinal()?;
+        if stream_device != self.device {
+            return Err(Error::InvalidArgument(format!(
+                "an event of device {} cannot be recorded on a stream of device {stream_device}",
+                self.device
+            )));
+        }
+        let _guard = stream.bind_device()?;
+        // SAFETY: both handles are valid while `self` and `stream` exist, and belong to the
+        // same device (checked above).
+        check(unsafe { sys::cudaEventRecord(self.raw, stream.as_raw()) }, "cudaEventRecord")
+    }
+
+    /// Blocks until the work before the most recent record has completed (immediately if the
+    /// event was never recorded).
+    pub fn synchronize(&self) -> Result<()> {
+        // SAFETY: `self.raw` is a valid event handle while `self` exists.
+        check(unsafe { sys::cudaEventSynchronize(self.raw) }, "cudaEventSynchronize")
+    }
+
+    /// `true` when the work before the most recent record has completed; does not block.
+    pub fn query(&self) -> Result<bool> {
+        // SAFETY: `self.raw` is a valid event handle while `self` exists.
+        let status = unsafe { sys::cudaEventQuery(self.raw) };
+        if status == sys::cudaError_t::cudaErrorNotReady {
+            return Ok(false);
+        }
+        check(status, "cudaEventQuery")?;
+        Ok(true)
+    }
+
+    /// Milliseconds between this event and `end` (both recorded and complete, both created
+    /// with timing, e.g. by [`Event::new`] or [`Stream::record_event`]).
+    pub fn elapsed_ms(&self, end: &Event) -> Result<f32> {
+        if !self.timing || !end.timing {
+            return Err(Error::InvalidArgument(
+                "elapsed time needs two events created with timing (Event::new or \
+                 Stream::record_event)"
+                    .into(),
+            ));
+        }
+        let mut milliseconds = 0f32;
+        // SAFETY: both handles are valid while the events exist; `milliseconds` is writable.
+        let status =
+            unsafe { sys::cudaEventElapsedTime(&mut milliseconds, self.raw, end.as_raw()) };
+        check(status, "cudaEventElapsedTime")?;
+        Ok(milliseconds)
+    }
+
+    /// The device the event belongs to.
+    pub fn device(&self) -> Device {
+        Device::from_raw_ordinal(self.device)
+    }
+
+    pub(crate) fn device_ordinal(&self) -> i32 {
+        self.device
+    }
+
+    /// The raw handle; valid while `self` exists. Recording it through the raw handle while
+    /// the runtime relies on it (e.g. an event of a [`crate::Pending`]) breaks the runtime's
+    /// ordering guarantees, so only wait on or query it.
+    pub fn as_raw(&self) -> sys::cudaEvent_t {
+        self.raw
+    }
+}
+
+impl Drop for Event {
+    fn drop(&mut self) {
+        // SAFETY: the handle was created by this object and is destroyed only here. Destroying
+        // an event whose work is still pending is allowed: the driver releases it once the
+        // work completes, and waits already enqueued on it are unaffected.
+        let status = unsafe { sys::cudaEventDestroy(self.raw) };
+        if let Err(error) = check(status, "cudaEventDestroy") {
+            defer_error("dropping an Event", error);
+        }
+    }
+}
+
+impl fmt::Debug for Event {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Event")
+            .field("raw", &self.raw)
+            .field("device", &self.device)
+            .field("timing", &self.timing)
+            .finish()
+    }
+}

@@ -1,0 +1,299 @@
+//! The completion token of asynchronous work: [`Pending`].
+
+use std::ffi::c_void;
+use std::fmt;
+use std::future::{Future, IntoFuture};
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Context, Poll, Waker};
+
+use choreo_sys as sys;
+
+use crate::device::current_ordinal;
+use crate::error::check;
+use crate::event::Event;
+use crate::graveyard::sweep;
+use crate::stream::Stream;
+use crate::{Error, Result};
+
+/// The finishing step of a [`Pending`], run on the host once the device work has completed.
+type Finish<'a, T> = Box<dyn FnOnce() -> Result<T> + Send + 'a>;
+
+/// Device work that is still running, and what to do on the host once it has finished.
+///
+/// Asynchronous kernel wrappers return a `Pending`; it holds one event per stream the work was
+/// enqueued on, plus a finishing step that runs on the host after those events have completed
+/// (typically: copy results from runtime-owned pinned staging memory into the caller's
+/// [`crate::HostViewMut`]s and build the return value). `'a` is the lifetime of the host data
+/// that the finishing step writes.
+///
+/// - [`Pending::wait`] blocks until the work is done and returns the result;
+/// - `.await` does the same without blocking a thread (the future is woken by a host callback
+///   that the stream runs after the work; the callback never calls CUDA);
+/// - [`Pending::then`] makes another stream wait for the work without blocking the host.
+///
+/// # Safety model
+///
+/// Memory safety never depends on the `Pending` being waited for or dropped: the device only
+/// ever writes runtime-owned memory (device buffers and pinned staging buffers, which track
+/// their accesses and free themselves only after them), never the caller's borrowed host data.
+/// Dropping a `Pending` (or a future made from it, even mid-poll) or `mem::forget`ting it only
+/// skips the finishing step, so the caller's outputs are not written; staging memory is freed
+/// once the device is done with it (or leaked, if forgotten). Dropping never blocks.
+#[must_use = "device work is still running; call `.wait()` or `.await` to get its results"]
+pub struct Pending<'a, T> {
+    events: Vec<Event>,
+    finish: Finish<'a, T>,
+}
+
+impl<'a, T> Pending<'a, T> {
+    /// The building block for generated wrappers: the work is complete when all of `events`
+    /// have completed, after which `finish` runs on the host (once, inside [`Pending::wait`]
+    /// or the future) and produces the result.
+    ///
+    /// This is safe because `finish` is ordinary safe code: it can only touch memory it owns or
+    /// borrows. Data the device writes must reach it through runtime-owned memory that tracks
+    /// its accesses (e.g. a [`crate::PinnedHostBuffer`] that `finish` owns and reads).
+    pub fn from_parts(events: Vec<Event>, finish: impl FnOnce() -> Result<T> + Send + 'a) -> Self {
+        Pending { events, finish: Box::new(finish) }
+    }
+
+    /// Records an event at the current end of each of `streams`, then behaves like
+    /// [`Pending::from_parts`] with those events.
+    pub fn after(
+        streams: &[&Stream],
+        finish: impl FnOnce() -> Result<T> + Send + 'a,
+    ) -> Result<Self> {
+        let events = streams
+            .iter()
+            .map(|stream| stream.record_untimed_event())
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Self::from_parts(events, finish))
+    }
+
+    /// A `Pending` that is already complete and yields `value`.
+    pub fn ready(value: T) -> Self
+    where
+        T: Send + 'a,
+    {
+        Self::from_parts(Vec::new(), move || Ok(value))
+    }
+
+    /// Blocks until the device work has completed, then runs the finishing step and returns
+    /// its result. On a device error the finishing step does not run.
+    pub fn wait(self) -> Result<T> {
+        for event in &self.events {
+            event.synchronize()?;
+        }
+        let result = (self.finish)();
+        sweep();
+        result
+    }
+
+    /// `true` when the device work has completed (so [`Pending::wait`] will not block on the
+    /// device); does not block.
+    pub fn is_complete(&self) -> Result<bool> {
+        for event in &self.events {
+            if !event.query()? {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    /// The events that mark the end of the work, one per stream it used.
+    pub fn events(&self) -> &[Event] {
+        &self.events
+    }
+
+    /// A new event that completes when all of the work has completed (recorded on a scratch
+    /// stream that waits for every event; the host does not block).
+    pub fn event(&self) -> Result<Event> {
+        let ordinal = match self.events.first() {
+            Some(event) => event.device_ordinal(),
+            None => current_ordinal()?,
+        };
+        let scratch = Stream::new_on(ordinal)?;
+        self.then(&scratch)?;
+        scratch.record_untimed_event()
+    }
+
+    /// Makes all work enqueued on `stream` from now on wait until this work has completed,
+    /// without blocking the host.
+    pub fn then(&self, stream: &Stream) -> Result<()> {
+        self.events.iter().try_for_each(|event| stream.wait_event(event))
+    }
+
+    /// Transforms the result once it is available.
+    pub fn map<U>(self, transform: impl FnOnce(T) -> Result<U> + Send + 'a) -> Pending<'a, U>
+    where
+        T: 'a,
+    {
+        let finish = self.finish;
+        Pending { events: self.events, finish: Box::new(move || transform(finish()?)) }
+    }
+
+    /// Combines two pieces of work: complete when both are, yielding both results.
+    pub fn join<U>(self, other: Pending<'a, U>) -> Pending<'a, (T, U)>
+    where
+        T: 'a,
+        U: 'a,
+    {
+        let mut events = self.events;
+        events.extend(other.events);
+        let (first, second) = (self.finish, other.finish);
+        Pending { events, finish: Box::new(move || Ok((first()?, second()?))) }
+    }
+}
+
+impl<T> fmt::Debug for Pending<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Pending").field("events", &self.events).finish_non_exhaustive()
+    }
+}
+
+impl<'a, T> IntoFuture for Pending<'a, T> {
+    type Output = Result<T>;
+    type IntoFuture = PendingFuture<'a, T>;
+
+    fn into_future(self) -> PendingFuture<'a, T> {
+        PendingFuture { pending: Some(self), notification: None }
+    }
+}
+
+/// State shared between a [`PendingFuture`] and the host callback that completes it.
+struct Notification {
+    state: Mutex<NotificationState>,
+}
+
+struct NotificationState {
+    /// Set by the callback once every event of the work has completed.
+    done: bool,
+    /// The waker of the most recent poll.
+    waker: Option<Waker>,
+}
+
+/// The host function enqueued with `cudaLaunchHostFunc`. It must not call CUDA, and it does
+/// not: it sets a flag and wakes the task.
+unsafe extern "C" fn notify_completion(data: *mut c_void) {
+    // SAFETY: `data` is the pointer `Arc::into_raw` produced in `PendingFuture::register`,
+    // which handed one strong count to this callback; CUDA runs the callback at most once, so
+    // the count is taken back exactly once (or leaked, if the callback never runs).
+    let notification = unsafe { Arc::from_raw(data.cast_const().cast::<Notification>()) };
+    // A panic must not unwind into the CUDA runtime; a panicking waker is the executor's bug.
+    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let waker = {
+            let mut state = notification.state.lock().unwrap_or_else(PoisonError::into_inner);
+            state.done = true;
+            state.waker.take()
+        };
+        if let Some(waker) = waker {
+            waker.wake();
+        }
+    }));
+}
+
+/// The future of a [`Pending`] (`pending.await`).
+///
+/// The first poll that finds the work unfinished enqueues a host callback behind the work on
+/// a scratch stream; the callback wakes the task. The callback owns its share of the state, so
+/// dropping the future at any point is safe. Executors must not poll the future from inside
+/// `Waker::wake` (the callback's thread must not call CUDA, and polling may).
+#[must_use = "futures do nothing unless polled"]
+pub struct PendingFuture<'a, T> {
+    /// `None` once the result was returned.
+    pending: Option<Pending<'a, T>>,
+    /// Present once the host callback has been enqueued.
+    notification: Option<Arc<Notification>>,
+}
+
+impl<T> fmt::Debug for PendingFuture<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PendingFuture")
+            .field("pending", &self.pending)
+            .field("registered", &self.notification.is_some())
+            .finish()
+    }
+}
+
+impl<T> PendingFuture<'_, T> {
+    /// Enqueues the completion callback behind all events of the work.
+    fn register(events: &[Event], waker: &Waker) -> Result<Arc<Notification>> {
+        let ordinal = match events.first() {
+            Some(event) => event.device_ordinal(),
+            None => current_ordinal()?,
+        };
+        // A scratch stream per future: waiting on the work there delays nothing else.
+        let scratch = Stream::new_on(ordinal)?;
+        for event in events {
+            scratch.wait_event(event)?;
+        }
+        let notification = Arc::new(Notification {
+            state: Mutex::new(NotificationState { done: false, waker: Some(waker.clone()) }),
+        });
+        let data = Arc::into_raw(Arc::clone(&notification)).cast_mut().cast::<c_void>();
+        let _guard = scratch.bind_device()?;
+        // SAFETY: the scratch stream is valid; `notify_completion` matches `cudaHostFn_t` and
+        // never calls CUDA; `data` carries a strong count of the Arc that the callback takes
+        // back. Destroying the scratch stream afterwards lets the enqueued work (and the
+        // callback) run to completion.
+        let status =
+            unsafe { sys::cudaLaunchHostFunc(scratch.as_raw(), Some(notify_completion), data) };
+        if let Err(error) = check(status, "cudaLaunchHostFunc") {
+            // SAFETY: the callback was not enqueued, so its strong count is still ours to
+            // release; `data` came from `Arc::into_raw` above.
+            drop(unsafe { Arc::from_raw(data.cast_const().cast::<Notification>()) });
+            return Err(error);
+        }
+        Ok(notification)
+    }
+}
+
+impl<T> PendingFuture<'_, T> {
+    /// Whether the work of `pending` has completed; registers the callback (first time) or
+    /// the current waker (later polls) when it has not.
+    fn poll_completion(&mut self, pending: &Pending<'_, T>, waker: &Waker) -> Result<bool> {
+        let Some(notification) = &self.notification else {
+            if pending.is_complete()? {
+                return Ok(true);
+            }
+            self.notification = Some(Self::register(&pending.events, waker)?);
+            return Ok(false);
+        };
+        {
+            let mut state = notification.state.lock().unwrap_or_else(PoisonError::into_inner);
+            if state.done {
+                return Ok(true);
+            }
+            state.waker = Some(waker.clone());
+        }
+        // Surfaces device errors, after which the callback may never run.
+        pending.is_complete()
+    }
+}
+
+impl<T> Future for PendingFuture<'_, T> {
+    type Output = Result<T>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<T>> {
+        // All fields are Unpin, so the future is Unpin.
+        let this = self.get_mut();
+        let Some(pending) = this.pending.take() else {
+            return Poll::Ready(Err(Error::InvalidArgument(
+                "a Pending's future was polled after it completed".into(),
+            )));
+        };
+        match this.poll_completion(&pending, cx.waker()) {
+            Ok(true) => {
+                let result = (pending.finish)();
+                sweep();
+                Poll::Ready(result)
+            }
+            Ok(false) => {
+                this.pending = Some(pending);
+                Poll::Pending
+            }
+            Err(error) => Poll::Ready(Err(error)),
+        }
+    }
+}

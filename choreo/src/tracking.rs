@@ -1,0 +1,259 @@
+//! Access tracking for memory that the GPU reads and writes asynchronously (cudarc's model,
+//! extended to several concurrent readers).
+//!
+//! Each tracked allocation keeps the event recorded after its last write and one event per
+//! stream that read it since then. Before a read, the reading stream waits for the last write;
+//! before a write, the writing stream waits for the last write and all reads. After enqueueing,
+//! the access is recorded. A free (or host access) waits for all of them.
+//!
+//! Accesses whose recording did not happen (a caller took a pointer and never called
+//! `record_*`, or recording failed after the work was enqueued) are counted; while any are
+//! outstanding, conflicting accesses and the free fall back to synchronising the whole device,
+//! so a missed record costs time, never memory safety.
+
+use crate::Result;
+use crate::device::DeviceGuard;
+use crate::error::check;
+use crate::event::Event;
+use crate::stream::{Stream, StreamKey};
+
+use choreo_sys as sys;
+
+/// An event together with the stream it was recorded on.
+struct Recorded {
+    stream: StreamKey,
+    event: Event,
+}
+
+/// The access history of one allocation.
+pub(crate) struct Tracking {
+    /// The allocation's device, for the whole-device fallback.
+    device: i32,
+    last_write: Option<Recorded>,
+    /// At most one entry per stream: a later read on the same stream re-records its event.
+    reads: Vec<Recorded>,
+    /// Reads handed out by `before_read` and not yet recorded.
+    unrecorded_reads: usize,
+    /// Writes handed out by `before_write` and not yet recorded.
+    unrecorded_writes: usize,
+    /// A stream-ordered allocation on this stream that no recorded access covers yet. Accesses
+    /// on the same stream are ordered after it anyway; others need the fallback.
+    unrecorded_allocation: Option<StreamKey>,
+}
+
+impl Tracking {
+    pub(crate) fn new(device: i32) -> Tracking {
+        Tracking {
+            device,
+            last_write: None,
+            reads: Vec::new(),
+            unrecorded_reads: 0,
+            unrecorded_writes: 0,
+            unrecorded_allocation: None,
+        }
+    }
+
+    /// Tracking for a fresh allocation made in stream order on `stream`: until the first
+    /// recorded access, only `stream` is ordered after the allocation.
+    pub(crate) fn new_allocated(device: i32, stream: StreamKey) -> Tracking {
+        Tracking { unrecorded_allocation: Some(stream), ..Tracking::new(device) }
+    }
+
+    /// `true` while some access (or the allocation) is not covered by a recorded event.
+    fn has_unrecorded(&self) -> bool {
+        self.unrecorded_reads > 0
+            || self.unrecorded_writes > 0
+            || self.unrecorded_allocation.is_some()
+    }
+
+    /// `true` when an access on `stream` needs the whole-device fallback because of the
+    /// unrecorded allocation.
+    fn allocation_unordered_for(&self, stream: StreamKey) -> bool {
+        self.unrecorded_allocation.is_some_and(|allocated_on| allocated_on != stream)
+    }
+
+    /// Undoes a [`Tracking::before_read`] whose read was not enqueued.
+    pub(crate) fn cancel_read(&mut self) {
+        self.unrecorded_reads = self.unrecorded_reads.saturating_sub(1);
+    }
+
+    /// Undoes a [`Tracking::before_write`] whose write was not enqueued.
+    pub(crate) fn cancel_write(&mut self) {
+        self.unrecorded_writes = self.unrecorded_writes.saturating_sub(1);
+    }
+
+    /// Blocks until everything ever enqueued on the allocation's device has completed; the
+    /// fallback for accesses that were not recorded.
+    fn synchronize_device(&mut self) -> Result<()> {
+        let _guard = DeviceGuard::enter(self.device)?;
+        // SAFETY: no arguments; waits for the current device, which the guard selected.
+        check(unsafe { sys::cudaDeviceSynchronize() }, "cudaDeviceSynchronize")?;
+        self.unrecorded_reads = 0;
+        self.unrecorded_writes = 0;
+        self.unrecorded_allocation = None;
+        Ok(())
+    }
+
+    /// Orders `stream` after the last write. Call before enqueueing a read on `stream`, then
+    /// [`Tracking::after_read`] once it is enqueued.
+    pub(crate) fn before_read(&mut self, stream: &Stream) -> Result<()> {
+        let key = stream.key()?;
+        if self.unrecorded_writes > 0 || self.allocation_unordered_for(key) {
+            // Callers of `before_write` hold `&mut` access to the allocation until they
+            // record, so a read can only see an unrecorded write that was never recorded.
+            self.synchronize_device()?;
+        }
+        if let Some(write) = &self.last_write {
+            if write.stream != key {
+                stream.wait_event(&write.event)?;
+            }
+        }
+        self.unrecorded_reads += 1;
+        Ok(())
+    }
+
+    /// Records a read enqueued on `stream` after [`Tracking::before_read`].
+    pub(crate) fn after_read(&mut self, stream: &Stream) -> Result<()> {
+        let key = stream.key()?;
+        match self.reads.iter_mut().find(|read| read.stream == key) {
+            // Stream order makes the new record cover the earlier reads on this stream.
+            Some(read) => read.event.record(stream)?,
+            None => {
+                let event = stream.record_untimed_event()?;
+                self.reads.push(Recorded { stream: key, event });
+            }
+        }
+        self.unrecorded_reads = self.unrecorded_reads.saturating_sub(1);
+        // The read's event is ordered after the allocation: later accesses wait for it.
+        self.unrecorded_allocation = None;
+        Ok(())
+    }
+
+    /// Orders `stream` after the last write and all reads since. Call before enqueueing a
+    /// write on `stream`, then [`Tracking::after_write`] once it is enqueued.
+    pub(crate) fn before_write(&mut self, stream: &Stream) -> Result<()> {
+        let key = stream.key()?;
+        if self.unrecorded_reads > 0
+            || self.unrecorded_writes > 0
+            || self.allocation_unordered_for(key)
+        {
+            // Writers have exclusive access, so nothing is between `before_*` and `after_*`
+            // right now: these accesses were never recorded.
+            self.synchronize_device()?;
+        }
+        for access in self.last_write.iter().chain(&self.reads) {
+            if access.stream != key {
+                stream.wait_event(&access.event)?;
+            }
+        }
+        self.unrecorded_writes += 1;
+        Ok(())
+    }
+
+    /// Records a write enqueued on `stream` after [`Tracking::before_write`]. The write waited
+    /// for all earlier accesses, so its event alone now stands for the whole history.
+    pub(crate) fn after_write(&mut self, stream: &Stream) -> Result<()> {
+        let key = stream.key()?;
+        let event = stream.record_untimed_event()?;
+        self.last_write = Some(Recorded { stream: key, event });
+        self.reads.clear();
+        self.unrecorded_writes = self.unrecorded_writes.saturating_sub(1);
+        self.unrecorded_allocation = None;
+        Ok(())
+    }
+
+    /// `true` when all recorded accesses have completed and none is unrecorded.
+    pub(crate) fn is_idle(&self) -> Result<bool> {
+        if self.has_unrecorded() {
+            return Ok(false);
+        }
+        for access in self.last_write.iter().chain(&self.reads) {
+            if !access.event.query()? {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    /// Blocks until the last write has completed (what a host read needs).
+    pub(crate) fn wait_for_writes(&mut self) -> Result<()> {
+        if self.unrecorded_writes > 0 || self.unrecorded_allocation.is_some() {
+            return self.synchronize_device();
+        }
+        match &self.last_write {
+            Some(write) => write.event.synchronize(),
+            None => Ok(()),
+        }
+    }
+
+    /// Blocks until every access has completed (what a host write or a free needs).
+    pub(crate) fn wait_for_all(&mut self) -> Result<()> {
+        if self.has_unrecorded() {
+            return self.synchronize_device();
+        }
+        for access in self.last_write.iter().chain(&self.reads) {
+            access.event.synchronize()?;
+        }
+        Ok(())
+    }
+
+    /// The events of all recorded accesses, giving up the tracking (for deferred frees).
+    /// `None` when unrecorded accesses exist.
+    pub(crate) fn into_events(self) -> Option<Vec<Event>> {
+        if self.has_unrecorded() {
+            return None;
+        }
+        Some(self.last_write.into_iter().chain(self.reads).map(|access| access.event).collect())
+    }
+
+    /// The device of the allocation.
+    pub(crate) fn device(&self) -> i32 {
+        self.device
+    }
+}
+
+/// Enqueues one operation on `stream` that reads the allocations of `reads` and writes those of
+/// `writes`: orders the stream after the conflicting earlier accesses, runs `enqueue`, and
+/// records the accesses. When ordering or enqueueing fails nothing stays counted as
+/// outstanding; when recording fails after the work was enqueued, the access stays counted as
+/// unrecorded (see the module docs), so the error costs time, not safety.
+pub(crate) fn tracked_op(
+    stream: &Stream,
+    reads: &mut [&mut Tracking],
+    writes: &mut [&mut Tracking],
+    enqueue: impl FnOnce() -> Result<()>,
+) -> Result<()> {
+    let mut prepared_reads = 0;
+    let mut prepared_writes = 0;
+    let mut ordered = Ok(());
+    for tracking in reads.iter_mut() {
+        ordered = tracking.before_read(stream);
+        if ordered.is_err() {
+            break;
+        }
+        prepared_reads += 1;
+    }
+    if ordered.is_ok() {
+        for tracking in writes.iter_mut() {
+            ordered = tracking.before_write(stream);
+            if ordered.is_err() {
+                break;
+            }
+            prepared_writes += 1;
+        }
+    }
+    let enqueued = ordered.and_then(|()| enqueue());
+    if let Err(error) = enqueued {
+        reads[..prepared_reads].iter_mut().for_each(|tracking| tracking.cancel_read());
+        writes[..prepared_writes].iter_mut().for_each(|tracking| tracking.cancel_write());
+        return Err(error);
+    }
+    let mut recorded = Ok(());
+    for tracking in reads.iter_mut() {
+        recorded = recorded.and(tracking.after_read(stream));
+    }
+    for tracking in writes.iter_mut() {
+        recorded = recorded.and(tracking.after_write(stream));
+    }
+    recorded
+}

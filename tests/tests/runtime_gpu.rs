@@ -1,0 +1,737 @@
+//! GPU tests of the `choreo` runtime: stream ordering, events, async copies, access tracking
+//! across streams, `Pending` (wait, `.await`, `then`, `mem::forget`), and buffers dropped while
+//! the device still uses them.
+//!
+//! They are `#[ignore]`d (run them with `--ignored` on a machine with a GPU; for memory safety
+//! also under `compute-sanitizer --tool memcheck`). Without a GPU, or without the test kernels
+//! (no nvcc at build time), they fail with a message saying so; they never pass vacuously.
+//!
+//! `fp8_conversions_match_cuda_host_reference` is the exception: it needs nvcc at build time
+//! but no GPU, so it runs everywhere the toolkit is installed (CI included).
+
+use std::future::{Future, IntoFuture};
+use std::pin::{Pin, pin};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
+use std::task::{Context, Poll, Wake, Waker};
+use std::thread::{self, Thread};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use choreo::{
+    Device, DeviceBuffer, DeviceTensor, F8E4M3, F8E5M2, HostViewMut, Pending, PinnedHostBuffer,
+    Stream,
+};
+use choreo_tests::{
+    Fp8Format, Gate, KERNELS_BUILT, add_one, cuda_host_f32_to_fp8, cuda_host_fp8_to_f32,
+    f32_to_fp8, raw_add_one, raw_wait_then_write, saxpy, serialized_execution, spin_then_write,
+    wait_then_write, warm_up_kernels,
+};
+
+/// Serialises the GPU tests of this binary. Several of them hold a kernel at a [`Gate`] while
+/// the host enqueues more work, and some CUDA operations wait for running kernels (the first
+/// launch of a lazily loaded kernel; copies to or from pageable memory were seen to stall
+/// other threads' calls too), which would turn one test's deliberate wait into another test's
+/// stall. `CHOREO_TEST_PARALLEL=1` lifts the lock (to investigate such interference).
+static GPU_TESTS: Mutex<()> = Mutex::new(());
+
+/// What a GPU test holds while it runs.
+struct GpuTest {
+    device: Device,
+    _serialized: Option<MutexGuard<'static, ()>>,
+}
+
+/// Fails the test unless a GPU and the test kernels are available; serialises GPU tests.
+fn require_gpu() -> GpuTest {
+    if !KERNELS_BUILT {
+        panic!("the test kernels were not built (no CUDA toolkit when choreo-tests was compiled)");
+    }
+    let serialized = std::env::var_os("CHOREO_TEST_PARALLEL")
+        .is_none()
+        .then(|| GPU_TESTS.lock().unwrap_or_else(PoisonError::into_inner));
+    let device = match choreo::init() {
+        Ok(device) => device,
+        Err(error) => panic!("this test needs a CUDA GPU: {error}"),
+    };
+    static WARM_UP: OnceLock<Result<(), String>> = OnceLock::new();
+    let warm_up = WARM_UP.get_or_init(|| warm_up_kernels().map_err(|error| error.to_string()));
+    if let Err(error) = warm_up {
+        panic!("the test kernels do not run: {error}");
+    }
+    GpuTest { device, _serialized: serialized }
+}
+
+/// `milliseconds` of spinning, times `CHOREO_TEST_SPIN_SCALE` (default 1): under slow tools
+/// such as compute-sanitizer, host-side steps take longer, and the kernels that must still be
+/// running when they finish need to spin longer.
+fn spin(milliseconds: u64) -> Duration {
+    let scale = std::env::var("CHOREO_TEST_SPIN_SCALE")
+        .ok()
+        .and_then(|text| text.parse::<u64>().ok())
+        .unwrap_or(1)
+        .max(1);
+    Duration::from_millis(milliseconds * scale)
+}
+
+/// Host-side step times of a test, reported when a check fails (a step that blocks shows up
+/// here).
+struct Steps {
+    started: Instant,
+    marks: Vec<(&'static str, Duration)>,
+}
+
+impl Steps {
+    fn new() -> Steps {
+        Steps { started: Instant::now(), marks: Vec::new() }
+    }
+
+    fn mark(&mut self, step: &'static str) {
+        self.marks.push((step, self.started.elapsed()));
+    }
+}
+
+impl std::fmt::Display for Steps {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for (step, at) in &self.marks {
+            write!(f, "[{step} at {at:.1?}] ")?;
+        }
+        Ok(())
+    }
+}
+
+/// Checks that work held at a gate has not finished (`finished` is a stream or event query).
+/// Skipped under compute-sanitizer, where gates are open (see `serialized_execution`).
+#[track_caller]
+fn assert_still_running(finished: bool, what: &str, steps: &Steps) {
+    if !serialized_execution() {
+        assert!(!finished, "{what} finished although its gate is closed; steps: {steps}");
+    }
+}
+
+/// Checks that no destructor deferred an error.
+fn assert_no_deferred_error() {
+    if let Some(error) = choreo::take_deferred_error() {
+        panic!("a destructor deferred an error: {error}");
+    }
+}
+
+/// A small xorshift generator, seeded per call site from the clock; the seed is printed so that
+/// a failure can be reproduced.
+struct Random(u64);
+
+impl Random {
+    fn fresh(label: &str) -> Random {
+        let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map_or(1, |d| d.as_nanos());
+        let seed = (nanos as u64) | 1;
+        println!("{label}: random seed {seed:#x}");
+        Random(seed)
+    }
+
+    fn next_u64(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    fn next_u32(&mut self) -> u32 {
+        (self.next_u64() >> 32) as u32
+    }
+
+    fn next_f32(&mut self) -> f32 {
+        // Uniform in [-1, 1).
+        (self.next_u32() >> 8) as f32 / (1u32 << 23) as f32 - 1.0
+    }
+}
+
+#[test]
+fn fp8_conversions_match_cuda_host_reference() {
+    // Decoding: all 256 codes of both formats.
+    for code in 0..=255u8 {
+        for format in [Fp8Format::E4M3, Fp8Format::E5M2] {
+            let reference = cuda_host_fp8_to_f32(code, format).expect("test kernels built");
+            let ours = match format {
+                Fp8Format::E4M3 => F8E4M3::from_bits(code).to_f32(),
+                Fp8Format::E5M2 => F8E5M2::from_bits(code).to_f32(),
+            };
+            if reference.is_nan() {
+                assert!(ours.is_nan(), "{format:?} {code:#04x}: {ours} vs NaN");
+            } else {
+                assert_eq!(ours.to_bits(), reference.to_bits(), "{format:?} {code:#04x}");
+            }
+        }
+    }
+
+    // Encoding: a stride through all f32 bit patterns, plus every midpoint between neighbouring
+    // codes and the floats right next to it, in both saturation modes.
+    let mut inputs: Vec<f32> = (0..=u32::MAX).step_by(4099).map(f32::from_bits).collect();
+    let decoders: [fn(u8) -> f32; 2] =
+        [|code| F8E4M3::from_bits(code).to_f32(), |code| F8E5M2::from_bits(code).to_f32()];
+    for decode in decoders {
+        for code in 0..0x7Fu8 {
+            let (low, high) = (decode(code), decode(code + 1));
+            if !low.is_finite() || !high.is_finite() {
+                continue;
+            }
+            // Exact: both neighbours have few significant bits.
+            let midpoint = (low + high) / 2.0;
+            let bits = midpoint.to_bits();
+            for value in [midpoint, f32::from_bits(bits + 1), f32::from_bits(bits - 1)] {
+                inputs.push(value);
+                inputs.push(-value);
+            }
+        }
+    }
+    inputs.extend([f32::INFINITY, f32::NEG_INFINITY, f32::MAX, f32::MIN_POSITIVE, 464.0, 61440.0]);
+    for &value in &inputs {
+        for saturate in [true, false] {
+            for format in [Fp8Format::E4M3, Fp8Format::E5M2] {
+                let reference = cuda_host_f32_to_fp8(value, saturate, format).expect("kernels");
+                let ours = match (format, saturate) {
+                    (Fp8Format::E4M3, true) => F8E4M3::from_f32(value).to_bits(),
+                    (Fp8Format::E4M3, false) => F8E4M3::from_f32_unsaturated(value).to_bits(),
+                    (Fp8Format::E5M2, true) => F8E5M2::from_f32(value).to_bits(),
+                    (Fp8Format::E5M2, false) => F8E5M2::from_f32_unsaturated(value).to_bits(),
+                };
+                assert_eq!(
+                    ours,
+                    reference,
+                    "{format:?} saturate={saturate} of {value:e} ({:#010x})",
+                    value.to_bits()
+                );
+            }
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn device_information_is_plausible() {
+    let gpu = require_gpu();
+    let device = gpu.device;
+    let count = Device::count().unwrap();
+    assert!(count >= 1);
+    assert!(device.ordinal() < count);
+    assert_eq!(Device::current().unwrap(), device);
+    let name = device.name().unwrap();
+    assert!(!name.trim().is_empty(), "empty device name");
+    let (major, minor) = device.compute_capability().unwrap();
+    assert!(major >= 7 && minor < 10, "compute capability {major}.{minor}");
+    assert!(device.multiprocessor_count().unwrap() > 0);
+    let memory = device.memory_info().unwrap();
+    assert!(memory.total > 0 && memory.free <= memory.total, "{memory:?}");
+    assert!(Device::new(count).is_err(), "device {count} must not exist");
+    println!("{name}: compute capability {major}.{minor}, {memory:?}");
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn copy_after_spinning_kernel_on_the_same_stream_sees_its_writes() {
+    let _gpu = require_gpu();
+    let stream = Stream::new().unwrap();
+    let len = 1 << 20;
+    let mut buffer = DeviceBuffer::<u32>::zeroed(len).unwrap();
+    spin_then_write(&stream, &mut buffer, spin(5), 0x00C0_FFEE).unwrap();
+    let mut host = vec![0xDEAD_BEEF_u32; len];
+    buffer.copy_to_host(&stream, &mut host).unwrap();
+    assert!(host.iter().all(|&value| value == 0x00C0_FFEE), "stale values after the spin");
+    assert_no_deferred_error();
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn events_time_a_two_millisecond_spin() {
+    let _gpu = require_gpu();
+    let stream = Stream::new().unwrap();
+    let mut buffer = DeviceBuffer::<u32>::zeroed(256).unwrap();
+    let start = stream.record_event().unwrap();
+    spin_then_write(&stream, &mut buffer, spin(2), 1).unwrap();
+    let end = stream.record_event().unwrap();
+    end.synchronize().unwrap();
+    assert!(end.query().unwrap());
+    let elapsed = start.elapsed_ms(&end).unwrap();
+    assert!((1.0..1000.0).contains(&elapsed), "a 2 ms spin took {elapsed} ms");
+    assert_eq!(buffer.to_vec(&stream).unwrap(), vec![1; 256]);
+    assert_no_deferred_error();
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn async_copies_round_trip_16_mib_in_chunks() {
+    let _gpu = require_gpu();
+    const TOTAL: usize = 16 << 20;
+    let stream = Stream::new().unwrap();
+    for chunk_bytes in [16 << 10, 256 << 10, 1 << 20, 4 << 20, 16 << 20] {
+        let chunk = chunk_bytes / size_of::<u32>();
+        let mut random = Random::fresh(&format!("chunks of {chunk_bytes} bytes"));
+        let data: Vec<u32> = (0..TOTAL / size_of::<u32>()).map(|_| random.next_u32()).collect();
+
+        // Host -> device from pinned memory, fully asynchronous. The pinned sources are
+        // dropped right away: their memory must outlive the copies anyway.
+        let mut device_chunks = Vec::new();
+        for piece in data.chunks(chunk) {
+            let source = PinnedHostBuffer::from_slice(piece).unwrap();
+            let mut target = DeviceBuffer::<u32>::zeroed_on(&stream, piece.len()).unwrap();
+            target.copy_from_pinned(&stream, &source).unwrap();
+            drop(source);
+            device_chunks.push(target);
+        }
+        // Device -> host through Pending (runtime-owned staging), then through pinned targets.
+        let mut pendings = Vec::new();
+        let mut pinned_targets = Vec::new();
+        for buffer in device_chunks {
+            let len = buffer.len();
+            let mut pinned = PinnedHostBuffer::<u32>::new(len).unwrap();
+            buffer.copy_to_pinned(&stream, &mut pinned).unwrap();
+            pinned_targets.push(pinned);
+            let tensor = DeviceTensor::from_buffer(buffer, [len]).unwrap();
+            pendings.push(tensor.to_host_async(&stream).unwrap());
+            // `tensor` is dropped here while its copy may still run.
+        }
+        let mut round_trip = Vec::with_capacity(data.len());
+        for pending in pendings {
+            round_trip.extend(pending.wait().unwrap().into_vec());
+        }
+        assert!(round_trip == data, "Pending round trip differs ({chunk_bytes}-byte chunks)");
+        let pinned_round_trip: Vec<u32> =
+            pinned_targets.iter().flat_map(|pinned| pinned.as_slice().unwrap().to_vec()).collect();
+        assert!(pinned_round_trip == data, "pinned round trip differs ({chunk_bytes}-byte chunks)");
+    }
+    assert_no_deferred_error();
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn synchronous_copies_and_saxpy_compute_real_values() {
+    let _gpu = require_gpu();
+    let stream = Stream::new().unwrap();
+    let mut random = Random::fresh("saxpy");
+    let len = 100_003;
+    let x: Vec<f32> = (0..len).map(|_| random.next_f32()).collect();
+    let y: Vec<f32> = (0..len).map(|_| random.next_f32()).collect();
+    let x_device = DeviceBuffer::from_host(&stream, &x).unwrap();
+    let mut y_device = DeviceBuffer::<f32>::zeroed(len).unwrap();
+    y_device.copy_from_host(&stream, &y).unwrap();
+    saxpy(&stream, 2.5, &x_device, &mut y_device).unwrap();
+    let result = y_device.to_vec(&stream).unwrap();
+    for i in 0..len {
+        let expected = 2.5f32.mul_add(x[i], y[i]);
+        let tolerance = 1e-6 * expected.abs().max(1.0);
+        assert!((result[i] - expected).abs() <= tolerance, "{i}: {} vs {expected}", result[i]);
+    }
+    // Device-to-device copy and clone.
+    let copy = y_device.try_clone(&stream).unwrap();
+    assert_eq!(copy.to_vec(&stream).unwrap(), result);
+    assert!(y_device.copy_from_host(&stream, &y[1..]).is_err(), "length mismatch accepted");
+    assert_no_deferred_error();
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn tracked_buffers_order_work_across_streams() {
+    let _gpu = require_gpu();
+    let mut steps = Steps::new();
+    let (a, b) = (Stream::new().unwrap(), Stream::new().unwrap());
+    let gate = Gate::closed().unwrap();
+    let len = 4096;
+    let mut buffer = DeviceBuffer::<u32>::zeroed(len).unwrap();
+    wait_then_write(&a, &gate, &mut buffer, 1).unwrap();
+    steps.mark("gated write");
+    // No explicit synchronisation: the buffer's write event makes `b` wait for `a`.
+    add_one(&b, &mut buffer).unwrap();
+    steps.mark("add one");
+    assert_still_running(b.query().unwrap(), "stream b (it depends on a's gated write)", &steps);
+    gate.open();
+    assert_eq!(buffer.to_vec(&b).unwrap(), vec![2; len]);
+    assert!(!gate.timed_out());
+    assert_no_deferred_error();
+}
+
+/// Raw device memory for the untracked tests, with a stream of its own for allocating,
+/// zeroing, reading and freeing. Nothing here synchronises the whole device: device-wide
+/// synchronisation (cudaDeviceSynchronize, cudaFree) would wait for the gated kernels of tests
+/// running in parallel. Users synchronise the streams that wrote the memory before `read` and
+/// before dropping it.
+struct RawDeviceMemory {
+    pointer: *mut u32,
+    len: usize,
+    stream: Stream,
+}
+
+impl RawDeviceMemory {
+    fn zeroed(len: usize) -> RawDeviceMemory {
+        let stream = Stream::new().unwrap();
+        let mut raw = std::ptr::null_mut();
+        let bytes = len * size_of::<u32>();
+        // SAFETY: `raw` is a valid pointer slot; the memory is zeroed on the same stream and
+        // the stream is synchronised before any other stream uses it.
+        unsafe {
+            let status = choreo::sys::cudaMallocAsync(&mut raw, bytes, stream.as_raw());
+            choreo::check_cuda(status, "cudaMallocAsync").unwrap();
+            let status = choreo::sys::cudaMemsetAsync(raw, 0, bytes, stream.as_raw());
+            choreo::check_cuda(status, "cudaMemsetAsync").unwrap();
+        }
+        stream.synchronize().unwrap();
+        RawDeviceMemory { pointer: raw.cast(), len, stream }
+    }
+
+    fn read(&self) -> Vec<u32> {
+        let mut host = vec![0xFFFF_FFFF_u32; self.len];
+        // SAFETY: `pointer` holds `len` u32 of device memory, `host` has room for them, and the
+        // stream is synchronised before `host` is used; the writers were synchronised.
+        unsafe {
+            let status = choreo::sys::cudaMemcpyAsync(
+                host.as_mut_ptr().cast(),
+                self.pointer.cast(),
+                self.len * size_of::<u32>(),
+                choreo::sys::cudaMemcpyKind::DeviceToHost,
+                self.stream.as_raw(),
+            );
+            choreo::check_cuda(status, "cudaMemcpyAsync").unwrap();
+        }
+        self.stream.synchronize().unwrap();
+        host
+    }
+}
+
+impl Drop for RawDeviceMemory {
+    fn drop(&mut self) {
+        // SAFETY: frees the allocation made in `zeroed`, once, in the order of its own stream;
+        // the users synchronised every other stream that used it.
+        let status =
+            unsafe { choreo::sys::cudaFreeAsync(self.pointer.cast(), self.stream.as_raw()) };
+        if !status.is_success() {
+            eprintln!("cudaFreeAsync failed: {status:?}");
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn then_orders_another_stream_after_pending_work() {
+    let _gpu = require_gpu();
+    let mut steps = Steps::new();
+    let (a, b) = (Stream::new().unwrap(), Stream::new().unwrap());
+    let len = 1024;
+
+    // Control: without `then`, `b` does not wait: its add-one finishes while `a` is held at
+    // its gate, and the later write of 1 wins. (This shows the test detects a missing order.)
+    let control = RawDeviceMemory::zeroed(len);
+    let gate = Gate::closed().unwrap();
+    // SAFETY: `control` holds `len` u32 and outlives the work (its Drop synchronises).
+    unsafe {
+        raw_wait_then_write(&a, &gate, control.pointer, len, 1).unwrap();
+        raw_add_one(&b, control.pointer, len).unwrap();
+    }
+    b.synchronize().unwrap();
+    gate.open();
+    a.synchronize().unwrap();
+    if !serialized_execution() {
+        assert_eq!(control.read(), vec![1; len], "the unordered control did not race as expected");
+    }
+
+    // With `then`: `a` writes 1 once its gate opens; `b` waits for `a`'s pending work, then
+    // adds one.
+    let memory = RawDeviceMemory::zeroed(len);
+    let gate = Gate::closed().unwrap();
+    // SAFETY: as above.
+    unsafe { raw_wait_then_write(&a, &gate, memory.pointer, len, 1).unwrap() };
+    let pending = Pending::after(&[&a], || Ok(())).unwrap();
+    steps.mark("pending");
+    assert_still_running(pending.is_complete().unwrap(), "the pending work", &steps);
+    pending.then(&b).unwrap();
+    // SAFETY: as above.
+    unsafe { raw_add_one(&b, memory.pointer, len).unwrap() };
+    steps.mark("add one");
+    assert_still_running(b.query().unwrap(), "stream b (it waits for the pending work)", &steps);
+    gate.open();
+    b.synchronize().unwrap();
+    assert_eq!(memory.read(), vec![2; len]);
+    pending.wait().unwrap();
+
+    // `event()` gives the same ordering as an event of its own, even once the Pending is gone.
+    let merged = RawDeviceMemory::zeroed(len);
+    let gate = Gate::closed().unwrap();
+    // SAFETY: as above.
+    unsafe { raw_wait_then_write(&a, &gate, merged.pointer, len, 5).unwrap() };
+    let pending = Pending::after(&[&a], || Ok(())).unwrap();
+    let event = pending.event().unwrap();
+    drop(pending);
+    b.wait_event(&event).unwrap();
+    steps.mark("merged event");
+    // SAFETY: as above.
+    unsafe { raw_add_one(&b, merged.pointer, len).unwrap() };
+    assert_still_running(b.query().unwrap(), "stream b (it waits for the merged event)", &steps);
+    gate.open();
+    b.synchronize().unwrap();
+    assert_eq!(merged.read(), vec![6; len]);
+    assert!(!gate.timed_out());
+    assert_no_deferred_error();
+}
+
+/// Wakes a parked thread.
+struct ThreadWaker(Thread);
+
+impl Wake for ThreadWaker {
+    fn wake(self: Arc<Self>) {
+        self.0.unpark();
+    }
+}
+
+/// A minimal executor: polls on the current thread, parks between polls. Returns the output
+/// and the number of polls; fails if the future takes longer than `limit`.
+fn block_on<F: Future + ?Sized>(mut future: Pin<&mut F>, limit: Duration) -> (F::Output, usize) {
+    let waker = Waker::from(Arc::new(ThreadWaker(thread::current())));
+    let mut context = Context::from_waker(&waker);
+    let started = Instant::now();
+    let mut polls = 0;
+    loop {
+        polls += 1;
+        if let Poll::Ready(output) = future.as_mut().poll(&mut context) {
+            return (output, polls);
+        }
+        let elapsed = started.elapsed();
+        assert!(elapsed < limit, "the future was not woken within {limit:?}");
+        thread::park_timeout(limit - elapsed);
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn awaiting_a_pending_is_woken_by_the_stream() {
+    let _gpu = require_gpu();
+    let mut steps = Steps::new();
+    let stream = Stream::new().unwrap();
+    let len = 1 << 16;
+    let waker = Waker::from(Arc::new(ThreadWaker(thread::current())));
+
+    let gate = Gate::closed().unwrap();
+    let mut buffer = DeviceBuffer::<u32>::zeroed(len).unwrap();
+    wait_then_write(&stream, &gate, &mut buffer, 42).unwrap();
+    steps.mark("gated write");
+    let tensor = DeviceTensor::from_buffer(buffer, [len]).unwrap();
+    let mut future = pin!(tensor.to_host_async(&stream).unwrap().into_future());
+    // The kernel waits at the gate: the first poll must register and return Pending.
+    steps.mark("to_host_async");
+    let first = future.as_mut().poll(&mut Context::from_waker(&waker));
+    steps.mark("first poll");
+    assert_still_running(first.is_ready(), "the awaited copy", &steps);
+    gate.open();
+    let started = Instant::now();
+    let (result, polls) = block_on(future.as_mut(), Duration::from_secs(20));
+    let waited = started.elapsed();
+    let host = result.unwrap();
+    assert_eq!(host.shape(), [len]);
+    assert!(host.as_slice().iter().all(|&value| value == 42));
+    // A missing wake-up would show as waiting out the 20 s park timeout.
+    assert!(
+        waited < Duration::from_secs(5),
+        "woken only after {waited:?} ({polls} polls); {steps}"
+    );
+
+    // A future dropped after registering its callback leaves the callback's state valid.
+    let gate = Gate::closed().unwrap();
+    let mut buffer = DeviceBuffer::<u32>::zeroed(len).unwrap();
+    wait_then_write(&stream, &gate, &mut buffer, 7).unwrap();
+    let tensor = DeviceTensor::from_buffer(buffer, [len]).unwrap();
+    {
+        let mut future = pin!(tensor.to_host_async(&stream).unwrap().into_future());
+        let first = future.as_mut().poll(&mut Context::from_waker(&waker));
+        assert_still_running(first.is_ready(), "the awaited copy", &steps);
+    }
+    gate.open();
+    stream.synchronize().unwrap();
+    assert_eq!(tensor.to_host(&stream).unwrap().into_vec(), vec![7; len]);
+    assert!(!gate.timed_out());
+    assert_no_deferred_error();
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn wait_copies_into_a_host_view_mut_and_drop_leaves_it_alone() {
+    let _gpu = require_gpu();
+    let stream = Stream::new().unwrap();
+    let shape = [64, 48];
+    let len = 64 * 48;
+    let mut buffer = DeviceBuffer::<u32>::zeroed(len).unwrap();
+    spin_then_write(&stream, &mut buffer, spin(10), 9).unwrap();
+    let tensor = DeviceTensor::from_buffer(buffer, shape).unwrap();
+
+    let mut host = vec![0xFFFF_FFFF_u32; len];
+    let pending =
+        tensor.copy_to_host_async(&stream, HostViewMut::new(&mut host, shape).unwrap()).unwrap();
+    pending.wait().unwrap();
+    assert!(host.iter().all(|&value| value == 9));
+
+    // Dropping the Pending skips the copy-back: the host data stays as it was.
+    let mut untouched = vec![0xFFFF_FFFF_u32; len];
+    let pending = tensor
+        .copy_to_host_async(&stream, HostViewMut::new(&mut untouched, shape).unwrap())
+        .unwrap();
+    drop(pending);
+    stream.synchronize().unwrap();
+    assert!(untouched.iter().all(|&value| value == 0xFFFF_FFFF));
+
+    // Shape mismatches are errors before anything is enqueued.
+    let mut wrong = vec![0u32; len];
+    let error = tensor
+        .copy_to_host_async(&stream, HostViewMut::new(&mut wrong, [48, 64]).unwrap())
+        .unwrap_err();
+    assert!(
+        matches!(error, choreo::Error::Shape { dim: 0, expected: 64, got: 48, .. }),
+        "{error:?}"
+    );
+    assert_no_deferred_error();
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn forgetting_a_pending_while_its_kernel_runs_is_memory_safe() {
+    let _gpu = require_gpu();
+    let mut steps = Steps::new();
+    let running = Stream::new().unwrap();
+    let other = Stream::new().unwrap();
+    let gate = Gate::closed().unwrap();
+    let len = 1 << 22; // 16 MiB
+    let mut buffer = DeviceBuffer::<u32>::zeroed(len).unwrap();
+    wait_then_write(&running, &gate, &mut buffer, 0xBAD).unwrap();
+    steps.mark("gated write");
+    let tensor = DeviceTensor::from_buffer(buffer, [len]).unwrap();
+    let pending = tensor.to_host_async(&running).unwrap();
+    steps.mark("to_host_async");
+    std::mem::forget(pending);
+    drop(tensor);
+    steps.mark("drop");
+
+    // Allocate and use new memory while the kernel is held at its gate. If the dropped
+    // buffer's memory were reused too early, the late writes of 0xBAD would land in these.
+    let mut fresh = Vec::new();
+    for round in 1..=4u32 {
+        let mut buffer = DeviceBuffer::<u32>::zeroed_on(&other, len).unwrap();
+        for _ in 0..round {
+            add_one(&other, &mut buffer).unwrap();
+        }
+        fresh.push((round, buffer));
+        steps.mark("fresh buffer");
+    }
+    assert_still_running(running.query().unwrap(), "the gated kernel", &steps);
+    gate.open();
+    running.synchronize().unwrap();
+    other.synchronize().unwrap();
+    for (round, buffer) in &fresh {
+        let values = buffer.to_vec(&other).unwrap();
+        assert!(values.iter().all(|value| value == round), "buffer of round {round} clobbered");
+    }
+    assert!(!gate.timed_out());
+    assert_no_deferred_error();
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn dropping_a_buffer_while_a_kernel_writes_it_is_safe() {
+    let _gpu = require_gpu();
+    let mut steps = Steps::new();
+    let (a, b) = (Stream::new().unwrap(), Stream::new().unwrap());
+    let gate = Gate::closed().unwrap();
+    let len = 1 << 22;
+    let mut victim = DeviceBuffer::<u32>::zeroed(len).unwrap();
+    wait_then_write(&a, &gate, &mut victim, 0xBAD).unwrap();
+    steps.mark("gated write");
+    drop(victim);
+    steps.mark("drop");
+    let mut fresh: Vec<DeviceBuffer<u32>> =
+        (0..8).map(|_| DeviceBuffer::<u32>::zeroed_on(&b, len).unwrap()).collect();
+    steps.mark("fresh buffers");
+    for buffer in &mut fresh {
+        add_one(&b, buffer).unwrap();
+    }
+    steps.mark("add one");
+    assert_still_running(a.query().unwrap(), "the gated kernel", &steps);
+    gate.open();
+    a.synchronize().unwrap();
+    b.synchronize().unwrap();
+    for (index, buffer) in fresh.iter().enumerate() {
+        let values = buffer.to_vec(&b).unwrap();
+        assert!(values.iter().all(|&value| value == 1), "fresh buffer {index} clobbered");
+    }
+    assert!(!gate.timed_out());
+    assert_no_deferred_error();
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn pinned_buffers_are_recycled_without_blocking_on_running_kernels() {
+    let _gpu = require_gpu();
+    let mut steps = Steps::new();
+    let stream = Stream::new().unwrap();
+    let gate = Gate::closed().unwrap();
+    let mut buffer = DeviceBuffer::<u32>::zeroed(1024).unwrap();
+    wait_then_write(&stream, &gate, &mut buffer, 3).unwrap();
+    steps.mark("gated write");
+    // Pinned buffers come and go while a kernel runs; freeing pinned memory would wait for
+    // the kernel (cudaFreeHost synchronises the device), so this would hang until the gate's
+    // timeout if the runtime freed instead of recycling.
+    let started = Instant::now();
+    for round in 0..64u32 {
+        let mut pinned = PinnedHostBuffer::<u32>::new(4096).unwrap();
+        pinned.as_mut_slice().unwrap().fill(round);
+        assert!(pinned.as_slice().unwrap().iter().all(|&value| value == round));
+    }
+    let elapsed = started.elapsed();
+    steps.mark("pinned buffers");
+    assert_still_running(stream.query().unwrap(), "the gated kernel", &steps);
+    assert!(elapsed < Duration::from_secs(5), "pinned allocations blocked for {elapsed:?}");
+    gate.open();
+    assert_eq!(buffer.to_vec(&stream).unwrap(), vec![3; 1024]);
+    assert!(!gate.timed_out());
+    assert_no_deferred_error();
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn zero_length_buffers_work() {
+    let _gpu = require_gpu();
+    let stream = Stream::new().unwrap();
+    let empty = DeviceBuffer::<f32>::zeroed(0).unwrap();
+    assert!(empty.is_empty());
+    assert_eq!(empty.to_vec(&stream).unwrap(), Vec::<f32>::new());
+    let mut from_host = DeviceBuffer::<f32>::from_host(&stream, &[]).unwrap();
+    from_host.copy_from_host(&stream, &[]).unwrap();
+    empty.copy_to_host(&stream, &mut []).unwrap();
+    saxpy(&stream, 1.0, &empty, &mut from_host).unwrap();
+    from_host.copy_from_pinned(&stream, &PinnedHostBuffer::new(0).unwrap()).unwrap();
+    let mut pinned = PinnedHostBuffer::<f32>::new(0).unwrap();
+    empty.copy_to_pinned(&stream, &mut pinned).unwrap();
+    assert!(pinned.as_slice().unwrap().is_empty());
+    let tensor = DeviceTensor::<u8, 2>::zeros([0, 5]).unwrap();
+    let host = tensor.to_host_async(&stream).unwrap().wait().unwrap();
+    assert_eq!(host.shape(), [0, 5]);
+    assert!(host.is_empty());
+    stream.synchronize().unwrap();
+    assert!(from_host.is_idle().unwrap());
+    assert_no_deferred_error();
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn device_fp8_conversion_matches_the_rust_conversion() {
+    let _gpu = require_gpu();
+    let stream = Stream::new().unwrap();
+    let mut random = Random::fresh("fp8 on device");
+    let mut inputs: Vec<f32> =
+        (0..1 << 20).map(|_| f32::from_bits(random.next_u32())).filter(|v| !v.is_nan()).collect();
+    inputs.extend((0..1 << 16).map(|i| (i as f32 - 32768.0) / 64.0));
+    inputs.extend([0.0, -0.0, 448.0, 464.0, 57344.0, 61440.0, f32::INFINITY, f32::NEG_INFINITY]);
+    let input = DeviceBuffer::from_host(&stream, &inputs).unwrap();
+    for format in [Fp8Format::E4M3, Fp8Format::E5M2] {
+        let mut output = DeviceBuffer::<u8>::zeroed(inputs.len()).unwrap();
+        f32_to_fp8(&stream, format, &input, &mut output).unwrap();
+        let codes = output.to_vec(&stream).unwrap();
+        for (&value, &code) in inputs.iter().zip(&codes) {
+            let ours = match format {
+                Fp8Format::E4M3 => F8E4M3::from_f32(value).to_bits(),
+                Fp8Format::E5M2 => F8E5M2::from_f32(value).to_bits(),
+            };
+            assert_eq!(ours, code, "{format:?} of {value:e} ({:#010x})", value.to_bits());
+        }
+    }
+    assert_no_deferred_error();
+}
