@@ -9,12 +9,17 @@ fn main() {
     println!("cargo::rerun-if-changed=kernels/example.cu");
     println!("cargo::rerun-if-env-changed=CHOREO_CUDA_ARCH");
     let Some(root) = std::env::var_os("DEP_CUDART_ROOT").map(PathBuf::from) else {
-        println!("cargo::warning=no CUDA toolkit found: the example's kernels are not built (run ci/install-cuda)");
+        println!(
+            "cargo::warning=no CUDA toolkit found: the example's kernels are not built (run ci/install-cuda)"
+        );
         return;
     };
     let nvcc = root.join("bin").join("nvcc");
     if !nvcc.exists() {
-        println!("cargo::warning=no nvcc in {}: the example's kernels are not built", root.display());
+        println!(
+            "cargo::warning=no nvcc in {}: the example's kernels are not built",
+            root.display()
+        );
         return;
     }
     let arch = std::env::var("CHOREO_CUDA_ARCH").unwrap_or_else(|_| "sm_90a".to_string());
