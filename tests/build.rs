@@ -1,16 +1,24 @@
 //! Builds the GPU test kernels (`kernels/test_kernels.cu`) with the nvcc of the CUDA toolkit
-//! that choreo-sys links (`DEP_CUDART_ROOT`, from its `links = "cudart"` metadata).
+//! that choreo-sys links (`DEP_CUDART_ROOT`, from its `links = "cudart"` metadata), and the
+//! Choreo kernels of the wrapper tests (`co/*.co`) with choreo-build (output name
+//! `co_kernels`, included by `src/lib.rs` as `choreo_tests::co`).
 //!
 //! Without a toolkit the kernels are not built: a cargo warning says so, `choreo_test_kernels`
-//! stays unset, and every test that needs the kernels fails with a clear message (they never
-//! pass silently).
+//! stays unset, the Choreo wrappers are stubs that return `Error::NotBuilt`, and every test that
+//! needs the kernels fails with a clear message (they never pass silently).
 
 use std::env;
 use std::path::PathBuf;
 
+use choreo_build::UnwrapOrExit as _;
+
 const SOURCE: &str = "kernels/test_kernels.cu";
 
+/// The choreo-build output name of `co/*.co`.
+const CO_KERNELS: &str = "co_kernels";
+
 fn main() {
+    build_co_kernels();
     println!("cargo::rerun-if-changed=build.rs");
     println!("cargo::rerun-if-changed={SOURCE}");
     println!("cargo::rerun-if-env-changed=DEP_CUDART_ROOT");
@@ -56,4 +64,14 @@ fn main() {
         std::process::exit(1);
     }
     println!("cargo::rustc-cfg=choreo_test_kernels");
+}
+
+/// Translates and compiles `co/*.co` with choreo-build. Sets `choreo_co_kernels` when the
+/// kernels were compiled (not a stub build).
+fn build_co_kernels() {
+    println!("cargo::rustc-check-cfg=cfg(choreo_co_kernels)");
+    let report = choreo_build::Builder::new().files("co/*.co").build(CO_KERNELS).unwrap_or_exit();
+    if report.library.is_some() {
+        println!("cargo::rustc-cfg=choreo_co_kernels");
+    }
 }

@@ -1,1 +1,954 @@
 //! The `build.rs` API of choreo: turn `.co` files into a static library and safe Rust wrappers.
+//!
+//! ```no_run
+//! // build.rs, in `fn main`:
+//! choreo_build::compile("src/kernels/*.co"); // defaults; reports and exits on error
+//! ```
+//!
+//! or, with options:
+//!
+//! ```no_run
+//! use choreo_build::UnwrapOrExit as _;
+//!
+//! choreo_build::Builder::new()
+//!     .files("src/kernels/**/*.co")
+//!     .arch("sm_90a")
+//!     .define("TILE", "64")
+//!     .nvcc_flag("-lineinfo")
+//!     .build("kernels")
+//!     .unwrap_or_exit();
+//! ```
+//!
+//! and in the crate: `choreo::include_kernels!("kernels");` (or `include_kernels!()` for the
+//! default name `kernels`).
+//!
+//! # What a build does
+//!
+//! 1. Expands the patterns (sorted, de-duplicated; a pattern matching nothing is an error) and
+//!    translates every `.co` file with `choreo-compiler` in library mode. All diagnostics of all
+//!    files are collected; any error stops the build before nvcc runs.
+//! 2. Writes, under `<OUT_DIR>/choreo/<name>/`, `choreo.h` and per file `<module>.cu` and
+//!    `<module>.rs` (the module is the file stem with `-`/`.` turned into `_`), and the index
+//!    `<OUT_DIR>/choreo/<name>.rs` with one `pub mod <module>` per file. Every file is written
+//!    only when its content changes.
+//! 3. Compiles each `.cu` with nvcc into its own object, in parallel (`NUM_JOBS` threads), unless
+//!    the object cache says it is up to date (see below), then archives the objects into
+//!    `lib<link name>.a`, where the link name is `choreo_<package>_<name>` (unique, so two
+//!    crates that both use the default name cannot pick up each other's library).
+//! 4. Prints the cargo directives: link the library, `cudart_static` (from the toolkit's library
+//!    folder), `dl`, `rt`, `pthread`, `stdc++`; `rerun-if-changed` for every `.co`, every local
+//!    header it includes, every glob's base directory; `rerun-if-env-changed` for every
+//!    environment variable read.
+//! 5. Writes a [`Report`] to `<OUT_DIR>/choreo/<name>.report` and returns it.
+//!
+//! nvcc flags: `-c -std=c++17 -O3 -gencode=arch=compute_XX,code=sm_XX` (plus
+//! `code=compute_XX` PTX for architectures without the `a` suffix), `-Xcompiler -fPIC`,
+//! `-DCHOREO_LEAN_PRELUDE` (unless [`Builder::lean_prelude`]`(false)`), the defines, `-I` the
+//! `.co` file's folder and [`Builder::include`] folders, `-ccbin` (see below), then the
+//! [`Builder::nvcc_flag`]s. Never `-rdc`, never `-G` (add it with `nvcc_flag` to debug device
+//! code), never `-arch=native`; nothing at build time needs a GPU.
+//!
+//! # The architecture
+//!
+//! [`Builder::arch`], else the `CHOREO_CUDA_ARCH` environment variable, else **`sm_90a`**
+//! (Hopper with its architecture-specific features, the target this project is built for).
+//!
+//! # Finding the CUDA toolkit
+//!
+//! `NVCC` → `CUDA_HOME`/`CUDA_PATH` → `nvcc` on `PATH` → the pip toolkit of `python3`
+//! (`<site-packages>/nvidia/cu13`) → the folder of `ci/install-cuda` (`$CHOREO_CUDA_CACHE`,
+//! else `~/.cache/choreo/cuda-13.0`, then `nvidia/cu13`) → stub mode. The CUDA version comes
+//! from `cuda_runtime_api.h`. The host compiler: `NVCC_CCBIN`, else `CUDAHOSTCXX`, else — for
+//! cross builds (`TARGET` ≠ `HOST`) — the target C++ compiler cc would use (`CXX_<target>`,
+//! …), else nvcc's default. Cross builds link `targets/<arch>-linux/lib` (`sbsa-linux` for
+//! aarch64) and pass `--target-directory`; a toolkit without the target's runtime is an error
+//! that says what to install.
+//!
+//! # Stub mode
+//!
+//! Without nvcc, with `CHOREO_NVCC=skip`, or on docs.rs (`DOCS_RS`), the `.co` files are still
+//! translated (their errors still fail the build) and the wrappers are still generated — in a
+//! form whose functions return `Err(choreo::Error::NotBuilt)` — but nothing is compiled or
+//! linked, and one `cargo::warning` says so and how to install nvcc. `cargo check`, clippy and
+//! rustdoc work without CUDA.
+//!
+//! # The object cache
+//!
+//! A no-op build runs nvcc zero times; changing one `.co` file recompiles only its `.cu`. Each
+//! object is stored with a key: the hash of the `.cu` text, `choreo.h`, the nvcc path, size,
+//! modification time and CUDA version, the whole nvcc command line and
+//! `NVCC_PREPEND_FLAGS`/`NVCC_APPEND_FLAGS`, plus the content hashes of the non-system headers
+//! nvcc reported reading (`-MD`). Changes to system headers under `/usr/` or to the host
+//! compiler itself are not detected (as in ccache's default mode): `cargo clean` after
+//! upgrading them.
+//!
+//! # Errors
+//!
+//! [`Builder::build`] returns an [`Error`] and never panics. [`UnwrapOrExit::unwrap_or_exit`]
+//! (and [`compile`]) print it — every diagnostic rendered like rustc, nvcc's output — to
+//! stderr, which cargo shows for a failing build script, print one `cargo::error=` summary line
+//! per failing file and exit with status 1. Warnings of the translator are passed on as
+//! `cargo::warning=` lines (and rendered on stderr, visible with `cargo build -vv`).
+//!
+//! # Inspecting the generated sources
+//!
+//! [`Builder::emit_sources_to`] or the `CHOREO_DUMP_DIR` environment variable copy the
+//! generated files to a folder of your choice: `<dir>/<name>/<module>.cu`, `.rs`, `choreo.h`
+//! and `<dir>/<name>.rs`.
+
+mod env;
+mod error;
+mod hash;
+mod inputs;
+mod nvcc;
+mod output;
+mod rust;
+mod toolkit;
+
+pub use error::{Error, FileDiagnostics, NvccFailure};
+pub use toolkit::{FoundBy, StubReason, Toolkit};
+
+use choreo_compiler::compile::{Arch, CompileOptions, OutputMode};
+use choreo_compiler::diagnostics::{Severity, render_human};
+use choreo_compiler::source::SourceDb;
+use env::Env;
+use error::{one_line, plural};
+use hash::Digest;
+use inputs::Input;
+use nvcc::{CacheState, Job, JobError, NvccConfig};
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use toolkit::{Discovery, Target};
+
+/// The output name used by [`compile`] and expected by `choreo::include_kernels!()`.
+pub const DEFAULT_NAME: &str = "kernels";
+
+/// The default architecture when neither [`Builder::arch`] nor `CHOREO_CUDA_ARCH` set one.
+pub const DEFAULT_ARCH: &str = "sm_90a";
+
+/// The CUDA major version that choreo-sys binds (it links no other `cudart`).
+const SUPPORTED_CUDA_MAJOR: u32 = 13;
+
+/// Most local headers followed through `#include "…"` per `.co` file for `rerun-if-changed`.
+const MAX_LOCAL_INCLUDES: usize = 256;
+
+/// Compiles the `.co` files matching `pattern` with the defaults, under the name
+/// [`DEFAULT_NAME`]; on failure prints the error for cargo and exits with status 1.
+///
+/// ```no_run
+/// // build.rs, in `fn main`:
+/// choreo_build::compile("src/kernels/*.co");
+/// ```
+pub fn compile(pattern: &str) -> Report {
+    Builder::new().files(pattern).build(DEFAULT_NAME).unwrap_or_exit()
+}
+
+/// Configures and runs a build of `.co` files (see the crate docs).
+#[derive(Debug, Clone)]
+pub struct Builder {
+    files: Vec<PathBuf>,
+    patterns: Vec<String>,
+    arch: Option<String>,
+    defines: Vec<(String, Option<String>)>,
+    nvcc_flags: Vec<String>,
+    include_dirs: Vec<PathBuf>,
+    runtime_checks: bool,
+    out_dir: Option<PathBuf>,
+    dump_dir: Option<PathBuf>,
+    lean_prelude: bool,
+    cargo_metadata: bool,
+}
+
+impl Default for Builder {
+    fn default() -> Builder {
+        Builder::new()
+    }
+}
+
+impl Builder {
+    /// A builder with no inputs and the defaults: architecture from `CHOREO_CUDA_ARCH` or
+    /// [`DEFAULT_ARCH`], runtime checks on, lean prelude on, cargo directives printed.
+    pub fn new() -> Builder {
+        Builder {
+            files: Vec::new(),
+            patterns: Vec::new(),
+            arch: None,
+            defines: Vec::new(),
+            nvcc_flags: Vec::new(),
+            include_dirs: Vec::new(),
+            runtime_checks: true,
+            out_dir: None,
+            dump_dir: None,
+            lean_prelude: true,
+            cargo_metadata: true,
+        }
+    }
+
+    /// Adds one `.co` file (relative paths are relative to the package directory, where cargo
+    /// runs build scripts).
+    pub fn file(&mut self, path: impl AsRef<Path>) -> &mut Builder {
+        self.files.push(path.as_ref().to_path_buf());
+        self
+    }
+
+    /// Adds the `.co` files matching a glob pattern (`src/kernels/**/*.co`). May be called more
+    /// than once; a pattern matching no file is an error of [`Builder::build`].
+    pub fn files(&mut self, pattern: impl Into<String>) -> &mut Builder {
+        self.patterns.push(pattern.into());
+        self
+    }
+
+    /// Sets the CUDA architecture (`sm_70` … `sm_120`, `sm_90a`); overrides `CHOREO_CUDA_ARCH`.
+    pub fn arch(&mut self, arch: impl Into<String>) -> &mut Builder {
+        self.arch = Some(arch.into());
+        self
+    }
+
+    /// Defines a macro with a value, like `-DNAME=VALUE`, for the Choreo preprocessor and nvcc.
+    pub fn define(&mut self, name: impl Into<String>, value: impl Into<String>) -> &mut Builder {
+        self.defines.push((name.into(), Some(value.into())));
+        self
+    }
+
+    /// Defines a macro without a value (it expands to `1`), like `-DNAME`.
+    pub fn define_flag(&mut self, name: impl Into<String>) -> &mut Builder {
+        self.defines.push((name.into(), None));
+        self
+    }
+
+    /// Adds a flag to every nvcc command line (after the ones choreo-build sets).
+    pub fn nvcc_flag(&mut self, flag: impl Into<String>) -> &mut Builder {
+        self.nvcc_flags.push(flag.into());
+        self
+    }
+
+    /// Adds an include directory for the host and device code (`-I`). The folder of each
+    /// `.co` file is always searched.
+    pub fn include(&mut self, dir: impl AsRef<Path>) -> &mut Builder {
+        self.include_dirs.push(dir.as_ref().to_path_buf());
+        self
+    }
+
+    /// Whether the generated code checks shapes and launch bounds at run time (default true).
+    pub fn runtime_checks(&mut self, enabled: bool) -> &mut Builder {
+        self.runtime_checks = enabled;
+        self
+    }
+
+    /// Where to write outputs, instead of cargo's `OUT_DIR`. `choreo::include_kernels!` reads
+    /// from `OUT_DIR`, so this is for use outside build scripts.
+    pub fn out_dir(&mut self, dir: impl AsRef<Path>) -> &mut Builder {
+        self.out_dir = Some(dir.as_ref().to_path_buf());
+        self
+    }
+
+    /// Also copies the generated `.cu`, `.rs` and `choreo.h` to `dir` (for inspection); the
+    /// `CHOREO_DUMP_DIR` environment variable does the same when this is not called.
+    pub fn emit_sources_to(&mut self, dir: impl AsRef<Path>) -> &mut Builder {
+        self.dump_dir = Some(dir.as_ref().to_path_buf());
+        self
+    }
+
+    /// Whether to compile with `-DCHOREO_LEAN_PRELUDE` (default true): `choreo.h` then leaves
+    /// out the standard headers that upstream's header adds for host code besides the ones it
+    /// needs (`<future>`, `<thread>`, `<chrono>`, …), which saves seconds of nvcc time per file.
+    /// Turn it off for host code that uses those without including them.
+    pub fn lean_prelude(&mut self, enabled: bool) -> &mut Builder {
+        self.lean_prelude = enabled;
+        self
+    }
+
+    /// Whether to print `cargo::` directives (default true). Without them nothing is linked:
+    /// for use outside build scripts.
+    pub fn cargo_metadata(&mut self, enabled: bool) -> &mut Builder {
+        self.cargo_metadata = enabled;
+        self
+    }
+
+    /// Runs the build. `name` names the output: `choreo::include_kernels!("<name>")` includes
+    /// its Rust modules. It must be letters, digits, `_` and `-`, not starting with a digit.
+    pub fn build(&self, name: &str) -> Result<Report, Error> {
+        let env = Env::process();
+        let mut cargo = Cargo::new(self.cargo_metadata);
+        let result = self.build_in(&env, &mut cargo, name);
+        // Also on failure: cargo must rerun when any of these change.
+        for var in env.read_vars() {
+            cargo.line(&format!("rerun-if-env-changed={var}"));
+        }
+        result
+    }
+
+    fn build_in(&self, env: &Env, cargo: &mut Cargo, name: &str) -> Result<Report, Error> {
+        let valid_name = name.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+        if !valid_name {
+            return Err(Error::InvalidName { name: name.to_owned() });
+        }
+        let out_dir = match &self.out_dir {
+            Some(dir) => dir.clone(),
+            None => env
+                .non_empty("OUT_DIR")
+                .map(PathBuf::from)
+                .ok_or(Error::MissingEnv { var: "OUT_DIR" })?,
+        };
+        let layout = Layout { choreo_dir: out_dir.join("choreo"), name: name.to_owned() };
+        let arch = self.resolve_arch(env)?;
+        let target = Target::from_env(env);
+
+        let inputs = self.inputs(cargo)?;
+        let translated = self.translate(&inputs, arch, cargo)?;
+        let discovery = toolkit::discover(env, &target)?;
+        let stub = matches!(discovery, Discovery::Stub(_));
+        let mut generated = write_sources(&layout, &translated, stub)?;
+        let dump_dir =
+            self.dump_dir.clone().or_else(|| env.non_empty("CHOREO_DUMP_DIR").map(PathBuf::from));
+        if let Some(dir) = &dump_dir {
+            dump(dir, &layout, generated.iter().map(|file| &file.report))?;
+        }
+        let mut report = Report {
+            name: name.to_owned(),
+            arch: arch.to_string(),
+            files: Vec::new(),
+            index_rs: layout.index_rs(),
+            library: None,
+            toolkit: None,
+            stub: None,
+            nvcc_runs: 0,
+            cache_hits: 0,
+            warnings: translated.iter().map(|file| file.warnings).sum(),
+            dump_dir,
+        };
+
+        let toolkit = match discovery {
+            Discovery::Stub(reason) => {
+                cargo.line(&format!(
+                    "warning=choreo-build: the .co kernels of `{name}` are not compiled ({}); \
+                     their Rust wrappers return Err(choreo::Error::NotBuilt)",
+                    one_line(&reason.to_string())
+                ));
+                report.files = generated.into_iter().map(|file| file.report).collect();
+                report.stub = Some(reason);
+                write_report(&layout, &report)?;
+                return Ok(report);
+            }
+            Discovery::Found(toolkit) => toolkit,
+        };
+        if toolkit.version / 1000 != SUPPORTED_CUDA_MAJOR {
+            cargo.line(&format!(
+                "warning=choreo-build: using CUDA {} from {}; choreo and choreo-sys are written \
+                 for CUDA {SUPPORTED_CUDA_MAJOR}.x (choreo-sys links no other), so the kernels \
+                 may not run",
+                toolkit.version_string(),
+                toolkit.root.display()
+            ));
+        }
+
+        let config = self.nvcc_config(env, &target, &toolkit, arch)?;
+        let objects = compile_objects(&config, &layout, &mut generated, env, cargo)?;
+        report.nvcc_runs = generated.iter().filter(|file| file.report.compiled).count();
+        report.cache_hits = generated.len() - report.nvcc_runs;
+
+        // The library and the link lines.
+        let link_name = link_name(env, name);
+        let lib_dir = layout.choreo_dir.join("lib");
+        std::fs::create_dir_all(&lib_dir)
+            .map_err(|e| Error::io("create directory", &lib_dir, e))?;
+        let lib_path = lib_dir.join(format!("lib{link_name}.a"));
+        let rebuilt = nvcc::archive(archiver(env, &out_dir), &lib_path, &objects)?;
+        cargo.line(&format!("rustc-link-search=native={}", absolute(&lib_dir)?.display()));
+        cargo.line(&format!("rustc-link-lib=static={link_name}"));
+        cargo.line(&format!("rustc-link-search=native={}", toolkit.lib_dir.display()));
+        cargo.line("rustc-link-lib=static=cudart_static");
+        if target.os == "linux" {
+            // cudart_static loads the driver with dlopen and uses POSIX timers and threads; the
+            // objects are C++.
+            for lib in ["dl", "rt", "pthread", "stdc++"] {
+                cargo.line(&format!("rustc-link-lib=dylib={lib}"));
+            }
+        }
+        report.library = Some(Library { link_name, path: lib_path, rebuilt });
+        report.files = generated.into_iter().map(|file| file.report).collect();
+        report.toolkit = Some(toolkit);
+        write_report(&layout, &report)?;
+        Ok(report)
+    }
+
+    /// The input files, sorted and with module names; prints what cargo must watch.
+    fn inputs(&self, cargo: &mut Cargo) -> Result<Vec<Input>, Error> {
+        let (paths, watch_dirs) = inputs::collect(&self.files, &self.patterns)?;
+        for dir in &watch_dirs {
+            cargo.line(&format!("rerun-if-changed={}", dir.display()));
+        }
+        for path in &paths {
+            cargo.line(&format!("rerun-if-changed={}", path.display()));
+        }
+        inputs::assign_modules(paths)
+    }
+
+    /// Translates every input; all diagnostics of all files are collected, and any error fails
+    /// the build. Warnings become cargo warnings (and are rendered on stderr).
+    fn translate(
+        &self,
+        inputs: &[Input],
+        arch: Arch,
+        cargo: &mut Cargo,
+    ) -> Result<Vec<Translated>, Error> {
+        let options = CompileOptions {
+            defines: self.defines.clone(),
+            arch,
+            mode: OutputMode::Library,
+            runtime_checks: self.runtime_checks,
+        };
+        let mut translated = Vec::new();
+        let mut failed = Vec::new();
+        for input in inputs {
+            let text = read_source(&input.path)?;
+            let co_dir = absolute(input.path.parent().unwrap_or(Path::new("")))?;
+            for header in inputs::local_includes(&text, &co_dir, MAX_LOCAL_INCLUDES) {
+                cargo.line(&format!("rerun-if-changed={}", header.display()));
+            }
+            let mut db = SourceDb::new();
+            let file = db.add(input.path.display().to_string(), text);
+            let compilation = choreo_compiler::compile::compile(&db, file, &options);
+            let errors = compilation.diagnostics.iter().filter(|d| d.is_error()).count();
+            let mut warnings = 0;
+            for warning in
+                compilation.diagnostics.iter().filter(|d| d.severity == Severity::Warning)
+            {
+                warnings += 1;
+                cargo.line(&format!(
+                    "warning={}: warning[{}]: {}",
+                    db.location(warning.primary.span),
+                    warning.code,
+                    one_line(&warning.message)
+                ));
+            }
+            let rendered = render_human(&db, &compilation.diagnostics);
+            match compilation.cu {
+                Some(cu) if errors == 0 => {
+                    eprint!("{rendered}");
+                    translated.push(Translated {
+                        input: input.clone(),
+                        co_dir,
+                        cu,
+                        program: compilation.program,
+                        warnings,
+                    });
+                }
+                _ => failed.push(FileDiagnostics {
+                    file: input.path.clone(),
+                    errors: errors.max(1),
+                    warnings,
+                    rendered,
+                }),
+            }
+        }
+        if failed.is_empty() { Ok(translated) } else { Err(Error::Diagnostics(failed)) }
+    }
+
+    fn resolve_arch(&self, env: &Env) -> Result<Arch, Error> {
+        let (value, origin) = match &self.arch {
+            Some(arch) => (arch.clone(), "Builder::arch"),
+            None => match env.text("CHOREO_CUDA_ARCH") {
+                Some(arch) => (arch, "CHOREO_CUDA_ARCH"),
+                None => (DEFAULT_ARCH.to_owned(), "the default architecture"),
+            },
+        };
+        value.parse::<Arch>().map_err(|e| Error::InvalidArch { origin, message: e.to_string() })
+    }
+
+    fn nvcc_config(
+        &self,
+        env: &Env,
+        target: &Target,
+        toolkit: &Toolkit,
+        arch: Arch,
+    ) -> Result<NvccConfig, Error> {
+        let ccbin = match env.non_empty("NVCC_CCBIN").or_else(|| env.non_empty("CUDAHOSTCXX")) {
+            Some(ccbin) => Some(PathBuf::from(ccbin)),
+            None if target.cross => Some(cross_cxx(target)?),
+            None => None,
+        };
+        let include_dirs =
+            self.include_dirs.iter().map(|dir| absolute(dir)).collect::<Result<Vec<_>, _>>()?;
+        let env_flags = ["NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS"]
+            .into_iter()
+            .filter_map(|var| env.text(var).map(|value| (var, value)))
+            .collect();
+        Ok(NvccConfig {
+            toolkit: toolkit.clone(),
+            arch,
+            defines: self.defines.clone(),
+            include_dirs,
+            ccbin,
+            target_dir: if target.cross { target.toolkit_dir() } else { None },
+            lean_prelude: self.lean_prelude,
+            pic: target.os != "windows",
+            user_flags: self.nvcc_flags.clone(),
+            env_flags,
+        })
+    }
+}
+
+/// Reads a `.co` file as UTF-8.
+fn read_source(path: &Path) -> Result<String, Error> {
+    let bytes = std::fs::read(path).map_err(|e| Error::io("read", path, e))?;
+    String::from_utf8(bytes).map_err(|e| Error::NotUtf8 {
+        path: path.to_path_buf(),
+        offset: e.utf8_error().valid_up_to(),
+    })
+}
+
+/// `path` made absolute against the current directory (the package directory in a build
+/// script), without resolving links.
+fn absolute(path: &Path) -> Result<PathBuf, Error> {
+    std::path::absolute(path).map_err(|e| Error::io("resolve", path, e))
+}
+
+/// The number of parallel nvcc runs: cargo's `NUM_JOBS`, else the available parallelism.
+fn jobs_from_env(env: &Env) -> usize {
+    env.text("NUM_JOBS")
+        .and_then(|jobs| jobs.parse().ok())
+        .or_else(|| std::thread::available_parallelism().ok().map(usize::from))
+        .unwrap_or(1)
+}
+
+/// The library's link name: `choreo_<package>_<name>`, with `-` as `_`.
+fn link_name(env: &Env, name: &str) -> String {
+    let name = match env.text("CARGO_PKG_NAME") {
+        Some(package) => format!("choreo_{package}_{name}"),
+        None => format!("choreo_{name}"),
+    };
+    name.replace('-', "_")
+}
+
+/// The target's C++ compiler as cc would choose it (for nvcc's `-ccbin` in cross builds).
+fn cross_cxx(target: &Target) -> Result<PathBuf, Error> {
+    cc::Build::new().cpp(true).try_get_compiler().map(|tool| tool.path().to_path_buf()).map_err(
+        |e| Error::Toolkit {
+            root: PathBuf::new(),
+            message: format!(
+                "cross build for {}: cannot determine the target's C++ compiler for nvcc's \
+                 -ccbin ({e}); set NVCC_CCBIN or CXX_{}",
+                target.triple,
+                target.triple.replace('-', "_")
+            ),
+        },
+    )
+}
+
+/// The archiver: cc's choice for the cargo target (`AR`, cross prefixes) in a build script,
+/// plain `ar` outside one.
+fn archiver(env: &Env, out_dir: &Path) -> Command {
+    if env.is_process() && env.text("TARGET").is_some() {
+        if let Ok(ar) = cc::Build::new().out_dir(out_dir).try_get_archiver() {
+            return ar;
+        }
+    }
+    Command::new("ar")
+}
+
+/// Passes nvcc's output on: all of it to stderr (shown by `cargo build -vv` and on failure),
+/// and its warnings about the user's own lines — those that name the `.co` file, through the
+/// `#line` directives of host code — as cargo warnings. Warnings about generated lines are not
+/// something the user can act on, so they stay on stderr.
+fn forward_nvcc_warnings(cargo: &mut Cargo, co: &Path, output: &str) {
+    if output.trim().is_empty() {
+        return;
+    }
+    eprintln!("nvcc output for {}:\n{}", co.display(), output.trim_end());
+    const MAX: usize = 5;
+    let co_name = co.display().to_string();
+    let warnings: Vec<&str> = output
+        .lines()
+        .map(str::trim)
+        .filter(|line| line.starts_with(&co_name) && line.contains("warning"))
+        .collect();
+    for line in warnings.iter().take(MAX) {
+        cargo.line(&format!("warning=nvcc: {}", one_line(line)));
+    }
+    if warnings.len() > MAX {
+        cargo.line(&format!(
+            "warning={}: nvcc: {} more (see the build script's stderr)",
+            co.display(),
+            plural(warnings.len() - MAX, "warning")
+        ));
+    }
+}
+
+/// Where a build's files go: everything under `<OUT_DIR>/choreo/`.
+struct Layout {
+    /// `<OUT_DIR>/choreo`.
+    choreo_dir: PathBuf,
+    /// The build's name.
+    name: String,
+}
+
+impl Layout {
+    /// `<OUT_DIR>/choreo/<name>/`: `choreo.h`, the `.cu` and `.rs` files, `obj/`.
+    fn generated_dir(&self) -> PathBuf {
+        self.choreo_dir.join(&self.name)
+    }
+
+    /// `<OUT_DIR>/choreo/<name>.rs`, the index.
+    fn index_rs(&self) -> PathBuf {
+        self.choreo_dir.join(format!("{}.rs", self.name))
+    }
+
+    /// `<OUT_DIR>/choreo/<name>/choreo.h`.
+    fn header(&self) -> PathBuf {
+        self.generated_dir().join("choreo.h")
+    }
+}
+
+/// A `.co` file that translated without errors.
+struct Translated {
+    input: Input,
+    /// Its folder, absolute (for `-I`).
+    co_dir: PathBuf,
+    /// The `.cu` text.
+    cu: String,
+    /// The checked program (what the Rust wrappers are generated from).
+    program: Option<choreo_compiler::hir::Program>,
+    /// How many warnings it drew.
+    warnings: usize,
+}
+
+/// A file whose sources are written.
+struct Generated {
+    input: Input,
+    co_dir: PathBuf,
+    cu_digest: Digest,
+    report: FileReport,
+}
+
+/// Writes `choreo.h`, every `.cu` and `.rs` and the index (each only if it changed).
+fn write_sources(
+    layout: &Layout,
+    translated: &[Translated],
+    stub: bool,
+) -> Result<Vec<Generated>, Error> {
+    let dir = layout.generated_dir();
+    output::write_if_changed(&layout.header(), choreo_compiler::compile::CHOREO_H)?;
+    let mut generated = Vec::with_capacity(translated.len());
+    let mut entries = Vec::with_capacity(translated.len());
+    for file in translated {
+        let source = file.input.path.display().to_string();
+        let rs_text = rust::module_text(&source, file.program.as_ref(), stub);
+        let cu = dir.join(format!("{}.cu", file.input.module));
+        let rs = dir.join(format!("{}.rs", file.input.module));
+        let cu_written = output::write_if_changed(&cu, &file.cu)?;
+        let rs_written = output::write_if_changed(&rs, &rs_text)?;
+        entries.push((
+            file.input.module.clone(),
+            source,
+            format!("choreo/{}/{}.rs", layout.name, file.input.module),
+        ));
+        generated.push(Generated {
+            input: file.input.clone(),
+            co_dir: file.co_dir.clone(),
+            cu_digest: Digest::of(&file.cu),
+            report: FileReport {
+                source: file.input.path.clone(),
+                module: file.input.module.clone(),
+                cu,
+                rs,
+                object: None,
+                cu_written,
+                rs_written,
+                compiled: false,
+            },
+        });
+    }
+    let entries: Vec<output::IndexEntry<'_>> = entries
+        .iter()
+        .map(|(module, source, rs)| output::IndexEntry {
+            module,
+            source,
+            rs_from_out_dir: rs.clone(),
+        })
+        .collect();
+    output::write_if_changed(&layout.index_rs(), &output::index_text(&layout.name, &entries))?;
+    Ok(generated)
+}
+
+/// Brings every object up to date: cache check, parallel nvcc runs for the stale ones. Returns
+/// the objects with their keys (for the archive) and marks the compiled files in `generated`.
+fn compile_objects(
+    config: &NvccConfig,
+    layout: &Layout,
+    generated: &mut [Generated],
+    env: &Env,
+    cargo: &mut Cargo,
+) -> Result<Vec<(PathBuf, Digest)>, Error> {
+    let header_digest = Digest::of(choreo_compiler::compile::CHOREO_H);
+    let obj_dir = layout.generated_dir().join("obj");
+    std::fs::create_dir_all(&obj_dir).map_err(|e| Error::io("create directory", &obj_dir, e))?;
+    let mut objects = Vec::with_capacity(generated.len());
+    let mut stale = Vec::new();
+    let mut deps_of = vec![Vec::new(); generated.len()];
+    for (index, file) in generated.iter_mut().enumerate() {
+        let job = Job {
+            co: file.input.path.clone(),
+            co_dir: file.co_dir.clone(),
+            cu: absolute(&file.report.cu)?,
+            object: absolute(&obj_dir.join(format!("{}.o", file.input.module)))?,
+        };
+        let key = config.key(&job, file.cu_digest, header_digest);
+        file.report.object = Some(job.object.clone());
+        objects.push((job.object.clone(), key));
+        match nvcc::check_cache(&job, key) {
+            CacheState::Fresh(deps) => deps_of[index] = deps,
+            CacheState::Stale => stale.push((index, job, key)),
+        }
+    }
+    let jobs: Vec<(Job, Digest)> = stale.iter().map(|(_, job, key)| (job.clone(), *key)).collect();
+    let results = nvcc::compile_all(config, &jobs, jobs_from_env(env));
+    let mut failures = Vec::new();
+    for ((index, job, _), result) in stale.iter().zip(results) {
+        match result {
+            Ok(compiled) => {
+                generated[*index].report.compiled = true;
+                deps_of[*index] = compiled.deps;
+                forward_nvcc_warnings(cargo, &job.co, &compiled.output);
+            }
+            Err(JobError::Failed(failure)) => failures.push(failure),
+            Err(JobError::Fatal(error)) => return Err(error),
+        }
+    }
+    // Headers nvcc read besides the generated ones (also those found by scanning `#include`,
+    // plus any that are included through `-I` folders or macros).
+    let mut watched: Vec<&PathBuf> = deps_of.iter().flatten().collect();
+    watched.sort();
+    watched.dedup();
+    for dep in watched {
+        cargo.line(&format!("rerun-if-changed={}", dep.display()));
+    }
+    if failures.is_empty() { Ok(objects) } else { Err(Error::Nvcc(failures)) }
+}
+
+/// Copies the generated files to the dump folder (each only when its content differs):
+/// `<dir>/<name>.rs` and `<dir>/<name>/{choreo.h, <module>.cu, <module>.rs}`.
+fn dump<'a>(
+    dir: &Path,
+    layout: &Layout,
+    files: impl Iterator<Item = &'a FileReport>,
+) -> Result<(), Error> {
+    let copy = |from: &Path, to: &Path| -> Result<(), Error> {
+        let text = std::fs::read_to_string(from).map_err(|e| Error::io("read", from, e))?;
+        output::write_if_changed(to, &text).map(|_| ())
+    };
+    let sub = dir.join(&layout.name);
+    copy(&layout.index_rs(), &dir.join(format!("{}.rs", layout.name)))?;
+    copy(&layout.header(), &sub.join("choreo.h"))?;
+    for file in files {
+        for generated in [&file.cu, &file.rs] {
+            if let Some(file_name) = generated.file_name() {
+                copy(generated, &sub.join(file_name))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn write_report(layout: &Layout, report: &Report) -> Result<(), Error> {
+    let path = layout.choreo_dir.join(format!("{}.report", layout.name));
+    std::fs::write(&path, report.to_string()).map_err(|e| Error::io("write", path, e))
+}
+
+/// Prints `cargo::` directives (or nothing, when disabled), each distinct line once.
+struct Cargo {
+    enabled: bool,
+    printed: std::collections::HashSet<String>,
+}
+
+impl Cargo {
+    fn new(enabled: bool) -> Cargo {
+        Cargo { enabled, printed: Default::default() }
+    }
+
+    fn line(&mut self, directive: &str) {
+        if self.enabled && self.printed.insert(directive.to_owned()) {
+            println!("cargo::{directive}");
+        }
+    }
+}
+
+/// What a build did.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Report {
+    /// The output name given to [`Builder::build`].
+    pub name: String,
+    /// The CUDA architecture compiled for, e.g. `sm_90a`.
+    pub arch: String,
+    /// Every input, in build order.
+    pub files: Vec<FileReport>,
+    /// `<OUT_DIR>/choreo/<name>.rs`, the index that `choreo::include_kernels!` includes.
+    pub index_rs: PathBuf,
+    /// The static library (absent in stub mode).
+    pub library: Option<Library>,
+    /// The CUDA toolkit used (absent in stub mode).
+    pub toolkit: Option<Toolkit>,
+    /// Why nothing was compiled, in stub mode.
+    pub stub: Option<StubReason>,
+    /// How many times nvcc ran (one per `.cu` whose cache entry was stale).
+    pub nvcc_runs: usize,
+    /// How many objects were up to date.
+    pub cache_hits: usize,
+    /// Warnings reported by the translator.
+    pub warnings: usize,
+    /// Where the generated sources were copied, if anywhere.
+    pub dump_dir: Option<PathBuf>,
+}
+
+/// What happened to one `.co` file.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct FileReport {
+    /// The `.co` file.
+    pub source: PathBuf,
+    /// Its Rust module name.
+    pub module: String,
+    /// The generated `.cu`.
+    pub cu: PathBuf,
+    /// The generated `.rs`.
+    pub rs: PathBuf,
+    /// The object file (absent in stub mode).
+    pub object: Option<PathBuf>,
+    /// Whether the `.cu` file was (re)written (its content changed).
+    pub cu_written: bool,
+    /// Whether the `.rs` file was (re)written.
+    pub rs_written: bool,
+    /// Whether nvcc compiled it in this build (false: cache hit, or stub mode).
+    pub compiled: bool,
+}
+
+/// The static library of a build.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Library {
+    /// The name given to `rustc-link-lib` (`choreo_<package>_<name>`).
+    pub link_name: String,
+    /// `lib<link_name>.a`.
+    pub path: PathBuf,
+    /// Whether it was (re)created in this build.
+    pub rebuilt: bool,
+}
+
+impl fmt::Display for Report {
+    /// `key=value` lines (the format of `<OUT_DIR>/choreo/<name>.report`).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "name={}", self.name)?;
+        writeln!(f, "arch={}", self.arch)?;
+        match (&self.stub, &self.toolkit) {
+            (Some(reason), _) => {
+                writeln!(f, "mode=stub\nstub_reason={}", one_line(&reason.to_string()))?
+            }
+            (None, Some(toolkit)) => writeln!(
+                f,
+                "mode=nvcc\nnvcc={}\ncuda_version={}\nnvcc_found_by={}\ncudart_lib_dir={}",
+                toolkit.nvcc.display(),
+                toolkit.version_string(),
+                toolkit.found_by,
+                toolkit.lib_dir.display()
+            )?,
+            (None, None) => writeln!(f, "mode=unknown")?,
+        }
+        writeln!(f, "index_rs={}", self.index_rs.display())?;
+        if let Some(library) = &self.library {
+            writeln!(
+                f,
+                "library={}\nlink_name={}\nlibrary_rebuilt={}",
+                library.path.display(),
+                library.link_name,
+                library.rebuilt
+            )?;
+        }
+        writeln!(
+            f,
+            "nvcc_runs={}\ncache_hits={}\nwarnings={}",
+            self.nvcc_runs, self.cache_hits, self.warnings
+        )?;
+        if let Some(dir) = &self.dump_dir {
+            writeln!(f, "dump_dir={}", dir.display())?;
+        }
+        for file in &self.files {
+            writeln!(
+                f,
+                "file={} module={} compiled={} cu_written={} rs_written={} cu={} rs={}",
+                file.source.display(),
+                file.module,
+                file.compiled,
+                file.cu_written,
+                file.rs_written,
+                file.cu.display(),
+                file.rs.display()
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// `unwrap_or_exit` for build results: the way a build script ends on an error.
+pub trait UnwrapOrExit<T> {
+    /// The value, or — on an error — print it for cargo ([`Error::report_to_cargo`]) and exit
+    /// the build script with status 1 (no panic, no backtrace).
+    fn unwrap_or_exit(self) -> T;
+}
+
+impl<T> UnwrapOrExit<T> for Result<T, Error> {
+    fn unwrap_or_exit(self) -> T {
+        match self {
+            Ok(value) => value,
+            Err(error) => {
+                error.report_to_cargo();
+                std::process::exit(1)
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arch_comes_from_the_builder_then_the_environment_then_the_default() {
+        let env = Env::fixed([("CHOREO_CUDA_ARCH", "sm_80")]);
+        assert_eq!(Builder::new().arch("sm_86").resolve_arch(&env).unwrap().to_string(), "sm_86");
+        assert_eq!(Builder::new().resolve_arch(&env).unwrap().to_string(), "sm_80");
+        let none = Env::fixed([]);
+        assert_eq!(Builder::new().resolve_arch(&none).unwrap().to_string(), DEFAULT_ARCH);
+        let bad = Env::fixed([("CHOREO_CUDA_ARCH", "sm_91")]);
+        let error = Builder::new().resolve_arch(&bad).unwrap_err().to_string();
+        assert!(error.contains("CHOREO_CUDA_ARCH") && error.contains("sm_91"), "{error}");
+        let error = Builder::new().arch("native").resolve_arch(&none).unwrap_err().to_string();
+        assert!(error.contains("Builder::arch"), "{error}");
+    }
+
+    #[test]
+    fn link_names_are_unique_per_package() {
+        let env = Env::fixed([("CARGO_PKG_NAME", "my-app")]);
+        assert_eq!(link_name(&env, "kernels"), "choreo_my_app_kernels");
+        assert_eq!(link_name(&Env::fixed([]), "k"), "choreo_k");
+    }
+
+    #[test]
+    fn invalid_names_are_rejected_before_anything_is_read() {
+        let mut cargo = Cargo::new(false);
+        for name in ["", "1x", "a/b", "a.b", "../x"] {
+            let error =
+                Builder::new().out_dir("/nonexistent").build_in(&Env::fixed([]), &mut cargo, name);
+            assert!(matches!(error, Err(Error::InvalidName { .. })), "{name}");
+        }
+    }
+
+    #[test]
+    fn missing_out_dir_is_a_clear_error() {
+        let mut cargo = Cargo::new(false);
+        let error = Builder::new().build_in(&Env::fixed([]), &mut cargo, "k").unwrap_err();
+        assert!(matches!(error, Error::MissingEnv { var: "OUT_DIR" }), "{error}");
+    }
+}

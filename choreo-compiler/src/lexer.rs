@@ -495,12 +495,16 @@ impl<'a> Lexer<'a> {
             "u" | "ul" | "lu" => (true, false),
             "ull" | "llu" => (true, true),
             _ => {
-                self.error(
+                let mut d = Diagnostic::error(
                     "E0205",
-                    digits_end,
-                    i,
+                    self.span(digits_end, i),
                     format!("invalid suffix '{suffix}' on integer literal '{text}'"),
                 );
+                if suffix.starts_with(['e', 'E']) {
+                    // `1e-3`: the exponent form, as for floating literals below.
+                    d = d.with_note("floating literals have no exponent form (spec §2.2)");
+                }
+                self.diags.push(d);
                 (false, false)
             }
         };
@@ -693,8 +697,15 @@ impl<'a> Lexer<'a> {
                     .with_label("expected '(' after at most 16 delimiter characters")
                     .with_help("write raw strings as R\"(text)\" or R\"delim(text)delim\""),
             );
-            self.pos = end;
-            self.push(TokenKind::Error, start, end);
+            // A delimiter that is only too long still has a recognisable body: skip through
+            // its `)delim"` too, so that the body text does not produce follow-up errors.
+            let terminator = format!("){delim}\"");
+            let body_end = (self.byte(i) == Some(b'('))
+                .then(|| self.src.get(i + 1..).and_then(|rest| rest.find(&terminator)))
+                .flatten()
+                .map_or(end, |off| i + 1 + off + terminator.len());
+            self.pos = body_end;
+            self.push(TokenKind::Error, start, body_end);
             return;
         }
         let body_start = i + 1;

@@ -3,16 +3,17 @@
 //! The pipeline is one module per stage (see `shared/design.md` §2):
 //! `source` → `preprocess` → `lexer` → `parser` (→ `ast`) → `sema` → `lower` → `emit`.
 
-pub mod diagnostics;
-pub mod preprocess;
-pub mod source;
-pub mod hir;
 pub mod ast;
-pub mod lexer;
-pub mod token;
-pub mod parser;
-pub mod frontend;
+pub mod compile;
+pub mod diagnostics;
 pub mod dump;
-pub mod sema;
-pub mod lower;
 pub mod emit;
+pub mod frontend;
+pub mod hir;
+pub mod lexer;
+pub mod lower;
+pub mod parser;
+pub mod preprocess;
+pub mod sema;
+pub mod source;
+pub mod token;

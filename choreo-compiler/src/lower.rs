@@ -49,9 +49,9 @@ pub struct FunctionPlan {
     /// Whether some launch may still run when the function returns (an `.async` launch that is
     /// not followed by a synchronisation, spec §8.5).
     pub leaves_async_work: bool,
-    /// For a function with asynchronous launches and a spanned return: the stream the returned
-    /// value is copied on (the stream of the first asynchronous launch in source order; `None`
-    /// is the default stream).
+    /// The stream the returned value of a spanned return is copied on: the first `stream`
+    /// parameter in parameter order (`None`: the legacy default stream). The Rust wrapper stages
+    /// its data on the same stream.
     pub result_stream: Option<ParamId>,
     /// The non-`global` spanned parameters that some `return` returns (the C++ wrapper copies
     /// their device data back into the caller's buffer when it returns them, spec §7.3).
@@ -160,21 +160,13 @@ fn lower_function(f: &hir::Function, arch: Arch, diags: &mut Diagnostics) -> Fun
         diags,
         kernels: vec![None; f.kernel_count as usize],
         has_inout: f.params.iter().any(|p| p.kind == ParamKind::HostInOut),
-        first_async_stream: None,
         leaves_async_work: false,
         returned_params: BTreeSet::new(),
         returns_global_param: false,
     };
     lowerer.check_types();
     lowerer.host_stmts(&f.body);
-    let Lowerer {
-        kernels,
-        leaves_async_work,
-        first_async_stream,
-        returned_params,
-        returns_global_param,
-        ..
-    } = lowerer;
+    let Lowerer { kernels, leaves_async_work, returned_params, returns_global_param, .. } = lowerer;
     let kernels: Vec<KernelPlan> = kernels
         .into_iter()
         .enumerate()
@@ -182,7 +174,10 @@ fn lower_function(f: &hir::Function, arch: Arch, diags: &mut Diagnostics) -> Fun
             k.unwrap_or_else(|| {
                 // A kernel index without a parallel-by: keep the plan well-formed; sema reported
                 // nothing, so report it here.
-                diags.push(internal(f.span, &format!("kernel {i} of '{}' has no parallel-by", f.name)));
+                diags.push(internal(
+                    f.span,
+                    &format!("kernel {i} of '{}' has no parallel-by", f.name),
+                ));
                 KernelPlan {
                     name: kernel_name(f, i as u32),
                     captures: Vec::new(),
@@ -198,7 +193,11 @@ fn lower_function(f: &hir::Function, arch: Arch, diags: &mut Diagnostics) -> Fun
         kernels,
         device_data: f.has_parallel || returns_global_param,
         leaves_async_work,
-        result_stream: if spanned_return && f.is_async { first_async_stream.flatten() } else { None },
+        result_stream: if spanned_return {
+            f.params.iter().position(|p| p.kind == ParamKind::Stream).map(|i| ParamId(i as u32))
+        } else {
+            None
+        },
         returned_params: returned_params.into_iter().collect(),
     }
 }
@@ -224,8 +223,6 @@ struct Lowerer<'a, 'd> {
     diags: &'d mut Diagnostics,
     kernels: Vec<Option<KernelPlan>>,
     has_inout: bool,
-    /// The stream of the first asynchronous launch (outer `None`: no asynchronous launch yet).
-    first_async_stream: Option<Option<ParamId>>,
     leaves_async_work: bool,
     returned_params: BTreeSet<ParamId>,
     returns_global_param: bool,
@@ -240,7 +237,10 @@ impl Lowerer<'_, '_> {
                     Diagnostic::error(
                         "E0804",
                         span,
-                        format!("element type '{}' is not supported by the code generator yet", t.as_str()),
+                        format!(
+                            "element type '{}' is not supported by the code generator yet",
+                            t.as_str()
+                        ),
                     )
                     .with_label("not supported yet"),
                 );
@@ -316,15 +316,15 @@ impl Lowerer<'_, '_> {
             (true, stream) if sync_after => AfterLaunch::StreamSync(stream),
             (true, _) => AfterLaunch::Track,
         };
-        if tree.is_async && self.first_async_stream.is_none() {
-            self.first_async_stream = Some(tree.stream);
-        }
         if after == AfterLaunch::Track {
             self.leaves_async_work = true;
         }
         if let Some(s) = tree.stream {
             if !matches!(f.param(s).map(|p| p.kind), Some(ParamKind::Stream)) {
-                self.diags.push(internal(tree.span, "a launch bound to something that is not a stream parameter"));
+                self.diags.push(internal(
+                    tree.span,
+                    "a launch bound to something that is not a stream parameter",
+                ));
             }
         }
         let mut collector = CaptureCollector { f, captures: BTreeSet::new(), problems: Vec::new() };
@@ -354,7 +354,9 @@ impl Lowerer<'_, '_> {
         };
         match self.kernels.get_mut(index) {
             Some(slot @ None) => *slot = Some(plan),
-            Some(Some(_)) => self.diags.push(internal(tree.span, "two kernels with the same index")),
+            Some(Some(_)) => {
+                self.diags.push(internal(tree.span, "two kernels with the same index"))
+            }
             None => self.diags.push(internal(tree.span, "kernel index out of range")),
         }
     }
@@ -485,7 +487,11 @@ impl CaptureCollector<'_> {
                     }
                     (LocalPlace::Expanded, LocalOrigin::Tuple { components }) => {
                         for c in components.clone() {
-                            self.expr(&HExpr { kind: HExprKind::Var(c), ty: Ty::BoundedInt, span: e.span });
+                            self.expr(&HExpr {
+                                kind: HExprKind::Var(c),
+                                ty: Ty::BoundedInt,
+                                span: e.span,
+                            });
                         }
                     }
                     _ => {}
@@ -557,22 +563,135 @@ impl CaptureCollector<'_> {
 /// of these gets a trailing `_`.
 const RESERVED: &[&str] = &[
     // C++ keywords and alternative tokens
-    "alignas", "alignof", "and", "and_eq", "asm", "auto", "bitand", "bitor", "bool", "break",
-    "case", "catch", "char", "char8_t", "char16_t", "char32_t", "class", "compl", "concept",
-    "const", "consteval", "constexpr", "constinit", "const_cast", "continue", "co_await",
-    "co_return", "co_yield", "decltype", "default", "delete", "do", "double", "dynamic_cast",
-    "else", "enum", "explicit", "export", "extern", "false", "final", "float", "for", "friend",
-    "goto", "if", "import", "inline", "int", "long", "module", "mutable", "namespace", "new",
-    "noexcept", "not", "not_eq", "nullptr", "operator", "or", "or_eq", "override", "private",
-    "protected", "public", "register", "reinterpret_cast", "requires", "return", "short",
-    "signed", "sizeof", "static", "static_assert", "static_cast", "struct", "switch", "template",
-    "this", "thread_local", "throw", "true", "try", "typedef", "typeid", "typename", "union",
-    "unsigned", "using", "virtual", "void", "volatile", "wchar_t", "while", "xor", "xor_eq",
+    "alignas",
+    "alignof",
+    "and",
+    "and_eq",
+    "asm",
+    "auto",
+    "bitand",
+    "bitor",
+    "bool",
+    "break",
+    "case",
+    "catch",
+    "char",
+    "char8_t",
+    "char16_t",
+    "char32_t",
+    "class",
+    "compl",
+    "concept",
+    "const",
+    "consteval",
+    "constexpr",
+    "constinit",
+    "const_cast",
+    "continue",
+    "co_await",
+    "co_return",
+    "co_yield",
+    "decltype",
+    "default",
+    "delete",
+    "do",
+    "double",
+    "dynamic_cast",
+    "else",
+    "enum",
+    "explicit",
+    "export",
+    "extern",
+    "false",
+    "final",
+    "float",
+    "for",
+    "friend",
+    "goto",
+    "if",
+    "import",
+    "inline",
+    "int",
+    "long",
+    "module",
+    "mutable",
+    "namespace",
+    "new",
+    "noexcept",
+    "not",
+    "not_eq",
+    "nullptr",
+    "operator",
+    "or",
+    "or_eq",
+    "override",
+    "private",
+    "protected",
+    "public",
+    "register",
+    "reinterpret_cast",
+    "requires",
+    "return",
+    "short",
+    "signed",
+    "sizeof",
+    "static",
+    "static_assert",
+    "static_cast",
+    "struct",
+    "switch",
+    "template",
+    "this",
+    "thread_local",
+    "throw",
+    "true",
+    "try",
+    "typedef",
+    "typeid",
+    "typename",
+    "union",
+    "unsigned",
+    "using",
+    "virtual",
+    "void",
+    "volatile",
+    "wchar_t",
+    "while",
+    "xor",
+    "xor_eq",
     // names used unqualified by generated code, and common macros
-    "choreo", "std", "threadIdx", "blockIdx", "blockDim", "gridDim", "warpSize", "dim3", "uint3",
-    "size_t", "int8_t", "int16_t", "int32_t", "int64_t", "uint8_t", "uint16_t", "uint32_t",
-    "uint64_t", "printf", "main", "NULL", "INFINITY", "NAN", "HUGE_VAL", "HUGE_VALF", "assert",
-    "cudaStream_t", "cudaError_t", "cudaSuccess", "cudaLaunchConfig_t", "EOF", "errno",
+    "choreo",
+    "std",
+    "threadIdx",
+    "blockIdx",
+    "blockDim",
+    "gridDim",
+    "warpSize",
+    "dim3",
+    "uint3",
+    "size_t",
+    "int8_t",
+    "int16_t",
+    "int32_t",
+    "int64_t",
+    "uint8_t",
+    "uint16_t",
+    "uint32_t",
+    "uint64_t",
+    "printf",
+    "main",
+    "NULL",
+    "INFINITY",
+    "NAN",
+    "HUGE_VAL",
+    "HUGE_VALF",
+    "assert",
+    "cudaStream_t",
+    "cudaError_t",
+    "cudaSuccess",
+    "cudaLaunchConfig_t",
+    "EOF",
+    "errno",
 ];
 
 /// Whether `name` can be the name of the generated C++ function (and the suffix of its kernel

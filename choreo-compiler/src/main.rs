@@ -4,6 +4,8 @@
 //! choreoc check [--message-format=human|json] [-D NAME[=VALUE]]... FILE...
 //! choreoc parse [--dump] [--message-format=…] [-D …]... FILE
 //! choreoc lex [--message-format=…] [-D …]... FILE
+//! choreoc emit-cu FILE.co [-D …]... [--arch sm_90a] [--no-runtime-checks] [-o OUT.cu]
+//! choreoc build FILE.co -o EXE [--arch sm_90a] [-D …]... [--nvcc PATH] [-- NVCC FLAGS...]
 //! choreoc --help | --version
 //! ```
 //!
@@ -19,6 +21,7 @@
 //! the function that runs it. A later subcommand (`emit-cu`, `emit-rs`, `build`) is a new entry
 //! plus, if it needs one, a new [`Flag`].
 
+use choreo_compiler::compile::{BUILD_HELP, EMIT_CU_HELP, cli_build, cli_emit_cu};
 use choreo_compiler::diagnostics::{Diagnostics, render_json, write_human};
 use choreo_compiler::dump::{dump_file, dump_tokens};
 use choreo_compiler::frontend::parse_file;
@@ -175,6 +178,8 @@ fn dispatch(args: &[OsString]) -> Result<Status, UsageError> {
     match first {
         "-h" | "--help" | "help" => {
             let text = match args.get(1).and_then(|a| a.to_str()) {
+                Some("emit-cu") if first == "help" => EMIT_CU_HELP.to_string(),
+                Some("build") if first == "help" => BUILD_HELP.to_string(),
                 Some(name) if first == "help" => command_help(find_command(name)?),
                 _ => main_help(),
             };
@@ -190,6 +195,19 @@ fn dispatch(args: &[OsString]) -> Result<Status, UsageError> {
     if first.starts_with('-') {
         return Err(UsageError { message: format!("unknown option '{first}'"), command: None });
     }
+    // The code-generation commands parse their own options (compile.rs).
+    let raw_command: Option<fn(&[OsString]) -> i32> = match first {
+        "emit-cu" => Some(cli_emit_cu),
+        "build" => Some(cli_build),
+        _ => None,
+    };
+    if let Some(run) = raw_command {
+        return Ok(match run(&args[1..]) {
+            0 => Status::Ok,
+            1 => Status::Errors,
+            _ => Status::Usage,
+        });
+    }
     let command = find_command(first)?;
     let rest = &args[1..];
     if rest.iter().take_while(|a| *a != "--").any(|a| a == "-h" || a == "--help") {
@@ -203,7 +221,7 @@ fn dispatch(args: &[OsString]) -> Result<Status, UsageError> {
 fn find_command(name: &str) -> Result<&'static Command, UsageError> {
     COMMANDS.iter().find(|c| c.name == name).ok_or_else(|| UsageError {
         message: format!(
-            "unknown command '{name}' (commands: {})",
+            "unknown command '{name}' (commands: {}, emit-cu, build)",
             COMMANDS.iter().map(|c| c.name).collect::<Vec<_>>().join(", ")
         ),
         command: None,
@@ -218,6 +236,8 @@ fn main_help() -> String {
     for c in COMMANDS {
         text.push_str(&format!("  {:<8}{}\n", c.name, c.summary));
     }
+    text.push_str("  emit-cu translate one .co file and print the .cu\n");
+    text.push_str("  build   translate one .co file as a program and compile it with nvcc\n");
     text.push_str(
         "\nOptions:\n  -h, --help     print help (also 'choreoc <COMMAND> --help')\n  \
          -V, --version  print the version\n\n",
@@ -408,9 +428,15 @@ fn run_check(options: &Options) -> Status {
             status = status.max(Status::Usage);
             continue;
         };
+        // The whole pipeline (preprocess, parse, sema, lowering): everything that can reject
+        // a program is reported, exactly as a build would.
+        let compile_options = choreo_compiler::compile::CompileOptions {
+            defines: options.defines.clone(),
+            ..Default::default()
+        };
+        let compilation = choreo_compiler::compile::compile(&db, file, &compile_options);
         let mut diags = Diagnostics::new();
-        // Semantic analysis joins here once it exists; today `check` is preprocess + parse.
-        let _ast = parse_file(&db, file, &preprocess_options(options), &mut diags);
+        diags.extend(compilation.diagnostics);
         status = status.max(report(options, &db, file, &diags));
     }
     status

@@ -66,6 +66,15 @@ pub enum Error {
     },
     /// An argument is invalid for a reason that the message describes.
     InvalidArgument(String),
+    /// A runtime check of a generated kernel wrapper failed (spec §19.2: parameter extents,
+    /// symbol consistency, positive bounds, thread counts, the returned shape), before the
+    /// check's launch; `message` is the check's own text with its `.co` location.
+    RuntimeCheck {
+        /// The `__co__` function whose check failed.
+        function: &'static str,
+        /// What the check says, e.g. `The 1st bound item of parallelby is invalid (k.co:3:17): got 0`.
+        message: String,
+    },
     /// A host allocation of this many bytes failed or would overflow.
     OutOfHostMemory {
         /// The size that was requested.
@@ -157,6 +166,9 @@ impl fmt::Display for Error {
                 write!(f, "length mismatch: expected {expected} elements, got {got}")
             }
             Error::InvalidArgument(message) => write!(f, "invalid argument: {message}"),
+            Error::RuntimeCheck { function, message } => {
+                write!(f, "runtime check failed in `{function}`: {message}")
+            }
             Error::OutOfHostMemory { bytes } => {
                 write!(f, "out of host memory: could not allocate {bytes} bytes")
             }

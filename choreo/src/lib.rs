@@ -41,6 +41,7 @@ mod error;
 mod event;
 mod graveyard;
 mod host;
+pub mod kernels;
 mod pending;
 mod pinned;
 mod pinned_pool;

@@ -9,6 +9,9 @@
 //! of "while the kernel is still running" do not depend on timing.
 //! Without the kernels every launcher returns [`Error::NotBuilt`], so tests that need them fail
 //! with a clear message instead of passing.
+//!
+//! [`co`] holds the wrappers that `choreo-build` generates from `co/*.co` (the kernels of the
+//! wrapper tests, `tests/wrappers_gpu.rs`, and of the compile-fail tests).
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
@@ -17,6 +20,15 @@ use choreo::{DeviceBuffer, Error, Result, Stream};
 
 /// `true` when `build.rs` compiled the test kernels.
 pub const KERNELS_BUILT: bool = cfg!(choreo_test_kernels);
+
+/// `true` when `build.rs` compiled the Choreo kernels of [`co`] (else its wrappers are stubs
+/// that return [`Error::NotBuilt`]).
+pub const CO_KERNELS_BUILT: bool = cfg!(choreo_co_kernels);
+
+/// The generated wrappers of `co/*.co`: one module per file (`co::seed`, `co::kinds`, …).
+pub mod co {
+    choreo::include_kernels!("co_kernels");
+}
 
 #[cfg(choreo_test_kernels)]
 mod ffi {

@@ -6,8 +6,9 @@
 //! 1. Prelude (no `#line` yet, so errors in it point at the `.cu` file): the SM define
 //!    `__CHOREO_REQUIRED_GPU_DEVICE_SM__`, `__CHOREO_ENABLE_CUDA_RUNTIME_ENV_CHECK__` (unless the
 //!    C++ compiler gets `-DCHOREO_DISABLE_CUDA_RUNTIME_ENV_CHECK`), `#include "choreo.h"`,
-//!    `using namespace choreo;` and a small support library in an anonymous namespace (call
-//!    frames, device-memory guards, math helpers; all names start with `__choreo`).
+//!    `using namespace choreo;` and a small support library (call frames, device-memory guards,
+//!    math helpers; all names start with `__choreo`) in a namespace named after a hash of its
+//!    text, so generated files link together.
 //! 2. The `.co` file in source order. Host C++ text, `__device__` declarations and `__cok__`
 //!    blocks are copied verbatim, each preceded by a `#line` directive naming the `.co` file,
 //!    so nvcc reports errors in them at their `.co` lines. In [`OutputMode::Library`] the
@@ -32,8 +33,10 @@
 //!    - the C++ wrapper `<ret> <fn>(<params>)` with the upstream signature (runtime-abi §2): it
 //!      checks the CUDA environment, runs the entry checks, copies host parameters to the device
 //!      (only when the function launches kernels), calls the core, copies `&` parameters back
-//!      (after every launch finished), builds the returned `spanned_data`, frees everything and
-//!      aborts with the spec's messages on any failure;
+//!      (after every launch finished; once, after the core, which is equivalent because host code
+//!      cannot read elements), writes a returned parameter's device data back into the caller's
+//!      buffer (spec §7.3 ⚠), builds the returned `spanned_data` with the declared return
+//!      shape, frees everything and aborts with the spec's messages on any failure;
 //!    - the `extern "C"` entry for Rust (below).
 //!
 //! Failures inside check and core functions are recorded in the call's frame (the first one
@@ -72,7 +75,9 @@
 //! Data movement belongs to the caller: the entry never copies between host and device and
 //! never touches host views. The caller copies host data (`T [..] x` and `T [..] &x`) to device
 //! buffers it owns before the call and copies `&` data and the returned value back after the
-//! device work finished.
+//! device work finished. Work the caller enqueued earlier on the buffers must be ordered before
+//! the launch streams and the result stream (for example by making those streams wait for it);
+//! the entry adds no wait for it.
 //!
 //! Device work and synchronisation, exactly as spec §8.5 and the seed rules say:
 //! - a launch without `.async` and without a stream is followed by `cudaDeviceSynchronize()`;
@@ -80,18 +85,21 @@
 //! - `parallel.async` launches on the legacy default stream and `parallel.async<s>` on `s`,
 //!   and nothing waits for them — except in a function with `&` parameters, where the launch's
 //!   stream is synchronised right after the launch (so that the copy-back sees the result);
-//! - in a function without asynchronous launches all device work of the call, including the
-//!   copy into `ret`, has finished when the entry returns;
-//! - in a function with asynchronous launches, the work left running is on the streams the
-//!   function launches on (its stream parameters, and the legacy default stream for unbound
-//!   launches): the copy into `ret` is enqueued on the stream of the function's first
-//!   `.async` launch in source order (the default stream when that launch is unbound), after
-//!   events of every asynchronous launch of the call, so waiting for all those streams waits
-//!   for the returned value too;
+//! - the copy of a returned value into `ret` runs on the *result stream*: the function's first
+//!   `stream` parameter in parameter order, or the legacy default stream when it has none (the
+//!   same stream the Rust wrapper stages data on). It is ordered after every asynchronous
+//!   launch of the call (through events);
+//! - in a function without asynchronous launches (no `.async`, or `.async` in a function with
+//!   `&` parameters) all device work of the call, including the copy into `ret`, has finished
+//!   when the entry returns;
+//! - in a function with asynchronous launches the work left running is on the launch streams
+//!   (its bound stream parameters, and the legacy default stream for unbound launches) and on the
+//!   result stream, so waiting for those streams waits for everything, the returned value too;
 //! - function-local device buffers are allocated with `cudaMallocAsync` on a private stream
 //!   that is waited for at once, and freed with `cudaFreeAsync` — on a private release stream
 //!   that waits (through events) for every asynchronous launch of the call, so kernels still
-//!   running never see freed memory. No user stream is made to wait for another.
+//!   running never see freed memory. Apart from the result stream waiting for the call's
+//!   asynchronous launches, no user stream is made to wait for another.
 //!
 //! Symbols: `__choreo_rs_<fn>` is external and unmangled, so two `.co` files linked into one
 //! program must not define `__co__` functions of the same name.
@@ -100,8 +108,7 @@ use super::{Arch, OutputMode};
 use crate::diagnostics::{Diagnostic, Diagnostics};
 use crate::hir::{
     self, AssignOp, BinOp, BufferRef, Capture, CheckKind, Dim, ElemTy, HExpr, HExprKind, Level,
-    LocalOrigin, LocalPlace, MathFn, ParamId, ParamKind, Place, ReturnTy, Stmt, StmtKind, Ty,
-    UnOp,
+    LocalOrigin, LocalPlace, MathFn, ParamId, ParamKind, Place, ReturnTy, Stmt, StmtKind, Ty, UnOp,
 };
 use crate::lower::{AfterLaunch, FunctionPlan, Names, Plan};
 use crate::source::{FileId, SourceDb, Span};
@@ -182,6 +189,9 @@ struct Writer<'a> {
     out: String,
     /// The `.co` line of the next output line, once a `#line` directive is in effect.
     next_line: Option<usize>,
+    /// The `.co` line the previous generated line was attributed to. Consecutive lines of one
+    /// construct get no new directive (their numbers run on), which keeps the output readable.
+    last_source_line: Option<usize>,
     indent: usize,
     /// The file name as a C string literal body.
     quoted_name: String,
@@ -190,7 +200,15 @@ struct Writer<'a> {
 impl<'a> Writer<'a> {
     fn new(db: &'a SourceDb, file: FileId) -> Writer<'a> {
         let quoted_name = c_escape(db.file(file).name(), false);
-        Writer { db, file, out: String::new(), next_line: None, indent: 0, quoted_name }
+        Writer {
+            db,
+            file,
+            out: String::new(),
+            next_line: None,
+            last_source_line: None,
+            indent: 0,
+            quoted_name,
+        }
     }
 
     /// 1-based line of a span's start.
@@ -226,15 +244,32 @@ impl<'a> Writer<'a> {
         }
         let line = self.line_of(span);
         self.directive(line);
+        self.last_source_line = None;
         self.out.push_str(text);
         let newlines = text.matches('\n').count();
-        self.next_line = self.next_line.map(|n| n + newlines);
+        // A `#line` of the user's own changes the numbering: write a directive next time.
+        let renumbers = text.lines().any(|l| {
+            let l = l.trim_start();
+            l.starts_with('#') && l[1..].trim_start().starts_with("line")
+        });
+        self.next_line = if renumbers { None } else { self.next_line.map(|n| n + newlines) };
+    }
+
+    /// Makes the next generated line start with an exact `#line` (at the start of each
+    /// generated function).
+    fn resync(&mut self) {
+        self.last_source_line = None;
     }
 
     /// One generated line (may contain `\n`), attributed to the `.co` line of `span`.
     fn line(&mut self, span: Span, text: &str) {
         let line = self.line_of(span);
-        self.directive(line);
+        if self.last_source_line != Some(line) {
+            self.directive(line);
+        } else {
+            self.ensure_line_start();
+        }
+        self.last_source_line = Some(line);
         for (i, part) in text.split('\n').enumerate() {
             if i > 0 {
                 self.out.push('\n');
@@ -255,6 +290,18 @@ impl<'a> Writer<'a> {
         self.ensure_line_start();
         self.out
     }
+}
+
+/// Text made safe for a `//` comment: no line breaks, no backslash (a backslash at the end of
+/// the line would continue the comment onto the next line).
+fn comment_text(text: &str) -> String {
+    text.chars()
+        .map(|c| match c {
+            '\n' | '\r' => ' ',
+            '\\' => '/',
+            c => c,
+        })
+        .collect()
 }
 
 /// Escapes text for a C string literal; with `printf_format`, `%` becomes `%%`. Non-ASCII and
@@ -301,20 +348,32 @@ fn prelude(file_name: &str, options: &CudaOptions) -> String {
     text.push_str("#endif\n");
     let _ = writeln!(text, "#define __CHOREO_REQUIRED_GPU_DEVICE_SM__ {}", options.arch.sm());
     text.push_str("#include \"choreo.h\"\n");
-    text.push_str(SUPPORT);
+    text.push_str(&SUPPORT.replace("@NS@", &support_namespace()));
     text
 }
 
-/// The support library every generated file carries (internal linkage, so several generated
-/// files link together).
+/// `__choreo_support_<hash of the support library text>` (FNV-1a, 64 bits).
+fn support_namespace() -> String {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in SUPPORT.bytes() {
+        hash ^= u64::from(b);
+        hash = hash.wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("__choreo_support_{hash:016x}")
+}
+
+/// The support library every generated file carries. `@NS@` becomes [`support_namespace`].
 const SUPPORT: &str = r#"#include <cstdarg>
 #include <mutex>
 using namespace choreo;
 
-namespace {
+// The support library lives in a namespace named after a hash of its text: every generated file
+// of the same translator version shares one definition (external linkage, so unused parts draw
+// no warnings), and files from versions with a different library never clash.
+namespace @NS@ {
 
-// A private stream of this file's generated code on the current device, created on first use
-// and kept for the life of the process. Kind 0 carries only allocations and copies that are
+// A private stream of the generated code on the current device, created on first use and kept
+// for the life of the process. Kind 0 carries only allocations and copies that are
 // waited for at once; kind 1 carries frees that wait (through events) for asynchronous launches.
 inline cudaError_t __choreo_private_stream(int kind, cudaStream_t* stream) {
   constexpr int max_devices = 64;
@@ -337,15 +396,6 @@ inline cudaError_t __choreo_private_stream(int kind, cudaStream_t* stream) {
   return cudaSuccess;
 }
 
-template <typename T>
-__global__ void __choreo_fill_kernel(T* data, std::uint64_t count, T value) {
-  const std::uint64_t step = static_cast<std::uint64_t>(gridDim.x) * blockDim.x;
-  for (std::uint64_t i = static_cast<std::uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-       i < count; i += step) {
-    data[i] = value;
-  }
-}
-
 // The state of one call of a generated function: where spanned data lives (device memory, or
 // host memory for a function without kernels called through its C++ wrapper), the first
 // failure (a cudaError_t, or -1 for a failed runtime check with its message) and the streams
@@ -359,6 +409,7 @@ class __choreo_frame {
   __choreo_frame(const __choreo_frame&) = delete;
   __choreo_frame& operator=(const __choreo_frame&) = delete;
 
+  bool device_data() const { return device_data_; }
   int status() const { return status_; }
   const char* message() const { return message_ != nullptr ? message_ : ""; }
 
@@ -427,46 +478,24 @@ class __choreo_frame {
     return cudaSuccess;
   }
 
-  template <typename T>
-  cudaError_t fill(T* data, std::uint64_t count, T value) {
-    if (!device_data_) {
-      std::fill(data, data + count, value);
-      return cudaSuccess;
-    }
-    if (count == 0) return cudaSuccess;
-    cudaStream_t stream = nullptr;
-    cudaError_t err = __choreo_private_stream(0, &stream);
-    if (err != cudaSuccess) return err;
-    const std::uint64_t threads = 256;
-    const std::uint64_t blocks = std::min<std::uint64_t>((count + threads - 1) / threads, 1024);
-    cudaLaunchConfig_t config = {};
-    config.gridDim = dim3(static_cast<unsigned>(blocks), 1, 1);
-    config.blockDim = dim3(static_cast<unsigned>(threads), 1, 1);
-    config.stream = stream;
-    err = cudaLaunchKernelEx(&config, __choreo_fill_kernel<T>, data, count, value);
-    if (err == cudaSuccess) err = cudaStreamSynchronize(stream);
-    return err;
-  }
-
-  // Copies the returned value into the caller's buffer. In a function without asynchronous
-  // launches the copy has finished on return; otherwise it is enqueued on `stream` after every
-  // asynchronous launch of this call.
-  cudaError_t copy_result(void* dst, const void* src, std::size_t bytes, bool async,
+  // Copies the returned value into the caller's buffer, on `stream` and after every
+  // asynchronous launch of this call. With `wait` the copy has finished on return; otherwise it
+  // is left in stream order (and later frees of this call wait for it).
+  cudaError_t copy_result(void* dst, const void* src, std::size_t bytes, bool wait,
                           cudaStream_t stream) {
     if (bytes == 0) return cudaSuccess;
     if (!device_data_) {
       std::memcpy(dst, src, bytes);
       return cudaSuccess;
     }
-    if (!async) return copy_waited(dst, src, bytes, cudaMemcpyDeviceToDevice);
     for (cudaStream_t other : async_streams_) {
       if (other == stream) continue;
       const cudaError_t err = join(stream, other);
       if (err != cudaSuccess) return err;
     }
-    const cudaError_t err =
-        cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream);
-    return err == cudaSuccess ? track_async(stream) : err;
+    const cudaError_t err = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream);
+    if (err != cudaSuccess) return err;
+    return wait ? cudaStreamSynchronize(stream) : track_async(stream);
   }
 
   cudaError_t to_device(void* dst, const void* src, std::size_t bytes) {
@@ -649,6 +678,42 @@ __host__ __device__ inline T __choreo_alignup(T x, T a) { return (x + a - 1) / a
 template <typename T>
 __host__ __device__ inline T __choreo_aligndown(T x, T a) { return x / a * a; }
 
+}  // namespace @NS@
+using namespace @NS@;
+
+namespace {
+
+template <typename T>
+__global__ void __choreo_fill_kernel(T* data, std::uint64_t count, T value) {
+  const std::uint64_t step = static_cast<std::uint64_t>(gridDim.x) * blockDim.x;
+  for (std::uint64_t i = static_cast<std::uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+       i < count; i += step) {
+    data[i] = value;
+  }
+}
+
+// Sets `count` elements to `value` (the `{v}` initialiser of a buffer declared in host code).
+template <typename T>
+cudaError_t __choreo_fill(__choreo_frame& frame, T* data, std::uint64_t count, T value) {
+  if (!frame.device_data()) {
+    std::fill(data, data + count, value);
+    return cudaSuccess;
+  }
+  if (count == 0) return cudaSuccess;
+  cudaStream_t stream = nullptr;
+  cudaError_t err = __choreo_private_stream(0, &stream);
+  if (err != cudaSuccess) return err;
+  const std::uint64_t threads = 256;
+  const std::uint64_t blocks = std::min<std::uint64_t>((count + threads - 1) / threads, 1024);
+  cudaLaunchConfig_t config = {};
+  config.gridDim = dim3(static_cast<unsigned>(blocks), 1, 1);
+  config.blockDim = dim3(static_cast<unsigned>(threads), 1, 1);
+  config.stream = stream;
+  err = cudaLaunchKernelEx(&config, __choreo_fill_kernel<T>, data, count, value);
+  if (err == cudaSuccess) err = cudaStreamSynchronize(stream);
+  return err;
+}
+
 }  // namespace
 
 // Runs `call` (a cudaError_t expression); on failure records it and leaves the function.
@@ -797,7 +862,10 @@ impl FnEmitter<'_, '_> {
     fn emit(&mut self) {
         let f = self.f;
         self.w.ensure_line_start();
-        self.w.line(f.span, &format!("// ---- __co__ function '{}' ({}) ----", f.name, f.location));
+        self.w.line(
+            f.span,
+            &format!("// ---- __co__ function '{}' ({}) ----", f.name, comment_text(&f.location)),
+        );
         let mut trees = Vec::new();
         collect_trees(&f.body, &mut trees);
         trees.sort_by_key(|t| t.kernel_index);
@@ -862,27 +930,36 @@ impl FnEmitter<'_, '_> {
     /// A dimension as a `std::uint64_t` expression (host sizes).
     fn dim_u64(&mut self, d: &Dim) -> String {
         match d {
-            Dim::Const(c) => format!("std::uint64_t{{{c}}}"),
-            Dim::Sym(s) => format!("std::uint64_t{{{}}}", self.names().sym(*s)),
-            Dim::Dynamic { param, dim } => {
-                format!("std::uint64_t{{{}}}", self.names().extent(*param, *dim))
-            }
+            Dim::Const(c) => format!("{c}ull"),
+            Dim::Sym(s) => self.names().sym(*s).to_string(),
+            Dim::Dynamic { param, dim } => self.names().extent(*param, *dim),
             Dim::Expr(_) => format!("static_cast<std::uint64_t>({})", self.dim_int(d)),
+        }
+    }
+
+    /// A dimension as an `unsigned` expression (launch geometry).
+    fn dim_unsigned(&mut self, d: &Dim) -> String {
+        match d {
+            Dim::Const(c) => c.to_string(),
+            _ => {
+                let v = self.dim_u64(d);
+                format!("static_cast<unsigned>({v})")
+            }
         }
     }
 
     /// The element count of a shape as a `std::uint64_t` expression.
     fn count_u64(&mut self, dims: &[Dim]) -> String {
-        if dims.is_empty() {
-            return "std::uint64_t{1}".to_string();
+        if let Some(n) = dims
+            .iter()
+            .map(Dim::as_const)
+            .try_fold(1u64, |acc, d| d.and_then(|d| acc.checked_mul(d)))
+        {
+            return format!("{n}ull");
         }
-        if let Some(n) = dims.iter().map(Dim::as_const).try_fold(1u64, |acc, d| {
-            d.and_then(|d| acc.checked_mul(d))
-        }) {
-            return format!("std::uint64_t{{{n}}}");
-        }
+        // Symbols and extents are std::uint64_t in host code: the product is 64-bit.
         let parts: Vec<String> = dims.iter().map(|d| self.dim_u64(d)).collect();
-        format!("({})", parts.join(" * "))
+        if parts.len() == 1 { parts[0].clone() } else { format!("({})", parts.join(" * ")) }
     }
 
     /// A dimension as used in an offset computation (its natural type).
@@ -906,11 +983,12 @@ impl FnEmitter<'_, '_> {
         if indices.is_empty() {
             return format!("{name}[0]");
         }
-        let narrow = dims
-            .iter()
-            .map(Dim::as_const)
-            .try_fold(1u64, |acc, d| d.and_then(|d| acc.checked_mul(d)))
-            .is_some_and(|n| n <= i32::MAX as u64);
+        let narrow = dims.len() == 1
+            || dims
+                .iter()
+                .map(Dim::as_const)
+                .try_fold(1u64, |acc, d| d.and_then(|d| acc.checked_mul(d)))
+                .is_some_and(|n| n <= i32::MAX as u64);
         let index = |e: &mut Self, i: &HExpr| {
             let t = scalar_of(&i.ty).unwrap_or(ElemTy::S32);
             let text = e.expr(i);
@@ -918,10 +996,14 @@ impl FnEmitter<'_, '_> {
         };
         let first = index(self, &indices[0]);
         let mut offset = if narrow { first } else { format!("static_cast<long long>({first})") };
-        for (d, i) in dims.iter().zip(indices).skip(1) {
+        for (k, (d, i)) in dims.iter().zip(indices).enumerate().skip(1) {
             let d = self.dim_raw(d);
             let i = index(self, i);
-            offset = format!("({offset}) * {d} + {i}");
+            offset = if k == 1 {
+                format!("{offset} * {d} + {i}")
+            } else {
+                format!("({offset}) * {d} + {i}")
+            };
         }
         format!("{name}[{offset}]")
     }
@@ -1264,9 +1346,9 @@ impl FnEmitter<'_, '_> {
                 let text = match init {
                     Some(e) => {
                         let v = self.converted(e, t);
-                        format!("{ty_text} {name} = {v};")
+                        format!("[[maybe_unused]] {ty_text} {name} = {v};")
                     }
-                    None => format!("{ty_text} {name}{{}};"),
+                    None => format!("[[maybe_unused]] {ty_text} {name}{{}};"),
                 };
                 self.w.line(span, &text);
             }
@@ -1327,7 +1409,12 @@ impl FnEmitter<'_, '_> {
                 };
                 let increment =
                     if *step == 1 { format!("++{name}") } else { format!("{name} += {step}") };
-                self.block(span, &format!("for ({init}; {name} < {end}; {increment}) "), body, region);
+                self.block(
+                    span,
+                    &format!("for ({init}; {name} < {end}; {increment}) "),
+                    body,
+                    region,
+                );
                 self.w.line(span, "}");
                 if *reset && !declares {
                     self.w.line(span, &format!("{name} = 0;"));
@@ -1381,7 +1468,8 @@ impl FnEmitter<'_, '_> {
     fn condition(&mut self, cond: &HExpr) -> String {
         let t = scalar_of(&cond.ty).unwrap_or(ElemTy::Bool);
         let text = self.expr(cond);
-        if is_half(t) { conv(&text, t, ElemTy::Bool) } else { text }
+        let text = if is_half(t) { conv(&text, t, ElemTy::Bool) } else { text };
+        strip_outer_parens(&text).to_string()
     }
 
     fn assignment(&mut self, target: &str, tt: ElemTy, op: AssignOp, value: &HExpr) -> String {
@@ -1427,12 +1515,19 @@ impl FnEmitter<'_, '_> {
                 "__CHOREO_TRY(__frame.alloc(&{name}__mem.ptr, static_cast<std::size_t>({count}) * sizeof({elem})));"
             ),
         );
-        self.w.line(span, &format!("{elem}* const {name} = static_cast<{elem}*>({name}__mem.ptr);"));
+        self.w.line(
+            span,
+            &format!(
+                "[[maybe_unused]] {elem}* const {name} = static_cast<{elem}*>({name}__mem.ptr);"
+            ),
+        );
         if let Some(v) = init {
             let value = self.converted(v, t.elem);
             self.w.line(
                 span,
-                &format!("__CHOREO_TRY(__frame.fill<{elem}>({name}, {count}, {value}));"),
+                &format!(
+                    "__CHOREO_TRY(::__choreo_fill<{elem}>(__frame, {name}, {count}, {value}));"
+                ),
             );
         }
     }
@@ -1473,7 +1568,7 @@ impl FnEmitter<'_, '_> {
                 };
                 let count = self.count_u64(&dims);
                 let elem_text = cpp_elem(elem);
-                let async_copy = if self.f.is_async { "true" } else { "false" };
+                let wait = if self.plan.leaves_async_work { "false" } else { "true" };
                 let stream = match self.plan.result_stream {
                     Some(s) => self.param_name(s),
                     None => "nullptr".to_string(),
@@ -1498,7 +1593,7 @@ impl FnEmitter<'_, '_> {
                 self.w.line(
                     span,
                     &format!(
-                        "__CHOREO_TRY(__frame.copy_result(__choreo_ret, {source}, static_cast<std::size_t>(__choreo_count) * sizeof({elem_text}), {async_copy}, {stream}));"
+                        "__CHOREO_TRY(__frame.copy_result(__choreo_ret, {source}, static_cast<std::size_t>(__choreo_count) * sizeof({elem_text}), {wait}, {stream}));"
                     ),
                 );
                 if let Some(p) = param {
@@ -1612,7 +1707,9 @@ impl FnEmitter<'_, '_> {
             Capture::Param(p) => self.param_name(p),
             Capture::Var(v) => self.names().local(v).to_string(),
             Capture::Sym(s) => format!("static_cast<unsigned>({})", self.names().sym(s)),
-            Capture::Extent(p, d) => format!("static_cast<unsigned>({})", self.names().extent(p, d)),
+            Capture::Extent(p, d) => {
+                format!("static_cast<unsigned>({})", self.names().extent(p, d))
+            }
         }
     }
 
@@ -1621,9 +1718,16 @@ impl FnEmitter<'_, '_> {
             return self.bug(tree.span, "a kernel without a plan");
         };
         let span = tree.span;
-        let params: Vec<String> =
-            k.captures.iter().map(|c| self.capture_decl(span, *c)).collect();
-        self.w.line(span, &format!("// kernel {}: parallel-by at {}", tree.kernel_index, self.db.location(span)));
+        let params: Vec<String> = k.captures.iter().map(|c| self.capture_decl(span, *c)).collect();
+        self.w.resync();
+        self.w.line(
+            span,
+            &format!(
+                "// kernel {}: parallel-by at {}",
+                tree.kernel_index,
+                comment_text(&self.db.location(span))
+            ),
+        );
         self.w.line(span, &format!("static __global__ void {}({}) {{", k.name, params.join(", ")));
         self.w.indent += 1;
         const AXES: [&str; 3] = ["x", "y", "z"];
@@ -1635,7 +1739,10 @@ impl FnEmitter<'_, '_> {
                 let name = self.names().local(*v).to_string();
                 self.w.line(
                     span,
-                    &format!("[[maybe_unused]] const int {name} = static_cast<int>(blockIdx.{});", AXES[i]),
+                    &format!(
+                        "[[maybe_unused]] const int {name} = static_cast<int>(blockIdx.{});",
+                        AXES[i]
+                    ),
                 );
             }
         }
@@ -1668,11 +1775,19 @@ impl FnEmitter<'_, '_> {
         };
         if !covers_block {
             let total: Vec<String> = extents.iter().map(|d| self.dim_int(d)).collect();
-            linear = format!("{linear} % ({})", total.join(" * "));
+            linear = if total.len() == 1 {
+                format!("{linear} % {}", total[0])
+            } else {
+                format!("{linear} % ({})", total.join(" * "))
+            };
         }
         self.w.line(
             span,
-            &format!("{{  // {} level: parallel-by at {}", inner.level.as_str(), self.db.location(span)),
+            &format!(
+                "{{  // {} level: parallel-by at {}",
+                inner.level.as_str(),
+                comment_text(&self.db.location(span))
+            ),
         );
         self.w.indent += 1;
         let named: Vec<(usize, hir::VarId)> =
@@ -1689,8 +1804,11 @@ impl FnEmitter<'_, '_> {
                 let name = self.names().local(v).to_string();
                 let below: Vec<String> =
                     extents[i + 1..].iter().map(|d| self.dim_int(&d.clone())).collect();
-                let mut value =
-                    if below.is_empty() { vid.clone() } else { format!("{vid} / ({})", below.join(" * ")) };
+                let mut value = match below.len() {
+                    0 => vid.clone(),
+                    1 => format!("{vid} / {}", below[0]),
+                    _ => format!("{vid} / ({})", below.join(" * ")),
+                };
                 if i > 0 {
                     let e = self.dim_int(&extents[i].clone());
                     value = format!("{value} % {e}");
@@ -1713,7 +1831,14 @@ impl FnEmitter<'_, '_> {
             return self.bug(tree.span, "a launch without a plan");
         };
         let span = tree.span;
-        self.w.line(span, &format!("{{  // launch kernel {} (parallel-by at {})", tree.kernel_index, self.db.location(span)));
+        self.w.line(
+            span,
+            &format!(
+                "{{  // launch kernel {} (parallel-by at {})",
+                tree.kernel_index,
+                comment_text(&self.db.location(span))
+            ),
+        );
         self.w.indent += 1;
         if self.options.runtime_checks {
             for c in &tree.launch_checks {
@@ -1722,20 +1847,19 @@ impl FnEmitter<'_, '_> {
         }
         let mut grid: Vec<String> = Vec::new();
         for d in tree.block.extents.iter().take(3) {
-            let v = self.dim_u64(d);
-            grid.push(format!("static_cast<unsigned>({v})"));
+            grid.push(self.dim_unsigned(d));
         }
         while grid.len() < 3 {
             grid.push("1".to_string());
         }
-        let threads = self.dim_u64(&tree.threads_per_block.clone());
+        let threads = self.dim_unsigned(&tree.threads_per_block.clone());
         let stream = match k.stream {
             Some(s) => self.param_name(s),
             None => "nullptr".to_string(),
         };
         self.w.line(span, "cudaLaunchConfig_t __choreo_launch = {};");
         self.w.line(span, &format!("__choreo_launch.gridDim = dim3({});", grid.join(", ")));
-        self.w.line(span, &format!("__choreo_launch.blockDim = dim3(static_cast<unsigned>({threads}), 1, 1);"));
+        self.w.line(span, &format!("__choreo_launch.blockDim = dim3({threads}, 1, 1);"));
         self.w.line(span, &format!("__choreo_launch.stream = {stream};"));
         let mut args = vec!["&__choreo_launch".to_string(), k.name.clone()];
         args.extend(k.captures.iter().map(|c| self.capture_arg(*c)));
@@ -1769,7 +1893,9 @@ impl FnEmitter<'_, '_> {
                         out.push(format!("std::uint64_t {}", self.names().extent(id, d)));
                     }
                 }
-                ParamKind::Scalar(t) => out.push(format!("{} {}", cpp_elem(t), self.param_name(id))),
+                ParamKind::Scalar(t) => {
+                    out.push(format!("{} {}", cpp_elem(t), self.param_name(id)))
+                }
                 ParamKind::Stream => {}
             }
         }
@@ -1787,10 +1913,12 @@ impl FnEmitter<'_, '_> {
     }
 
     fn check_function(&mut self) {
+        self.w.resync();
         let f = self.f;
         let span = f.span;
         let params = self.check_params();
-        self.w.line(span, &format!("static int __choreo_check_{}({}) {{", f.name, params.join(", ")));
+        self.w
+            .line(span, &format!("static int __choreo_check_{}({}) {{", f.name, params.join(", ")));
         self.w.indent += 1;
         self.bind_syms(span);
         if self.options.runtime_checks {
@@ -1843,12 +1971,15 @@ impl FnEmitter<'_, '_> {
     }
 
     fn core_function(&mut self) {
+        self.w.resync();
         let f = self.f;
         let span = f.span;
         let params = self.core_params();
-        self.w.line(span, &format!("static int __choreo_core_{}({}) {{", f.name, params.join(", ")));
+        self.w
+            .line(span, &format!("static int __choreo_core_{}({}) {{", f.name, params.join(", ")));
         self.w.indent += 1;
         self.bind_syms(span);
+        self.preload_kernels(span);
         if let ReturnTy::Spanned { dims, .. } = f.ret.clone() {
             let count = self.count_u64(&dims);
             self.w.line(span, &format!("const std::uint64_t __choreo_ret_count = {count};"));
@@ -1867,6 +1998,33 @@ impl FnEmitter<'_, '_> {
         self.w.line(span, "}");
     }
 
+    /// Loads every kernel of a function that leaves asynchronous work running before its
+    /// first launch. With CUDA's lazy module loading (the default since CUDA 12), the first
+    /// launch of a kernel loads it, and loading waits for work already running on the device:
+    /// the second `.async` kernel of a call would wait for the first one instead of overlapping
+    /// with it on its own stream. Querying a kernel's attributes loads it without launching.
+    fn preload_kernels(&mut self, span: Span) {
+        let kernels = &self.plan.kernels;
+        if kernels.len() < 2 || !kernels.iter().any(|k| k.after == AfterLaunch::Track) {
+            return;
+        }
+        let names: Vec<String> = kernels.iter().map(|k| k.name.clone()).collect();
+        self.w.line(
+            span,
+            "{  // load the kernels before the first launch (lazy loading would serialise them)",
+        );
+        self.w.indent += 1;
+        self.w.line(span, "cudaFuncAttributes __choreo_attributes;");
+        for name in names {
+            self.w.line(
+                span,
+                &format!("__CHOREO_TRY(cudaFuncGetAttributes(&__choreo_attributes, {name}));"),
+            );
+        }
+        self.w.indent -= 1;
+        self.w.line(span, "}");
+    }
+
     fn cpp_return_type(&mut self) -> String {
         match self.f.ret.clone() {
             ReturnTy::Void => "void".to_string(),
@@ -1878,6 +2036,7 @@ impl FnEmitter<'_, '_> {
     }
 
     fn cpp_wrapper(&mut self) {
+        self.w.resync();
         let f = self.f;
         let span = f.span;
         let device = self.plan.device_data;
@@ -1887,16 +2046,17 @@ impl FnEmitter<'_, '_> {
             params.push(match (p.kind, p.elem) {
                 (ParamKind::Scalar(t), _) => format!("{} {name}", cpp_elem(t)),
                 (ParamKind::Stream, _) => format!("choreo::stream_t {name}"),
-                (_, Some(t)) => format!(
-                    "const choreo::spanned_view<{}, {}>& {name}",
-                    cpp_elem(t),
-                    p.dims.len()
-                ),
+                (_, Some(t)) => {
+                    format!("const choreo::spanned_view<{}, {}>& {name}", cpp_elem(t), p.dims.len())
+                }
                 (_, None) => format!("void* {name}"),
             });
         }
         let ret = self.cpp_return_type();
-        self.w.line(span, &format!("// C++ wrapper (upstream signature): {}", f.co_signature));
+        self.w.line(
+            span,
+            &format!("// C++ wrapper (upstream signature): {}", comment_text(&f.co_signature)),
+        );
         self.w.line(span, &format!("{ret} {}({}) {{", f.name, params.join(", ")));
         self.w.indent += 1;
         if device {
@@ -1947,49 +2107,42 @@ impl FnEmitter<'_, '_> {
                 check_args.join(", ")
             ),
         );
-        // Device copies of host parameters (spec §7.4 step 4).
-        if device {
-            for (i, p) in f.params.iter().enumerate() {
-                if !matches!(p.kind, ParamKind::HostIn | ParamKind::HostInOut) {
-                    continue;
-                }
-                let name = self.param_name(ParamId(i as u32));
-                self.w.line(span, &format!("__choreo_buffer {name}__mem(__frame);"));
-                self.w.line(
-                    span,
-                    &format!("choreo::abend_true(__frame.alloc(&{name}__mem.ptr, {name}.bytes()));"),
-                );
-                self.w.line(
-                    span,
-                    &format!(
-                        "choreo::abend_true(__frame.to_device({name}__mem.ptr, {name}.data(), {name}.bytes()));"
-                    ),
-                );
-            }
-        }
-        // The return value.
+        // The host side of the return value.
+        let mut result_pointer = None;
         match f.ret.clone() {
             ReturnTy::Void => {}
             ReturnTy::Scalar(t) => {
                 self.w.line(span, &format!("{} __choreo_result{{}};", cpp_elem(t)));
-                core_args.push("&__choreo_result".to_string());
+                result_pointer = Some("&__choreo_result".to_string());
             }
             ReturnTy::Spanned { elem, dims } => {
-                // Symbols of the return shape, bound like upstream from the first mention.
-                for (i, s) in f.sym_dims.iter().enumerate() {
-                    let (p, d) = s.bound_from;
-                    let name = self.names().sym(hir::SymId(i as u32)).to_string();
-                    let pname = self.param_name(p);
-                    self.w.line(
-                        span,
-                        &format!("[[maybe_unused]] const std::uint64_t {name} = {pname}.shape()[{d}];"),
-                    );
+                // The return shape may use every extent and symbol of the parameters: bind them
+                // like the core does (symbols from their first mention, like upstream).
+                for (i, p) in f.params.iter().enumerate() {
+                    if !p.is_spanned() {
+                        continue;
+                    }
+                    let id = ParamId(i as u32);
+                    let pname = self.param_name(id);
+                    for d in 0..p.dims.len() as u32 {
+                        let extent = self.names().extent(id, d);
+                        self.w.line(
+                            span,
+                            &format!(
+                                "[[maybe_unused]] const std::uint64_t {extent} = {pname}.shape()[{d}];"
+                            ),
+                        );
+                    }
                 }
+                self.bind_syms(span);
                 let shape: Vec<String> = dims
                     .iter()
-                    .map(|d| {
-                        let v = self.dim_u64(d);
-                        format!("static_cast<std::size_t>({v})")
+                    .map(|d| match d {
+                        Dim::Const(c) => c.to_string(),
+                        _ => {
+                            let v = self.dim_u64(d);
+                            format!("static_cast<std::size_t>({v})")
+                        }
                     })
                     .collect();
                 let elem_text = cpp_elem(elem);
@@ -2001,17 +2154,48 @@ impl FnEmitter<'_, '_> {
                         shape.join(", ")
                     ),
                 );
-                if device {
-                    self.w.line(span, "__choreo_buffer __choreo_result__mem(__frame);");
-                    self.w.line(
-                        span,
-                        "choreo::abend_true(__frame.alloc(&__choreo_result__mem.ptr, __choreo_result.bytes()));",
-                    );
-                    core_args.push(format!("static_cast<{elem_text}*>(__choreo_result__mem.ptr)"));
+                result_pointer = Some(if device {
+                    format!("static_cast<{elem_text}*>(__choreo_result__mem.ptr)")
                 } else {
-                    core_args.push("__choreo_result.data()".to_string());
-                }
+                    "__choreo_result.data()".to_string()
+                });
             }
+        }
+        // Device memory lives in this block: its guards free it at the closing brace, and a
+        // failed free is reported after it.
+        self.w.line(span, "{");
+        self.w.indent += 1;
+        // Device copies of host parameters (spec §7.4 step 4).
+        if device {
+            for (i, p) in f.params.iter().enumerate() {
+                if !matches!(p.kind, ParamKind::HostIn | ParamKind::HostInOut) {
+                    continue;
+                }
+                let name = self.param_name(ParamId(i as u32));
+                self.w.line(span, &format!("__choreo_buffer {name}__mem(__frame);"));
+                self.w.line(
+                    span,
+                    &format!(
+                        "choreo::abend_true(__frame.alloc(&{name}__mem.ptr, {name}.bytes()));"
+                    ),
+                );
+                self.w.line(
+                    span,
+                    &format!(
+                        "choreo::abend_true(__frame.to_device({name}__mem.ptr, {name}.data(), {name}.bytes()));"
+                    ),
+                );
+            }
+            if matches!(f.ret, ReturnTy::Spanned { .. }) {
+                self.w.line(span, "__choreo_buffer __choreo_result__mem(__frame);");
+                self.w.line(
+                    span,
+                    "choreo::abend_true(__frame.alloc(&__choreo_result__mem.ptr, __choreo_result.bytes()));",
+                );
+            }
+        }
+        if let Some(pointer) = result_pointer {
+            core_args.push(pointer);
         }
         if !self.plan.returned_params.is_empty() {
             self.w.line(span, "int __choreo_returned_param = -1;");
@@ -2028,8 +2212,8 @@ impl FnEmitter<'_, '_> {
         if device {
             // Every launch of a function with `&` parameters has finished here (the seed rules
             // synchronise them), so the copy-back sees the final data.
-            let returns_data = matches!(f.ret, ReturnTy::Spanned { .. })
-                || !self.plan.returned_params.is_empty();
+            let returns_data =
+                matches!(f.ret, ReturnTy::Spanned { .. }) || !self.plan.returned_params.is_empty();
             if self.plan.leaves_async_work && returns_data {
                 self.w.line(span, "choreo::abend_true(__frame.wait_async());");
             }
@@ -2065,6 +2249,9 @@ impl FnEmitter<'_, '_> {
                 );
             }
         }
+        self.w.indent -= 1;
+        self.w.line(span, "}");
+        self.w.line(span, "::__choreo_abort_on_failure(__frame, __frame.status());");
         if !matches!(f.ret, ReturnTy::Void) {
             self.w.line(span, "return __choreo_result;");
         }
@@ -2073,6 +2260,7 @@ impl FnEmitter<'_, '_> {
     }
 
     fn rs_entry(&mut self) {
+        self.w.resync();
         let f = self.f;
         let span = f.span;
         let mut params = Vec::new();
@@ -2131,7 +2319,13 @@ impl FnEmitter<'_, '_> {
         }
         params.push("char* __choreo_err".to_string());
         params.push("std::size_t __choreo_err_cap".to_string());
-        self.w.line(span, &format!("// Entry for the Rust wrapper (see emit/cuda.rs): {}", f.co_signature));
+        self.w.line(
+            span,
+            &format!(
+                "// Entry for the Rust wrapper (see emit/cuda.rs): {}",
+                comment_text(&f.co_signature)
+            ),
+        );
         self.w.line(
             span,
             &format!("extern \"C\" int {}({}) {{", rs_entry_name(&f.name), params.join(", ")),
@@ -2153,9 +2347,14 @@ impl FnEmitter<'_, '_> {
                 self.w.line(span, &format!("{} __choreo_value{{}};", cpp_elem(t)));
                 self.w.line(
                     span,
-                    &format!("const int __choreo_status = __choreo_core_{}({});", f.name, core_args.join(", ")),
+                    &format!(
+                        "const int __choreo_status = __choreo_core_{}({});",
+                        f.name,
+                        core_args.join(", ")
+                    ),
                 );
-                let bits = if t == ElemTy::F16 { "__choreo_f16_bits" } else { "__choreo_bf16_bits" };
+                let bits =
+                    if t == ElemTy::F16 { "__choreo_f16_bits" } else { "__choreo_bf16_bits" };
                 self.w.line(
                     span,
                     &format!("if (__choreo_status == 0) *__choreo_ret = ::{bits}(__choreo_value);"),
@@ -2180,14 +2379,40 @@ impl FnEmitter<'_, '_> {
     }
 }
 
+/// `text` without one pair of parentheses that encloses all of it (`(a && b)` → `a && b`,
+/// but `(a) + (b)` stays).
+fn strip_outer_parens(text: &str) -> &str {
+    let Some(inner) = text.strip_prefix('(').and_then(|t| t.strip_suffix(')')) else {
+        return text;
+    };
+    let mut depth = 0i32;
+    let mut in_string = false;
+    let mut prev = '\0';
+    for c in inner.chars() {
+        match c {
+            '"' if prev != '\\' => in_string = !in_string,
+            '(' if !in_string => depth += 1,
+            ')' if !in_string => {
+                depth -= 1;
+                if depth < 0 {
+                    return text;
+                }
+            }
+            _ => {}
+        }
+        prev = c;
+    }
+    if depth == 0 { inner } else { text }
+}
+
 /// The device-entry parallel-bys of a body, in source order.
 fn collect_trees<'a>(stmts: &'a [Stmt], out: &mut Vec<&'a hir::ParallelTree>) {
     for s in stmts {
         match &s.kind {
             StmtKind::Parallel(t) => out.push(t),
-            StmtKind::Block(b) | StmtKind::While { body: b, .. } | StmtKind::For { body: b, .. } => {
-                collect_trees(b, out)
-            }
+            StmtKind::Block(b)
+            | StmtKind::While { body: b, .. }
+            | StmtKind::For { body: b, .. } => collect_trees(b, out),
             StmtKind::If { then_body, else_body, .. } => {
                 collect_trees(then_body, out);
                 collect_trees(else_body, out);
@@ -2294,8 +2519,8 @@ impl MainRenamer {
                     self.braces.pop();
                 }
                 TokKind::Ident if &text[tok.range.clone()] == "main" && self.at_file_scope() => {
-                    let qualified = i >= 1
-                        && matches!(&text[tokens[i - 1].range.clone()], "::" | "." | "->");
+                    let qualified =
+                        i >= 1 && matches!(&text[tokens[i - 1].range.clone()], "::" | "." | "->");
                     if !qualified && is_function_definition(text, &tokens, i) {
                         renames.push(tok.range.clone());
                     }
@@ -2522,6 +2747,19 @@ mod tests {
     }
 
     #[test]
+    fn comments_cannot_break_out() {
+        assert_eq!(comment_text("a\nb\\"), "a b/");
+    }
+
+    #[test]
+    fn outer_parens() {
+        assert_eq!(strip_outer_parens("(a && b)"), "a && b");
+        assert_eq!(strip_outer_parens("(a) + (b)"), "(a) + (b)");
+        assert_eq!(strip_outer_parens("x"), "x");
+        assert_eq!(strip_outer_parens("(f(\")\"))"), "f(\")\")");
+    }
+
+    #[test]
     fn conversions() {
         assert_eq!(conv("h", ElemTy::F16, ElemTy::F32), "__half2float(h)");
         assert_eq!(conv("x", ElemTy::S32, ElemTy::F16), "__float2half(static_cast<float>(x))");
@@ -2550,8 +2788,14 @@ mod tests {
             "extern \"C\" { int __choreo_unused_main(void) { return 0; } }"
         );
         let mut r = MainRenamer::default();
-        assert_eq!(r.rename("auto main() -> int { return 0; }"), "auto __choreo_unused_main() -> int { return 0; }");
+        assert_eq!(
+            r.rename("auto main() -> int { return 0; }"),
+            "auto __choreo_unused_main() -> int { return 0; }"
+        );
         let mut r = MainRenamer::default();
-        assert_eq!(r.rename("#define X int main() {\nstd::string s = R\"(main(){)\";"), "#define X int main() {\nstd::string s = R\"(main(){)\";");
+        assert_eq!(
+            r.rename("#define X int main() {\nstd::string s = R\"(main(){)\";"),
+            "#define X int main() {\nstd::string s = R\"(main(){)\";"
+        );
     }
 }

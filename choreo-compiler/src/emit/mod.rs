@@ -4,6 +4,7 @@
 //! compile API share: the target architecture ([`Arch`]) and the output mode ([`OutputMode`]).
 
 pub mod cuda;
+pub mod rust;
 
 use std::fmt;
 use std::str::FromStr;
@@ -123,8 +124,10 @@ mod tests {
         for a in Arch::all() {
             assert_eq!(a.to_string().parse::<Arch>(), Ok(a));
         }
-        assert_eq!("sm_90a".parse::<Arch>().map(|a| a.gencode()).as_deref(),
-            Ok("arch=compute_90a,code=sm_90a"));
+        assert_eq!(
+            "sm_90a".parse::<Arch>().map(|a| a.gencode()).as_deref(),
+            Ok("arch=compute_90a,code=sm_90a")
+        );
         assert_eq!("SM_86".parse::<Arch>().map(Arch::sm), Ok(86));
         assert!("sm_91".parse::<Arch>().is_err());
         assert!("sm_86a".parse::<Arch>().is_err());

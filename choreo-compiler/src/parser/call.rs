@@ -91,10 +91,11 @@ impl Parser<'_, '_> {
         ops: &[(Punct, BinaryOp)],
         mut next: impl FnMut(&mut Self) -> PResult<Expr>,
     ) -> PResult<Expr> {
-        let mut lhs = next(self)?;
+        let (mut lhs, mut depth) = self.measured(&mut next)?;
         while let Some(&(_, op)) = ops.iter().find(|(p, _)| self.at_punct(*p)) {
             self.bump();
-            let rhs = next(self)?;
+            let (rhs, rhs_depth) = self.measured(&mut next)?;
+            depth = self.chain_link(depth.max(rhs_depth))?;
             let span = lhs.span.to(rhs.span);
             lhs = Expr {
                 span,
@@ -165,8 +166,10 @@ impl Parser<'_, '_> {
             }
             _ => return Err(self.unexpected("a template argument")),
         };
-        // `x(i)` selections.
+        // `x(i)` selections (a chain: one nesting level each, see `Parser::chain_link`).
+        let mut depth = 1;
         while self.at_punct(Punct::LParen) {
+            depth = self.chain_link(depth)?;
             self.bump();
             let index = match self.kind() {
                 TokenKind::Int(_) | TokenKind::Ident(_) => self.primary()?,

@@ -118,10 +118,11 @@ impl Parser<'_, '_> {
         ops: &[(Punct, BinaryOp)],
         mut next: impl FnMut(&mut Self) -> PResult<Expr>,
     ) -> PResult<Expr> {
-        let mut lhs = next(self)?;
+        let (mut lhs, mut depth) = self.measured(&mut next)?;
         while let Some(&(_, op)) = ops.iter().find(|(p, _)| self.at_punct(*p)) {
             self.bump();
-            let rhs = next(self)?;
+            let (rhs, rhs_depth) = self.measured(&mut next)?;
+            depth = self.chain_link(depth.max(rhs_depth))?;
             let span = lhs.span.to(rhs.span);
             lhs = Expr {
                 span,

@@ -133,14 +133,15 @@ impl Parser<'_, '_> {
 
     /// Binary operators of level `min` and above, left-associative.
     fn binary(&mut self, min: u8) -> PResult<Expr> {
-        let mut lhs = self.operand()?;
+        let (mut lhs, mut depth) = self.measured(|p| p.operand())?;
         while let Some(op) = binary_op(self.kind()) {
             let level = op.level();
             if level < min {
                 break;
             }
             self.bump();
-            let rhs = self.nested(|p| p.binary(level + 1))?;
+            let (rhs, rhs_depth) = self.measured(|p| p.nested(|p| p.binary(level + 1)))?;
+            depth = self.chain_link(depth.max(rhs_depth))?;
             let span = lhs.span.to(rhs.span);
             lhs = Expr {
                 span,
@@ -200,34 +201,43 @@ impl Parser<'_, '_> {
 
     /// A primary followed by postfix operations: `(i)`, `[…]`, member operations, `++`/`--`.
     pub(super) fn postfix_expr(&mut self) -> PResult<Expr> {
-        let mut e = self.primary()?;
+        let (mut e, mut depth) = self.measured(|p| p.primary())?;
         loop {
-            e = match self.kind() {
-                TokenKind::Punct(Punct::LParen) => self.dim_select(e)?,
-                TokenKind::Punct(Punct::LBracket)
-                    if matches!(
-                        e.kind,
-                        ExprKind::Ident(_)
-                            | ExprKind::Index { .. }
-                            | ExprKind::Span(_)
-                            | ExprKind::Derive { .. }
-                    ) =>
-                {
-                    self.bracket_suffix(e)?
-                }
-                TokenKind::Punct(Punct::PlusPlus | Punct::MinusMinus) => {
-                    let op = if self.at_punct(Punct::PlusPlus) {
-                        UnaryOp::PostInc
-                    } else {
-                        UnaryOp::PostDec
-                    };
-                    let span = e.span.to(self.bump().span);
-                    Expr { span, kind: ExprKind::Unary { op, operand: Box::new(e) } }
-                }
-                TokenKind::Dotted(d) if is_member_op(*d) => self.member(e, *d)?,
-                _ => return Ok(e),
+            let wraps = match self.kind() {
+                TokenKind::Punct(Punct::LParen | Punct::PlusPlus | Punct::MinusMinus) => true,
+                TokenKind::Punct(Punct::LBracket) => is_bracket_base(&e.kind),
+                TokenKind::Dotted(d) => is_member_op(*d),
+                _ => false,
             };
+            if !wraps {
+                return Ok(e);
+            }
+            let (next, step_depth) = self.measured(|p| p.postfix_step(e))?;
+            depth = self.chain_link(depth.max(step_depth))?;
+            e = next;
         }
+    }
+
+    /// One postfix operation on `e` (see [`Parser::postfix_expr`]); `e` itself when none
+    /// follows.
+    fn postfix_step(&mut self, e: Expr) -> PResult<Expr> {
+        Ok(match self.kind() {
+            TokenKind::Punct(Punct::LParen) => self.dim_select(e)?,
+            TokenKind::Punct(Punct::LBracket) if is_bracket_base(&e.kind) => {
+                self.bracket_suffix(e)?
+            }
+            TokenKind::Punct(Punct::PlusPlus | Punct::MinusMinus) => {
+                let op = if self.at_punct(Punct::PlusPlus) {
+                    UnaryOp::PostInc
+                } else {
+                    UnaryOp::PostDec
+                };
+                let span = e.span.to(self.bump().span);
+                Expr { span, kind: ExprKind::Unary { op, operand: Box::new(e) } }
+            }
+            TokenKind::Dotted(d) if is_member_op(*d) => self.member(e, *d)?,
+            _ => e,
+        })
     }
 
     /// `base(i)`: dimension/component selection (also `v(-1)`).
@@ -615,14 +625,15 @@ impl Parser<'_, '_> {
     /// The restricted expressions inside `|…|` (spec §4.5 `size_expr`): names with `.span`,
     /// `.data`, `[i]` and `(i)`, literals, `#v`, `cdiv`, parentheses and `+ - * / %`.
     fn size_expr(&mut self) -> PResult<Expr> {
-        let mut lhs = self.size_term()?;
+        let (mut lhs, mut depth) = self.measured(|p| p.size_term())?;
         while let Some(op) = match self.kind() {
             TokenKind::Punct(Punct::Plus) => Some(BinaryOp::Add),
             TokenKind::Punct(Punct::Minus) => Some(BinaryOp::Sub),
             _ => None,
         } {
             self.bump();
-            let rhs = self.size_term()?;
+            let (rhs, rhs_depth) = self.measured(|p| p.size_term())?;
+            depth = self.chain_link(depth.max(rhs_depth))?;
             let span = lhs.span.to(rhs.span);
             lhs = Expr {
                 span,
@@ -633,7 +644,7 @@ impl Parser<'_, '_> {
     }
 
     fn size_term(&mut self) -> PResult<Expr> {
-        let mut lhs = self.size_atom()?;
+        let (mut lhs, mut depth) = self.measured(|p| p.size_atom())?;
         while let Some(op) = match self.kind() {
             TokenKind::Punct(Punct::Star) => Some(BinaryOp::Mul),
             TokenKind::Punct(Punct::Slash) => Some(BinaryOp::Div),
@@ -641,7 +652,8 @@ impl Parser<'_, '_> {
             _ => None,
         } {
             self.bump();
-            let rhs = self.size_atom()?;
+            let (rhs, rhs_depth) = self.measured(|p| p.size_atom())?;
+            depth = self.chain_link(depth.max(rhs_depth))?;
             let span = lhs.span.to(rhs.span);
             lhs = Expr {
                 span,
@@ -673,32 +685,56 @@ impl Parser<'_, '_> {
             TokenKind::Ident(_) => {
                 let name = self.expect_ident("a name")?;
                 let mut e = Expr { span: name.span, kind: ExprKind::Ident(name) };
+                let mut depth = 0;
                 loop {
-                    e = if self.eat_dotted(Dotted::Span).is_some() {
-                        Expr { span: self.since(start), kind: ExprKind::Span(Box::new(e)) }
-                    } else if self.eat_dotted(Dotted::Data).is_some() {
-                        Expr { span: self.since(start), kind: ExprKind::Data(Box::new(e)) }
-                    } else if self.at_punct(Punct::LBracket) {
-                        self.bump();
-                        let index = self.plain_expr()?;
-                        self.expect_punct(Punct::RBracket)?;
-                        Expr {
-                            span: self.since(start),
-                            kind: ExprKind::Index { base: Box::new(e), index: Box::new(index) },
+                    let (next, step_depth) = self.measured(|p| p.size_suffix(e, start))?;
+                    match next {
+                        Ok(wrapped) => {
+                            depth = self.chain_link(depth.max(step_depth))?;
+                            e = wrapped;
                         }
-                    } else if self.at_punct(Punct::LParen) {
-                        self.dim_select(e)?
-                    } else {
-                        return Ok(e);
-                    };
+                        Err(done) => return Ok(done),
+                    }
                 }
             }
             _ => Err(self.unexpected("a size expression (a name, '.span' or an integer)")),
         }
     }
+
+    /// One suffix of a name in a size expression (`.span`, `.data`, `[i]`, `(i)`) applied to
+    /// `e`: `Ok(wrapped)`, or `Err(e)` unchanged when no suffix follows.
+    fn size_suffix(&mut self, e: Expr, start: Span) -> PResult<Result<Expr, Expr>> {
+        let wrapped = if self.eat_dotted(Dotted::Span).is_some() {
+            Expr { span: self.since(start), kind: ExprKind::Span(Box::new(e)) }
+        } else if self.eat_dotted(Dotted::Data).is_some() {
+            Expr { span: self.since(start), kind: ExprKind::Data(Box::new(e)) }
+        } else if self.at_punct(Punct::LBracket) {
+            self.bump();
+            let index = self.plain_expr()?;
+            self.expect_punct(Punct::RBracket)?;
+            Expr {
+                span: self.since(start),
+                kind: ExprKind::Index { base: Box::new(e), index: Box::new(index) },
+            }
+        } else if self.at_punct(Punct::LParen) {
+            self.dim_select(e)?
+        } else {
+            return Ok(Err(e));
+        };
+        Ok(Ok(wrapped))
+    }
 }
 
 /// Dotted keywords that continue a postfix expression.
+/// Whether `base[…]` is a bracket suffix (an array element or a derivation) rather than the
+/// end of the expression.
+fn is_bracket_base(base: &ExprKind) -> bool {
+    matches!(
+        base,
+        ExprKind::Ident(_) | ExprKind::Index { .. } | ExprKind::Span(_) | ExprKind::Derive { .. }
+    )
+}
+
 fn is_member_op(d: Dotted) -> bool {
     matches!(
         d,

@@ -5,7 +5,9 @@
 //! generation comes later are still parsed so later stages can report "not supported yet" at
 //! their span. It never panics on user input and always terminates: every loop iteration
 //! consumes a token or exits, and recursion is bounded by [`MAX_DEPTH`] (expressions and
-//! blocks counted together), beyond which a located error is reported.
+//! blocks counted together), beyond which a located error is reported. Chains that loops
+//! build (`a + b + …`, `x.at(i).at(j)…`, `x[1][2]…`) count one level per link, so the depth of
+//! every tree the parser returns is bounded too, and later passes may walk it recursively.
 //!
 //! # Error recovery
 //!
@@ -32,7 +34,7 @@
 //! | code  | rule (message) | spec |
 //! |-------|----------------|------|
 //! | E0301 | generic syntax error: "syntax error, unexpected X" (label: what was expected). Covers missing commas in tuple/shape lists (`{7 a}`, `[7 a]`), empty `[]`/`{}`, `.5` / `5.` (no such float forms; a help says how to write them), a dimension selection `x(e)` whose index is not `NUM`, `-NUM` or a name, `|…|` contents outside the `size_expr` grammar, `x++;` or `n + 1;` as statements, compound assignments other than `+= -= *= /= %=`, `ituple[2] t`, `mdspan[3, 4] m` (rank must be `<N>`), `ituple<a>`/`mdspan<a>`/`event<a>` (rank must be a literal), `parallel [p] by 6`, a tuple binder whose bound is not a bracketed list (`{x, y} by sh`), C array parameters `f32 d[]`, `long double`, `x(::2)` (`::` is one token), `f32 [[a, b]]` (`[[` is one token), `x . at(…)` (dotted keywords are one token), intrinsic calls outside their registration (`foo::bar(…)`), missing `;`, unbalanced brackets, unexpected end of input, tokens after the function body | §2.2, §4, §21 |
-//! | E0302 | nesting deeper than [`MAX_DEPTH`] (expressions and blocks together) | — |
+//! | E0302 | nesting deeper than [`MAX_DEPTH`] (expressions, blocks and chain links together) | — |
 //! | E0303 | "must use ':' to initialize a mdspan." (`mdspan x = …`) | §4.3 |
 //! | E0304 | "must use '=' to initialize an ituple." (`ituple x : …`) | §4.3 |
 //! | E0305 | "an ituple must be initialized." (`ituple x;`) | §4.3 |
@@ -158,6 +160,9 @@ pub(crate) struct Parser<'t, 'd> {
     diags: &'d mut Diagnostics,
     /// Current nesting of expressions and blocks.
     depth: u32,
+    /// The deepest nesting reached since [`Parser::measured`] last reset it (chains of
+    /// left-nested nodes included); bounds the depth of the tree built meanwhile.
+    high: u32,
     /// Span of the last consumed token (for node spans).
     last_span: Span,
     /// Whether an "unexpected end of input" error was reported already.
@@ -176,6 +181,7 @@ impl<'t, 'd> Parser<'t, 'd> {
             pos: 0,
             diags,
             depth: 0,
+            high: 0,
             last_span: Span::point(first.file, first.start as usize),
             eof_reported: false,
             shape_ctx: false,
@@ -430,17 +436,60 @@ impl<'t, 'd> Parser<'t, 'd> {
     /// Runs `f` one nesting level deeper; reports E0302 instead when the limit is reached.
     fn nested<T>(&mut self, f: impl FnOnce(&mut Self) -> PResult<T>) -> PResult<T> {
         if self.depth >= MAX_DEPTH {
-            let span = self.span();
-            return Err(self.fail(
-                "E0302",
-                span,
-                format!("nesting too deep (more than {MAX_DEPTH} nested expressions or blocks)"),
-            ));
+            return Err(self.too_deep());
         }
         self.depth += 1;
+        self.high = self.high.max(self.depth);
         let result = f(self);
         self.depth -= 1;
         result
+    }
+
+    /// Runs `f` and returns its result with the nesting it reached below the current level:
+    /// an upper bound on the depth of the tree `f` built (up to the constant factor of nodes
+    /// that wrap a child without a nesting level of their own).
+    fn measured<T>(&mut self, f: impl FnOnce(&mut Self) -> PResult<T>) -> PResult<(T, u32)> {
+        let saved = std::mem::replace(&mut self.high, self.depth);
+        let result = f(self);
+        let reached = self.high.saturating_sub(self.depth);
+        self.high = self.high.max(saved);
+        result.map(|value| (value, reached))
+    }
+
+    /// Accounts for one node of a chain that a loop builds (`a + b + c`, `x.at(i).at(j)`,
+    /// `x[1][2]`) on top of parts `below` levels deep (the previous link or the new operand,
+    /// from [`Parser::measured`]); returns the new node's depth. Such a chain nests like
+    /// recursion for every later pass that walks the tree (dump, sema, dropping it), so it is
+    /// bounded by [`MAX_DEPTH`] as well: E0302 beyond.
+    fn chain_link(&mut self, below: u32) -> PResult<u32> {
+        let depth = below + 1;
+        if self.depth + depth > MAX_DEPTH {
+            return Err(self.too_deep());
+        }
+        self.high = self.high.max(self.depth + depth);
+        Ok(depth)
+    }
+
+    /// Reports E0302 at the current token, unless that token comes from text an earlier stage
+    /// reported (a macro expansion that was cut off at its size limit, E0120).
+    fn too_deep(&mut self) -> Reported {
+        let span = self.span();
+        if self.already_reported_at(span) {
+            return Reported;
+        }
+        self.report(
+            Diagnostic::error(
+                "E0302",
+                span,
+                format!("nesting too deep (more than {MAX_DEPTH} nested expressions or blocks)"),
+            )
+            .with_label("the limit is reached here")
+            .with_note(
+                "every nested bracket or block counts one level, and so does every link of a \
+                 chain of operators (`a + b + …`) or member operations (`x.at(i).at(j)…`)",
+            ),
+        );
+        Reported
     }
 
     // ---------------------------------------------------------------------------------------

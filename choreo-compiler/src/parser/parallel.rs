@@ -56,11 +56,17 @@ impl Parser<'_, '_> {
             return Ok(kind);
         }
         let span = attrs.first().map_or(self.span(), |a| a.span);
-        Err(self.fail(
+        let reported = self.fail(
             "E0335",
             span,
             "[[launch_bounds(...)]] and [[maxnreg(...)]] only apply to a parallel-by statement",
-        ))
+        );
+        if self.at_eof() || self.at_punct(Punct::RBrace) {
+            return Err(reported);
+        }
+        // The attributes are dropped and the statement after them is parsed as usual: skipping
+        // it instead would stop at its first `}` (`foreach {k} in …`) and report the rest.
+        Ok(self.statement()?.kind)
     }
 
     /// `[[launch_bounds(…)]]`, `[[maxnreg(…)]]`, `[[schedule(k_tiles(…))]]`.

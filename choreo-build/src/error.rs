@@ -1,0 +1,371 @@
+//! The error type of a build, and how it reaches cargo.
+
+use std::fmt;
+use std::io;
+use std::path::PathBuf;
+
+/// Why [`Builder::build`](crate::Builder::build) failed.
+///
+/// `Display` gives the whole story (rendered diagnostics, nvcc's output, what to install);
+/// [`Error::report_to_cargo`] prints it the way a build script should and is what
+/// [`UnwrapOrExit::unwrap_or_exit`](crate::UnwrapOrExit::unwrap_or_exit) and
+/// [`compile`](crate::compile) use. `Debug` shows the same text as `Display`, so that
+/// `fn main() -> Result<(), Box<dyn std::error::Error>>` build scripts print something readable.
+#[non_exhaustive]
+pub enum Error {
+    /// A glob pattern is malformed.
+    InvalidPattern {
+        /// The pattern as given.
+        pattern: String,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// A glob pattern matched no file, or no input was given at all (`pattern` is `None`).
+    NoInputs {
+        /// The pattern that matched nothing.
+        pattern: Option<String>,
+    },
+    /// The name given to [`Builder::build`](crate::Builder::build) cannot name a library and a
+    /// Rust file.
+    InvalidName {
+        /// The name as given.
+        name: String,
+    },
+    /// A `.co` file's stem does not make a Rust module name.
+    InvalidModuleName {
+        /// The `.co` file.
+        file: PathBuf,
+        /// The module name derived from its stem.
+        module: String,
+    },
+    /// Two `.co` files would become Rust modules of the same name.
+    DuplicateModule {
+        /// The module name.
+        module: String,
+        /// The first file.
+        first: PathBuf,
+        /// The second file.
+        second: PathBuf,
+    },
+    /// The architecture is not one the compiler supports.
+    InvalidArch {
+        /// Where the value came from: `Builder::arch` or `CHOREO_CUDA_ARCH`.
+        origin: &'static str,
+        /// The compiler's message (it lists the supported architectures).
+        message: String,
+    },
+    /// An environment variable has a value this crate cannot use.
+    InvalidEnv {
+        /// The variable.
+        var: &'static str,
+        /// Its value.
+        value: String,
+        /// What it should be.
+        expected: &'static str,
+    },
+    /// A variable that cargo sets for build scripts is missing (not running in a build script?).
+    MissingEnv {
+        /// The variable.
+        var: &'static str,
+    },
+    /// Reading or writing a file failed.
+    Io {
+        /// What was being done, e.g. `"read"`.
+        action: &'static str,
+        /// The file or directory.
+        path: PathBuf,
+        /// The error.
+        source: io::Error,
+    },
+    /// A `.co` file is not valid UTF-8.
+    NotUtf8 {
+        /// The file.
+        path: PathBuf,
+        /// Byte offset of the first invalid byte.
+        offset: usize,
+    },
+    /// One or more `.co` files have errors; their diagnostics are rendered.
+    Diagnostics(Vec<FileDiagnostics>),
+    /// `NVCC` (or another explicit setting) names an nvcc that does not exist.
+    NvccNotFound {
+        /// The setting, e.g. `NVCC`.
+        origin: &'static str,
+        /// The path it names.
+        path: PathBuf,
+    },
+    /// The CUDA toolkit that was found cannot be used (no headers, no `cudart_static` for the
+    /// target); the message says what to install.
+    Toolkit {
+        /// The toolkit root.
+        root: PathBuf,
+        /// What is missing and how to get it.
+        message: String,
+    },
+    /// A program could not be started.
+    Spawn {
+        /// The program.
+        program: PathBuf,
+        /// The error.
+        source: io::Error,
+    },
+    /// nvcc failed on one or more generated `.cu` files.
+    Nvcc(Vec<NvccFailure>),
+    /// Creating the static library failed.
+    Archive {
+        /// The command line.
+        command: String,
+        /// Its exit status, as text.
+        status: String,
+        /// Its standard error.
+        stderr: String,
+    },
+}
+
+/// The diagnostics of one `.co` file that has errors.
+#[derive(Debug, Clone)]
+pub struct FileDiagnostics {
+    /// The `.co` file.
+    pub file: PathBuf,
+    /// Number of errors.
+    pub errors: usize,
+    /// Number of warnings.
+    pub warnings: usize,
+    /// All its diagnostics, rendered like rustc (codespan, no colour).
+    pub rendered: String,
+}
+
+/// One failed nvcc run.
+#[derive(Debug, Clone)]
+pub struct NvccFailure {
+    /// The `.co` file the `.cu` was generated from.
+    pub co_file: PathBuf,
+    /// The generated `.cu` file.
+    pub cu_file: PathBuf,
+    /// The command line.
+    pub command: String,
+    /// nvcc's exit status, as text.
+    pub status: String,
+    /// nvcc's standard error and output (its messages name `.co` lines through the generated
+    /// `#line` directives, or `.cu` lines of generated code).
+    pub output: String,
+}
+
+impl Error {
+    pub(crate) fn io(action: &'static str, path: impl Into<PathBuf>, source: io::Error) -> Error {
+        Error::Io { action, path: path.into(), source }
+    }
+
+    /// One line per failing input, for `cargo::error=` (no newlines; `file: what`).
+    pub fn summary_lines(&self) -> Vec<String> {
+        match self {
+            Error::Diagnostics(files) => files
+                .iter()
+                .map(|f| format!("{}: {}", f.file.display(), plural(f.errors, "error")))
+                .collect(),
+            Error::Nvcc(failures) => failures
+                .iter()
+                .map(|f| {
+                    format!(
+                        "{}: nvcc failed on the generated {} ({})",
+                        f.co_file.display(),
+                        f.cu_file.display(),
+                        f.status
+                    )
+                })
+                .collect(),
+            other => vec![one_line(&other.headline())],
+        }
+    }
+
+    /// Prints the error the way a build script should: the full text (rendered diagnostics,
+    /// nvcc's output) to stderr, which cargo shows when the build fails, and one
+    /// `cargo::error=` line per failing file (or one for the whole error).
+    pub fn report_to_cargo(&self) {
+        eprintln!("{self}");
+        for line in self.summary_lines() {
+            println!("cargo::error={line}");
+        }
+    }
+
+    /// The first line of the message.
+    fn headline(&self) -> String {
+        match self {
+            Error::InvalidPattern { pattern, message } => {
+                format!("invalid glob pattern `{pattern}`: {message}")
+            }
+            Error::NoInputs { pattern: Some(pattern) } => {
+                format!("the pattern `{pattern}` matches no file")
+            }
+            Error::NoInputs { pattern: None } => {
+                "no .co files were given (use Builder::file or Builder::files)".to_owned()
+            }
+            Error::InvalidName { name } => format!(
+                "`{name}` cannot name the kernels' output: use letters, digits and `_`, not \
+                 starting with a digit"
+            ),
+            Error::InvalidModuleName { file, module } => format!(
+                "{}: the file name does not make a Rust module name (`{module}`); rename the \
+                 file so its stem is an identifier (letters, digits, `_`, `-`), not a keyword",
+                file.display()
+            ),
+            Error::DuplicateModule { module, first, second } => format!(
+                "{} and {} would both become the Rust module `{module}`; rename one of them",
+                first.display(),
+                second.display()
+            ),
+            Error::InvalidArch { origin, message } => format!("{origin}: {message}"),
+            Error::InvalidEnv { var, value, expected } => {
+                format!("{var}={value:?} is not valid: expected {expected}")
+            }
+            Error::MissingEnv { var } => format!(
+                "the environment variable {var} is not set: choreo-build runs in build scripts \
+                 (cargo sets it); outside one, set it (or Builder::out_dir for OUT_DIR)"
+            ),
+            Error::Io { action, path, source } => {
+                format!("cannot {action} {}: {source}", path.display())
+            }
+            Error::NotUtf8 { path, offset } => {
+                format!("{}: not valid UTF-8 (invalid byte at offset {offset})", path.display())
+            }
+            Error::Diagnostics(files) => {
+                let errors: usize = files.iter().map(|f| f.errors).sum();
+                format!("{} in {}", plural(errors, "error"), plural(files.len(), ".co file"))
+            }
+            Error::NvccNotFound { origin, path } => format!(
+                "{origin} names {}, which does not exist; point it at nvcc, or unset it to \
+                 search CUDA_HOME, CUDA_PATH, PATH and the ci/install-cuda cache",
+                path.display()
+            ),
+            Error::Toolkit { root, message } => {
+                format!("the CUDA toolkit at {} cannot be used: {message}", root.display())
+            }
+            Error::Spawn { program, source } => {
+                format!("cannot run {}: {source}", program.display())
+            }
+            Error::Nvcc(failures) => {
+                format!("nvcc failed on {}", plural(failures.len(), "generated .cu file"))
+            }
+            Error::Archive { command, status, .. } => {
+                format!("creating the static library failed ({status}): {command}")
+            }
+        }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "choreo-build: {}", self.headline())?;
+        match self {
+            Error::Diagnostics(files) => {
+                for file in files {
+                    write!(f, "\n\n{}", file.rendered.trim_end())?;
+                }
+            }
+            Error::Nvcc(failures) => {
+                for failure in failures {
+                    write!(
+                        f,
+                        "\n\n{} (generated from {}): {}\ncommand: {}\n{}",
+                        failure.cu_file.display(),
+                        failure.co_file.display(),
+                        failure.status,
+                        failure.command,
+                        failure.output.trim_end()
+                    )?;
+                }
+            }
+            Error::Archive { stderr, .. } if !stderr.trim().is_empty() => {
+                write!(f, "\n{}", stderr.trim_end())?;
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Debug for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Io { source, .. } | Error::Spawn { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}
+
+/// `3 errors`, `1 error`.
+pub(crate) fn plural(count: usize, noun: &str) -> String {
+    if count == 1 { format!("1 {noun}") } else { format!("{count} {noun}s") }
+}
+
+/// Text made safe for a single `cargo::` line.
+pub(crate) fn one_line(text: &str) -> String {
+    text.split(['\n', '\r'])
+        .map(str::trim)
+        .filter(|part| !part.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn diagnostics_error_has_one_summary_line_per_file_and_the_rendered_text() {
+        let error = Error::Diagnostics(vec![
+            FileDiagnostics {
+                file: "src/a.co".into(),
+                errors: 2,
+                warnings: 0,
+                rendered: "error[E0301]: x\n  ┌─ src/a.co:2:7\n".into(),
+            },
+            FileDiagnostics {
+                file: "src/b.co".into(),
+                errors: 1,
+                warnings: 1,
+                rendered: "error[E0401]: y\n".into(),
+            },
+        ]);
+        assert_eq!(error.summary_lines(), ["src/a.co: 2 errors", "src/b.co: 1 error"]);
+        let text = error.to_string();
+        assert!(text.starts_with("choreo-build: 3 errors in 2 .co files"), "{text}");
+        assert!(text.contains("src/a.co:2:7"), "{text}");
+        assert!(text.contains("error[E0401]: y"), "{text}");
+        assert_eq!(format!("{error:?}"), text);
+    }
+
+    #[test]
+    fn nvcc_failure_shows_nvcc_output_and_names_both_files() {
+        let error = Error::Nvcc(vec![NvccFailure {
+            co_file: "k/scale.co".into(),
+            cu_file: "/out/choreo/kernels/scale.cu".into(),
+            command: "nvcc -c scale.cu".into(),
+            status: "exit status: 1".into(),
+            output: "k/scale.co(12): error: identifier \"q\" is undefined\n".into(),
+        }]);
+        let lines = error.summary_lines();
+        assert_eq!(lines.len(), 1);
+        assert!(lines[0].starts_with("k/scale.co: nvcc failed on the generated"), "{lines:?}");
+        let text = error.to_string();
+        assert!(text.contains("k/scale.co(12): error: identifier"), "{text}");
+        assert!(text.contains("command: nvcc -c scale.cu"), "{text}");
+    }
+
+    #[test]
+    fn other_errors_give_a_single_line_summary() {
+        let error = Error::Toolkit {
+            root: "/cuda".into(),
+            message: "no libcudart_static.a in\n/cuda/targets/sbsa-linux/lib".into(),
+        };
+        let lines = error.summary_lines();
+        assert_eq!(lines.len(), 1);
+        assert!(!lines[0].contains('\n'));
+        assert!(lines[0].contains("sbsa-linux"), "{lines:?}");
+    }
+}

@@ -1,0 +1,591 @@
+//! Driving nvcc: the command line, the per-file object cache, parallel runs, the archive.
+//!
+//! Objects are compiled by running nvcc directly rather than through `cc::Build`: cc cannot
+//! skip a file whose inputs did not change (it recompiles everything it is given), takes nvcc
+//! only from the process environment (`NVCC`), adds `-G` in debug profiles and, for CUDA
+//! archives, an extra `--device-link` nvcc run. Owning the command line also makes it exactly
+//! known, so it can be part of the cache key. `cc` still provides the target's archiver (`AR`,
+//! cross prefixes) and, for cross builds, the target's C++ compiler for `-ccbin`.
+//!
+//! Cache: next to each object, `<module>.key` holds the key the object was built with — a
+//! hash of the `.cu` text, `choreo.h`, the nvcc path, size, modification time and CUDA
+//! version, the full argument list and `NVCC_PREPEND_FLAGS`/`NVCC_APPEND_FLAGS` — and, one
+//! line each, the hash of every other header nvcc read (from its `-MD` dependency file),
+//! leaving out system headers under `/usr/` and headers of the toolkit (both change only with
+//! a toolkit or compiler update, which changes the nvcc key or is out of scope, as in
+//! ccache's default mode). A file is recompiled when its key or one of those headers changed,
+//! or its object is missing. The key file is removed before nvcc runs, so a failed or
+//! interrupted run never leaves an entry that looks valid.
+
+use crate::error::{Error, NvccFailure};
+use crate::hash::{Digest, Hasher};
+use crate::toolkit::Toolkit;
+use choreo_compiler::compile::Arch;
+use std::ffi::OsString;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::UNIX_EPOCH;
+
+/// Everything about the nvcc command line that is the same for all files of a build.
+#[derive(Debug, Clone)]
+pub(crate) struct NvccConfig {
+    /// The toolkit (nvcc path, root, version).
+    pub(crate) toolkit: Toolkit,
+    /// The GPU architecture.
+    pub(crate) arch: Arch,
+    /// `-D` definitions (also given to the Choreo preprocessor).
+    pub(crate) defines: Vec<(String, Option<String>)>,
+    /// Extra include directories.
+    pub(crate) include_dirs: Vec<PathBuf>,
+    /// The host compiler for `-ccbin`, when one was chosen.
+    pub(crate) ccbin: Option<PathBuf>,
+    /// `--target-directory` for cross builds (`sbsa-linux`).
+    pub(crate) target_dir: Option<&'static str>,
+    /// Define `CHOREO_LEAN_PRELUDE` (choreo.h then leaves out upstream's extra std headers).
+    pub(crate) lean_prelude: bool,
+    /// Compile host code position-independent (`-Xcompiler -fPIC`), as cc does on Unix.
+    pub(crate) pic: bool,
+    /// Flags added by the user, last on the line.
+    pub(crate) user_flags: Vec<String>,
+    /// `NVCC_PREPEND_FLAGS` and `NVCC_APPEND_FLAGS` (nvcc reads them itself): part of the key.
+    pub(crate) env_flags: Vec<(&'static str, String)>,
+}
+
+/// The `-gencode` flags: SASS for the architecture, plus PTX for architectures without the
+/// `a` suffix (PTX of an `a` architecture cannot run on later GPUs, so it would only add size).
+pub(crate) fn gencode_flags(arch: Arch) -> Vec<String> {
+    let sass = arch.gencode(); // arch=compute_XX,code=sm_XX
+    let mut flags = vec![format!("-gencode={sass}")];
+    if !arch.to_string().ends_with('a') {
+        let compute = sass.split(',').next().unwrap_or_default(); // arch=compute_XX
+        let ptx = compute.replace("arch=", "code=");
+        flags.push(format!("-gencode={compute},{ptx}"));
+    }
+    flags
+}
+
+/// One `.cu` to compile.
+#[derive(Debug, Clone)]
+pub(crate) struct Job {
+    /// The `.co` file it was generated from (for messages).
+    pub(crate) co: PathBuf,
+    /// The folder of the `.co` file (absolute): `-I`, so its `#include "…"` resolve.
+    pub(crate) co_dir: PathBuf,
+    /// The generated `.cu` (absolute).
+    pub(crate) cu: PathBuf,
+    /// The object to produce.
+    pub(crate) object: PathBuf,
+}
+
+impl Job {
+    fn key_file(&self) -> PathBuf {
+        self.object.with_extension("key")
+    }
+
+    fn dep_file(&self) -> PathBuf {
+        self.object.with_extension("d")
+    }
+}
+
+impl NvccConfig {
+    /// The full argument list for one job.
+    pub(crate) fn args(&self, job: &Job) -> Vec<OsString> {
+        let mut args: Vec<OsString> = vec!["-c".into(), "-std=c++17".into(), "-O3".into()];
+        args.extend(gencode_flags(self.arch).into_iter().map(OsString::from));
+        if self.pic {
+            args.extend(["-Xcompiler".into(), "-fPIC".into()]);
+        }
+        if self.lean_prelude {
+            args.push("-DCHOREO_LEAN_PRELUDE".into());
+        }
+        for (name, value) in &self.defines {
+            args.push(match value {
+                Some(value) => format!("-D{name}={value}").into(),
+                None => format!("-D{name}").into(),
+            });
+        }
+        args.push("-I".into());
+        args.push(job.co_dir.clone().into());
+        for dir in &self.include_dirs {
+            args.push("-I".into());
+            args.push(dir.clone().into());
+        }
+        if let Some(ccbin) = &self.ccbin {
+            args.push("-ccbin".into());
+            args.push(ccbin.clone().into());
+        }
+        if let Some(dir) = self.target_dir {
+            args.push("--target-directory".into());
+            args.push(dir.into());
+        }
+        args.extend(self.user_flags.iter().map(OsString::from));
+        args.extend(["-MD".into(), "-MF".into(), job.dep_file().into()]);
+        args.extend(["-o".into(), job.object.clone().into(), job.cu.clone().into()]);
+        args
+    }
+
+    /// The command line as text (for messages).
+    pub(crate) fn command_line(&self, job: &Job) -> String {
+        std::iter::once(self.toolkit.nvcc.clone().into_os_string())
+            .chain(self.args(job))
+            .map(|arg| shell_quote(&arg.to_string_lossy()))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    /// The cache key of a job, given the digests of its `.cu` and of `choreo.h`.
+    pub(crate) fn key(&self, job: &Job, cu: Digest, header: Digest) -> Digest {
+        let mut hasher = Hasher::new();
+        hasher.field("choreo-build object cache v1");
+        hasher.field(self.toolkit.nvcc.as_os_str().as_encoded_bytes());
+        if let Ok(meta) = fs::metadata(&self.toolkit.nvcc) {
+            hasher.field(meta.len().to_le_bytes());
+            let modified = meta.modified().ok().and_then(|t| t.duration_since(UNIX_EPOCH).ok());
+            hasher.field(modified.map_or(0, |d| d.as_nanos()).to_le_bytes());
+        }
+        hasher.field(self.toolkit.version.to_le_bytes());
+        for arg in self.args(job) {
+            hasher.field(arg.as_encoded_bytes());
+        }
+        for (var, value) in &self.env_flags {
+            hasher.field(var).field(value);
+        }
+        hasher.field(cu.to_string()).field(header.to_string());
+        hasher.finish()
+    }
+
+    /// Headers from a dependency list that belong in the cache entry: not the `.cu` or files
+    /// next to it (`choreo.h`), not system or toolkit headers.
+    fn tracked_dependency(&self, job: &Job, dep: &Path) -> bool {
+        let generated_dir = job.cu.parent().unwrap_or(Path::new("/"));
+        !(dep.starts_with(generated_dir)
+            || dep.starts_with("/usr/")
+            || dep.starts_with(&self.toolkit.root)
+            || self
+                .toolkit
+                .nvcc
+                .parent()
+                .and_then(Path::parent)
+                .is_some_and(|r| dep.starts_with(r)))
+    }
+}
+
+/// What the cache says about a job.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum CacheState {
+    /// The object is up to date; the headers it depends on (beyond the `.cu`).
+    Fresh(Vec<PathBuf>),
+    /// It must be compiled.
+    Stale,
+}
+
+/// Checks the cache entry of `job` against `key`.
+pub(crate) fn check_cache(job: &Job, key: Digest) -> CacheState {
+    let Ok(text) = fs::read_to_string(job.key_file()) else { return CacheState::Stale };
+    if !job.object.is_file() {
+        return CacheState::Stale;
+    }
+    let mut lines = text.lines();
+    if lines.next().and_then(|line| line.strip_prefix("key ")).and_then(Digest::parse) != Some(key)
+    {
+        return CacheState::Stale;
+    }
+    let mut deps = Vec::new();
+    for line in lines {
+        let Some((digest, path)) = line.strip_prefix("dep ").and_then(|rest| rest.split_once(' '))
+        else {
+            return CacheState::Stale;
+        };
+        let path = PathBuf::from(path);
+        let current = fs::read(&path).ok().map(Digest::of);
+        if current.is_none() || current != Digest::parse(digest) {
+            return CacheState::Stale;
+        }
+        deps.push(path);
+    }
+    CacheState::Fresh(deps)
+}
+
+/// The result of compiling one job.
+#[derive(Debug, Clone)]
+pub(crate) struct Compiled {
+    /// Headers the object depends on (tracked in its cache entry).
+    pub(crate) deps: Vec<PathBuf>,
+    /// nvcc's output (warnings), possibly empty.
+    pub(crate) output: String,
+}
+
+/// Compiles one job and writes its cache entry.
+fn compile_one(config: &NvccConfig, job: &Job, key: Digest) -> Result<Compiled, JobError> {
+    let _ = fs::remove_file(job.key_file());
+    let _ = fs::remove_file(&job.object);
+    let output = Command::new(&config.toolkit.nvcc)
+        .args(config.args(job))
+        .current_dir(job.cu.parent().unwrap_or(Path::new(".")))
+        .output()
+        .map_err(|source| {
+            JobError::Fatal(Error::Spawn { program: config.toolkit.nvcc.clone(), source })
+        })?;
+    let mut text = String::from_utf8_lossy(&output.stderr).into_owned();
+    text.push_str(&String::from_utf8_lossy(&output.stdout));
+    if !output.status.success() {
+        return Err(JobError::Failed(NvccFailure {
+            co_file: job.co.clone(),
+            cu_file: job.cu.clone(),
+            command: config.command_line(job),
+            status: output.status.to_string(),
+            output: text,
+        }));
+    }
+    let cwd = job.cu.parent().unwrap_or(Path::new("."));
+    let depfile = fs::read_to_string(job.dep_file())
+        .map_err(|e| JobError::Fatal(Error::io("read", job.dep_file(), e)))?;
+    let mut entry = format!("key {key}\n");
+    let mut deps = Vec::new();
+    for dep in parse_depfile(&depfile) {
+        let dep = cwd.join(dep);
+        let dep = fs::canonicalize(&dep).unwrap_or(dep);
+        if !config.tracked_dependency(job, &dep) || deps.contains(&dep) {
+            continue;
+        }
+        // A header that cannot be read now cannot be validated later: no entry at all.
+        let bytes = fs::read(&dep).map_err(|e| JobError::Fatal(Error::io("read", &dep, e)))?;
+        entry.push_str(&format!("dep {} {}\n", Digest::of(bytes), dep.display()));
+        deps.push(dep);
+    }
+    fs::write(job.key_file(), entry)
+        .map_err(|e| JobError::Fatal(Error::io("write", job.key_file(), e)))?;
+    Ok(Compiled { deps, output: text })
+}
+
+/// Why a job did not produce an object.
+#[derive(Debug)]
+pub(crate) enum JobError {
+    /// nvcc rejected the file.
+    Failed(NvccFailure),
+    /// Something else (nvcc could not start, a file could not be written).
+    Fatal(Error),
+}
+
+/// Compiles `jobs` (with their keys) on up to `threads` threads; results in job order.
+pub(crate) fn compile_all(
+    config: &NvccConfig,
+    jobs: &[(Job, Digest)],
+    threads: usize,
+) -> Vec<Result<Compiled, JobError>> {
+    let next = AtomicUsize::new(0);
+    let results: Mutex<Vec<Option<Result<Compiled, JobError>>>> =
+        Mutex::new((0..jobs.len()).map(|_| None).collect());
+    std::thread::scope(|scope| {
+        for _ in 0..threads.clamp(1, jobs.len().max(1)) {
+            scope.spawn(|| {
+                loop {
+                    let index = next.fetch_add(1, Ordering::Relaxed);
+                    let Some((job, key)) = jobs.get(index) else { break };
+                    let result = compile_one(config, job, *key);
+                    if let Ok(mut results) = results.lock() {
+                        results[index] = Some(result);
+                    }
+                }
+            });
+        }
+    });
+    let results = results.into_inner().unwrap_or_else(|poisoned| poisoned.into_inner());
+    results
+        .into_iter()
+        .zip(jobs)
+        .map(|(result, (job, _))| {
+            result.unwrap_or_else(|| {
+                Err(JobError::Fatal(Error::io(
+                    "compile",
+                    &job.cu,
+                    std::io::Error::other("the compile thread stopped"),
+                )))
+            })
+        })
+        .collect()
+}
+
+/// The prerequisites listed in a make-style dependency file (`target: a b \` …), with `\ `
+/// and `$$` unescaped.
+pub(crate) fn parse_depfile(text: &str) -> Vec<PathBuf> {
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => match chars.peek() {
+                Some('\n') => {
+                    chars.next();
+                    finish_word(&mut word, &mut words);
+                }
+                Some('\r') => {
+                    chars.next();
+                    if chars.peek() == Some(&'\n') {
+                        chars.next();
+                    }
+                    finish_word(&mut word, &mut words);
+                }
+                Some(' ') | Some('#') | Some('\\') => word.push(chars.next().unwrap_or(' ')),
+                _ => word.push('\\'),
+            },
+            '$' if chars.peek() == Some(&'$') => {
+                chars.next();
+                word.push('$');
+            }
+            c if c.is_whitespace() => finish_word(&mut word, &mut words),
+            c => word.push(c),
+        }
+    }
+    finish_word(&mut word, &mut words);
+    // Everything after the first word that ends the target list (`x.o:` or a lone `:`).
+    let mut prerequisites = Vec::new();
+    let mut in_targets = true;
+    for word in words {
+        if in_targets {
+            in_targets = !word.ends_with(':');
+            continue;
+        }
+        prerequisites.push(PathBuf::from(word));
+    }
+    prerequisites
+}
+
+fn finish_word(word: &mut String, words: &mut Vec<String>) {
+    if !word.is_empty() {
+        words.push(std::mem::take(word));
+    }
+}
+
+/// Creates (or re-creates) the static library `lib` from `objects` with the archiver command
+/// `ar` (from cc), unless `lib` exists and was made from exactly these objects with these keys
+/// (recorded in `<lib>.key`). Returns whether it was (re)created.
+pub(crate) fn archive(
+    mut ar: Command,
+    lib: &Path,
+    objects: &[(PathBuf, Digest)],
+) -> Result<bool, Error> {
+    let mut hasher = Hasher::new();
+    hasher.field("choreo-build archive v1");
+    for (object, key) in objects {
+        hasher.field(object.as_os_str().as_encoded_bytes()).field(key.to_string());
+    }
+    let key = hasher.finish().to_string();
+    let key_file = lib.with_extension("key");
+    if lib.is_file() && fs::read_to_string(&key_file).is_ok_and(|text| text.trim() == key) {
+        return Ok(false);
+    }
+    let _ = fs::remove_file(&key_file);
+    // `ar` adds to an existing archive; start fresh so removed files leave no members behind.
+    match fs::remove_file(lib) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(Error::io("remove", lib, e)),
+    }
+    ar.arg("crs").arg(lib).args(objects.iter().map(|(object, _)| object));
+    // Not `{ar:?}`: cc's commands carry the whole environment, which Debug would list.
+    let command = std::iter::once(ar.get_program())
+        .chain(ar.get_args())
+        .map(|arg| shell_quote(&arg.to_string_lossy()))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let output = ar
+        .output()
+        .map_err(|source| Error::Spawn { program: PathBuf::from(ar.get_program()), source })?;
+    if !output.status.success() {
+        return Err(Error::Archive {
+            command,
+            status: output.status.to_string(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        });
+    }
+    fs::write(&key_file, key).map_err(|e| Error::io("write", &key_file, e))?;
+    Ok(true)
+}
+
+/// Quotes an argument for display in a POSIX shell, when needed.
+fn shell_quote(arg: &str) -> String {
+    let plain = !arg.is_empty()
+        && arg.chars().all(|c| c.is_ascii_alphanumeric() || "-_=+,./:@%".contains(c));
+    if plain { arg.to_owned() } else { format!("'{}'", arg.replace('\'', r"'\''")) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::toolkit::FoundBy;
+
+    fn config() -> NvccConfig {
+        NvccConfig {
+            toolkit: Toolkit {
+                nvcc: "/cuda/bin/nvcc".into(),
+                root: "/cuda".into(),
+                version: 13000,
+                lib_dir: "/cuda/lib64".into(),
+                found_by: FoundBy::Root("CUDA_HOME"),
+            },
+            arch: "sm_90a".parse().unwrap(),
+            defines: vec![("TILE".into(), Some("64".into())), ("FAST".into(), None)],
+            include_dirs: vec!["/inc".into()],
+            ccbin: None,
+            target_dir: None,
+            lean_prelude: true,
+            pic: true,
+            user_flags: vec!["-lineinfo".into()],
+            env_flags: vec![],
+        }
+    }
+
+    fn job() -> Job {
+        Job {
+            co: "k/scale.co".into(),
+            co_dir: "/pkg/k".into(),
+            cu: "/out/choreo/kernels/scale.cu".into(),
+            object: "/out/choreo/kernels/obj/scale.o".into(),
+        }
+    }
+
+    #[test]
+    fn gencode_adds_ptx_only_for_portable_archs() {
+        assert_eq!(
+            gencode_flags("sm_90a".parse().unwrap()),
+            ["-gencode=arch=compute_90a,code=sm_90a"]
+        );
+        assert_eq!(
+            gencode_flags("sm_80".parse().unwrap()),
+            ["-gencode=arch=compute_80,code=sm_80", "-gencode=arch=compute_80,code=compute_80"]
+        );
+    }
+
+    #[test]
+    fn command_line_has_the_documented_flags_and_nothing_accidental() {
+        let line = config().command_line(&job());
+        assert_eq!(
+            line,
+            "/cuda/bin/nvcc -c -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -Xcompiler \
+             -fPIC -DCHOREO_LEAN_PRELUDE -DTILE=64 -DFAST -I /pkg/k -I /inc -lineinfo -MD -MF \
+             /out/choreo/kernels/obj/scale.d -o /out/choreo/kernels/obj/scale.o \
+             /out/choreo/kernels/scale.cu"
+        );
+        for accidental in ["-rdc", "--relocatable-device-code", "-G", "--device-debug", "-dc"] {
+            assert!(!line.split(' ').any(|arg| arg == accidental), "{accidental} in {line}");
+        }
+        let mut cross = config();
+        cross.ccbin = Some("/usr/bin/aarch64-linux-gnu-g++".into());
+        cross.target_dir = Some("sbsa-linux");
+        let line = cross.command_line(&job());
+        assert!(
+            line.contains("-ccbin /usr/bin/aarch64-linux-gnu-g++ --target-directory sbsa-linux"),
+            "{line}"
+        );
+    }
+
+    #[test]
+    fn key_depends_on_every_input() {
+        let cu = Digest::of("cu");
+        let h = Digest::of("h");
+        let base = config().key(&job(), cu, h);
+        assert_eq!(base, config().key(&job(), cu, h));
+        assert_ne!(base, config().key(&job(), Digest::of("cu2"), h));
+        assert_ne!(base, config().key(&job(), cu, Digest::of("h2")));
+        let mut other = config();
+        other.arch = "sm_80".parse().unwrap();
+        assert_ne!(base, other.key(&job(), cu, h));
+        let mut other = config();
+        other.user_flags.push("-G".into());
+        assert_ne!(base, other.key(&job(), cu, h));
+        let mut other = config();
+        other.toolkit.version = 13010;
+        assert_ne!(base, other.key(&job(), cu, h));
+        let mut other = config();
+        other.env_flags.push(("NVCC_APPEND_FLAGS", "-DX".into()));
+        assert_ne!(base, other.key(&job(), cu, h));
+    }
+
+    #[test]
+    fn parses_make_dependency_files() {
+        let text = "scale.o : scale.cu \\\n    choreo.h \\\n    /usr/include/stdio.h \\\n    \
+                    /my\\ dir/a$$b.h\n";
+        assert_eq!(
+            parse_depfile(text),
+            [
+                PathBuf::from("scale.cu"),
+                PathBuf::from("choreo.h"),
+                PathBuf::from("/usr/include/stdio.h"),
+                PathBuf::from("/my dir/a$b.h"),
+            ]
+        );
+        assert_eq!(parse_depfile("a.o: x.h\r\n"), [PathBuf::from("x.h")]);
+        assert!(parse_depfile("").is_empty());
+    }
+
+    #[test]
+    fn system_toolkit_and_generated_headers_are_not_tracked() {
+        let config = config();
+        let job = job();
+        assert!(!config.tracked_dependency(&job, Path::new("/out/choreo/kernels/choreo.h")));
+        assert!(!config.tracked_dependency(&job, Path::new("/usr/include/stdio.h")));
+        assert!(!config.tracked_dependency(&job, Path::new("/cuda/include/cuda_runtime.h")));
+        assert!(config.tracked_dependency(&job, Path::new("/pkg/k/common.h")));
+    }
+
+    #[test]
+    fn cache_entry_is_fresh_only_with_matching_key_object_and_headers() {
+        let dir = std::env::temp_dir().join(format!("choreo-build-cache-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        let job = Job {
+            co: "a.co".into(),
+            co_dir: dir.clone(),
+            cu: dir.join("a.cu"),
+            object: dir.join("a.o"),
+        };
+        let key = Digest::of("key");
+        let header = dir.join("common.h");
+        fs::write(&header, "#define A 1\n").unwrap();
+        assert_eq!(check_cache(&job, key), CacheState::Stale); // no entry
+        fs::write(
+            job.key_file(),
+            format!("key {key}\ndep {} {}\n", Digest::of("#define A 1\n"), header.display()),
+        )
+        .unwrap();
+        assert_eq!(check_cache(&job, key), CacheState::Stale); // no object
+        fs::write(&job.object, "obj").unwrap();
+        assert_eq!(check_cache(&job, key), CacheState::Fresh(vec![header.clone()]));
+        assert_eq!(check_cache(&job, Digest::of("other")), CacheState::Stale);
+        fs::write(&header, "#define A 2\n").unwrap();
+        assert_eq!(check_cache(&job, key), CacheState::Stale); // header changed
+        fs::remove_file(&header).unwrap();
+        assert_eq!(check_cache(&job, key), CacheState::Stale); // header gone
+    }
+
+    #[test]
+    fn archive_is_skipped_when_its_objects_did_not_change() {
+        let dir = std::env::temp_dir().join(format!("choreo-build-archive-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        // A stand-in archiver that records its calls (the real `ar` is exercised by the
+        // integration tests).
+        let log = dir.join("calls");
+        let fake_ar = dir.join("fake-ar");
+        fs::write(&fake_ar, format!("#!/bin/sh\necho \"$@\" >> {}\n: > \"$2\"\n", log.display()))
+            .unwrap();
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            fs::set_permissions(&fake_ar, fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        let lib = dir.join("libk.a");
+        let objects = vec![(dir.join("a.o"), Digest::of("a")), (dir.join("b.o"), Digest::of("b"))];
+        assert!(archive(Command::new(&fake_ar), &lib, &objects).unwrap());
+        assert!(!archive(Command::new(&fake_ar), &lib, &objects).unwrap());
+        let changed = vec![(dir.join("a.o"), Digest::of("a2")), objects[1].clone()];
+        assert!(archive(Command::new(&fake_ar), &lib, &changed).unwrap());
+        let calls = fs::read_to_string(&log).unwrap();
+        assert_eq!(calls.lines().count(), 2, "{calls}");
+        assert!(calls.starts_with("crs "), "{calls}");
+    }
+}

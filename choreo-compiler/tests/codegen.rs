@@ -1,0 +1,406 @@
+//! Code generation tests: every `tests/fixtures/codegen/*.co` is translated (library mode,
+//! sm_90a, runtime checks on) and its `.cu` compared with the committed insta snapshot
+//! (`tests/snapshots/codegen__<stem>.snap`); every snapshot must compile with nvcc; output is
+//! deterministic; `compile` never panics on any fixture of the repository.
+//!
+//! Update snapshots with `INSTA_UPDATE=always cargo test -p choreo-compiler --test codegen`
+//! and review the diff.
+
+use choreo_compiler::compile::{
+    Arch, CompileOptions, OutputMode, compile, find_nvcc, nvcc_base_args,
+};
+use choreo_compiler::diagnostics::render_human;
+use choreo_compiler::source::SourceDb;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+fn manifest_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The `.co` files of a fixture directory, sorted.
+fn fixtures(dir: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", dir.display()))
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "co"))
+        .collect();
+    files.sort();
+    files
+}
+
+fn codegen_fixtures() -> Vec<PathBuf> {
+    let files = fixtures(&manifest_dir().join("tests/fixtures/codegen"));
+    assert!(files.len() >= 25, "expected at least 25 codegen fixtures, found {}", files.len());
+    files
+}
+
+/// The file name the compiler sees: relative to the crate, so snapshots do not depend on
+/// where the repository is checked out.
+fn display_name(path: &Path) -> String {
+    path.strip_prefix(manifest_dir()).unwrap_or(path).display().to_string()
+}
+
+/// Translates a fixture; panics with the rendered diagnostics when it has errors.
+fn translate(path: &Path, opts: &CompileOptions) -> String {
+    let text = std::fs::read_to_string(path).expect("fixture readable");
+    let mut db = SourceDb::new();
+    let file = db.add(display_name(path), text);
+    let out = compile(&db, file, opts);
+    match out.cu {
+        Some(cu) => cu,
+        None => panic!("{} was rejected:\n{}", path.display(), render_human(&db, &out.diagnostics)),
+    }
+}
+
+fn stem(path: &Path) -> String {
+    path.file_stem().expect("file stem").to_string_lossy().to_string()
+}
+
+/// Every codegen fixture is accepted (all rejections are reported together).
+#[test]
+fn codegen_fixtures_are_accepted() {
+    let mut failures = Vec::new();
+    for path in codegen_fixtures() {
+        let text = std::fs::read_to_string(&path).expect("fixture readable");
+        let mut db = SourceDb::new();
+        let file = db.add(display_name(&path), text);
+        let out = compile(&db, file, &CompileOptions::default());
+        if out.cu.is_none() {
+            failures.push(render_human(&db, &out.diagnostics));
+        }
+    }
+    assert!(failures.is_empty(), "rejected fixtures:\n{}", failures.join("\n"));
+}
+
+/// Prints the `.cu` of the fixture named by `$CHOREO_FIXTURE` (a development aid:
+/// `CHOREO_FIXTURE=multi_kernel cargo test --test codegen print_fixture -- --ignored --nocapture`).
+#[test]
+#[ignore = "development aid"]
+fn print_fixture() {
+    let name = std::env::var("CHOREO_FIXTURE").expect("set CHOREO_FIXTURE to a fixture stem");
+    let path = manifest_dir().join(format!("tests/fixtures/codegen/{name}.co"));
+    println!("{}", translate(&path, &CompileOptions::default()));
+}
+
+#[test]
+fn cu_snapshots() {
+    let opts = CompileOptions::default();
+    for path in codegen_fixtures() {
+        let cu = translate(&path, &opts);
+        insta::assert_snapshot!(stem(&path), cu);
+    }
+}
+
+#[test]
+fn output_is_deterministic() {
+    let opts = CompileOptions::default();
+    for path in codegen_fixtures() {
+        let first = translate(&path, &opts);
+        let second = translate(&path, &opts);
+        assert!(first == second, "{}: two translations differ", path.display());
+    }
+}
+
+#[test]
+fn standalone_mode_keeps_main_and_library_mode_renames_it() {
+    let path = manifest_dir().join("tests/fixtures/codegen/launch_sync_default.co");
+    let library = translate(&path, &CompileOptions::default());
+    let standalone =
+        translate(&path, &CompileOptions { mode: OutputMode::Standalone, ..Default::default() });
+    assert!(library.contains("int __choreo_unused_main() {"), "library mode renames main");
+    assert!(!library.contains("int main()"));
+    assert!(standalone.contains("int main() {"), "standalone mode keeps main");
+    assert!(!standalone.contains("__choreo_unused_main()"));
+}
+
+#[test]
+fn runtime_checks_can_be_turned_off() {
+    let path = manifest_dir().join("tests/fixtures/codegen/symbolic_dims.co");
+    let with = translate(&path, &CompileOptions::default());
+    let without = translate(&path, &CompileOptions { runtime_checks: false, ..Default::default() });
+    assert!(with.contains("are inconsistent."), "symbol consistency check emitted");
+    assert!(!without.contains("are inconsistent."), "no entry checks without runtime checks");
+}
+
+#[test]
+fn arch_sets_the_required_sm() {
+    let path = manifest_dir().join("tests/fixtures/codegen/launch_sync_default.co");
+    let arch: Arch = "sm_80".parse().expect("known arch");
+    let cu = translate(&path, &CompileOptions { arch, ..Default::default() });
+    assert!(cu.contains("#define __CHOREO_REQUIRED_GPU_DEVICE_SM__ 80\n"));
+}
+
+/// Every fixture of the repository, accepted or not, goes through `compile` without a panic.
+#[test]
+fn compile_never_panics_on_any_fixture() {
+    let root = manifest_dir().join("tests/fixtures");
+    let mut dirs = vec![root];
+    let mut count = 0;
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).expect("fixture dir readable").flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                dirs.push(path);
+                continue;
+            }
+            if path.extension().is_none_or(|x| x != "co") {
+                continue;
+            }
+            let text =
+                String::from_utf8_lossy(&std::fs::read(&path).expect("readable")).into_owned();
+            let mut db = SourceDb::new();
+            let file = db.add(display_name(&path), text);
+            for mode in [OutputMode::Library, OutputMode::Standalone] {
+                let result = std::panic::catch_unwind(|| {
+                    compile(&db, file, &CompileOptions { mode, ..Default::default() })
+                });
+                let out =
+                    result.unwrap_or_else(|_| panic!("compile panicked on {}", path.display()));
+                assert_eq!(out.cu.is_some(), !out.has_errors(), "{}", path.display());
+            }
+            count += 1;
+        }
+    }
+    assert!(count > 100, "expected the whole fixture corpus, found {count} files");
+}
+
+/// One nvcc run: the fixture, how long nvcc took, and its output when it failed.
+type NvccResult = (String, Duration, Result<(), String>);
+
+/// Every snapshot `.cu` compiles with nvcc (`-c`, library mode, sm_90a). Fails when nvcc is
+/// missing: CI provisions it with `ci/install-cuda`.
+#[test]
+fn snapshots_compile_with_nvcc() {
+    let nvcc = find_nvcc(None).unwrap_or_else(|e| {
+        panic!("snapshots_compile_with_nvcc needs nvcc: {e}");
+    });
+    let include = manifest_dir().join("../choreo/include");
+    let out_dir = std::env::temp_dir().join(format!("choreo-codegen-nvcc-{}", std::process::id()));
+    std::fs::create_dir_all(&out_dir).expect("temp dir");
+    let opts = CompileOptions::default();
+    let jobs: Vec<(String, PathBuf)> = codegen_fixtures()
+        .into_iter()
+        .map(|path| {
+            let cu = translate(&path, &opts);
+            let cu_path = out_dir.join(format!("{}.cu", stem(&path)));
+            std::fs::write(&cu_path, cu).expect("write .cu");
+            (stem(&path), cu_path)
+        })
+        .collect();
+    let queue = Mutex::new(jobs.into_iter());
+    let results: Mutex<Vec<NvccResult>> = Mutex::new(Vec::new());
+    let started = Instant::now();
+    std::thread::scope(|scope| {
+        for _ in 0..2 {
+            scope.spawn(|| {
+                loop {
+                    let Some((name, cu_path)) = queue.lock().expect("queue").next() else {
+                        break;
+                    };
+                    let t = Instant::now();
+                    let output = Command::new(&nvcc)
+                        .args(nvcc_base_args(&nvcc, Arch::SM_90A, &include))
+                        .arg("-c")
+                        .arg(&cu_path)
+                        .arg("-o")
+                        .arg(cu_path.with_extension("o"))
+                        .output();
+                    let result = match output {
+                        Ok(o) if o.status.success() => Ok(()),
+                        Ok(o) => Err(format!(
+                            "{}{}",
+                            String::from_utf8_lossy(&o.stdout),
+                            String::from_utf8_lossy(&o.stderr)
+                        )),
+                        Err(e) => Err(format!("cannot run {}: {e}", nvcc.display())),
+                    };
+                    results.lock().expect("results").push((name, t.elapsed(), result));
+                }
+            });
+        }
+    });
+    let total = started.elapsed();
+    let mut results = results.into_inner().expect("results");
+    results.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut failures = Vec::new();
+    for (name, time, result) in &results {
+        eprintln!("nvcc {name}.cu: {:.2} s", time.as_secs_f64());
+        if let Err(e) = result {
+            failures.push(format!("--- {name}.cu ---\n{e}"));
+        }
+    }
+    eprintln!("nvcc: {} files in {:.1} s (2 threads)", results.len(), total.as_secs_f64());
+    if failures.is_empty() {
+        let _ = std::fs::remove_dir_all(&out_dir);
+    }
+    assert!(
+        failures.is_empty(),
+        "nvcc rejected generated code (sources kept in {}):\n{}",
+        out_dir.display(),
+        failures.join("\n")
+    );
+}
+
+/// Translation speed, per fixture (run in release:
+/// `cargo test --release -p choreo-compiler --test codegen translation_speed -- --ignored --nocapture`).
+#[test]
+#[ignore = "timing report; run in release mode"]
+fn translation_speed() {
+    let opts = CompileOptions::default();
+    let mut total = Duration::ZERO;
+    let files = codegen_fixtures();
+    for path in &files {
+        let text = std::fs::read_to_string(path).expect("readable");
+        let mut db = SourceDb::new();
+        let file = db.add(display_name(path), text);
+        let rounds = 20;
+        let t = Instant::now();
+        for _ in 0..rounds {
+            let out = compile(&db, file, &opts);
+            assert!(out.cu.is_some());
+        }
+        let per = t.elapsed() / rounds;
+        total += per;
+        eprintln!("{}: {:.3} ms", stem(path), per.as_secs_f64() * 1e3);
+        assert!(per < Duration::from_millis(100), "{} takes {per:?} to translate", stem(path));
+    }
+    eprintln!(
+        "average: {:.3} ms/file over {} files",
+        total.as_secs_f64() * 1e3 / files.len() as f64,
+        files.len()
+    );
+}
+
+/// Builds `tests/fixtures/codegen/abi_extern_c.co` as a program (standalone mode) and runs it:
+/// it calls the `extern "C"` entries with device pointers and checks results, failed-check
+/// statuses and messages, f16 bit patterns, that local buffers do not leak and that async
+/// results arrive in stream order. Self-contained (the source and choreo.h are embedded), so
+/// the test binary can run on a GPU machine without the repository; needs nvcc there too.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_extern_c_abi() {
+    const SOURCE: &str = include_str!("fixtures/codegen/abi_extern_c.co");
+    let nvcc = find_nvcc(None).unwrap_or_else(|e| panic!("gpu_extern_c_abi needs nvcc: {e}"));
+    let mut db = SourceDb::new();
+    let file = db.add("abi_extern_c.co", SOURCE);
+    let opts = CompileOptions { mode: OutputMode::Standalone, ..Default::default() };
+    let out = compile(&db, file, &opts);
+    let cu = out.cu.unwrap_or_else(|| panic!("{}", render_human(&db, &out.diagnostics)));
+    let dir = std::env::temp_dir().join(format!("choreo-gpu-abi-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    std::fs::write(dir.join("abi_extern_c.cu"), cu).expect("write .cu");
+    std::fs::write(dir.join("choreo.h"), choreo_compiler::compile::CHOREO_H).expect("choreo.h");
+    let exe = dir.join("abi_extern_c");
+    let status = Command::new(&nvcc)
+        .args(nvcc_base_args(&nvcc, Arch::SM_90A, &dir))
+        .arg(dir.join("abi_extern_c.cu"))
+        .arg("-o")
+        .arg(&exe)
+        .status()
+        .expect("nvcc runs");
+    assert!(status.success(), "nvcc failed on the ABI program (sources in {})", dir.display());
+    let run = Command::new(&exe).output().expect("the ABI program runs");
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(
+        run.status.success() && stdout.contains("Test Passed"),
+        "ABI program failed ({}):\n{stdout}{stderr}",
+        run.status
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn choreoc(args: &[&std::ffi::OsStr]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_choreoc")).args(args).output().expect("choreoc runs")
+}
+
+#[test]
+fn cli_emit_cu_prints_what_compile_returns() {
+    let path = manifest_dir().join("tests/fixtures/codegen/multi_kernel.co");
+    let out = choreoc(&["emit-cu".as_ref(), path.as_os_str()]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let mut db = SourceDb::new();
+    let file = db.add(path.display().to_string(), std::fs::read_to_string(&path).expect("read"));
+    let expected = compile(&db, file, &CompileOptions::default()).cu.expect("accepted");
+    assert!(String::from_utf8_lossy(&out.stdout) == expected, "emit-cu output differs");
+
+    let standalone = choreoc(&[
+        "emit-cu".as_ref(),
+        "--standalone".as_ref(),
+        "--arch".as_ref(),
+        "sm_80".as_ref(),
+        manifest_dir().join("tests/fixtures/codegen/launch_sync_default.co").as_os_str(),
+    ]);
+    let text = String::from_utf8_lossy(&standalone.stdout);
+    assert!(text.contains("int main() {") && text.contains("__CHOREO_REQUIRED_GPU_DEVICE_SM__ 80"));
+}
+
+#[test]
+fn cli_emit_cu_reports_errors_and_usage() {
+    let dir = std::env::temp_dir().join(format!("choreo-cli-emit-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let bad = dir.join("bad.co");
+    std::fs::write(&bad, "__co__ void f(int n) {\n  n = 3;\n}\n").expect("write");
+    let out = choreoc(&["emit-cu".as_ref(), bad.as_os_str()]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(out.stdout.is_empty(), "no .cu on errors");
+    assert!(stderr.contains("E0403") && stderr.contains("bad.co:2:3"), "{stderr}");
+    let out = choreoc(&["emit-cu".as_ref()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no input file given"));
+    let out = choreoc(&["emit-cu".as_ref(), "--arch".as_ref(), "sm_1".as_ref(), bad.as_os_str()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown CUDA architecture 'sm_1'"));
+    let out = choreoc(&["emit-cu".as_ref(), dir.join("missing.co").as_os_str()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("missing.co"));
+    let out = choreoc(&["build".as_ref(), bad.as_os_str()]);
+    assert_eq!(out.status.code(), Some(2), "build needs -o");
+    let help = choreoc(&["help".as_ref(), "build".as_ref()]);
+    assert!(String::from_utf8_lossy(&help.stdout).contains("Usage: choreoc build FILE.co -o EXE"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `choreoc build` produces an executable with nvcc (it is not run: that needs a GPU).
+#[test]
+fn cli_build_makes_an_executable() {
+    if let Err(e) = find_nvcc(None) {
+        panic!("cli_build_makes_an_executable needs nvcc: {e}");
+    }
+    let dir = std::env::temp_dir().join(format!("choreo-cli-build-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let exe = dir.join("scale");
+    let source = manifest_dir().join("tests/fixtures/codegen/launch_sync_default.co");
+    let out = choreoc(&[
+        "build".as_ref(),
+        source.as_os_str(),
+        "-o".as_ref(),
+        exe.as_os_str(),
+        "--".as_ref(),
+        "-DCHOREO_LEAN_PRELUDE".as_ref(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(exe.is_file(), "no executable written");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Compiles `text` and returns the codes of its errors.
+fn error_codes(text: &str) -> Vec<&'static str> {
+    let mut db = SourceDb::new();
+    let file = db.add("inline.co", text);
+    let out = compile(&db, file, &CompileOptions::default());
+    assert_eq!(out.cu.is_none(), out.has_errors());
+    out.diagnostics.iter().filter(|d| d.is_error()).map(|d| d.code).collect()
+}
+
+#[test]
+fn lowering_rejects_what_cannot_be_a_cpp_function() {
+    assert_eq!(error_codes("__co__ void main() {\n  println(\"x\");\n}\n"), vec!["E0802"]);
+    let twice = "__co__ void f(int n) { println(n); }\n__co__ void f(f32 x) { println(x); }\n";
+    assert_eq!(error_codes(twice), vec!["E0803"]);
+    assert!(error_codes("__co__ void fine(int n) { println(n); }\n").is_empty());
+}

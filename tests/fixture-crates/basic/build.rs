@@ -1,0 +1,16 @@
+use choreo_build::UnwrapOrExit as _;
+
+fn main() {
+    println!("cargo::rustc-check-cfg=cfg(kernels_built)");
+    let report =
+        choreo_build::Builder::new().files("kernels/*.co").build("kernels").unwrap_or_exit();
+    if report.library.is_some() {
+        println!("cargo::rustc-cfg=kernels_built");
+    }
+    // For the test: what this run did. The test deletes it before each build, so its presence
+    // also shows that the build script ran.
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("build-report.txt");
+    if let Err(error) = std::fs::write(path, report.to_string()) {
+        println!("cargo::error=cannot write build-report.txt: {error}");
+    }
+}

@@ -1,0 +1,3 @@
+fn main() {
+    choreo_build::compile("kernels/*.co");
+}

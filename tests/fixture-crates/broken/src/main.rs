@@ -1,0 +1,2 @@
+//! Never runs: the build script fails.
+fn main() {}
