@@ -1,39 +1,19 @@
-//! The example application: runs two kernels on the GPU through the safe `choreo` runtime, checks
-//! them against CPU references and prints a short report with event timings.
+//! The example application: Choreo kernels (`kernels/*.co`), translated and compiled by
+//! `build.rs` with `choreo_build::compile`, called through their generated safe wrappers.
 //!
-//! Until the build integration translates `.co` files, the kernels are hand-written CUDA
-//! (`kernels/example.cu`), compiled by `build.rs` with nvcc into a static library. Without a GPU
-//! (or without kernels) the program prints one line saying why and exits with status 1.
+//! It runs the seed's two-stream example, saxpy and row sums, checks every result against a
+//! CPU reference and prints a short report with event timings. Without a GPU (or in a stub
+//! build without nvcc) it prints one line saying why and exits with status 1.
 
 use choreo::{DeviceTensor, Event, HostTensor, Stream};
 use std::process::ExitCode;
 
-#[cfg(example_kernels_built)]
-mod ffi {
-    use choreo::sys::{cudaError_t, cudaStream_t};
-    unsafe extern "C" {
-        pub fn example_saxpy(
-            a: f32,
-            x: *const f32,
-            y: *const f32,
-            out: *mut f32,
-            n: u64,
-            stream: cudaStream_t,
-        ) -> cudaError_t;
-        pub fn example_row_sum(
-            m: *const f32,
-            sums: *mut f32,
-            rows: u64,
-            cols: u64,
-            stream: cudaStream_t,
-        ) -> cudaError_t;
-    }
-}
+choreo::include_kernels!();
 
 fn main() -> ExitCode {
     match run() {
         Ok(()) => ExitCode::SUCCESS,
-        Err(AppError::NoGpu(reason)) => {
+        Err(AppError::CannotRun(reason)) => {
             eprintln!("example-app: cannot run: {reason}");
             ExitCode::FAILURE
         }
@@ -45,39 +25,40 @@ fn main() -> ExitCode {
 }
 
 enum AppError {
-    NoGpu(String),
+    /// No GPU, no driver, or kernels not built: the environment, not the program.
+    CannotRun(String),
+    /// A wrong result or a CUDA failure.
     Failed(String),
 }
 
 impl From<choreo::Error> for AppError {
     fn from(e: choreo::Error) -> AppError {
-        if e.is_no_gpu() { AppError::NoGpu(e.to_string()) } else { AppError::Failed(e.to_string()) }
+        if e.is_no_gpu() || matches!(e, choreo::Error::NotBuilt { .. }) {
+            AppError::CannotRun(e.to_string())
+        } else {
+            AppError::Failed(e.to_string())
+        }
     }
 }
 
 fn run() -> Result<(), AppError> {
     if choreo::Device::count()? == 0 {
-        return Err(AppError::NoGpu("no CUDA-capable device".into()));
-    }
-    if !cfg!(example_kernels_built) {
-        return Err(AppError::NoGpu(
-            "the kernels were not built (no nvcc when this program was compiled; run ci/install-cuda)"
-                .into(),
-        ));
+        return Err(AppError::CannotRun("no CUDA-capable device".into()));
     }
     let device = choreo::init()?;
     let (major, minor) = device.compute_capability()?;
     println!("device {}: {} (sm_{major}{minor})", device.ordinal(), device.name()?);
-    let stream = Stream::new()?;
-    saxpy(&stream)?;
-    row_sums(&stream)?;
+    let (s0, s1) = (Stream::new()?, Stream::new()?);
+    two_streams(&s0, &s1)?;
+    saxpy(&s0)?;
+    row_sums()?;
     println!("all checks passed");
     Ok(())
 }
 
-/// A small deterministic generator (xorshift), so the inputs are fresh-looking but reproducible.
+/// A small deterministic generator (xorshift), so the inputs are varied but reproducible.
 fn random_vec(len: usize, seed: u64) -> Vec<f32> {
-    let mut state = seed | 1;
+    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
     (0..len)
         .map(|_| {
             state ^= state << 13;
@@ -88,120 +69,67 @@ fn random_vec(len: usize, seed: u64) -> Vec<f32> {
         .collect()
 }
 
+fn check_close(what: &str, got: &[f32], want: impl Iterator<Item = f32>) -> Result<(), AppError> {
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        if (g - w).abs() > 1e-4 * (1.0 + w.abs()) {
+            return Err(AppError::Failed(format!("{what}: element {i}: got {g}, want {w}")));
+        }
+    }
+    Ok(())
+}
+
+/// The seed's example as written (`seed::foo`, host data, results stay on the device), and the
+/// same two-stream shape on device tensors that are checked (`seed::scale_both`).
+fn two_streams(s0: &Stream, s1: &Stream) -> Result<(), AppError> {
+    let (a, b) = (random_vec(1000, 1), random_vec(300, 2));
+    seed::foo(s0, s1, a.as_slice().into(), b.as_slice().into())?.wait()?;
+    seed::bar(s0, a.as_slice().into())?;
+
+    const N: usize = 1 << 22;
+    let (a_host, b_host) = (random_vec(N, 3), random_vec(N, 4));
+    let mut a = DeviceTensor::from_host(s0, a_host.as_slice().into())?;
+    let mut b = DeviceTensor::from_host(s1, b_host.as_slice().into())?;
+    let start = s0.record_event()?;
+    s1.wait_event(&start)?;
+    let pending = seed::scale_both(s0, s1, &mut a, &mut b, 3.0)?;
+    let (end0, end1) = (s0.record_event()?, s1.record_event()?);
+    pending.wait()?;
+    let ms = start.elapsed_ms(&end0)?.max(start.elapsed_ms(&end1)?);
+    check_close("scale_both a", a.to_host(s0)?.as_slice(), a_host.iter().map(|v| v * 3.0))?;
+    check_close("scale_both b", b.to_host(s1)?.as_slice(), b_host.iter().map(|v| v * 3.0))?;
+    println!("seed       two streams, 2 x {N} elements  {ms:8.3} ms  ok");
+    Ok(())
+}
+
 fn saxpy(stream: &Stream) -> Result<(), AppError> {
     const N: usize = 1 << 24;
-    let a = 2.5f32;
-    let x_host = random_vec(N, 1);
-    let y_host = random_vec(N, 2);
+    let alpha = 2.5f32;
+    let (x_host, y_host) = (random_vec(N, 5), random_vec(N, 6));
     let x = DeviceTensor::from_host(stream, x_host.as_slice().into())?;
     let y = DeviceTensor::from_host(stream, y_host.as_slice().into())?;
     let mut out = DeviceTensor::<f32, 1>::zeros_on(stream, [N])?;
     let mut start = Event::new()?;
     let mut end = Event::new()?;
     start.record(stream)?;
-    launch_saxpy(stream, a, &x, &y, &mut out)?;
+    saxpy::saxpy(stream, alpha, &x, &y, &mut out)?;
     end.record(stream)?;
-    let result = out.to_host(stream)?;
     let ms = start.elapsed_ms(&end)?;
-    let mismatches = result
-        .as_slice()
-        .iter()
-        .zip(x_host.iter().zip(&y_host))
-        .filter(|(got, (x, y))| (**got - (a * **x + **y)).abs() > 1e-5)
-        .count();
-    if mismatches > 0 {
-        return Err(AppError::Failed(format!("saxpy: {mismatches} of {N} elements differ")));
-    }
+    let want = x_host.iter().zip(&y_host).map(|(x, y)| alpha * x + y);
+    check_close("saxpy", out.to_host(stream)?.as_slice(), want)?;
     let gbps = (3 * N * 4) as f64 / (ms as f64 * 1e-3) / 1e9;
-    println!("saxpy      n = {N:>9}  {ms:8.3} ms  {gbps:7.1} GB/s  ok");
+    println!("saxpy      n = {N}  {ms:8.3} ms  {gbps:7.1} GB/s  ok");
     Ok(())
 }
 
-fn row_sums(stream: &Stream) -> Result<(), AppError> {
-    const ROWS: usize = 4096;
-    const COLS: usize = 2048;
-    let m_host = HostTensor::new(random_vec(ROWS * COLS, 3), [ROWS, COLS])?;
-    let m = DeviceTensor::from_host(stream, (&m_host).into())?;
-    let mut sums = DeviceTensor::<f32, 1>::zeros_on(stream, [ROWS])?;
-    let mut start = Event::new()?;
-    let mut end = Event::new()?;
-    start.record(stream)?;
-    launch_row_sum(stream, &m, &mut sums)?;
-    end.record(stream)?;
-    let pending = sums.to_host_async(stream)?;
-    let result = pending.wait()?;
-    let ms = start.elapsed_ms(&end)?;
-    for (r, got) in result.as_slice().iter().enumerate() {
-        let row = &m_host.as_slice()[r * COLS..(r + 1) * COLS];
-        let want: f64 = row.iter().map(|&v| v as f64).sum();
-        if (*got as f64 - want).abs() > 1e-3 * (1.0 + want.abs()) {
-            return Err(AppError::Failed(format!("row_sum: row {r}: got {got}, want {want}")));
-        }
-    }
-    println!("row_sum    {ROWS}x{COLS}  {ms:8.3} ms  ok");
+fn row_sums() -> Result<(), AppError> {
+    const ROWS: usize = 2048;
+    const COLS: usize = 1000;
+    let m = HostTensor::new(random_vec(ROWS * COLS, 7), [ROWS, COLS])?;
+    let started = std::time::Instant::now();
+    let sums = reduce::row_sums((&m).into())?;
+    let ms = started.elapsed().as_secs_f64() * 1e3;
+    let want = m.as_slice().chunks(COLS).map(|row| row.iter().map(|&v| v as f64).sum::<f64>());
+    check_close("row_sums", sums.as_slice(), want.map(|v| v as f32))?;
+    println!("row_sums   {ROWS} x {COLS}, copies included  {ms:8.3} ms  ok");
     Ok(())
-}
-
-#[cfg(example_kernels_built)]
-fn launch_saxpy(
-    stream: &Stream,
-    a: f32,
-    x: &DeviceTensor<f32, 1>,
-    y: &DeviceTensor<f32, 1>,
-    out: &mut DeviceTensor<f32, 1>,
-) -> choreo::Result<()> {
-    let n = out.len();
-    if x.len() != n || y.len() != n {
-        return Err(choreo::Error::Length { expected: n, got: x.len().min(y.len()) });
-    }
-    let xp = x.buffer().device_ptr_for_read(stream)?;
-    let yp = y.buffer().device_ptr_for_read(stream)?;
-    let op = out.buffer_mut().device_ptr_for_write(stream)?;
-    // SAFETY: the three pointers come from live device buffers of `n` elements each (checked
-    // above), on the device of `stream`; the kernel only touches indices below `n`; the
-    // buffers record this launch right below, so none is freed before the kernel is done.
-    let status = unsafe { ffi::example_saxpy(a, xp, yp, op, n as u64, stream.as_raw()) };
-    choreo::check_cuda(status, "example_saxpy")?;
-    x.buffer().record_read(stream)?;
-    y.buffer().record_read(stream)?;
-    out.buffer_mut().record_write(stream)
-}
-
-#[cfg(example_kernels_built)]
-fn launch_row_sum(
-    stream: &Stream,
-    m: &DeviceTensor<f32, 2>,
-    sums: &mut DeviceTensor<f32, 1>,
-) -> choreo::Result<()> {
-    let [rows, cols] = m.shape();
-    sums.expect_shape("sums", [rows])?;
-    let mp = m.buffer().device_ptr_for_read(stream)?;
-    let sp = sums.buffer_mut().device_ptr_for_write(stream)?;
-    // SAFETY: `m` holds rows × cols elements and `sums` rows elements (checked above); the
-    // kernel reads row r of `m` and writes `sums[r]` for r < rows only; both buffers record
-    // this launch, so they outlive the kernel.
-    let status = unsafe { ffi::example_row_sum(mp, sp, rows as u64, cols as u64, stream.as_raw()) };
-    choreo::check_cuda(status, "example_row_sum")?;
-    m.buffer().record_read(stream)?;
-    sums.buffer_mut().record_write(stream)
-}
-
-#[cfg(not(example_kernels_built))]
-fn launch_saxpy(
-    _: &Stream,
-    _: f32,
-    _: &DeviceTensor<f32, 1>,
-    _: &DeviceTensor<f32, 1>,
-    _: &mut DeviceTensor<f32, 1>,
-) -> choreo::Result<()> {
-    Err(choreo::Error::NotBuilt { function: "example_saxpy" })
-}
-
-#[cfg(not(example_kernels_built))]
-fn launch_row_sum(
-    _: &Stream,
-    _: &DeviceTensor<f32, 2>,
-    _: &mut DeviceTensor<f32, 1>,
-) -> choreo::Result<()> {
-    Err(choreo::Error::NotBuilt { function: "example_row_sum" })
 }
