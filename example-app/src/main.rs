@@ -113,6 +113,7 @@ fn saxpy(stream: &Stream) -> Result<(), AppError> {
     start.record(stream)?;
     saxpy::saxpy(stream, alpha, &x, &y, &mut out)?;
     end.record(stream)?;
+    end.synchronize()?;
     let ms = start.elapsed_ms(&end)?;
     let want = x_host.iter().zip(&y_host).map(|(x, y)| alpha * x + y);
     check_close("saxpy", out.to_host(stream)?.as_slice(), want)?;
