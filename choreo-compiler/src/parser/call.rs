@@ -86,33 +86,14 @@ impl Parser<'_, '_> {
         Ok(TemplateArg::Value(self.nested(|p| p.targ_sum())?))
     }
 
-    fn targ_binary(
-        &mut self,
-        ops: &[(Punct, BinaryOp)],
-        mut next: impl FnMut(&mut Self) -> PResult<Expr>,
-    ) -> PResult<Expr> {
-        let (mut lhs, mut depth) = self.measured(&mut next)?;
-        while let Some(&(_, op)) = ops.iter().find(|(p, _)| self.at_punct(*p)) {
-            self.bump();
-            let (rhs, rhs_depth) = self.measured(&mut next)?;
-            depth = self.chain_link(depth.max(rhs_depth))?;
-            let span = lhs.span.to(rhs.span);
-            lhs = Expr {
-                span,
-                kind: ExprKind::Binary { op, lhs: Box::new(lhs), rhs: Box::new(rhs) },
-            };
-        }
-        Ok(lhs)
-    }
-
     fn targ_sum(&mut self) -> PResult<Expr> {
-        self.targ_binary(&[(Punct::Plus, BinaryOp::Add), (Punct::Minus, BinaryOp::Sub)], |p| {
+        self.binary_chain(&[(Punct::Plus, BinaryOp::Add), (Punct::Minus, BinaryOp::Sub)], |p| {
             p.targ_product()
         })
     }
 
     fn targ_product(&mut self) -> PResult<Expr> {
-        self.targ_binary(
+        self.binary_chain(
             &[
                 (Punct::Star, BinaryOp::Mul),
                 (Punct::Slash, BinaryOp::Div),
@@ -123,7 +104,7 @@ impl Parser<'_, '_> {
     }
 
     fn targ_compose(&mut self) -> PResult<Expr> {
-        self.targ_binary(&[(Punct::Hash, BinaryOp::Compose)], |p| p.targ_atom())
+        self.binary_chain(&[(Punct::Hash, BinaryOp::Compose)], |p| p.targ_atom())
     }
 
     fn targ_atom(&mut self) -> PResult<Expr> {

@@ -113,33 +113,14 @@ impl Parser<'_, '_> {
         Ok(ParamDim::Const(self.nested(|p| p.const_sum())?))
     }
 
-    fn const_binary(
-        &mut self,
-        ops: &[(Punct, BinaryOp)],
-        mut next: impl FnMut(&mut Self) -> PResult<Expr>,
-    ) -> PResult<Expr> {
-        let (mut lhs, mut depth) = self.measured(&mut next)?;
-        while let Some(&(_, op)) = ops.iter().find(|(p, _)| self.at_punct(*p)) {
-            self.bump();
-            let (rhs, rhs_depth) = self.measured(&mut next)?;
-            depth = self.chain_link(depth.max(rhs_depth))?;
-            let span = lhs.span.to(rhs.span);
-            lhs = Expr {
-                span,
-                kind: ExprKind::Binary { op, lhs: Box::new(lhs), rhs: Box::new(rhs) },
-            };
-        }
-        Ok(lhs)
-    }
-
     fn const_sum(&mut self) -> PResult<Expr> {
-        self.const_binary(&[(Punct::Plus, BinaryOp::Add), (Punct::Minus, BinaryOp::Sub)], |p| {
+        self.binary_chain(&[(Punct::Plus, BinaryOp::Add), (Punct::Minus, BinaryOp::Sub)], |p| {
             p.const_product()
         })
     }
 
     fn const_product(&mut self) -> PResult<Expr> {
-        self.const_binary(
+        self.binary_chain(
             &[
                 (Punct::Star, BinaryOp::Mul),
                 (Punct::Slash, BinaryOp::Div),

@@ -625,42 +625,20 @@ impl Parser<'_, '_> {
     /// The restricted expressions inside `|…|` (spec §4.5 `size_expr`): names with `.span`,
     /// `.data`, `[i]` and `(i)`, literals, `#v`, `cdiv`, parentheses and `+ - * / %`.
     fn size_expr(&mut self) -> PResult<Expr> {
-        let (mut lhs, mut depth) = self.measured(|p| p.size_term())?;
-        while let Some(op) = match self.kind() {
-            TokenKind::Punct(Punct::Plus) => Some(BinaryOp::Add),
-            TokenKind::Punct(Punct::Minus) => Some(BinaryOp::Sub),
-            _ => None,
-        } {
-            self.bump();
-            let (rhs, rhs_depth) = self.measured(|p| p.size_term())?;
-            depth = self.chain_link(depth.max(rhs_depth))?;
-            let span = lhs.span.to(rhs.span);
-            lhs = Expr {
-                span,
-                kind: ExprKind::Binary { op, lhs: Box::new(lhs), rhs: Box::new(rhs) },
-            };
-        }
-        Ok(lhs)
+        self.binary_chain(&[(Punct::Plus, BinaryOp::Add), (Punct::Minus, BinaryOp::Sub)], |p| {
+            p.size_term()
+        })
     }
 
     fn size_term(&mut self) -> PResult<Expr> {
-        let (mut lhs, mut depth) = self.measured(|p| p.size_atom())?;
-        while let Some(op) = match self.kind() {
-            TokenKind::Punct(Punct::Star) => Some(BinaryOp::Mul),
-            TokenKind::Punct(Punct::Slash) => Some(BinaryOp::Div),
-            TokenKind::Punct(Punct::Percent) => Some(BinaryOp::Rem),
-            _ => None,
-        } {
-            self.bump();
-            let (rhs, rhs_depth) = self.measured(|p| p.size_atom())?;
-            depth = self.chain_link(depth.max(rhs_depth))?;
-            let span = lhs.span.to(rhs.span);
-            lhs = Expr {
-                span,
-                kind: ExprKind::Binary { op, lhs: Box::new(lhs), rhs: Box::new(rhs) },
-            };
-        }
-        Ok(lhs)
+        self.binary_chain(
+            &[
+                (Punct::Star, BinaryOp::Mul),
+                (Punct::Slash, BinaryOp::Div),
+                (Punct::Percent, BinaryOp::Rem),
+            ],
+            |p| p.size_atom(),
+        )
     }
 
     fn size_atom(&mut self) -> PResult<Expr> {

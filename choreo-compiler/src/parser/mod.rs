@@ -470,6 +470,29 @@ impl<'t, 'd> Parser<'t, 'd> {
         Ok(depth)
     }
 
+    /// Parses a left-associative chain `next (op next)*` where `op` is one of `ops`, each link
+    /// counted by [`Parser::chain_link`]. Used by the restricted expression grammars (constant
+    /// parameter dimensions, template arguments, `|…|` sizes); full expressions use the
+    /// precedence climber in `expr.rs`.
+    fn binary_chain(
+        &mut self,
+        ops: &[(Punct, crate::ast::BinaryOp)],
+        mut next: impl FnMut(&mut Self) -> PResult<crate::ast::Expr>,
+    ) -> PResult<crate::ast::Expr> {
+        let (mut lhs, mut depth) = self.measured(&mut next)?;
+        while let Some(&(_, op)) = ops.iter().find(|(p, _)| self.at_punct(*p)) {
+            self.bump();
+            let (rhs, rhs_depth) = self.measured(&mut next)?;
+            depth = self.chain_link(depth.max(rhs_depth))?;
+            let span = lhs.span.to(rhs.span);
+            lhs = crate::ast::Expr {
+                span,
+                kind: crate::ast::ExprKind::Binary { op, lhs: Box::new(lhs), rhs: Box::new(rhs) },
+            };
+        }
+        Ok(lhs)
+    }
+
     /// Reports E0302 at the current token, unless that token comes from text an earlier stage
     /// reported (a macro expansion that was cut off at its size limit, E0120).
     fn too_deep(&mut self) -> Reported {
