@@ -481,3 +481,54 @@ pub fn cuda_host_fp8_to_f32(code: u8, format: Fp8Format) -> Result<f32> {
         Ok(unsafe { ffi::choreo_test_host_fp8_to_f32(code, format.selector()) })
     }
 }
+
+/// Checks that no destructor deferred an error (see `choreo::take_deferred_error`).
+pub fn assert_no_deferred_error() {
+    if let Some(error) = choreo::take_deferred_error() {
+        panic!("a destructor deferred an error: {error}");
+    }
+}
+
+/// A small xorshift generator for test data, seeded from the clock; the seed is printed so that
+/// a failure can be reproduced.
+pub struct Random(u64);
+
+impl Random {
+    /// A generator with a fresh seed, printed with `label`.
+    pub fn fresh(label: &str) -> Random {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(1, |d| d.as_nanos());
+        let seed = (nanos as u64) | 1;
+        println!("{label}: random seed {seed:#x}");
+        Random(seed)
+    }
+
+    /// The next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    /// The next 32 random bits.
+    pub fn next_u32(&mut self) -> u32 {
+        (self.next_u64() >> 32) as u32
+    }
+
+    /// Uniform in [-1, 1).
+    pub fn next_f32(&mut self) -> f32 {
+        (self.next_u32() >> 8) as f32 / (1u32 << 23) as f32 - 1.0
+    }
+
+    /// `len` values uniform in [-1, 1).
+    pub fn f32s(&mut self, len: usize) -> Vec<f32> {
+        (0..len).map(|_| self.next_f32()).collect()
+    }
+
+    /// Uniform in `0..bound` (`bound` > 0).
+    pub fn below(&mut self, bound: usize) -> usize {
+        (self.next_u64() % bound as u64) as usize
+    }
+}

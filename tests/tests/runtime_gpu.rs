@@ -14,16 +14,16 @@ use std::pin::{Pin, pin};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::task::{Context, Poll, Wake, Waker};
 use std::thread::{self, Thread};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use choreo::{
     Device, DeviceBuffer, DeviceTensor, F8E4M3, F8E5M2, HostViewMut, Pending, PinnedHostBuffer,
     Stream,
 };
 use choreo_tests::{
-    Fp8Format, Gate, KERNELS_BUILT, add_one, cuda_host_f32_to_fp8, cuda_host_fp8_to_f32,
-    f32_to_fp8, raw_add_one, raw_wait_then_write, saxpy, serialized_execution, spin_then_write,
-    wait_then_write, warm_up_kernels,
+    Fp8Format, Gate, KERNELS_BUILT, Random, add_one, assert_no_deferred_error,
+    cuda_host_f32_to_fp8, cuda_host_fp8_to_f32, f32_to_fp8, raw_add_one, raw_wait_then_write,
+    saxpy, serialized_execution, spin_then_write, wait_then_write, warm_up_kernels,
 };
 
 /// Serialises the GPU tests of this binary. Several of them hold a kernel at a [`Gate`] while
@@ -103,42 +103,6 @@ impl std::fmt::Display for Steps {
 fn assert_still_running(finished: bool, what: &str, steps: &Steps) {
     if !serialized_execution() {
         assert!(!finished, "{what} finished although its gate is closed; steps: {steps}");
-    }
-}
-
-/// Checks that no destructor deferred an error.
-fn assert_no_deferred_error() {
-    if let Some(error) = choreo::take_deferred_error() {
-        panic!("a destructor deferred an error: {error}");
-    }
-}
-
-/// A small xorshift generator, seeded per call site from the clock; the seed is printed so that
-/// a failure can be reproduced.
-struct Random(u64);
-
-impl Random {
-    fn fresh(label: &str) -> Random {
-        let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map_or(1, |d| d.as_nanos());
-        let seed = (nanos as u64) | 1;
-        println!("{label}: random seed {seed:#x}");
-        Random(seed)
-    }
-
-    fn next_u64(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    fn next_u32(&mut self) -> u32 {
-        (self.next_u64() >> 32) as u32
-    }
-
-    fn next_f32(&mut self) -> f32 {
-        // Uniform in [-1, 1).
-        (self.next_u32() >> 8) as f32 / (1u32 << 23) as f32 - 1.0
     }
 }
 

@@ -17,13 +17,13 @@ use std::pin::{Pin, pin};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::task::{Context, Poll, Wake, Waker};
 use std::thread::{self, Thread};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use choreo::{
     DeviceRepr, DeviceTensor, Error, HostTensor, HostView, HostViewMut, Stream, bf16, f16,
 };
 use choreo_tests::co::{kinds, seed, timing};
-use choreo_tests::{CO_KERNELS_BUILT, serialized_execution};
+use choreo_tests::{CO_KERNELS_BUILT, Random, assert_no_deferred_error, serialized_execution};
 
 // ---------------------------------------------------------------------------------------------
 // Harness
@@ -50,50 +50,6 @@ fn require_gpu() -> MutexGuard<'static, ()> {
         panic!("this test needs a CUDA GPU: {error}");
     }
     guard
-}
-
-/// Checks that no destructor deferred an error.
-fn assert_no_deferred_error() {
-    if let Some(error) = choreo::take_deferred_error() {
-        panic!("a destructor deferred an error: {error}");
-    }
-}
-
-/// A small xorshift generator, seeded from the clock; the seed is printed so that a failure
-/// can be reproduced.
-struct Random(u64);
-
-impl Random {
-    fn fresh(label: &str) -> Random {
-        let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map_or(1, |d| d.as_nanos());
-        let seed = (nanos as u64) | 1;
-        println!("{label}: random seed {seed:#x}");
-        Random(seed)
-    }
-
-    fn next_u64(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    fn next_u32(&mut self) -> u32 {
-        (self.next_u64() >> 32) as u32
-    }
-
-    /// Uniform in [-1, 1).
-    fn next_f32(&mut self) -> f32 {
-        (self.next_u32() >> 8) as f32 / (1u32 << 23) as f32 - 1.0
-    }
-
-    fn f32s(&mut self, len: usize) -> Vec<f32> {
-        (0..len).map(|_| self.next_f32()).collect()
-    }
-
-    fn below(&mut self, bound: usize) -> usize {
-        (self.next_u64() % bound as u64) as usize
-    }
 }
 
 fn upload<T: DeviceRepr>(data: &[T]) -> DeviceTensor<T, 1> {
