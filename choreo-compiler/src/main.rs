@@ -56,6 +56,8 @@ enum Flag {
     Define,
     /// `--dump`
     Dump,
+    /// `--syntax-only`
+    SyntaxOnly,
 }
 
 impl Flag {
@@ -70,6 +72,10 @@ impl Flag {
                  \x20                              (VALUE defaults to 1; also -DNAME[=VALUE])\n"
             }
             Flag::Dump => "  --dump                       print the syntax tree on stdout\n",
+            Flag::SyntaxOnly => {
+                "  --syntax-only                preprocess and parse only (accepts tier-2/3 syntax\n\
+                 \x20                              that semantic analysis does not support yet)\n"
+            }
         }
     }
 }
@@ -85,8 +91,8 @@ const COMMANDS: &[Command] = &[
     Command {
         name: "check",
         summary: "check .co files and report diagnostics",
-        usage: "[--message-format=human|json] [-D NAME[=VALUE]]... FILE...",
-        flags: &[Flag::MessageFormat, Flag::Define],
+        usage: "[--syntax-only] [--message-format=human|json] [-D NAME[=VALUE]]... FILE...",
+        flags: &[Flag::SyntaxOnly, Flag::MessageFormat, Flag::Define],
         files: Arity::OneOrMore,
         run: run_check,
     },
@@ -136,6 +142,7 @@ struct Options {
     message_format: MessageFormat,
     defines: Vec<(String, Option<String>)>,
     dump: bool,
+    syntax_only: bool,
     files: Vec<PathBuf>,
 }
 
@@ -270,6 +277,7 @@ fn parse_options(command: &'static Command, args: &[OsString]) -> Result<Options
         message_format: MessageFormat::Human,
         defines: Vec::new(),
         dump: false,
+        syntax_only: false,
         files: Vec::new(),
     };
     let mut i = 0;
@@ -316,6 +324,8 @@ fn parse_options(command: &'static Command, args: &[OsString]) -> Result<Options
             options.defines.push(parse_define(&definition).map_err(usage)?);
         } else if accepts(Flag::Dump) && text == "--dump" {
             options.dump = true;
+        } else if accepts(Flag::SyntaxOnly) && text == "--syntax-only" {
+            options.syntax_only = true;
         } else {
             return Err(usage(format!("unknown option '{text}' for 'choreoc {}'", command.name)));
         }
@@ -428,6 +438,12 @@ fn run_check(options: &Options) -> Status {
             status = status.max(Status::Usage);
             continue;
         };
+        if options.syntax_only {
+            let mut diags = Diagnostics::new();
+            let _ast = parse_file(&db, file, &preprocess_options(options), &mut diags);
+            status = status.max(report(options, &db, file, &diags));
+            continue;
+        }
         // The whole pipeline (preprocess, parse, sema, lowering): everything that can reject
         // a program is reported, exactly as a build would.
         let compile_options = choreo_compiler::compile::CompileOptions {

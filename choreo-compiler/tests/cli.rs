@@ -354,3 +354,25 @@ fn double_dash_ends_options() {
     assert_eq!(code(&out), 2, "{}", show(&out));
     assert!(stderr(&out).contains("unknown option '-odd.co'"), "{}", show(&out));
 }
+
+/// `check` runs semantic analysis: a type error and an unsupported (tier-2) construct are
+/// reported; `--syntax-only` stops after parsing and accepts both.
+#[test]
+fn check_runs_sema_unless_syntax_only() {
+    let dir = TempDir::new("sema");
+    let type_error = dir.file(
+        "type_error.co",
+        "__co__ void f(s32 [4] out, int n) {\n  parallel p by 4 : thread {\n    out.at(p) = !n;\n  }\n}\n",
+    );
+    let tier2 = dir.file(
+        "tier2.co",
+        "__co__ void g(f32 [4] a) {\n  parallel p by 1 : block {\n    shared f32 [4] s;\n  }\n}\n",
+    );
+    for (file, code_wanted) in [(&type_error, "E0"), (&tier2, "E0901")] {
+        let out = choreoc(["check".as_ref(), file.as_os_str()]);
+        assert_eq!(code(&out), 1, "{}", show(&out));
+        assert!(stderr(&out).contains(&format!("error[{code_wanted}")), "{}", show(&out));
+        let out = choreoc(["check".as_ref(), "--syntax-only".as_ref(), file.as_os_str()]);
+        assert_eq!(code(&out), 0, "{}", show(&out));
+    }
+}
