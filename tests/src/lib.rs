@@ -532,3 +532,33 @@ impl Random {
         (self.next_u64() % bound as u64) as usize
     }
 }
+
+/// Wakes a parked thread (the waker of [`block_on`]).
+pub struct ThreadWaker(pub std::thread::Thread);
+
+impl std::task::Wake for ThreadWaker {
+    fn wake(self: std::sync::Arc<Self>) {
+        self.0.unpark();
+    }
+}
+
+/// A minimal executor: polls on the current thread, parks between polls. Returns the output
+/// and the number of polls; panics if the future takes longer than `limit`.
+pub fn block_on<F: std::future::Future + ?Sized>(
+    mut future: std::pin::Pin<&mut F>,
+    limit: Duration,
+) -> (F::Output, usize) {
+    let waker = std::task::Waker::from(std::sync::Arc::new(ThreadWaker(std::thread::current())));
+    let mut context = std::task::Context::from_waker(&waker);
+    let started = std::time::Instant::now();
+    let mut polls = 0;
+    loop {
+        polls += 1;
+        if let std::task::Poll::Ready(output) = future.as_mut().poll(&mut context) {
+            return (output, polls);
+        }
+        let elapsed = started.elapsed();
+        assert!(elapsed < limit, "the future was not woken within {limit:?}");
+        std::thread::park_timeout(limit - elapsed);
+    }
+}

@@ -10,10 +10,10 @@
 //! but no GPU, so it runs everywhere the toolkit is installed (CI included).
 
 use std::future::{Future, IntoFuture};
-use std::pin::{Pin, pin};
+use std::pin::pin;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
-use std::task::{Context, Poll, Wake, Waker};
-use std::thread::{self, Thread};
+use std::task::{Context, Waker};
+use std::thread;
 use std::time::{Duration, Instant};
 
 use choreo::{
@@ -21,9 +21,10 @@ use choreo::{
     Stream,
 };
 use choreo_tests::{
-    Fp8Format, Gate, KERNELS_BUILT, Random, add_one, assert_no_deferred_error,
-    cuda_host_f32_to_fp8, cuda_host_fp8_to_f32, f32_to_fp8, raw_add_one, raw_wait_then_write,
-    saxpy, serialized_execution, spin_then_write, wait_then_write, warm_up_kernels,
+    Fp8Format, Gate, KERNELS_BUILT, Random, ThreadWaker, add_one, assert_no_deferred_error,
+    block_on, cuda_host_f32_to_fp8, cuda_host_fp8_to_f32, f32_to_fp8, raw_add_one,
+    raw_wait_then_write, saxpy, serialized_execution, spin_then_write, wait_then_write,
+    warm_up_kernels,
 };
 
 /// Serialises the GPU tests of this binary. Several of them hold a kernel at a [`Gate`] while
@@ -429,33 +430,6 @@ fn then_orders_another_stream_after_pending_work() {
     assert_eq!(merged.read(), vec![6; len]);
     assert!(!gate.timed_out());
     assert_no_deferred_error();
-}
-
-/// Wakes a parked thread.
-struct ThreadWaker(Thread);
-
-impl Wake for ThreadWaker {
-    fn wake(self: Arc<Self>) {
-        self.0.unpark();
-    }
-}
-
-/// A minimal executor: polls on the current thread, parks between polls. Returns the output
-/// and the number of polls; fails if the future takes longer than `limit`.
-fn block_on<F: Future + ?Sized>(mut future: Pin<&mut F>, limit: Duration) -> (F::Output, usize) {
-    let waker = Waker::from(Arc::new(ThreadWaker(thread::current())));
-    let mut context = Context::from_waker(&waker);
-    let started = Instant::now();
-    let mut polls = 0;
-    loop {
-        polls += 1;
-        if let Poll::Ready(output) = future.as_mut().poll(&mut context) {
-            return (output, polls);
-        }
-        let elapsed = started.elapsed();
-        assert!(elapsed < limit, "the future was not woken within {limit:?}");
-        thread::park_timeout(limit - elapsed);
-    }
 }
 
 #[test]

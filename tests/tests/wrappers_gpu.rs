@@ -12,18 +12,18 @@
 //! `shape_errors_come_before_any_cuda_call` needs the compiled kernels but no GPU: the shape
 //! checks of a wrapper with only host data run before its first CUDA call.
 
-use std::future::{Future, IntoFuture};
-use std::pin::{Pin, pin};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
-use std::task::{Context, Poll, Wake, Waker};
-use std::thread::{self, Thread};
+use std::future::IntoFuture;
+use std::pin::pin;
+use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
 use choreo::{
     DeviceRepr, DeviceTensor, Error, HostTensor, HostView, HostViewMut, Stream, bf16, f16,
 };
 use choreo_tests::co::{kinds, seed, timing};
-use choreo_tests::{CO_KERNELS_BUILT, Random, assert_no_deferred_error, serialized_execution};
+use choreo_tests::{
+    CO_KERNELS_BUILT, Random, assert_no_deferred_error, block_on, serialized_execution,
+};
 
 // ---------------------------------------------------------------------------------------------
 // Harness
@@ -112,32 +112,6 @@ fn iterations_for(ms: f64) -> i32 {
 fn elapsed_ms(start: &choreo::Event, end: &choreo::Event) -> f64 {
     end.synchronize().unwrap();
     f64::from(start.elapsed_ms(end).unwrap())
-}
-
-struct ThreadWaker(Thread);
-
-impl Wake for ThreadWaker {
-    fn wake(self: Arc<Self>) {
-        self.0.unpark();
-    }
-}
-
-/// A minimal executor: polls on the current thread, parks between polls. Returns the output
-/// and the number of polls; fails if the future takes longer than `limit`.
-fn block_on<F: Future + ?Sized>(mut future: Pin<&mut F>, limit: Duration) -> (F::Output, usize) {
-    let waker = Waker::from(Arc::new(ThreadWaker(thread::current())));
-    let mut context = Context::from_waker(&waker);
-    let started = Instant::now();
-    let mut polls = 0;
-    loop {
-        polls += 1;
-        if let Poll::Ready(output) = future.as_mut().poll(&mut context) {
-            return (output, polls);
-        }
-        let elapsed = started.elapsed();
-        assert!(elapsed < limit, "the future was not woken within {limit:?}");
-        thread::park_timeout(limit - elapsed);
-    }
 }
 
 // ---------------------------------------------------------------------------------------------
