@@ -169,19 +169,9 @@ impl Parser<'_, '_> {
         let start = self.span();
         let binder = match self.kind() {
             TokenKind::Keyword(Keyword::By) => ParallelBinder::Anonymous,
-            TokenKind::Punct(Punct::LBrace) => {
-                self.bump();
-                let components =
-                    self.comma_list(Punct::RBrace, false, |p| p.expect_ident("a name"))?;
-                ParallelBinder::Tuple { name: None, components }
-            }
-            TokenKind::Ident(_) if self.nth(1).is_punct(Punct::Assign) => {
-                let name = self.expect_ident("a name")?;
-                self.bump();
-                self.expect_punct(Punct::LBrace)?;
-                let components =
-                    self.comma_list(Punct::RBrace, false, |p| p.expect_ident("a name"))?;
-                ParallelBinder::Tuple { name: Some(name), components }
+            _ if self.at_tuple_binder() => {
+                let (name, components) = self.tuple_binder()?;
+                ParallelBinder::Tuple { name, components }
             }
             TokenKind::Ident(_) => ParallelBinder::Name(self.expect_ident("a name")?),
             _ => return Err(self.unexpected("a parallel variable or 'by'")),
@@ -277,23 +267,38 @@ impl Parser<'_, '_> {
         }
     }
 
+    /// Whether a tuple binder starts here: `{i, j}` or `t = {i, j}` (of parallel-by, `with`
+    /// and `foreach`).
+    fn at_tuple_binder(&self) -> bool {
+        match self.kind() {
+            TokenKind::Punct(Punct::LBrace) => true,
+            TokenKind::Ident(_) => self.nth(1).is_punct(Punct::Assign),
+            _ => false,
+        }
+    }
+
+    /// Parses a tuple binder `{i, j}` or `t = {i, j}`: the optional tuple name and the
+    /// component names.
+    fn tuple_binder(&mut self) -> PResult<(Option<Ident>, Vec<Ident>)> {
+        let name = if self.at_punct(Punct::LBrace) {
+            None
+        } else {
+            let name = self.expect_ident("a name")?;
+            self.bump();
+            Some(name)
+        };
+        self.expect_punct(Punct::LBrace)?;
+        let components = self.comma_list(Punct::RBrace, false, |p| p.expect_ident("a name"))?;
+        Ok((name, components))
+    }
+
     /// `name in bound`, `{i, j} in bound`, `idx = {i, j} in bound`.
     fn within(&mut self) -> PResult<Within> {
         let start = self.span();
         let binder = match self.kind() {
-            TokenKind::Punct(Punct::LBrace) => {
-                self.bump();
-                let components =
-                    self.comma_list(Punct::RBrace, false, |p| p.expect_ident("a name"))?;
-                WithBinder::Tuple { name: None, components }
-            }
-            TokenKind::Ident(_) if self.nth(1).is_punct(Punct::Assign) => {
-                let name = self.expect_ident("a name")?;
-                self.bump();
-                self.expect_punct(Punct::LBrace)?;
-                let components =
-                    self.comma_list(Punct::RBrace, false, |p| p.expect_ident("a name"))?;
-                WithBinder::Tuple { name: Some(name), components }
+            _ if self.at_tuple_binder() => {
+                let (name, components) = self.tuple_binder()?;
+                WithBinder::Tuple { name, components }
             }
             _ => WithBinder::Name(self.expect_ident("a name or '{'")?),
         };
