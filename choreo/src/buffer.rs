@@ -13,7 +13,7 @@ use crate::error::{check, check_deferred, defer_error};
 use crate::graveyard::{Release, bury, sweep};
 use crate::pinned::PinnedHostBuffer;
 use crate::stream::Stream;
-use crate::tracking::{Tracking, tracked_op};
+use crate::tracking::{Recorded, Tracking, tracked_op};
 use crate::{Device, Error, Result};
 
 /// How the memory was allocated, which decides how it is freed.
@@ -33,11 +33,14 @@ enum AllocKind {
 /// # Ordering and safety model
 ///
 /// Every copy or kernel launch that touches the buffer records a CUDA event on the stream that
-/// did it: the buffer keeps the event of the last write and one event per stream that read it
-/// since. A new read on some stream first makes that stream wait for the last write; a new
-/// write waits for the last write and all reads. So work on different streams that shares a
-/// buffer is ordered correctly without the user synchronising anything (cudarc's model,
-/// extended to several concurrent readers).
+/// did it: the buffer keeps the events of the last write (one per stream, for a kernel call
+/// whose kernels run on several streams) and one event per stream that read it since. A new
+/// read on some stream first makes that stream wait for the last write; a new write waits for
+/// the last write and all reads. So work on different streams that shares a buffer is ordered
+/// correctly without the user synchronising anything (cudarc's model, extended to several
+/// concurrent readers). One operation records one event per stream and all buffers it touched
+/// share it (a kernel call costs one `cudaEventRecord` per stream, not one per buffer); the
+/// events come from a pool, so no event is created or destroyed per call.
 ///
 /// Dropping the buffer never blocks and never frees memory the GPU may still use: the memory is
 /// freed (`cudaFreeAsync` on an idle internal stream) once all recorded accesses have completed
@@ -377,6 +380,12 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
     /// Null for an empty buffer.
     pub fn device_ptr_for_read(&self, stream: &Stream) -> Result<*const T> {
         check_deferred()?;
+        self.ptr_for_read_unchecked(stream)
+    }
+
+    /// [`DeviceBuffer::device_ptr_for_read`] without the check for deferred errors (which
+    /// [`crate::kernels::WorkStreams`] makes once per kernel call).
+    pub(crate) fn ptr_for_read_unchecked(&self, stream: &Stream) -> Result<*const T> {
         self.lock_tracking().before_read(stream)?;
         Ok(self.pointer)
     }
@@ -384,7 +393,15 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
     /// For generated kernel wrappers: records that work enqueued on `stream` (after
     /// [`DeviceBuffer::device_ptr_for_read`]) reads the buffer.
     pub fn record_read(&self, stream: &Stream) -> Result<()> {
-        self.lock_tracking().after_read(stream)
+        let recorded = Recorded::now(stream)?;
+        self.lock_tracking().read_recorded(&recorded);
+        Ok(())
+    }
+
+    /// [`DeviceBuffer::record_read`] with an event already recorded on the reading stream
+    /// after the read (shared by all buffers a kernel call accessed).
+    pub(crate) fn read_recorded(&self, recorded: &Recorded) {
+        self.lock_tracking().read_recorded(recorded);
     }
 
     /// For generated kernel wrappers: orders `stream` after every earlier access to the buffer
@@ -393,6 +410,11 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
     /// Null for an empty buffer.
     pub fn device_ptr_for_write(&mut self, stream: &Stream) -> Result<*mut T> {
         check_deferred()?;
+        self.ptr_for_write_unchecked(stream)
+    }
+
+    /// [`DeviceBuffer::device_ptr_for_write`] without the check for deferred errors.
+    pub(crate) fn ptr_for_write_unchecked(&mut self, stream: &Stream) -> Result<*mut T> {
         self.tracking_mut().before_write(stream)?;
         Ok(self.pointer)
     }
@@ -401,6 +423,12 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
     /// [`DeviceBuffer::device_ptr_for_write`]) writes the buffer.
     pub fn record_write(&mut self, stream: &Stream) -> Result<()> {
         self.tracking_mut().after_write(stream)
+    }
+
+    /// [`DeviceBuffer::record_write`] with events already recorded after the write, one per
+    /// stream it ran on (shared by all buffers a kernel call accessed).
+    pub(crate) fn write_recorded(&mut self, recorded: &[Recorded]) {
+        self.tracking_mut().write_recorded(recorded);
     }
 
     /// Frees the memory once every recorded access has completed (immediately if they have,

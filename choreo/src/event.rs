@@ -35,7 +35,15 @@ impl Event {
         Event::new_on(current_ordinal()?, true)
     }
 
+    /// An event of device `ordinal`. Untimed ones may come from the pool and then still carry
+    /// an old record: they are only made by [`Stream::record_untimed_event`], which records
+    /// them at once.
     pub(crate) fn new_on(ordinal: i32, timing: bool) -> Result<Event> {
+        if !timing {
+            if let Some(raw) = pool::take(ordinal) {
+                return Ok(Event { raw, device: ordinal, timing });
+            }
+        }
         let _guard = DeviceGuard::enter(ordinal)?;
         let flags = if timing { sys::cudaEventDefault } else { sys::cudaEventDisableTiming };
         let mut raw: sys::cudaEvent_t = std::ptr::null_mut();
@@ -116,6 +124,11 @@ impl Event {
 
 impl Drop for Event {
     fn drop(&mut self) {
+        // Untimed events are the runtime's bookkeeping events, made for every tracked access:
+        // they go back to the pool, since re-recording an event is cheaper than creating one.
+        if !self.timing && pool::give_back(self.device, self.raw) {
+            return;
+        }
         // SAFETY: the handle was created by this object and is destroyed only here. Destroying
         // an event whose work is still pending is allowed: the driver releases it once the
         // work completes, and waits already enqueued on it are unaffected.
@@ -133,5 +146,52 @@ impl fmt::Debug for Event {
             .field("device", &self.device)
             .field("timing", &self.timing)
             .finish()
+    }
+}
+
+/// Untimed events of dropped [`Event`]s, reused by [`Event::new_on`] (`cudaEventCreate` and
+/// `cudaEventDestroy` cost more host time than `cudaEventRecord`, and every tracked access
+/// records an event).
+///
+/// Reusing a handle is sound because no [`Event`] refers to it any more: waits that streams
+/// enqueued on it (`cudaStreamWaitEvent`) captured the record they wait for when they were
+/// enqueued, so recording the handle again does not change them, exactly as destroying it would
+/// not; and nothing else can query or synchronise a handle whose `Event` is gone.
+mod pool {
+    use std::sync::{Mutex, PoisonError};
+
+    use choreo_sys as sys;
+
+    /// Most events kept; more are destroyed.
+    const LIMIT: usize = 4096;
+
+    /// A pooled handle with its device.
+    struct Pooled {
+        device: i32,
+        raw: sys::cudaEvent_t,
+    }
+
+    // SAFETY: an event handle is a thread-safe reference to a driver object (see `Event`), and a
+    // pooled one is owned by the pool alone.
+    unsafe impl Send for Pooled {}
+
+    static POOL: Mutex<Vec<Pooled>> = Mutex::new(Vec::new());
+
+    /// An untimed event of `device` from the pool, if there is one.
+    pub(super) fn take(device: i32) -> Option<sys::cudaEvent_t> {
+        let mut pool = POOL.lock().unwrap_or_else(PoisonError::into_inner);
+        let index = pool.iter().rposition(|pooled| pooled.device == device)?;
+        Some(pool.swap_remove(index).raw)
+    }
+
+    /// Keeps `raw` (an untimed event of `device` that no `Event` owns any more) for reuse;
+    /// `false` when the pool is full and the caller must destroy it.
+    pub(super) fn give_back(device: i32, raw: sys::cudaEvent_t) -> bool {
+        let mut pool = POOL.lock().unwrap_or_else(PoisonError::into_inner);
+        if pool.len() >= LIMIT {
+            return false;
+        }
+        pool.push(Pooled { device, raw });
+        true
     }
 }

@@ -7,7 +7,7 @@
 //! GPU fault it is unknown whether the work still touches them.
 
 use std::ffi::c_void;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use choreo_sys as sys;
 
@@ -28,7 +28,7 @@ pub(crate) enum Release {
 
 /// An allocation waiting for its events.
 struct Grave {
-    events: Vec<Event>,
+    events: Vec<Arc<Event>>,
     release: Release,
 }
 
@@ -46,7 +46,7 @@ enum State {
     Failed(crate::Error),
 }
 
-fn state_of(events: &[Event]) -> State {
+fn state_of(events: &[Arc<Event>]) -> State {
     for event in events {
         match event.query() {
             Ok(true) => {}
@@ -90,7 +90,7 @@ fn free_device_memory(pointer: *mut c_void, device: i32, pooled: bool) -> crate:
 }
 
 /// Frees `release` once `events` have completed: now if they already have, else later.
-pub(crate) fn bury(events: Vec<Event>, released: Release) {
+pub(crate) fn bury(events: Vec<Arc<Event>>, released: Release) {
     match state_of(&events) {
         State::Done => release(released),
         State::Busy => {

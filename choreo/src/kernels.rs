@@ -17,8 +17,9 @@ use std::ffi::c_char;
 use choreo_sys as sys;
 
 use crate::elem::DeviceRepr;
-use crate::error::check_cuda;
-use crate::stream::{Stream, StreamKey};
+use crate::error::{check_cuda, check_deferred};
+use crate::stream::Stream;
+use crate::tracking::Recorded;
 use crate::{DeviceBuffer, DeviceTensor, Error, Pending, Result};
 
 /// Includes the Rust modules that `choreo-build` generated for a crate's `.co` files: one
@@ -61,20 +62,24 @@ pub fn check_extent(param: &'static str, dim: usize, expected: usize, got: usize
 /// [`WorkStreams::write_ptr`] make every stream wait for the earlier accesses to a buffer that
 /// conflict (a read waits for the last write; a write for everything), and hand out its device
 /// pointer. After the call, [`WorkStreams::record_read`] / [`WorkStreams::record_write`]
-/// record the call's accesses on every stream, so later work waits for them and the memory is
-/// not freed before they are done. Recording failures are kept and returned by
-/// [`WorkStreams::recorded`]; an access that could not be recorded makes later conflicting
-/// accesses synchronise the device instead (see [`DeviceBuffer`]), so a failure costs time,
-/// never memory safety.
+/// record the call's accesses, so later work waits for them and the memory is not freed before
+/// they are done, and [`WorkStreams::pending`] makes the call's [`Pending`].
 ///
-/// A buffer written on several streams is recorded through a join: an internal stream waits
-/// for all of them, and the write is recorded there (the buffer keeps a single last write).
+/// The first of these records one event per work stream; every buffer of the call and the
+/// `Pending` share those events. So a call costs one `cudaEventRecord` per stream (plus waits
+/// only where streams actually change), not one per buffer. That is right because the wrapper
+/// enqueues nothing on the work streams between the entry's return and the recording.
+///
+/// Recording failures are kept and returned by [`WorkStreams::recorded`]; an access that could
+/// not be recorded makes later conflicting accesses synchronise the device instead (see
+/// [`DeviceBuffer`]), so a failure costs time, never memory safety. A buffer written on several
+/// streams keeps the events of all of them as its last write.
 #[derive(Debug)]
 pub struct WorkStreams<'s> {
     /// Distinct streams, in the order given.
     streams: Vec<&'s Stream>,
-    /// The join stream of multi-stream writes, created on first use.
-    join: Option<Stream>,
+    /// One event per stream, recorded after the entry call (see [`WorkStreams::call_events`]).
+    call_events: Option<Vec<Recorded>>,
     /// The first recording error.
     error: Option<Error>,
 }
@@ -82,20 +87,26 @@ pub struct WorkStreams<'s> {
 impl<'s> WorkStreams<'s> {
     /// The work streams, without duplicates (the same stream passed twice counts once; so do
     /// two handles of the legacy default stream). At least one stream is required.
+    ///
+    /// Fails with a deferred error of an earlier drop, if there is one (checked here once for
+    /// the whole call).
     pub fn new(streams: &[&'s Stream]) -> Result<Self> {
-        let mut keys: Vec<StreamKey> = Vec::with_capacity(streams.len());
-        let mut unique = Vec::with_capacity(streams.len());
+        check_deferred()?;
+        let mut unique: Vec<&'s Stream> = Vec::with_capacity(streams.len());
         for &stream in streams {
             let key = stream.key()?;
-            if !keys.contains(&key) {
-                keys.push(key);
+            let mut seen = false;
+            for other in &unique {
+                seen |= other.key()? == key;
+            }
+            if !seen {
                 unique.push(stream);
             }
         }
         if unique.is_empty() {
             return Err(Error::InvalidArgument("a kernel call needs at least one stream".into()));
         }
-        Ok(WorkStreams { streams: unique, join: None, error: None })
+        Ok(WorkStreams { streams: unique, call_events: None, error: None })
     }
 
     /// The streams, first one first.
@@ -114,7 +125,7 @@ impl<'s> WorkStreams<'s> {
     pub fn read_ptr<T: DeviceRepr>(&self, buffer: &DeviceBuffer<T>) -> Result<*const T> {
         let mut pointer = std::ptr::null();
         for stream in &self.streams {
-            pointer = buffer.device_ptr_for_read(stream)?;
+            pointer = buffer.ptr_for_read_unchecked(stream)?;
         }
         Ok(pointer)
     }
@@ -127,7 +138,7 @@ impl<'s> WorkStreams<'s> {
     /// enqueued on the first stream before them).
     pub fn write_ptr<T: DeviceRepr>(&self, buffer: &mut DeviceBuffer<T>) -> Result<*mut T> {
         let first = self.first();
-        let pointer = buffer.device_ptr_for_write(first)?;
+        let pointer = buffer.ptr_for_write_unchecked(first)?;
         if let Some(others) = self.streams.get(1..).filter(|others| !others.is_empty()) {
             let fork = first.record_untimed_event()?;
             for stream in others {
@@ -137,23 +148,30 @@ impl<'s> WorkStreams<'s> {
         Ok(pointer)
     }
 
+    /// The call's events, one per work stream, recorded at the first use (right after the
+    /// entry call: nothing else is enqueued on the work streams in between).
+    fn call_events(&mut self) -> Result<&[Recorded]> {
+        if self.call_events.is_none() {
+            let events =
+                self.streams.iter().map(|stream| Recorded::now(stream)).collect::<Result<_>>()?;
+            self.call_events = Some(events);
+        }
+        Ok(self.call_events.as_deref().unwrap_or_default())
+    }
+
     /// Records that the work just enqueued on the work streams reads `buffer`.
     pub fn record_read<T: DeviceRepr>(&mut self, buffer: &DeviceBuffer<T>) {
-        for index in 0..self.streams.len() {
-            let result = buffer.record_read(self.streams[index]);
-            self.keep(result);
-        }
+        let result = self.call_events().map(|events| {
+            for recorded in events {
+                buffer.read_recorded(recorded);
+            }
+        });
+        self.keep(result);
     }
 
     /// Records that the work just enqueued on the work streams writes `buffer`.
     pub fn record_write<T: DeviceRepr>(&mut self, buffer: &mut DeviceBuffer<T>) {
-        let result = match self.streams.as_slice() {
-            [only] => buffer.record_write(only),
-            _ => match self.join_stream() {
-                Ok(join) => buffer.record_write(join),
-                Err(error) => Err(error),
-            },
-        };
+        let result = self.call_events().map(|events| buffer.write_recorded(events));
         self.keep(result);
     }
 
@@ -165,25 +183,21 @@ impl<'s> WorkStreams<'s> {
         }
     }
 
+    /// A [`Pending`] that completes when the call's work on every work stream has (the call's
+    /// events: call this before enqueueing anything else on the work streams), then runs
+    /// `finish`.
+    pub fn pending<'a, T>(
+        &mut self,
+        finish: impl FnOnce() -> Result<T> + Send + 'a,
+    ) -> Result<Pending<'a, T>> {
+        let events = self.call_events()?.iter().map(|recorded| recorded.event.clone()).collect();
+        Ok(Pending::from_shared_events(events, finish))
+    }
+
     fn keep(&mut self, result: Result<()>) {
         if let Err(error) = result {
             self.error.get_or_insert(error);
         }
-    }
-
-    /// A stream that waits for everything enqueued on the work streams so far.
-    fn join_stream(&mut self) -> Result<&Stream> {
-        if self.join.is_none() {
-            let join = Stream::new_on(self.first().device_ordinal()?)?;
-            for stream in &self.streams {
-                let done = stream.record_untimed_event()?;
-                join.wait_event(&done)?;
-            }
-            self.join = Some(join);
-        }
-        self.join
-            .as_ref()
-            .ok_or_else(|| Error::InvalidArgument("the join stream was not created".into()))
     }
 }
 

@@ -42,7 +42,9 @@ type Finish<'a, T> = Box<dyn FnOnce() -> Result<T> + Send + 'a>;
 /// once the device is done with it (or leaked, if forgotten). Dropping never blocks.
 #[must_use = "device work is still running; call `.wait()` or `.await` to get its results"]
 pub struct Pending<'a, T> {
-    events: Vec<Event>,
+    /// Shared with the buffers the work accessed (one event per stream marks the end of a
+    /// kernel call for both).
+    events: Vec<Arc<Event>>,
     finish: Finish<'a, T>,
 }
 
@@ -55,6 +57,15 @@ impl<'a, T> Pending<'a, T> {
     /// borrows. Data the device writes must reach it through runtime-owned memory that tracks
     /// its accesses (e.g. a [`crate::PinnedHostBuffer`] that `finish` owns and reads).
     pub fn from_parts(events: Vec<Event>, finish: impl FnOnce() -> Result<T> + Send + 'a) -> Self {
+        Self::from_shared_events(events.into_iter().map(Arc::new).collect(), finish)
+    }
+
+    /// [`Pending::from_parts`] with events that the runtime also keeps elsewhere (e.g. as the
+    /// last accesses of the buffers a kernel call used).
+    pub(crate) fn from_shared_events(
+        events: Vec<Arc<Event>>,
+        finish: impl FnOnce() -> Result<T> + Send + 'a,
+    ) -> Self {
         Pending { events, finish: Box::new(finish) }
     }
 
@@ -66,9 +77,9 @@ impl<'a, T> Pending<'a, T> {
     ) -> Result<Self> {
         let events = streams
             .iter()
-            .map(|stream| stream.record_untimed_event())
+            .map(|stream| stream.record_untimed_event().map(Arc::new))
             .collect::<Result<Vec<_>>>()?;
-        Ok(Self::from_parts(events, finish))
+        Ok(Self::from_shared_events(events, finish))
     }
 
     /// A `Pending` that is already complete and yields `value`.
@@ -101,8 +112,9 @@ impl<'a, T> Pending<'a, T> {
         Ok(true)
     }
 
-    /// The events that mark the end of the work, one per stream it used.
-    pub fn events(&self) -> &[Event] {
+    /// The events that mark the end of the work, one per stream it used. They are shared with
+    /// the runtime's access tracking, hence behind `Arc` (and never re-recorded).
+    pub fn events(&self) -> &[Arc<Event>] {
         &self.events
     }
 
@@ -218,7 +230,7 @@ impl<T> fmt::Debug for PendingFuture<'_, T> {
 
 impl<T> PendingFuture<'_, T> {
     /// Enqueues the completion callback behind all events of the work.
-    fn register(events: &[Event], waker: &Waker) -> Result<Arc<Notification>> {
+    fn register(events: &[Arc<Event>], waker: &Waker) -> Result<Arc<Notification>> {
         let ordinal = match events.first() {
             Some(event) => event.device_ordinal(),
             None => current_ordinal()?,

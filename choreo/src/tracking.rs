@@ -1,15 +1,20 @@
 //! Access tracking for memory that the GPU reads and writes asynchronously (cudarc's model,
 //! extended to several concurrent readers).
 //!
-//! Each tracked allocation keeps the event recorded after its last write and one event per
-//! stream that read it since then. Before a read, the reading stream waits for the last write;
-//! before a write, the writing stream waits for the last write and all reads. After enqueueing,
-//! the access is recorded. A free (or host access) waits for all of them.
+//! Each tracked allocation keeps the events recorded after its last write (one per stream the
+//! write ran on: a kernel call may write a tensor from kernels on several streams) and one event
+//! per stream that read it since then. Events are shared (`Arc`): an operation records one event
+//! per stream it ran on, and every allocation it accessed keeps that same event. Before a read,
+//! the reading stream waits for the last write; before a write, the writing stream waits for the
+//! last write and all reads. After enqueueing, the access is recorded. A free (or host access)
+//! waits for all of them.
 //!
 //! Accesses whose recording did not happen (a caller took a pointer and never called
 //! `record_*`, or recording failed after the work was enqueued) are counted; while any are
 //! outstanding, conflicting accesses and the free fall back to synchronising the whole device,
 //! so a missed record costs time, never memory safety.
+
+use std::sync::Arc;
 
 use crate::Result;
 use crate::device::DeviceGuard;
@@ -20,17 +25,34 @@ use crate::stream::{Stream, StreamKey};
 use choreo_sys as sys;
 
 /// An event together with the stream it was recorded on.
-struct Recorded {
-    stream: StreamKey,
-    event: Event,
+#[derive(Clone)]
+pub(crate) struct Recorded {
+    /// The stream.
+    pub(crate) stream: StreamKey,
+    /// An event recorded on it right after the access was enqueued.
+    pub(crate) event: Arc<Event>,
+}
+
+impl std::fmt::Debug for Recorded {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Recorded").field("stream", &self.stream).finish_non_exhaustive()
+    }
+}
+
+impl Recorded {
+    /// Records a new event on `stream`.
+    pub(crate) fn now(stream: &Stream) -> Result<Recorded> {
+        Ok(Recorded { stream: stream.key()?, event: Arc::new(stream.record_untimed_event()?) })
+    }
 }
 
 /// The access history of one allocation.
 pub(crate) struct Tracking {
     /// The allocation's device, for the whole-device fallback.
     device: i32,
-    last_write: Option<Recorded>,
-    /// At most one entry per stream: a later read on the same stream re-records its event.
+    /// The last write, one entry per stream it ran on (empty: never written).
+    writes: Vec<Recorded>,
+    /// At most one entry per stream: a later read on the same stream replaces its entry.
     reads: Vec<Recorded>,
     /// Reads handed out by `before_read` and not yet recorded.
     unrecorded_reads: usize,
@@ -45,7 +67,7 @@ impl Tracking {
     pub(crate) fn new(device: i32) -> Tracking {
         Tracking {
             device,
-            last_write: None,
+            writes: Vec::new(),
             reads: Vec::new(),
             unrecorded_reads: 0,
             unrecorded_writes: 0,
@@ -95,7 +117,7 @@ impl Tracking {
     }
 
     /// Orders `stream` after the last write. Call before enqueueing a read on `stream`, then
-    /// [`Tracking::after_read`] once it is enqueued.
+    /// [`Tracking::read_recorded`] once it is enqueued.
     pub(crate) fn before_read(&mut self, stream: &Stream) -> Result<()> {
         let key = stream.key()?;
         if self.unrecorded_writes > 0 || self.allocation_unordered_for(key) {
@@ -103,7 +125,7 @@ impl Tracking {
             // record, so a read can only see an unrecorded write that was never recorded.
             self.synchronize_device()?;
         }
-        if let Some(write) = &self.last_write {
+        for write in &self.writes {
             if write.stream != key {
                 stream.wait_event(&write.event)?;
             }
@@ -112,25 +134,21 @@ impl Tracking {
         Ok(())
     }
 
-    /// Records a read enqueued on `stream` after [`Tracking::before_read`].
-    pub(crate) fn after_read(&mut self, stream: &Stream) -> Result<()> {
-        let key = stream.key()?;
-        match self.reads.iter_mut().find(|read| read.stream == key) {
-            // Stream order makes the new record cover the earlier reads on this stream.
-            Some(read) => read.event.record(stream)?,
-            None => {
-                let event = stream.record_untimed_event()?;
-                self.reads.push(Recorded { stream: key, event });
-            }
+    /// Records a read enqueued after [`Tracking::before_read`], with `recorded`: an event
+    /// recorded on the reading stream after the read was enqueued.
+    pub(crate) fn read_recorded(&mut self, recorded: &Recorded) {
+        match self.reads.iter_mut().find(|read| read.stream == recorded.stream) {
+            // Stream order makes the new event cover the earlier reads on this stream.
+            Some(read) => read.event = Arc::clone(&recorded.event),
+            None => self.reads.push(recorded.clone()),
         }
         self.unrecorded_reads = self.unrecorded_reads.saturating_sub(1);
         // The read's event is ordered after the allocation: later accesses wait for it.
         self.unrecorded_allocation = None;
-        Ok(())
     }
 
     /// Orders `stream` after the last write and all reads since. Call before enqueueing a
-    /// write on `stream`, then [`Tracking::after_write`] once it is enqueued.
+    /// write on `stream`, then [`Tracking::write_recorded`] once it is enqueued.
     pub(crate) fn before_write(&mut self, stream: &Stream) -> Result<()> {
         let key = stream.key()?;
         if self.unrecorded_reads > 0
@@ -141,7 +159,7 @@ impl Tracking {
             // right now: these accesses were never recorded.
             self.synchronize_device()?;
         }
-        for access in self.last_write.iter().chain(&self.reads) {
+        for access in self.writes.iter().chain(&self.reads) {
             if access.stream != key {
                 stream.wait_event(&access.event)?;
             }
@@ -150,15 +168,21 @@ impl Tracking {
         Ok(())
     }
 
-    /// Records a write enqueued on `stream` after [`Tracking::before_write`]. The write waited
-    /// for all earlier accesses, so its event alone now stands for the whole history.
-    pub(crate) fn after_write(&mut self, stream: &Stream) -> Result<()> {
-        let key = stream.key()?;
-        let event = stream.record_untimed_event()?;
-        self.last_write = Some(Recorded { stream: key, event });
+    /// Records a write enqueued after [`Tracking::before_write`], with `recorded`: one event
+    /// per stream the write ran on, each recorded after the write was enqueued there. The write
+    /// waited for all earlier accesses, so its events alone now stand for the whole history.
+    pub(crate) fn write_recorded(&mut self, recorded: &[Recorded]) {
+        self.writes.clear();
+        self.writes.extend_from_slice(recorded);
         self.reads.clear();
         self.unrecorded_writes = self.unrecorded_writes.saturating_sub(1);
         self.unrecorded_allocation = None;
+    }
+
+    /// Records a write enqueued on `stream` after [`Tracking::before_write`] (with a new
+    /// event).
+    pub(crate) fn after_write(&mut self, stream: &Stream) -> Result<()> {
+        self.write_recorded(&[Recorded::now(stream)?]);
         Ok(())
     }
 
@@ -167,7 +191,7 @@ impl Tracking {
         if self.has_unrecorded() {
             return Ok(false);
         }
-        for access in self.last_write.iter().chain(&self.reads) {
+        for access in self.writes.iter().chain(&self.reads) {
             if !access.event.query()? {
                 return Ok(false);
             }
@@ -180,10 +204,10 @@ impl Tracking {
         if self.unrecorded_writes > 0 || self.unrecorded_allocation.is_some() {
             return self.synchronize_device();
         }
-        match &self.last_write {
-            Some(write) => write.event.synchronize(),
-            None => Ok(()),
+        for write in &self.writes {
+            write.event.synchronize()?;
         }
+        Ok(())
     }
 
     /// Blocks until every access has completed (what a host write or a free needs).
@@ -191,7 +215,7 @@ impl Tracking {
         if self.has_unrecorded() {
             return self.synchronize_device();
         }
-        for access in self.last_write.iter().chain(&self.reads) {
+        for access in self.writes.iter().chain(&self.reads) {
             access.event.synchronize()?;
         }
         Ok(())
@@ -199,11 +223,11 @@ impl Tracking {
 
     /// The events of all recorded accesses, giving up the tracking (for deferred frees).
     /// `None` when unrecorded accesses exist.
-    pub(crate) fn into_events(self) -> Option<Vec<Event>> {
+    pub(crate) fn into_events(self) -> Option<Vec<Arc<Event>>> {
         if self.has_unrecorded() {
             return None;
         }
-        Some(self.last_write.into_iter().chain(self.reads).map(|access| access.event).collect())
+        Some(self.writes.into_iter().chain(self.reads).map(|access| access.event).collect())
     }
 
     /// The device of the allocation.
@@ -248,12 +272,14 @@ pub(crate) fn tracked_op(
         writes[..prepared_writes].iter_mut().for_each(|tracking| tracking.cancel_write());
         return Err(error);
     }
-    let mut recorded = Ok(());
+    // One event for all accesses of the operation. When it cannot be recorded, the accesses
+    // stay counted as unrecorded.
+    let recorded = Recorded::now(stream)?;
     for tracking in reads.iter_mut() {
-        recorded = recorded.and(tracking.after_read(stream));
+        tracking.read_recorded(&recorded);
     }
     for tracking in writes.iter_mut() {
-        recorded = recorded.and(tracking.after_write(stream));
+        tracking.write_recorded(std::slice::from_ref(&recorded));
     }
-    recorded
+    Ok(())
 }

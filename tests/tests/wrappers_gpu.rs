@@ -459,6 +459,39 @@ fn two_streams_run_concurrently() {
     assert_no_deferred_error();
 }
 
+/// A call whose kernels run on two streams records its writes with one event per stream (shared
+/// by all its tensors and its guard); a read on a third stream must wait for both, without the
+/// host waiting for anything.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn tensors_written_on_two_streams_are_read_after_both_writes() {
+    let _gpu = require_gpu();
+    let (s0, s1, s2) = (Stream::new().unwrap(), Stream::new().unwrap(), Stream::new().unwrap());
+    let iters = iterations_for(30.0);
+    for round in 0..3 {
+        let mut a = upload(&[0u32; 2]);
+        let mut b = upload(&[0u32; 2]);
+        // Kernel 0 (on s0) writes `a`, kernel 1 (on s1) writes `b`: the copies on s2 and s0
+        // must wait for the kernel on the other stream.
+        let pending = timing::spin_two(&s0, &s1, &mut a, &mut b, iters + round).unwrap();
+        drop(pending);
+        let b_on_s2 = b.to_host(&s2).unwrap();
+        let a_on_s1 = a.to_host(&s1).unwrap();
+        assert_eq!(b_on_s2.as_slice(), [lcg(7, iters + round); 2], "round {round}: b read early");
+        assert_eq!(a_on_s1.as_slice(), [lcg(1, iters + round); 2], "round {round}: a read early");
+    }
+    // Many short calls reuse pooled events; results stay exact.
+    let mut out = upload(&[0u32; 64]);
+    let mut sink = upload(&[0u32; 64]);
+    for value in 0..2000u32 {
+        drop(timing::spin_async(&s0, &mut out, &mut sink, 1, value).unwrap());
+        if value % 500 == 499 {
+            assert_eq!(out.to_host(&s2).unwrap().as_slice(), [value; 64]);
+        }
+    }
+    assert_no_deferred_error();
+}
+
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn then_orders_another_stream_after_the_work() {

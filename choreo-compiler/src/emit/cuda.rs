@@ -453,20 +453,28 @@ class __choreo_frame {
     }
     cudaStream_t stream = nullptr;
     cudaError_t err = __choreo_private_stream(async_streams_.empty() ? 0 : 1, &stream);
+    // The release stream waits for the asynchronous launches made since the last join (joined
+    // here, at the first free after them, not at every launch: a launch costs no extra CUDA
+    // call, and functions without device buffers of their own never join at all).
+    if (err == cudaSuccess && unjoined_launches_) {
+      for (cudaStream_t launched : async_streams_) {
+        err = join(stream, launched);
+        if (err != cudaSuccess) break;
+      }
+      if (err == cudaSuccess) unjoined_launches_ = false;
+    }
     if (err == cudaSuccess) err = cudaFreeAsync(ptr, stream);
     cuda(err);
   }
 
-  // After an asynchronous launch on `stream`: later frees of this call wait for it.
+  // After an asynchronous launch on `stream`: later frees of this call wait for it (see
+  // release), and wait_async / copy_result know the stream. Makes no CUDA call.
   cudaError_t track_async(cudaStream_t stream) {
-    cudaStream_t release_stream = nullptr;
-    cudaError_t err = __choreo_private_stream(1, &release_stream);
-    if (err == cudaSuccess) err = join(release_stream, stream);
-    if (err == cudaSuccess &&
-        std::find(async_streams_.begin(), async_streams_.end(), stream) == async_streams_.end()) {
+    unjoined_launches_ = true;
+    if (std::find(async_streams_.begin(), async_streams_.end(), stream) == async_streams_.end()) {
       async_streams_.push_back(stream);
     }
-    return err;
+    return cudaSuccess;
   }
 
   // Blocks until every asynchronous launch of this call has finished.
@@ -538,6 +546,8 @@ class __choreo_frame {
   std::size_t capacity_;
   int status_ = 0;
   std::vector<cudaStream_t> async_streams_;
+  // Asynchronous launches happened that the release stream does not wait for yet.
+  bool unjoined_launches_ = false;
 };
 
 // Memory from __choreo_frame::alloc, released when the guard goes out of scope (every exit path

@@ -969,15 +969,10 @@ impl<'f> FnEmitter<'f> {
     }
 
     fn async_results(&self, b: &mut Body) {
-        b.line(
-            "// Complete when the work streams have done everything enqueued so far; copies back",
-        );
-        b.line(
-            "// go to runtime-owned pinned staging now and into the caller's views in `wait()`.",
-        );
-        b.line(
-            "let __choreo_pending = ::choreo::Pending::after(__choreo_work.streams(), || Ok(()))?;",
-        );
+        b.line("// Complete when the call's work is (the events recorded right after the call);");
+        b.line("// copies back go to runtime-owned pinned staging now and into the caller's views");
+        b.line("// in `wait()`.");
+        b.line("let __choreo_pending = __choreo_work.pending(|| Ok(()))?;");
         for p in self.copied_back() {
             b.line(&format!(
                 "let __choreo_pending = ::choreo::kernels::join_unit(__choreo_pending, __choreo_dev_{}.copy_to_host_async(__choreo_work.first(), {})?);",
