@@ -20,7 +20,8 @@ pub enum Error {
         /// What is wrong with it.
         message: String,
     },
-    /// A glob pattern matched no file, or no input was given at all (`pattern` is `None`).
+    /// A glob pattern (of `.co` or of `.cu` files) matched no file, or no input of either kind
+    /// was given at all (`pattern` is `None`).
     NoInputs {
         /// The pattern that matched nothing.
         pattern: Option<String>,
@@ -108,7 +109,7 @@ pub enum Error {
         /// The error.
         source: io::Error,
     },
-    /// nvcc failed on one or more generated `.cu` files.
+    /// nvcc failed on one or more `.cu` files (generated or hand-written).
     Nvcc(Vec<NvccFailure>),
     /// Creating the static library failed.
     Archive {
@@ -137,16 +138,19 @@ pub struct FileDiagnostics {
 /// One failed nvcc run.
 #[derive(Debug, Clone)]
 pub struct NvccFailure {
-    /// The `.co` file the `.cu` was generated from.
-    pub co_file: PathBuf,
-    /// The generated `.cu` file.
+    /// The file the user wrote, as given: the `.co` file the `.cu` was generated from, or the
+    /// hand-written `.cu` ([`Builder::cuda_file`](crate::Builder::cuda_file)).
+    pub source_file: PathBuf,
+    /// The `.cu` file nvcc compiled: the generated one, or the hand-written one (absolute).
     pub cu_file: PathBuf,
+    /// Whether `cu_file` is a hand-written file rather than generated from `source_file`.
+    pub hand_written: bool,
     /// The command line.
     pub command: String,
     /// nvcc's exit status, as text.
     pub status: String,
-    /// nvcc's standard error and output (its messages name `.co` lines through the generated
-    /// `#line` directives, or `.cu` lines of generated code).
+    /// nvcc's standard error and output (for generated files its messages name `.co` lines
+    /// through the generated `#line` directives, or `.cu` lines of generated code).
     pub output: String,
 }
 
@@ -165,12 +169,16 @@ impl Error {
             Error::Nvcc(failures) => failures
                 .iter()
                 .map(|f| {
-                    format!(
-                        "{}: nvcc failed on the generated {} ({})",
-                        f.co_file.display(),
-                        f.cu_file.display(),
-                        f.status
-                    )
+                    if f.hand_written {
+                        format!("{}: nvcc failed ({})", f.source_file.display(), f.status)
+                    } else {
+                        format!(
+                            "{}: nvcc failed on the generated {} ({})",
+                            f.source_file.display(),
+                            f.cu_file.display(),
+                            f.status
+                        )
+                    }
                 })
                 .collect(),
             other => vec![one_line(&other.headline())],
@@ -197,7 +205,9 @@ impl Error {
                 format!("the pattern `{pattern}` matches no file")
             }
             Error::NoInputs { pattern: None } => {
-                "no .co files were given (use Builder::file or Builder::files)".to_owned()
+                "no .co or .cu files were given (use Builder::file, Builder::files, \
+                 Builder::cuda_file or Builder::cuda_files)"
+                    .to_owned()
             }
             Error::InvalidName { name } => format!(
                 "`{name}` cannot name the kernels' output: use letters, digits and `_`, not \
@@ -243,7 +253,14 @@ impl Error {
                 format!("cannot run {}: {source}", program.display())
             }
             Error::Nvcc(failures) => {
-                format!("nvcc failed on {}", plural(failures.len(), "generated .cu file"))
+                let noun = if failures.iter().all(|f| f.hand_written) {
+                    "hand-written .cu file"
+                } else if failures.iter().any(|f| f.hand_written) {
+                    ".cu file"
+                } else {
+                    "generated .cu file"
+                };
+                format!("nvcc failed on {}", plural(failures.len(), noun))
             }
             Error::Archive { command, status, .. } => {
                 format!("creating the static library failed ({status}): {command}")
@@ -263,11 +280,13 @@ impl fmt::Display for Error {
             }
             Error::Nvcc(failures) => {
                 for failure in failures {
+                    write!(f, "\n\n{}", failure.cu_file.display())?;
+                    if !failure.hand_written {
+                        write!(f, " (generated from {})", failure.source_file.display())?;
+                    }
                     write!(
                         f,
-                        "\n\n{} (generated from {}): {}\ncommand: {}\n{}",
-                        failure.cu_file.display(),
-                        failure.co_file.display(),
+                        ": {}\ncommand: {}\n{}",
                         failure.status,
                         failure.command,
                         failure.output.trim_end()
@@ -343,8 +362,9 @@ mod tests {
     #[test]
     fn nvcc_failure_shows_nvcc_output_and_names_both_files() {
         let error = Error::Nvcc(vec![NvccFailure {
-            co_file: "k/scale.co".into(),
+            source_file: "k/scale.co".into(),
             cu_file: "/out/choreo/kernels/scale.cu".into(),
+            hand_written: false,
             command: "nvcc -c scale.cu".into(),
             status: "exit status: 1".into(),
             output: "k/scale.co(12): error: identifier \"q\" is undefined\n".into(),
@@ -355,6 +375,36 @@ mod tests {
         let text = error.to_string();
         assert!(text.contains("k/scale.co(12): error: identifier"), "{text}");
         assert!(text.contains("command: nvcc -c scale.cu"), "{text}");
+    }
+
+    #[test]
+    fn nvcc_failure_of_a_hand_written_file_names_it_and_not_a_co_file() {
+        let failure = NvccFailure {
+            source_file: "cuda/util.cu".into(),
+            cu_file: "/pkg/cuda/util.cu".into(),
+            hand_written: true,
+            command: "nvcc -c /pkg/cuda/util.cu".into(),
+            status: "exit status: 2".into(),
+            output: "/pkg/cuda/util.cu(3): error: expected a \";\"\n".into(),
+        };
+        let error = Error::Nvcc(vec![failure.clone()]);
+        assert_eq!(error.summary_lines(), ["cuda/util.cu: nvcc failed (exit status: 2)"]);
+        let text = error.to_string();
+        assert!(text.starts_with("choreo-build: nvcc failed on 1 hand-written .cu file"), "{text}");
+        assert!(text.contains("/pkg/cuda/util.cu: exit status: 2"), "{text}");
+        assert!(text.contains("util.cu(3): error: expected"), "{text}");
+        assert!(!text.contains("generated"), "{text}");
+        // Mixed with a generated file: the headline counts both.
+        let generated = NvccFailure {
+            source_file: "k/scale.co".into(),
+            cu_file: "/out/scale.cu".into(),
+            hand_written: false,
+            ..failure.clone()
+        };
+        let text = Error::Nvcc(vec![generated.clone()]).to_string();
+        assert!(text.starts_with("choreo-build: nvcc failed on 1 generated .cu file"), "{text}");
+        let text = Error::Nvcc(vec![generated, failure]).to_string();
+        assert!(text.starts_with("choreo-build: nvcc failed on 2 .cu files"), "{text}");
     }
 
     #[test]

@@ -1,7 +1,9 @@
-//! The input `.co` files: glob expansion, de-duplication, Rust module names, the directories and
-//! local headers cargo must watch.
+//! The inputs: `.co` files and hand-written `.cu` files. Glob expansion, de-duplication, Rust
+//! module names, object names of hand-written files, the directories and local headers cargo
+//! must watch.
 
 use crate::error::Error;
+use crate::hash::Digest;
 use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
 
@@ -16,7 +18,8 @@ pub(crate) struct Input {
 }
 
 /// Expands the patterns and single files into a sorted, de-duplicated list, and the glob base
-/// directories to watch. A pattern that matches nothing is an error.
+/// directories to watch. A pattern that matches nothing is an error; no files and no patterns
+/// give an empty list (whether that is an error depends on the other kind of input).
 pub(crate) fn collect(
     files: &[PathBuf],
     patterns: &[String],
@@ -45,9 +48,6 @@ pub(crate) fn collect(
         if let Some(base) = glob_base(pattern) {
             watch_dirs.push(base);
         }
-    }
-    if found.is_empty() {
-        return Err(Error::NoInputs { pattern: None });
     }
     // Sorted by the path as written, de-duplicated by the file it names (`a.co`, `./a.co` and a
     // glob hit of the same file are one input; the first spelling in sort order is kept).
@@ -129,6 +129,39 @@ pub(crate) fn assign_modules(paths: Vec<PathBuf>) -> Result<Vec<Input>, Error> {
         inputs.push(Input { path, module });
     }
     Ok(inputs)
+}
+
+/// A hand-written CUDA C++ file, compiled as it is into the library.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct CudaInput {
+    /// The path as the user gave it or the glob produced it.
+    pub(crate) path: PathBuf,
+    /// The file name of its object without the extension (see [`cuda_object_stem`]).
+    pub(crate) object_stem: String,
+}
+
+impl CudaInput {
+    pub(crate) fn new(path: PathBuf) -> CudaInput {
+        let object_stem = cuda_object_stem(&path);
+        CudaInput { path, object_stem }
+    }
+}
+
+/// The object name (without `.o`) of a hand-written `.cu`: its file stem (characters other than
+/// ASCII letters, digits and `_` turned into `_`), `-`, and 16 hex digits of a hash of its path
+/// as written (`.` components removed). The objects live in `obj/cuda/`, apart from the
+/// generated ones in `obj/`; the hash keeps two files of the same stem in different folders
+/// apart, and the `-` keeps the archive member names (`ar` stores base names only) apart from
+/// those of generated objects, which are Rust identifiers.
+pub(crate) fn cuda_object_stem(path: &Path) -> String {
+    let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    let mut stem: String =
+        stem.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '_' }).collect();
+    if stem.is_empty() {
+        stem.push_str("cuda");
+    }
+    let digest = Digest::of(normalize(path).as_os_str().as_encoded_bytes()).to_string();
+    format!("{stem}-{}", &digest[..16])
 }
 
 /// The files named by `#include "…"` in `text` that exist relative to `dir` (the `.co` file's
@@ -277,9 +310,32 @@ mod tests {
 
         let error = collect(&[], &[format!("{base}/k/*.cu")]).unwrap_err();
         assert!(matches!(&error, Error::NoInputs { pattern: Some(p) } if p.ends_with("*.cu")));
-        assert!(matches!(collect(&[], &[]).unwrap_err(), Error::NoInputs { pattern: None }));
+        // Nothing asked for is not an error here: a build may have only `.cu` or only `.co` files.
+        let (none, no_dirs) = collect(&[], &[]).unwrap();
+        assert!(none.is_empty() && no_dirs.is_empty());
         let error = collect(&[], &["k/[".to_owned()]).unwrap_err();
         assert!(matches!(error, Error::InvalidPattern { .. }), "{error}");
+    }
+
+    #[test]
+    fn cuda_object_names_keep_stems_apart_from_each_other_and_from_modules() {
+        let util_a = cuda_object_stem(Path::new("a/util.cu"));
+        let util_b = cuda_object_stem(Path::new("b/util.cu"));
+        assert!(util_a.starts_with("util-") && util_b.starts_with("util-"), "{util_a} {util_b}");
+        assert_ne!(util_a, util_b);
+        // The name depends on the file named, not on how `.` components spell it.
+        assert_eq!(util_a, cuda_object_stem(Path::new("./a/util.cu")));
+        // Stable across runs (it names cached objects): a fixed hash of the path.
+        assert_eq!(util_a.len(), "util-".len() + 16);
+        assert!(util_a["util-".len()..].chars().all(|c| c.is_ascii_hexdigit()), "{util_a}");
+        // Odd characters become `_`; the result is never a Rust identifier (the `-`), so no
+        // generated object (named after its module) can have the same name.
+        let odd = cuda_object_stem(Path::new("k/my kernels+v2.cu"));
+        assert!(odd.starts_with("my_kernels_v2-"), "{odd}");
+        for name in [&util_a, &odd] {
+            assert!(!is_identifier(name), "{name}");
+        }
+        assert!(cuda_object_stem(Path::new("k/.cu")).starts_with("_cu-"));
     }
 
     #[test]

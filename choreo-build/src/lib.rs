@@ -1,4 +1,5 @@
-//! The `build.rs` API of choreo: turn `.co` files into a static library and safe Rust wrappers.
+//! The `build.rs` API of choreo: turn `.co` files (and hand-written `.cu` files) into a static
+//! library and safe Rust wrappers.
 //!
 //! ```no_run
 //! // build.rs, in `fn main`:
@@ -22,29 +23,57 @@
 //! and in the crate: `choreo::include_kernels!("kernels");` (or `include_kernels!()` for the
 //! default name `kernels`).
 //!
+//! # Hand-written CUDA files
+//!
+//! [`Builder::cuda_file`] and [`Builder::cuda_files`] add CUDA C++ sources written by hand.
+//! They are compiled by the same nvcc with the same command line as the generated files (the
+//! same architecture and `-gencode`, defines, include folders, `-ccbin`, [`Builder::nvcc_flag`]s,
+//! `NUM_JOBS` parallelism, object cache) into the **same** static library, with `-I` their own
+//! folder and `-I` the folder of the generated files, so `#include "choreo.h"` works in them.
+//! Rust calls them through `extern "C"` functions declared by the user (no wrappers are
+//! generated); the library is linked by the same `rustc-link-lib` line. A builder may have only
+//! `.cu` files: the index is then empty and `include_kernels!` still works. Their objects are
+//! `obj/cuda/<stem>-<hash of the path>.o`, so they never collide with generated objects or
+//! with each other. In stub mode they are not compiled either. The [`Report`] lists them in
+//! [`Report::cuda_files`].
+//!
+//! ```no_run
+//! use choreo_build::UnwrapOrExit as _;
+//!
+//! choreo_build::Builder::new()
+//!     .files("src/kernels/*.co")
+//!     .cuda_file("src/cuda/reduce.cu")
+//!     .build("kernels")
+//!     .unwrap_or_exit();
+//! ```
+//!
 //! # What a build does
 //!
-//! 1. Expands the patterns (sorted, de-duplicated; a pattern matching nothing is an error) and
-//!    translates every `.co` file with `choreo-compiler` in library mode. All diagnostics of all
-//!    files are collected; any error stops the build before nvcc runs.
+//! 1. Expands the patterns (sorted, de-duplicated; a pattern matching nothing is an error, and
+//!    so is a builder without any `.co` or `.cu` file) and translates every `.co` file with
+//!    `choreo-compiler` in library mode. All diagnostics of all files are collected; any error
+//!    stops the build before nvcc runs.
 //! 2. Writes, under `<OUT_DIR>/choreo/<name>/`, `choreo.h` and per file `<module>.cu` and
 //!    `<module>.rs` (the module is the file stem with `-`/`.` turned into `_`), and the index
 //!    `<OUT_DIR>/choreo/<name>.rs` with one `pub mod <module>` per file. Every file is written
 //!    only when its content changes.
-//! 3. Compiles each `.cu` with nvcc into its own object, in parallel (`NUM_JOBS` threads), unless
-//!    the object cache says it is up to date (see below), then archives the objects into
-//!    `lib<link name>.a`, where the link name is `choreo_<package>_<name>` (unique, so two
-//!    crates that both use the default name cannot pick up each other's library).
+//! 3. Compiles each `.cu` — generated or hand-written — with nvcc into its own object, in
+//!    parallel (`NUM_JOBS` threads), unless the object cache says it is up to date (see
+//!    below), then archives the objects into `lib<link name>.a`, where the link name is
+//!    `choreo_<package>_<name>` (unique, so two crates that both use the default name cannot
+//!    pick up each other's library). The archive is remade when an object's content changed.
 //! 4. Prints the cargo directives: link the library, `cudart_static` (from the toolkit's library
-//!    folder), `dl`, `rt`, `pthread`, `stdc++`; `rerun-if-changed` for every `.co`, every local
-//!    header it includes, every glob's base directory; `rerun-if-env-changed` for every
+//!    folder), `dl`, `rt`, `pthread`, `stdc++`; `rerun-if-changed` for every `.co` and `.cu`
+//!    input, every local header they include (found by scanning `#include "…"`, and as nvcc
+//!    reported them), every glob's base directory; `rerun-if-env-changed` for every
 //!    environment variable read.
 //! 5. Writes a [`Report`] to `<OUT_DIR>/choreo/<name>.report` and returns it.
 //!
 //! nvcc flags: `-c -std=c++17 -O3 -gencode=arch=compute_XX,code=sm_XX` (plus
 //! `code=compute_XX` PTX for architectures without the `a` suffix), `-Xcompiler -fPIC`,
 //! `-DCHOREO_LEAN_PRELUDE` (unless [`Builder::lean_prelude`]`(false)`), the defines, `-I` the
-//! `.co` file's folder and [`Builder::include`] folders, `-ccbin` (see below), then the
+//! `.co` file's folder (for a hand-written `.cu`: its folder, then the generated folder) and
+//! [`Builder::include`] folders, `-ccbin` (see below), then the
 //! [`Builder::nvcc_flag`]s. Never `-rdc`, never `-G` (add it with `nvcc_flag` to debug device
 //! code), never `-arch=native`; nothing at build time needs a GPU.
 //!
@@ -74,9 +103,10 @@
 //!
 //! # The object cache
 //!
-//! A no-op build runs nvcc zero times; changing one `.co` file recompiles only its `.cu`. Each
-//! object is stored with a key: the hash of the `.cu` text, `choreo.h`, the nvcc path, size,
-//! modification time and CUDA version, the whole nvcc command line and
+//! A no-op build runs nvcc zero times; changing one `.co` file recompiles only its `.cu`, and
+//! changing a hand-written `.cu` recompiles only it. Each object is stored with a key: the
+//! hash of the `.cu` text (generated, or the hand-written file's bytes), `choreo.h`, the nvcc
+//! path, size, modification time and CUDA version, the whole nvcc command line and
 //! `NVCC_PREPEND_FLAGS`/`NVCC_APPEND_FLAGS`, plus the content hashes of the non-system headers
 //! nvcc reported reading (`-MD`). Changes to system headers under `/usr/` or to the host
 //! compiler itself are not detected (as in ccache's default mode): `cargo clean` after
@@ -114,7 +144,7 @@ use choreo_compiler::source::SourceDb;
 use env::Env;
 use error::{one_line, plural};
 use hash::Digest;
-use inputs::Input;
+use inputs::{CudaInput, Input};
 use nvcc::{CacheState, Job, JobError, NvccConfig};
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -144,11 +174,13 @@ pub fn compile(pattern: &str) -> Report {
     Builder::new().files(pattern).build(DEFAULT_NAME).unwrap_or_exit()
 }
 
-/// Configures and runs a build of `.co` files (see the crate docs).
+/// Configures and runs a build of `.co` files and hand-written `.cu` files (see the crate docs).
 #[derive(Debug, Clone)]
 pub struct Builder {
     files: Vec<PathBuf>,
     patterns: Vec<String>,
+    cuda_files: Vec<PathBuf>,
+    cuda_patterns: Vec<String>,
     arch: Option<String>,
     defines: Vec<(String, Option<String>)>,
     nvcc_flags: Vec<String>,
@@ -173,6 +205,8 @@ impl Builder {
         Builder {
             files: Vec::new(),
             patterns: Vec::new(),
+            cuda_files: Vec::new(),
+            cuda_patterns: Vec::new(),
             arch: None,
             defines: Vec::new(),
             nvcc_flags: Vec::new(),
@@ -196,6 +230,27 @@ impl Builder {
     /// than once; a pattern matching no file is an error of [`Builder::build`].
     pub fn files(&mut self, pattern: impl Into<String>) -> &mut Builder {
         self.patterns.push(pattern.into());
+        self
+    }
+
+    /// Adds one hand-written CUDA C++ file (`.cu`), compiled as it is into the same static
+    /// library as the `.co` kernels, with the same nvcc command line plus `-I` the folder of
+    /// the generated files (so it can `#include "choreo.h"`). Its `extern "C"` functions are
+    /// what Rust calls (declare them in an `unsafe extern "C"` block); no wrappers are
+    /// generated for it. Relative paths are relative to the package directory.
+    ///
+    /// A builder with `.cu` files and no `.co` files is fine. Editing the file, or a local
+    /// header it includes, recompiles it (and only it).
+    pub fn cuda_file(&mut self, path: impl AsRef<Path>) -> &mut Builder {
+        self.cuda_files.push(path.as_ref().to_path_buf());
+        self
+    }
+
+    /// Adds the hand-written `.cu` files matching a glob pattern (`src/cuda/**/*.cu`), like
+    /// [`Builder::cuda_file`] for each. May be called more than once; a pattern matching no file
+    /// is an error of [`Builder::build`].
+    pub fn cuda_files(&mut self, pattern: impl Into<String>) -> &mut Builder {
+        self.cuda_patterns.push(pattern.into());
         self
     }
 
@@ -224,7 +279,7 @@ impl Builder {
     }
 
     /// Adds an include directory for the host and device code (`-I`). The folder of each
-    /// `.co` file is always searched.
+    /// `.co` (or hand-written `.cu`) file is always searched.
     pub fn include(&mut self, dir: impl AsRef<Path>) -> &mut Builder {
         self.include_dirs.push(dir.as_ref().to_path_buf());
         self
@@ -296,8 +351,9 @@ impl Builder {
         let arch = self.resolve_arch(env)?;
         let target = Target::from_env(env);
 
-        let inputs = self.inputs(cargo)?;
+        let (inputs, cuda_inputs) = self.inputs(cargo)?;
         let translated = self.translate(&inputs, arch, cargo)?;
+        let mut hand_written = read_hand_written(cuda_inputs, cargo)?;
         let discovery = toolkit::discover(env, &target)?;
         let stub = matches!(discovery, Discovery::Stub(_));
         let mut generated = write_sources(&layout, &translated, stub)?;
@@ -310,6 +366,7 @@ impl Builder {
             name: name.to_owned(),
             arch: arch.to_string(),
             files: Vec::new(),
+            cuda_files: Vec::new(),
             index_rs: layout.index_rs(),
             library: None,
             toolkit: None,
@@ -322,12 +379,24 @@ impl Builder {
 
         let toolkit = match discovery {
             Discovery::Stub(reason) => {
+                let (what, consequence) = match (generated.is_empty(), hand_written.is_empty()) {
+                    (false, true) => (
+                        "the .co kernels",
+                        "their Rust wrappers return Err(choreo::Error::NotBuilt)",
+                    ),
+                    (false, false) => (
+                        "the .co kernels and the hand-written .cu files",
+                        "the Rust wrappers of the .co kernels return \
+                         Err(choreo::Error::NotBuilt), and nothing is linked",
+                    ),
+                    (true, _) => ("the hand-written .cu files", "nothing is linked"),
+                };
                 cargo.line(&format!(
-                    "warning=choreo-build: the .co kernels of `{name}` are not compiled ({}); \
-                     their Rust wrappers return Err(choreo::Error::NotBuilt)",
+                    "warning=choreo-build: {what} of `{name}` are not compiled ({}); {consequence}",
                     one_line(&reason.to_string())
                 ));
                 report.files = generated.into_iter().map(|file| file.report).collect();
+                report.cuda_files = hand_written.into_iter().map(|file| file.report).collect();
                 report.stub = Some(reason);
                 write_report(&layout, &report)?;
                 return Ok(report);
@@ -345,9 +414,11 @@ impl Builder {
         }
 
         let config = self.nvcc_config(env, &target, &toolkit, arch)?;
-        let objects = compile_objects(&config, &layout, &mut generated, env, cargo)?;
-        report.nvcc_runs = generated.iter().filter(|file| file.report.compiled).count();
-        report.cache_hits = generated.len() - report.nvcc_runs;
+        let objects =
+            compile_objects(&config, &layout, &mut generated, &mut hand_written, env, cargo)?;
+        report.nvcc_runs = generated.iter().filter(|file| file.report.compiled).count()
+            + hand_written.iter().filter(|file| file.report.compiled).count();
+        report.cache_hits = objects.len() - report.nvcc_runs;
 
         // The library and the link lines.
         let link_name = link_name(env, name);
@@ -369,21 +440,28 @@ impl Builder {
         }
         report.library = Some(Library { link_name, path: lib_path, rebuilt });
         report.files = generated.into_iter().map(|file| file.report).collect();
+        report.cuda_files = hand_written.into_iter().map(|file| file.report).collect();
         report.toolkit = Some(toolkit);
         write_report(&layout, &report)?;
         Ok(report)
     }
 
-    /// The input files, sorted and with module names; prints what cargo must watch.
-    fn inputs(&self, cargo: &mut Cargo) -> Result<Vec<Input>, Error> {
+    /// The input files, sorted: the `.co` files with module names, and the hand-written `.cu`
+    /// files. Prints what cargo must watch.
+    fn inputs(&self, cargo: &mut Cargo) -> Result<(Vec<Input>, Vec<CudaInput>), Error> {
         let (paths, watch_dirs) = inputs::collect(&self.files, &self.patterns)?;
-        for dir in &watch_dirs {
+        let (cuda_paths, cuda_watch_dirs) = inputs::collect(&self.cuda_files, &self.cuda_patterns)?;
+        if paths.is_empty() && cuda_paths.is_empty() {
+            return Err(Error::NoInputs { pattern: None });
+        }
+        for dir in watch_dirs.iter().chain(&cuda_watch_dirs) {
             cargo.line(&format!("rerun-if-changed={}", dir.display()));
         }
-        for path in &paths {
+        for path in paths.iter().chain(&cuda_paths) {
             cargo.line(&format!("rerun-if-changed={}", path.display()));
         }
-        inputs::assign_modules(paths)
+        let inputs = inputs::assign_modules(paths)?;
+        Ok((inputs, cuda_paths.into_iter().map(CudaInput::new).collect()))
     }
 
     /// Translates every input; all diagnostics of all files are collected, and any error fails
@@ -491,6 +569,29 @@ impl Builder {
     }
 }
 
+/// Reads the hand-written `.cu` files (their content is part of their cache key) and prints
+/// `rerun-if-changed` for the local headers they include.
+fn read_hand_written(inputs: Vec<CudaInput>, cargo: &mut Cargo) -> Result<Vec<HandWritten>, Error> {
+    let mut files = Vec::with_capacity(inputs.len());
+    for input in inputs {
+        let bytes = std::fs::read(&input.path).map_err(|e| Error::io("read", &input.path, e))?;
+        let cu = absolute(&input.path)?;
+        let dir = cu.parent().map(Path::to_path_buf).unwrap_or_default();
+        let text = String::from_utf8_lossy(&bytes);
+        for header in inputs::local_includes(&text, &dir, MAX_LOCAL_INCLUDES) {
+            cargo.line(&format!("rerun-if-changed={}", header.display()));
+        }
+        files.push(HandWritten {
+            report: CudaFileReport { source: input.path.clone(), object: None, compiled: false },
+            digest: Digest::of(&bytes),
+            input,
+            dir,
+            cu,
+        });
+    }
+    Ok(files)
+}
+
 /// Reads a `.co` file as UTF-8.
 fn read_source(path: &Path) -> Result<String, Error> {
     let bytes = std::fs::read(path).map_err(|e| Error::io("read", path, e))?;
@@ -550,20 +651,23 @@ fn archiver(env: &Env, out_dir: &Path) -> Command {
 }
 
 /// Passes nvcc's output on: all of it to stderr (shown by `cargo build -vv` and on failure),
-/// and its warnings about the user's own lines — those that name the `.co` file, through the
-/// `#line` directives of host code — as cargo warnings. Warnings about generated lines are not
-/// something the user can act on, so they stay on stderr.
-fn forward_nvcc_warnings(cargo: &mut Cargo, co: &Path, output: &str) {
+/// and its warnings about the user's own lines as cargo warnings: those that name the `.co`
+/// file (through the `#line` directives of host code) or the hand-written `.cu` file (by its
+/// absolute path, as nvcc was given it). Warnings about generated lines are not something the
+/// user can act on, so they stay on stderr.
+fn forward_nvcc_warnings(cargo: &mut Cargo, job: &Job, output: &str) {
     if output.trim().is_empty() {
         return;
     }
+    let co = &job.source;
     eprintln!("nvcc output for {}:\n{}", co.display(), output.trim_end());
     const MAX: usize = 5;
-    let co_name = co.display().to_string();
+    let user_file = if job.hand_written { &job.cu } else { &job.source };
+    let user_file = user_file.display().to_string();
     let warnings: Vec<&str> = output
         .lines()
         .map(str::trim)
-        .filter(|line| line.starts_with(&co_name) && line.contains("warning"))
+        .filter(|line| line.starts_with(&user_file) && line.contains("warning"))
         .collect();
     for line in warnings.iter().take(MAX) {
         cargo.line(&format!("warning=nvcc: {}", one_line(line)));
@@ -613,6 +717,18 @@ struct Translated {
     program: Option<choreo_compiler::hir::Program>,
     /// How many warnings it drew.
     warnings: usize,
+}
+
+/// A hand-written `.cu` file that was read.
+struct HandWritten {
+    input: CudaInput,
+    /// Its folder, absolute (for `-I`).
+    dir: PathBuf,
+    /// The file, absolute (nvcc's input).
+    cu: PathBuf,
+    /// The hash of its bytes.
+    digest: Digest,
+    report: CudaFileReport,
 }
 
 /// A file whose sources are written.
@@ -674,46 +790,76 @@ fn write_sources(
 }
 
 /// Brings every object up to date: cache check, parallel nvcc runs for the stale ones. Returns
-/// the objects with their keys (for the archive) and marks the compiled files in `generated`.
+/// the objects with the digests of their content (for the archive: generated ones first, then
+/// hand-written ones) and marks the compiled files in `generated` and `hand_written`.
 fn compile_objects(
     config: &NvccConfig,
     layout: &Layout,
     generated: &mut [Generated],
+    hand_written: &mut [HandWritten],
     env: &Env,
     cargo: &mut Cargo,
 ) -> Result<Vec<(PathBuf, Digest)>, Error> {
     let header_digest = Digest::of(choreo_compiler::compile::CHOREO_H);
-    let obj_dir = layout.generated_dir().join("obj");
-    std::fs::create_dir_all(&obj_dir).map_err(|e| Error::io("create directory", &obj_dir, e))?;
-    let mut objects = Vec::with_capacity(generated.len());
-    let mut stale = Vec::new();
-    let mut deps_of = vec![Vec::new(); generated.len()];
-    for (index, file) in generated.iter_mut().enumerate() {
+    let generated_dir = absolute(&layout.generated_dir())?;
+    let obj_dir = generated_dir.join("obj");
+    // Hand-written files' objects live apart (and are named apart, see `cuda_object_stem`).
+    let cuda_obj_dir = obj_dir.join("cuda");
+    let dir_to_create = if hand_written.is_empty() { &obj_dir } else { &cuda_obj_dir };
+    std::fs::create_dir_all(dir_to_create)
+        .map_err(|e| Error::io("create directory", dir_to_create, e))?;
+    // Every job with its key and its digest; generated files first, then hand-written ones.
+    let mut jobs = Vec::with_capacity(generated.len() + hand_written.len());
+    for file in generated.iter_mut() {
         let job = Job {
-            co: file.input.path.clone(),
-            co_dir: file.co_dir.clone(),
+            source: file.input.path.clone(),
+            source_dir: file.co_dir.clone(),
             cu: absolute(&file.report.cu)?,
-            object: absolute(&obj_dir.join(format!("{}.o", file.input.module)))?,
+            object: obj_dir.join(format!("{}.o", file.input.module)),
+            generated_dir: generated_dir.clone(),
+            hand_written: false,
         };
-        let key = config.key(&job, file.cu_digest, header_digest);
         file.report.object = Some(job.object.clone());
-        objects.push((job.object.clone(), key));
-        match nvcc::check_cache(&job, key) {
+        let key = config.key(&job, file.cu_digest, header_digest);
+        jobs.push((job, key));
+    }
+    for file in hand_written.iter_mut() {
+        let job = Job {
+            source: file.input.path.clone(),
+            source_dir: file.dir.clone(),
+            cu: file.cu.clone(),
+            object: cuda_obj_dir.join(format!("{}.o", file.input.object_stem)),
+            generated_dir: generated_dir.clone(),
+            hand_written: true,
+        };
+        file.report.object = Some(job.object.clone());
+        let key = config.key(&job, file.digest, header_digest);
+        jobs.push((job, key));
+    }
+    let objects: Vec<(PathBuf, Digest)> =
+        jobs.iter().map(|(job, key)| (job.object.clone(), *key)).collect();
+    let mut stale = Vec::new();
+    let mut deps_of = vec![Vec::new(); jobs.len()];
+    for (index, (job, key)) in jobs.iter().enumerate() {
+        match nvcc::check_cache(job, *key) {
             CacheState::Fresh(deps) => deps_of[index] = deps,
-            CacheState::Stale => stale.push((index, job, key)),
+            CacheState::Stale => stale.push(index),
         }
     }
-    let jobs: Vec<(Job, Digest)> = stale.iter().map(|(_, job, key)| (job.clone(), *key)).collect();
-    let results = nvcc::compile_all(config, &jobs, jobs_from_env(env));
+    let stale_jobs: Vec<(Job, Digest)> = stale.iter().map(|&index| jobs[index].clone()).collect();
+    let results = nvcc::compile_all(config, &stale_jobs, jobs_from_env(env));
     let mut failures = Vec::new();
-    for ((index, job, _), result) in stale.iter().zip(results) {
+    for (&index, result) in stale.iter().zip(results) {
         match result {
             Ok(compiled) => {
-                generated[*index].report.compiled = true;
-                deps_of[*index] = compiled.deps;
-                forward_nvcc_warnings(cargo, &job.co, &compiled.output);
+                match index.checked_sub(generated.len()) {
+                    None => generated[index].report.compiled = true,
+                    Some(hand_index) => hand_written[hand_index].report.compiled = true,
+                }
+                deps_of[index] = compiled.deps;
+                forward_nvcc_warnings(cargo, &jobs[index].0, &compiled.output);
             }
-            Err(JobError::Failed(failure)) => failures.push(failure),
+            Err(JobError::Failed(failure)) => failures.push(*failure),
             Err(JobError::Fatal(error)) => return Err(error),
         }
     }
@@ -725,7 +871,19 @@ fn compile_objects(
     for dep in watched {
         cargo.line(&format!("rerun-if-changed={}", dep.display()));
     }
-    if failures.is_empty() { Ok(objects) } else { Err(Error::Nvcc(failures)) }
+    if !failures.is_empty() {
+        return Err(Error::Nvcc(failures));
+    }
+    // The archive is keyed by the objects' content, not their cache keys: an object recompiled
+    // because a header it includes changed has the same cache key as before, yet the library
+    // must take the new object.
+    objects
+        .into_iter()
+        .map(|(object, _)| {
+            let bytes = std::fs::read(&object).map_err(|e| Error::io("read", &object, e))?;
+            Ok((object, Digest::of(bytes)))
+        })
+        .collect()
 }
 
 /// Copies the generated files to the dump folder (each only when its content differs):
@@ -783,8 +941,12 @@ pub struct Report {
     pub name: String,
     /// The CUDA architecture compiled for, e.g. `sm_90a`.
     pub arch: String,
-    /// Every input, in build order.
+    /// Every `.co` input, in build order.
     pub files: Vec<FileReport>,
+    /// Every hand-written `.cu` input ([`Builder::cuda_file`], [`Builder::cuda_files`]), in
+    /// build order (sorted by path). Their nvcc runs and cache hits are counted in
+    /// [`Report::nvcc_runs`] and [`Report::cache_hits`] too.
+    pub cuda_files: Vec<CudaFileReport>,
     /// `<OUT_DIR>/choreo/<name>.rs`, the index that `choreo::include_kernels!` includes.
     pub index_rs: PathBuf,
     /// The static library (absent in stub mode).
@@ -793,9 +955,10 @@ pub struct Report {
     pub toolkit: Option<Toolkit>,
     /// Why nothing was compiled, in stub mode.
     pub stub: Option<StubReason>,
-    /// How many times nvcc ran (one per `.cu` whose cache entry was stale).
+    /// How many times nvcc ran (one per `.cu` — generated or hand-written — whose cache entry
+    /// was stale).
     pub nvcc_runs: usize,
-    /// How many objects were up to date.
+    /// How many objects (generated or hand-written) were up to date.
     pub cache_hits: usize,
     /// Warnings reported by the translator.
     pub warnings: usize,
@@ -821,6 +984,20 @@ pub struct FileReport {
     pub cu_written: bool,
     /// Whether the `.rs` file was (re)written.
     pub rs_written: bool,
+    /// Whether nvcc compiled it in this build (false: cache hit, or stub mode).
+    pub compiled: bool,
+}
+
+/// What happened to one hand-written `.cu` file.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct CudaFileReport {
+    /// The `.cu` file, as given (or as the glob found it).
+    pub source: PathBuf,
+    /// Its object (absent in stub mode): `<OUT_DIR>/choreo/<name>/obj/cuda/<stem>-<hash>.o`,
+    /// where the hash is of the path, so files of the same stem in different folders, and the
+    /// generated objects (`obj/<module>.o`), never collide.
+    pub object: Option<PathBuf>,
     /// Whether nvcc compiled it in this build (false: cache hit, or stub mode).
     pub compiled: bool,
 }
@@ -887,6 +1064,13 @@ impl fmt::Display for Report {
                 file.rs.display()
             )?;
         }
+        for file in &self.cuda_files {
+            write!(f, "cuda_file={} compiled={}", file.source.display(), file.compiled)?;
+            if let Some(object) = &file.object {
+                write!(f, " object={}", object.display())?;
+            }
+            writeln!(f)?;
+        }
         Ok(())
     }
 }
@@ -943,6 +1127,79 @@ mod tests {
                 Builder::new().out_dir("/nonexistent").build_in(&Env::fixed([]), &mut cargo, name);
             assert!(matches!(error, Err(Error::InvalidName { .. })), "{name}");
         }
+    }
+
+    fn temp(name: &str) -> PathBuf {
+        let dir =
+            std::env::temp_dir().join(format!("choreo-build-lib-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    #[test]
+    fn a_builder_without_any_input_is_an_error_but_one_with_only_cu_files_is_not() {
+        let dir = temp("no-inputs");
+        let skip = Env::fixed([("CHOREO_NVCC", "skip")]);
+        let mut cargo = Cargo::new(false);
+        let error = Builder::new().out_dir(&dir).build_in(&skip, &mut cargo, "k").unwrap_err();
+        assert!(matches!(error, Error::NoInputs { pattern: None }), "{error}");
+        assert!(error.to_string().contains("Builder::cuda_file"), "{error}");
+        // A `.cu` pattern that matches nothing is an error like a `.co` one.
+        let pattern = format!("{}/none/*.cu", dir.display());
+        let error = Builder::new()
+            .cuda_files(&pattern)
+            .out_dir(&dir)
+            .build_in(&skip, &mut cargo, "k")
+            .unwrap_err();
+        assert!(matches!(&error, Error::NoInputs { pattern: Some(p) } if *p == pattern), "{error}");
+    }
+
+    #[test]
+    fn stub_mode_skips_hand_written_files_and_still_writes_the_index() {
+        let dir = temp("stub");
+        std::fs::create_dir_all(dir.join("cuda")).unwrap();
+        std::fs::write(dir.join("cuda/util.h"), "#define UTIL 1\n").unwrap();
+        std::fs::write(
+            dir.join("cuda/util.cu"),
+            "#include \"choreo.h\"\n#include \"util.h\"\n\
+             extern \"C\" int util() { return UTIL; }\n",
+        )
+        .unwrap();
+        let skip = Env::fixed([("CHOREO_NVCC", "skip")]);
+        // Enabled, to record the directives (they also go to the test's captured stdout).
+        let mut cargo = Cargo::new(true);
+        let report = Builder::new()
+            .cuda_files(format!("{}/cuda/*.cu", dir.display()))
+            .out_dir(dir.join("out"))
+            .build_in(&skip, &mut cargo, "k")
+            .unwrap();
+        assert!(report.stub.is_some() && report.library.is_none(), "{report}");
+        assert!(report.files.is_empty(), "{report}");
+        assert_eq!(report.cuda_files.len(), 1, "{report}");
+        let cuda = &report.cuda_files[0];
+        assert_eq!(cuda.source, dir.join("cuda/util.cu"));
+        assert!(!cuda.compiled && cuda.object.is_none(), "{report}");
+        assert_eq!(report.nvcc_runs, 0);
+        // The (empty) index exists, so `include_kernels!` works, and so does `choreo.h`.
+        let index = std::fs::read_to_string(&report.index_rs).unwrap();
+        assert!(!index.contains("pub mod"), "{index}");
+        assert!(dir.join("out/choreo/k/choreo.h").is_file());
+        // Cargo watches the file, the glob's folder and the local header it includes.
+        let printed = &cargo.printed;
+        for watched in [dir.join("cuda/util.cu"), dir.join("cuda"), dir.join("cuda/util.h")] {
+            let line = format!("rerun-if-changed={}", watched.display());
+            assert!(printed.contains(&line), "{line} not in {printed:?}");
+        }
+        let warning = printed.iter().find(|line| line.starts_with("warning=")).unwrap();
+        assert!(
+            warning.contains("the hand-written .cu files of `k` are not compiled (CHOREO_NVCC"),
+            "{warning}"
+        );
+        assert!(report.to_string().contains(&format!(
+            "cuda_file={} compiled=false\n",
+            dir.join("cuda/util.cu").display()
+        )));
     }
 
     #[test]

@@ -7,7 +7,10 @@
 //! known, so it can be part of the cache key. `cc` still provides the target's archiver (`AR`,
 //! cross prefixes) and, for cross builds, the target's C++ compiler for `-ccbin`.
 //!
-//! Cache: next to each object, `<module>.key` holds the key the object was built with — a
+//! The same command line serves the generated `.cu` files and the hand-written ones; the latter
+//! also get `-I` the generated folder (for `choreo.h`), and their objects live in `obj/cuda/`.
+//!
+//! Cache: next to each object, `<object stem>.key` holds the key the object was built with — a
 //! hash of the `.cu` text, `choreo.h`, the nvcc path, size, modification time and CUDA
 //! version, the full argument list and `NVCC_PREPEND_FLAGS`/`NVCC_APPEND_FLAGS` — and, one
 //! line each, the hash of every other header nvcc read (from its `-MD` dependency file),
@@ -67,17 +70,25 @@ pub(crate) fn gencode_flags(arch: Arch) -> Vec<String> {
     flags
 }
 
-/// One `.cu` to compile.
+/// One `.cu` to compile: generated from a `.co` file, or hand-written.
 #[derive(Debug, Clone)]
 pub(crate) struct Job {
-    /// The `.co` file it was generated from (for messages).
-    pub(crate) co: PathBuf,
-    /// The folder of the `.co` file (absolute): `-I`, so its `#include "…"` resolve.
-    pub(crate) co_dir: PathBuf,
-    /// The generated `.cu` (absolute).
+    /// The file the user wrote, as given (for messages): the `.co` file the `.cu` was generated
+    /// from, or the hand-written `.cu` itself.
+    pub(crate) source: PathBuf,
+    /// The folder of `source` (absolute): `-I`, so its `#include "…"` resolve.
+    pub(crate) source_dir: PathBuf,
+    /// The `.cu` to compile (absolute).
     pub(crate) cu: PathBuf,
     /// The object to produce.
     pub(crate) object: PathBuf,
+    /// The folder of the generated files (`choreo.h`, the generated `.cu`s; absolute). Its
+    /// files are not tracked as dependencies: they are written by the build and `choreo.h` is
+    /// part of the key.
+    pub(crate) generated_dir: PathBuf,
+    /// A hand-written `.cu`: it gets `-I <generated_dir>` (so `#include "choreo.h"` works; a
+    /// generated `.cu` finds it next to itself) and nvcc's messages name it, not a `.co` file.
+    pub(crate) hand_written: bool,
 }
 
 impl Job {
@@ -108,7 +119,11 @@ impl NvccConfig {
             });
         }
         args.push("-I".into());
-        args.push(job.co_dir.clone().into());
+        args.push(job.source_dir.clone().into());
+        if job.hand_written {
+            args.push("-I".into());
+            args.push(job.generated_dir.clone().into());
+        }
         for dir in &self.include_dirs {
             args.push("-I".into());
             args.push(dir.clone().into());
@@ -157,11 +172,17 @@ impl NvccConfig {
         hasher.finish()
     }
 
-    /// Headers from a dependency list that belong in the cache entry: not the `.cu` or files
-    /// next to it (`choreo.h`), not system or toolkit headers.
+    /// Headers from a dependency list that belong in the cache entry: not the `.cu` itself
+    /// (its digest is in the key), not the generated files (`choreo.h`), not system or
+    /// toolkit headers. For a hand-written `.cu` that keeps the local headers next to it.
     fn tracked_dependency(&self, job: &Job, dep: &Path) -> bool {
-        let generated_dir = job.cu.parent().unwrap_or(Path::new("/"));
-        !(dep.starts_with(generated_dir)
+        let same_file = |a: &Path, b: &Path| {
+            a == b || fs::canonicalize(a).ok().is_some_and(|a| fs::canonicalize(b).ok() == Some(a))
+        };
+        let in_generated_dir = dep.starts_with(&job.generated_dir)
+            || fs::canonicalize(&job.generated_dir).is_ok_and(|dir| dep.starts_with(dir));
+        !(same_file(dep, &job.cu)
+            || in_generated_dir
             || dep.starts_with("/usr/")
             || dep.starts_with(&self.toolkit.root)
             || self
@@ -232,13 +253,14 @@ fn compile_one(config: &NvccConfig, job: &Job, key: Digest) -> Result<Compiled, 
     let mut text = String::from_utf8_lossy(&output.stderr).into_owned();
     text.push_str(&String::from_utf8_lossy(&output.stdout));
     if !output.status.success() {
-        return Err(JobError::Failed(NvccFailure {
-            co_file: job.co.clone(),
+        return Err(JobError::Failed(Box::new(NvccFailure {
+            source_file: job.source.clone(),
             cu_file: job.cu.clone(),
+            hand_written: job.hand_written,
             command: config.command_line(job),
             status: output.status.to_string(),
             output: text,
-        }));
+        })));
     }
     let cwd = job.cu.parent().unwrap_or(Path::new("."));
     let depfile = fs::read_to_string(job.dep_file())
@@ -264,8 +286,8 @@ fn compile_one(config: &NvccConfig, job: &Job, key: Digest) -> Result<Compiled, 
 /// Why a job did not produce an object.
 #[derive(Debug)]
 pub(crate) enum JobError {
-    /// nvcc rejected the file.
-    Failed(NvccFailure),
+    /// nvcc rejected the file (boxed: a failure is rare and large).
+    Failed(Box<NvccFailure>),
     /// Something else (nvcc could not start, a file could not be written).
     Fatal(Error),
 }
@@ -361,8 +383,8 @@ fn finish_word(word: &mut String, words: &mut Vec<String>) {
 }
 
 /// Creates (or re-creates) the static library `lib` from `objects` with the archiver command
-/// `ar` (from cc), unless `lib` exists and was made from exactly these objects with these keys
-/// (recorded in `<lib>.key`). Returns whether it was (re)created.
+/// `ar` (from cc), unless `lib` exists and was made from exactly these objects with these
+/// digests (of their content; recorded in `<lib>.key`). Returns whether it was (re)created.
 pub(crate) fn archive(
     mut ar: Command,
     lib: &Path,
@@ -441,10 +463,23 @@ mod tests {
 
     fn job() -> Job {
         Job {
-            co: "k/scale.co".into(),
-            co_dir: "/pkg/k".into(),
+            source: "k/scale.co".into(),
+            source_dir: "/pkg/k".into(),
             cu: "/out/choreo/kernels/scale.cu".into(),
             object: "/out/choreo/kernels/obj/scale.o".into(),
+            generated_dir: "/out/choreo/kernels".into(),
+            hand_written: false,
+        }
+    }
+
+    fn hand_job() -> Job {
+        Job {
+            source: "cuda/util.cu".into(),
+            source_dir: "/pkg/cuda".into(),
+            cu: "/pkg/cuda/util.cu".into(),
+            object: "/out/choreo/kernels/obj/cuda/util-0123456789abcdef.o".into(),
+            generated_dir: "/out/choreo/kernels".into(),
+            hand_written: true,
         }
     }
 
@@ -481,6 +516,47 @@ mod tests {
             line.contains("-ccbin /usr/bin/aarch64-linux-gnu-g++ --target-directory sbsa-linux"),
             "{line}"
         );
+    }
+
+    #[test]
+    fn hand_written_files_get_the_same_flags_and_the_generated_folder_as_include_dir() {
+        let generated = config().command_line(&job());
+        let hand = config().command_line(&hand_job());
+        assert_eq!(
+            hand,
+            "/cuda/bin/nvcc -c -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -Xcompiler \
+             -fPIC -DCHOREO_LEAN_PRELUDE -DTILE=64 -DFAST -I /pkg/cuda -I /out/choreo/kernels \
+             -I /inc -lineinfo -MD -MF /out/choreo/kernels/obj/cuda/util-0123456789abcdef.d -o \
+             /out/choreo/kernels/obj/cuda/util-0123456789abcdef.o /pkg/cuda/util.cu"
+        );
+        // Everything up to the include folders is shared with the generated files' line.
+        let shared = "-DFAST -I ";
+        assert_eq!(
+            hand.split_once(shared).map(|(head, _)| head),
+            generated.split_once(shared).map(|(head, _)| head)
+        );
+        // A generated `.cu` finds `choreo.h` next to itself: no extra `-I`.
+        assert!(!generated.contains("-I /out/choreo/kernels "), "{generated}");
+    }
+
+    #[test]
+    fn key_of_a_hand_written_file_depends_on_its_content_and_command_line() {
+        let cu = Digest::of("__global__ void k() {}");
+        let h = Digest::of("h");
+        let base = config().key(&hand_job(), cu, h);
+        assert_eq!(base, config().key(&hand_job(), cu, h));
+        assert_ne!(base, config().key(&hand_job(), Digest::of("__global__ void k2() {}"), h));
+        // Another file with the same content compiles to another object.
+        let mut other = hand_job();
+        other.object = "/out/choreo/kernels/obj/cuda/util-fedcba9876543210.o".into();
+        assert_ne!(base, config().key(&other, cu, h));
+        let mut other = config();
+        other.defines.push(("EXTRA".into(), None));
+        assert_ne!(base, other.key(&hand_job(), cu, h));
+        // The same text as a generated file is another command line (the extra `-I`).
+        let mut generated = hand_job();
+        generated.hand_written = false;
+        assert_ne!(base, config().key(&generated, cu, h));
     }
 
     #[test]
@@ -530,6 +606,12 @@ mod tests {
         assert!(!config.tracked_dependency(&job, Path::new("/usr/include/stdio.h")));
         assert!(!config.tracked_dependency(&job, Path::new("/cuda/include/cuda_runtime.h")));
         assert!(config.tracked_dependency(&job, Path::new("/pkg/k/common.h")));
+        // A hand-written file: its neighbours are tracked, itself and choreo.h are not.
+        let hand = hand_job();
+        assert!(config.tracked_dependency(&hand, Path::new("/pkg/cuda/util.h")));
+        assert!(!config.tracked_dependency(&hand, Path::new("/pkg/cuda/util.cu")));
+        assert!(!config.tracked_dependency(&hand, Path::new("/out/choreo/kernels/choreo.h")));
+        assert!(!config.tracked_dependency(&hand, Path::new("/cuda/include/cuda_fp8.h")));
     }
 
     #[test]
@@ -538,10 +620,12 @@ mod tests {
         let _ = fs::remove_dir_all(&dir);
         fs::create_dir_all(&dir).unwrap();
         let job = Job {
-            co: "a.co".into(),
-            co_dir: dir.clone(),
+            source: "a.co".into(),
+            source_dir: dir.clone(),
             cu: dir.join("a.cu"),
             object: dir.join("a.o"),
+            generated_dir: dir.clone(),
+            hand_written: false,
         };
         let key = Digest::of("key");
         let header = dir.join("common.h");

@@ -131,6 +131,8 @@ fn compiles_each_file_once_and_then_only_what_changed() {
     fs::write(dir.join("k/common.h"), "#define COMMON_VALUE 2\n").unwrap();
     let header = builder(&dir).build("kernels").unwrap();
     assert_eq!(compiled(&header), ["scale"], "{header}");
+    // Its cache key did not change (only the header did), yet the library takes the new object.
+    assert!(header.library.unwrap().rebuilt, "the library kept the old object of scale.co");
 }
 
 #[test]
@@ -177,4 +179,151 @@ fn nvcc_errors_in_host_code_point_at_co_lines() {
     // A failed compile leaves no cache entry: the next build runs nvcc again.
     let obj = dir.join("out/choreo/kernels/obj");
     assert!(!obj.join("broken.key").exists());
+}
+
+/// A hand-written file in folder `which` with an `extern "C"` function `hand_<which>` that uses
+/// `choreo.h` (found through `-I` the generated folder) and a local header.
+fn hand_written_cu(which: &str) -> String {
+    format!(
+        r#"#include "choreo.h"
+#include "local.h"
+
+__global__ void hand_{which}_kernel(float* out) {{ out[threadIdx.x] = LOCAL_VALUE; }}
+
+extern "C" int hand_{which}(int x) {{ return x + LOCAL_VALUE; }}
+"#
+    )
+}
+
+fn symbols(library: &Path) -> Option<String> {
+    let nm = Command::new("nm").arg(library).output().ok()?;
+    Some(String::from_utf8_lossy(&nm.stdout).into_owned())
+}
+
+fn hand_compiled(report: &Report) -> Vec<PathBuf> {
+    report.cuda_files.iter().filter(|f| f.compiled).map(|f| f.source.clone()).collect()
+}
+
+#[test]
+fn hand_written_cu_files_share_the_library_and_the_object_cache() {
+    let dir = temp_dir("hand-written");
+    // A `.co` file and two `.cu` files, all three of stem `util`.
+    fs::create_dir_all(dir.join("k")).unwrap();
+    fs::write(dir.join("k/util.co"), ADD).unwrap();
+    for which in ["a", "b"] {
+        fs::create_dir_all(dir.join(which)).unwrap();
+        fs::write(dir.join(which).join("util.cu"), hand_written_cu(which)).unwrap();
+        fs::write(dir.join(which).join("local.h"), "#define LOCAL_VALUE 1\n").unwrap();
+    }
+    let build = || {
+        builder(&dir)
+            .cuda_file(dir.join("a/util.cu"))
+            .cuda_files(format!("{}/b/*.cu", dir.display()))
+            .build("kernels")
+            .unwrap()
+    };
+
+    let first = build();
+    require_toolkit(&first);
+    assert_eq!((first.nvcc_runs, first.cache_hits), (3, 0), "{first}");
+    assert_eq!(compiled(&first), ["util"]);
+    assert_eq!(hand_compiled(&first), [dir.join("a/util.cu"), dir.join("b/util.cu")]);
+    // Three distinct objects: the generated one in obj/, the hand-written ones in obj/cuda/.
+    let obj = dir.join("out/choreo/kernels/obj");
+    assert_eq!(first.files[0].object.as_deref(), Some(&*obj.join("util.o")));
+    let hand_objects: Vec<&Path> =
+        first.cuda_files.iter().map(|f| f.object.as_deref().unwrap()).collect();
+    assert_ne!(hand_objects[0], hand_objects[1]);
+    for object in &hand_objects {
+        assert!(object.starts_with(obj.join("cuda")) && object.is_file(), "{first}");
+    }
+    // One library holds all three (`ar` keeps base names only: they must differ too).
+    let library = first.library.clone().unwrap();
+    if let Some(symbols) = symbols(&library.path) {
+        for symbol in ["__choreo_rs_add_one", "hand_a", "hand_b"] {
+            assert!(symbols.lines().any(|l| l.ends_with(&format!(" T {symbol}"))), "{symbols}");
+        }
+    }
+    let index = fs::read_to_string(&first.index_rs).unwrap();
+    assert_eq!(index.matches("pub mod").count(), 1, "{index}");
+    assert!(first.to_string().contains(&format!("cuda_file={}", dir.join("b/util.cu").display())));
+
+    // No change: nvcc runs zero times.
+    let again = build();
+    assert_eq!((again.nvcc_runs, again.cache_hits), (0, 3), "{again}");
+    assert!(!again.library.unwrap().rebuilt);
+
+    // The hand-written file changes: only it is compiled.
+    let b = dir.join("b/util.cu");
+    fs::write(&b, hand_written_cu("b").replace("x + LOCAL_VALUE", "x - LOCAL_VALUE")).unwrap();
+    let edited = build();
+    assert_eq!((edited.nvcc_runs, edited.cache_hits), (1, 2), "{edited}");
+    assert_eq!(hand_compiled(&edited), [b]);
+    assert!(compiled(&edited).is_empty());
+    assert!(edited.library.unwrap().rebuilt);
+
+    // A local header that one of them includes changes: only its includer is compiled.
+    fs::write(dir.join("a/local.h"), "#define LOCAL_VALUE 2\n").unwrap();
+    let header = build();
+    assert_eq!(hand_compiled(&header), [dir.join("a/util.cu")], "{header}");
+    assert_eq!(header.nvcc_runs, 1, "{header}");
+    assert!(header.library.unwrap().rebuilt, "the library kept the old object of a/util.cu");
+}
+
+#[test]
+fn a_build_of_only_hand_written_files_has_a_library_and_an_empty_index() {
+    let dir = temp_dir("hand-only");
+    fs::create_dir_all(dir.join("cuda")).unwrap();
+    fs::write(dir.join("cuda/only.cu"), hand_written_cu("only")).unwrap();
+    fs::write(dir.join("cuda/local.h"), "#define LOCAL_VALUE 3\n").unwrap();
+    let report = Builder::new()
+        .cuda_file(dir.join("cuda/only.cu"))
+        .out_dir(dir.join("out"))
+        .cargo_metadata(false)
+        .build("hand")
+        .unwrap();
+    require_toolkit(&report);
+    assert!(report.files.is_empty(), "{report}");
+    assert_eq!(report.nvcc_runs, 1, "{report}");
+    let index = fs::read_to_string(&report.index_rs).unwrap();
+    assert!(!index.contains("pub mod"), "{index}");
+    let library = report.library.unwrap();
+    assert!(library.path.is_file());
+    if let Some(symbols) = symbols(&library.path) {
+        assert!(symbols.lines().any(|l| l.ends_with(" T hand_only")), "{symbols}");
+    }
+}
+
+#[test]
+fn nvcc_errors_in_hand_written_files_name_the_file() {
+    let dir = temp_dir("hand-error");
+    fs::create_dir_all(dir.join("k")).unwrap();
+    fs::write(dir.join("k/ok.co"), ADD).unwrap();
+    fs::create_dir_all(dir.join("cuda")).unwrap();
+    let broken = "extern \"C\" int broken() { return not_declared_in_cu; }\n";
+    fs::write(dir.join("cuda/broken.cu"), broken).unwrap();
+    let result = builder(&dir).cuda_file(dir.join("cuda/broken.cu")).build("kernels");
+    let error = match result {
+        Ok(report) => {
+            require_toolkit(&report);
+            panic!("nvcc accepted a broken .cu: {report}")
+        }
+        Err(error) => error,
+    };
+    let Error::Nvcc(failures) = &error else { panic!("expected an nvcc failure, got {error}") };
+    assert_eq!(failures.len(), 1, "{error}");
+    assert!(failures[0].hand_written);
+    assert_eq!(failures[0].source_file, dir.join("cuda/broken.cu"));
+    let text = error.to_string();
+    assert!(text.contains("broken.cu(1)"), "{text}");
+    assert!(text.contains("not_declared_in_cu"), "{text}");
+    let lines = error.summary_lines();
+    assert_eq!(
+        lines,
+        [format!("{}: nvcc failed (exit status: 2)", dir.join("cuda/broken.cu").display())]
+    );
+    // No cache entry for the failed file: the next build runs nvcc on it again.
+    let cuda_obj = dir.join("out/choreo/kernels/obj/cuda");
+    let keys = fs::read_dir(&cuda_obj).unwrap().filter_map(Result::ok);
+    assert!(keys.filter(|e| e.path().extension() == Some("key".as_ref())).count() == 0);
 }

@@ -8,7 +8,8 @@
 //!
 //! The tests that compile kernels need nvcc (found as a build finds it: `NVCC`, `CUDA_HOME`,
 //! `PATH`, pip, the `ci/install-cuda` cache). Without one they FAIL and say so. None needs a
-//! GPU: the fixture binary calls a kernel entry whose entry check fails before any CUDA call.
+//! GPU: the fixture binary calls a kernel entry whose entry check fails before any CUDA call,
+//! and a host function of a hand-written `.cu` file.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -134,6 +135,15 @@ fn compiled_modules(report: &str) -> Vec<String> {
         .collect()
 }
 
+/// The hand-written `.cu` files nvcc compiled, from the report's `cuda_file=` lines.
+fn compiled_cuda_files(report: &str) -> Vec<String> {
+    report
+        .lines()
+        .filter(|line| line.contains(" compiled=true"))
+        .filter_map(|line| line.strip_prefix("cuda_file=")?.split(' ').next().map(str::to_owned))
+        .collect()
+}
+
 fn require_nvcc(report: &str) {
     assert_eq!(
         field(report, "mode"),
@@ -147,12 +157,14 @@ fn require_nvcc(report: &str) {
 fn builds_links_runs_and_recompiles_only_what_changed() {
     let fixture = Fixture::new("basic", "fixture-basic-nvcc");
 
-    // 1. A first build compiles both files, links them, and the binary runs the linked code.
+    // 1. A first build compiles the two .co files and the hand-written .cu, links them, and
+    // the binary runs the linked code.
     fixture.build_ok(&[]);
     let report = fixture.take_report().expect("the build script ran");
     require_nvcc(&report);
-    assert_eq!(field(&report, "nvcc_runs"), "2", "{report}");
+    assert_eq!(field(&report, "nvcc_runs"), "3", "{report}");
     assert_eq!(compiled_modules(&report), ["add_one", "scale"]);
+    assert_eq!(compiled_cuda_files(&report), ["cuda/hand.cu"], "{report}");
     let output = fixture.run();
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(output.status.success(), "{output:?}");
@@ -165,19 +177,22 @@ fn builds_links_runs_and_recompiles_only_what_changed() {
     let entry = lines.next().unwrap_or_default();
     assert!(entry.starts_with("entry: status=-1 message="), "{stdout}");
     assert!(entry.contains("expect: 16, but got 15"), "{stdout}");
+    // The hand-written file's `extern "C"` function is linked from the same library.
+    assert_eq!(lines.next(), Some("hand: 42"), "{stdout}");
 
     // 2. Nothing changed: cargo does not even run the build script.
     fixture.build_ok(&[]);
     assert_eq!(fixture.take_report(), None, "the build script reran without a change");
 
-    // 3. The .co files are touched but unchanged: the script reruns and nvcc runs zero times.
+    // 3. The inputs are touched but unchanged: the script reruns and nvcc runs zero times.
     std::thread::sleep(Duration::from_millis(1100)); // past cargo's mtime comparison
     fixture.touch("kernels/scale.co");
     fixture.touch("kernels/add-one.co");
+    fixture.touch("cuda/hand.cu");
     fixture.build_ok(&[]);
     let report = fixture.take_report().expect("touching a .co reruns the build script");
     assert_eq!(field(&report, "nvcc_runs"), "0", "{report}");
-    assert_eq!(field(&report, "cache_hits"), "2", "{report}");
+    assert_eq!(field(&report, "cache_hits"), "3", "{report}");
     assert_eq!(field(&report, "library_rebuilt"), "false", "{report}");
 
     // 4. One .co changes: only its .cu is recompiled.
@@ -189,6 +204,7 @@ fn builds_links_runs_and_recompiles_only_what_changed() {
     let report = fixture.take_report().expect("a changed .co reruns the build script");
     assert_eq!(field(&report, "nvcc_runs"), "1", "{report}");
     assert_eq!(compiled_modules(&report), ["add_one"]);
+    assert!(compiled_cuda_files(&report).is_empty(), "{report}");
     assert_eq!(field(&report, "library_rebuilt"), "true", "{report}");
 
     // 5. A local header included by a .co's host code changes: its includer is recompiled.
@@ -198,6 +214,30 @@ fn builds_links_runs_and_recompiles_only_what_changed() {
     let report = fixture.take_report().expect("a changed header reruns the build script");
     assert_eq!(compiled_modules(&report), ["scale"], "{report}");
     assert!(fixture.run().status.success());
+
+    // 6. A local header of the hand-written .cu changes: only that file is recompiled, and the
+    // binary runs the new code.
+    std::thread::sleep(Duration::from_millis(1100));
+    fs::write(fixture.dir.join("cuda/hand.h"), "#define HAND_BONUS 1\n").unwrap();
+    fixture.build_ok(&[]);
+    let report = fixture.take_report().expect("a changed header reruns the build script");
+    assert_eq!(field(&report, "nvcc_runs"), "1", "{report}");
+    assert_eq!(compiled_cuda_files(&report), ["cuda/hand.cu"], "{report}");
+    let stdout = String::from_utf8_lossy(&fixture.run().stdout).into_owned();
+    assert_eq!(stdout.lines().nth(2), Some("hand: 43"), "{stdout}");
+
+    // 7. The hand-written .cu itself changes: only it is recompiled.
+    std::thread::sleep(Duration::from_millis(1100));
+    let hand = fixture.dir.join("cuda/hand.cu");
+    let text = fs::read_to_string(&hand).unwrap();
+    fs::write(&hand, text.replace("a + b + HAND_BONUS", "a * b + HAND_BONUS")).unwrap();
+    fixture.build_ok(&[]);
+    let report = fixture.take_report().expect("a changed .cu reruns the build script");
+    assert_eq!(field(&report, "nvcc_runs"), "1", "{report}");
+    assert_eq!(compiled_cuda_files(&report), ["cuda/hand.cu"], "{report}");
+    assert!(compiled_modules(&report).is_empty(), "{report}");
+    let stdout = String::from_utf8_lossy(&fixture.run().stdout).into_owned();
+    assert_eq!(stdout.lines().nth(2), Some("hand: 81"), "{stdout}");
 }
 
 #[test]
@@ -253,4 +293,7 @@ fn stub_mode_builds_checks_and_runs_without_nvcc() {
     assert!(wrapper.starts_with("wrapper: error: kernels not built: `"), "{stdout}");
     assert!(wrapper.contains("add_one"), "{stdout}");
     assert_eq!(lines.next(), Some("entry: stub build, not linked"), "{stdout}");
+    assert_eq!(lines.next(), Some("hand: stub build, not linked"), "{stdout}");
+    // The hand-written file is listed, not compiled.
+    assert!(report.contains("cuda_file=cuda/hand.cu compiled=false"), "{report}");
 }

@@ -2,8 +2,11 @@ use choreo_build::UnwrapOrExit as _;
 
 fn main() {
     println!("cargo::rustc-check-cfg=cfg(kernels_built)");
-    let report =
-        choreo_build::Builder::new().files("kernels/*.co").build("kernels").unwrap_or_exit();
+    let report = choreo_build::Builder::new()
+        .files("kernels/*.co")
+        .cuda_files("cuda/*.cu")
+        .build("kernels")
+        .unwrap_or_exit();
     if report.library.is_some() {
         println!("cargo::rustc-cfg=kernels_built");
     }

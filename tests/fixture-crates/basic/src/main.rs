@@ -1,7 +1,8 @@
 //! Calls the kernels that the build script compiled, in ways that need no GPU: a wrapper with
 //! a wrong shape (rejected before anything reaches the device, or `NotBuilt` in a stub build)
 //! and, when built, the `extern "C"` entry with a wrong extent (its entry check fails before
-//! any CUDA call, so the linked C++ code runs on any machine).
+//! any CUDA call, so the linked C++ code runs on any machine) and the host function of the
+//! hand-written `cuda/hand.cu`.
 
 choreo::include_kernels!();
 
@@ -13,6 +14,7 @@ fn main() {
         Err(error) => println!("wrapper: error: {error}"),
     }
     call_entry();
+    call_hand_written();
 }
 
 #[cfg(kernels_built)]
@@ -42,4 +44,22 @@ fn call_entry() {
 #[cfg(not(kernels_built))]
 fn call_entry() {
     println!("entry: stub build, not linked");
+}
+
+#[cfg(kernels_built)]
+unsafe extern "C" {
+    // Host code of cuda/hand.cu: `a + b + HAND_BONUS` (from cuda/hand.h).
+    fn hand_add(a: i32, b: i32) -> i32;
+}
+
+#[cfg(kernels_built)]
+fn call_hand_written() {
+    // SAFETY: `hand_add` takes and returns plain integers and touches no memory.
+    let sum = unsafe { hand_add(40, 2) };
+    println!("hand: {sum}");
+}
+
+#[cfg(not(kernels_built))]
+fn call_hand_written() {
+    println!("hand: stub build, not linked");
 }

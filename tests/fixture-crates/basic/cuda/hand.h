@@ -1,0 +1,1 @@
+#define HAND_BONUS 0
