@@ -1,0 +1,244 @@
+//! `choreo-bench`: the benchmark harness of issue 6.
+//!
+//! ```text
+//! choreo-bench gpu [--trials N] [--warmup N] [--quick] [--only overlap,launch,bandwidth]
+//!                  [--markdown FILE]
+//! choreo-bench build [ARGS]        (build speed; `choreo-bench build --help`)
+//! ```
+//!
+//! `gpu` needs a CUDA GPU (it runs on the H200 from a bundle built elsewhere: see
+//! `docs/performance.md`); it prints the environment, one table of all measurements and a
+//! summary of the targets. `build` measures translation, nvcc and cargo build times on the
+//! machine it runs on.
+
+mod build_speed;
+mod gpu;
+
+use std::process::ExitCode;
+
+use choreo_bench::table::{Table, three_digits};
+use gpu::{BenchError, Options};
+
+const USAGE: &str = "usage: choreo-bench gpu [--trials N] [--warmup N] [--quick] \
+                     [--only overlap,launch,bandwidth] [--markdown FILE]\n       \
+                     choreo-bench build [--help | ARGS]";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args.first().map(String::as_str) {
+        Some("gpu") => gpu_main(&args[1..]),
+        Some("build") => build_speed::main(&args[1..]),
+        Some("-h" | "--help") => {
+            println!("{USAGE}");
+            ExitCode::SUCCESS
+        }
+        _ => {
+            eprintln!("{USAGE}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// The parsed arguments of `gpu`.
+#[derive(Debug)]
+struct GpuArgs {
+    options: Options,
+    sections: Vec<String>,
+    markdown: Option<std::path::PathBuf>,
+}
+
+fn parse_gpu_args(args: &[String]) -> Result<GpuArgs, String> {
+    let mut parsed = GpuArgs {
+        options: Options { trials: 15, warmup: 3, quick: false },
+        sections: vec!["overlap".into(), "launch".into(), "bandwidth".into()],
+        markdown: None,
+    };
+    let mut trials = None;
+    let mut iter = args.iter();
+    while let Some(arg) = iter.next() {
+        let mut value =
+            |name: &str| iter.next().cloned().ok_or_else(|| format!("{name} needs a value"));
+        match arg.as_str() {
+            "--trials" => {
+                trials = Some(value("--trials")?.parse().map_err(|_| "--trials needs a number")?)
+            }
+            "--warmup" => {
+                parsed.options.warmup =
+                    value("--warmup")?.parse().map_err(|_| "--warmup needs a number")?
+            }
+            "--quick" => parsed.options.quick = true,
+            "--only" => {
+                parsed.sections = value("--only")?.split(',').map(str::to_owned).collect();
+                if let Some(bad) = parsed
+                    .sections
+                    .iter()
+                    .find(|s| !["overlap", "launch", "bandwidth"].contains(&s.as_str()))
+                {
+                    return Err(format!("unknown section `{bad}` (overlap, launch, bandwidth)"));
+                }
+            }
+            "--markdown" => parsed.markdown = Some(value("--markdown")?.into()),
+            other => return Err(format!("unknown argument `{other}`")),
+        }
+    }
+    parsed.options.trials = trials.unwrap_or(if parsed.options.quick { 3 } else { 15 });
+    if parsed.options.trials == 0 {
+        return Err("--trials must be at least 1".into());
+    }
+    Ok(parsed)
+}
+
+fn gpu_main(args: &[String]) -> ExitCode {
+    let parsed = match parse_gpu_args(args) {
+        Ok(parsed) => parsed,
+        Err(message) => {
+            eprintln!("choreo-bench: {message}\n{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    match run_gpu(&parsed) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(BenchError::CannotRun(reason)) => {
+            eprintln!("choreo-bench: cannot run the GPU benchmarks: {reason}");
+            ExitCode::FAILURE
+        }
+        Err(BenchError::Failed(message)) => {
+            eprintln!("choreo-bench: FAILED: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// What a GPU run has measured so far.
+struct GpuReport {
+    header: Vec<String>,
+    table: Table,
+    profile: Table,
+    summary: Table,
+}
+
+impl GpuReport {
+    /// The tables as text (what the terminal shows) or Markdown (`docs/performance.md`).
+    fn render(&self, markdown: bool) -> String {
+        let render = |table: &Table| if markdown { table.to_markdown() } else { table.to_text() };
+        let mut text = if markdown {
+            self.header.iter().map(|line| format!("{line}  \n")).collect::<String>() + "\n"
+        } else {
+            String::new()
+        };
+        text += &render(&self.table);
+        for table in [&self.profile, &self.summary] {
+            if !table.rows().is_empty() {
+                text += "\n";
+                text += &render(table);
+            }
+        }
+        text
+    }
+}
+
+fn run_gpu(args: &GpuArgs) -> gpu::BenchResult<()> {
+    if !cfg!(choreo_bench_kernels) {
+        return Err(BenchError::CannotRun(
+            "the benchmark kernels were not compiled (stub build without nvcc)".into(),
+        ));
+    }
+    let mut header = gpu::environment()?;
+    let options = &args.options;
+    header.push(format!(
+        "trials: {} timed after {} warm-up rounds, variants interleaved; median, min, max{}",
+        options.trials,
+        options.warmup,
+        if options.quick { " (QUICK: smoke-test sizes, not figures)" } else { "" }
+    ));
+    for line in &header {
+        println!("{line}");
+    }
+    let mut report = GpuReport {
+        header,
+        table: Table::new(["section", "variant", "median", "min", "max", "derived"]),
+        profile: Table::new(["CUDA call (host µs per call)", "median", "min", "max"]),
+        summary: Table::new(["target", "measured", "met"]),
+    };
+    // What was measured is printed even when a later section fails.
+    let result = run_sections(args, &mut report);
+    println!("\n{}", report.render(false));
+    if let Some(path) = &args.markdown {
+        std::fs::write(path, report.render(true))
+            .map_err(|e| BenchError::Failed(format!("cannot write {}: {e}", path.display())))?;
+    }
+    result
+}
+
+fn run_sections(args: &GpuArgs, report: &mut GpuReport) -> gpu::BenchResult<()> {
+    let options = &args.options;
+    let met = |ok: bool| if ok { "yes" } else { "NO" }.to_owned();
+    let wants = |name: &str| args.sections.iter().any(|s| s == name);
+    if wants("overlap") {
+        eprintln!("choreo-bench: overlap …");
+        let outcome = gpu::overlap::run(options)?;
+        gpu::section_rows(&mut report.table, "overlap", outcome.rows);
+        report.summary.row([
+            "overlap: ours ≥ 0.97 × hand-written (2 streams)".to_owned(),
+            format!(
+                "{} ({} ms per kernel)",
+                three_digits(outcome.ours_over_hand),
+                three_digits(outcome.kernel_ms)
+            ),
+            met(outcome.ours_over_hand >= 0.97),
+        ]);
+    }
+    if wants("launch") {
+        eprintln!("choreo-bench: launch overhead …");
+        let outcome = gpu::launch::run(options)?;
+        gpu::section_rows(&mut report.table, "launch", outcome.rows);
+        for row in outcome.profile {
+            report.profile.row(row.into_iter().take(4));
+        }
+        report.summary.row([
+            "launch: ours ≤ 1.25 × raw <<<>>> from C++".to_owned(),
+            format!(
+                "{}× (vs raw from Rust: {}×)",
+                three_digits(outcome.ours_over_cpp),
+                three_digits(outcome.ours_over_rust)
+            ),
+            met(outcome.ours_over_cpp <= 1.25),
+        ]);
+    }
+    if wants("bandwidth") {
+        eprintln!("choreo-bench: bandwidth …");
+        let outcome = gpu::bandwidth::run(options)?;
+        gpu::section_rows(&mut report.table, "bandwidth", outcome.rows);
+        let (ratio, kernel) = outcome.ours_over_copy;
+        report.summary.row([
+            "bandwidth: ours ≥ 0.90 × device-to-device copy".to_owned(),
+            format!("{} ({kernel})", three_digits(ratio)),
+            met(ratio >= 0.90),
+        ]);
+    }
+    match choreo::take_deferred_error() {
+        Some(error) => Err(error.into()),
+        None => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_gpu_args;
+
+    fn args(list: &[&str]) -> Vec<String> {
+        list.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn gpu_arguments() {
+        let parsed = parse_gpu_args(&args(&["--quick", "--only", "launch"])).unwrap();
+        assert_eq!(parsed.options.trials, 3);
+        assert_eq!(parsed.sections, ["launch"]);
+        let parsed = parse_gpu_args(&args(&["--trials", "7", "--markdown", "x.md"])).unwrap();
+        assert_eq!((parsed.options.trials, parsed.options.quick), (7, false));
+        assert!(parse_gpu_args(&args(&["--only", "nope"])).unwrap_err().contains("nope"));
+        assert!(parse_gpu_args(&args(&["--trials"])).unwrap_err().contains("value"));
+        assert!(parse_gpu_args(&args(&["--trials", "0"])).is_err());
+    }
+}
