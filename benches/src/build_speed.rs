@@ -12,7 +12,7 @@
 
 use choreo_bench::stats::Summary;
 use choreo_bench::table::{Table, three_digits};
-use choreo_compiler::compile::{Arch, CHOREO_H, CompileOptions, OutputMode, compile, find_nvcc};
+use choreo_compiler::compile::{Arch, CHOREO_H, CompileOptions, compile, find_nvcc};
 use choreo_compiler::diagnostics::{Diagnostic, Diagnostics};
 use choreo_compiler::preprocess::PreprocessOptions;
 use choreo_compiler::source::SourceDb;
@@ -276,14 +276,9 @@ fn add_row(table: &mut Table, what: &str, summary: &Summary, note: &str) {
 // ---------------------------------------------------------------------------------------------
 
 /// The options `choreo-build` translates with (its `translate`, with no defines and the
-/// default architecture).
+/// default architecture): the defaults.
 fn build_options() -> CompileOptions {
-    CompileOptions {
-        defines: Vec::new(),
-        arch: Arch::SM_90A,
-        mode: OutputMode::Library,
-        runtime_checks: true,
-    }
+    CompileOptions::default()
 }
 
 /// A `.co` source: the name the compiler sees and its text.
