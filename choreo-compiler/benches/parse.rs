@@ -4,8 +4,8 @@
 //!
 //! `cargo bench -p choreo-compiler --bench parse` (release). Plain timing with
 //! `std::time::Instant`: a warm-up run, then the median (and minimum) of several runs per stage,
-//! reported as lines/s and MB/s of the whole file. "lex only" is included in "lex+parse"; the
-//! parser runs each `__co__` function on a fresh thread, so that cost is part of it. Options:
+//! reported as lines/s and MB/s of the whole file. "lex only" is included in "lex+parse" (which
+//! runs, like `frontend::parse_file`, on one big-stack parser thread per file). Options:
 //! `--runs N` (default 9), `--lines N` (approximate size of the generated file, default 50000).
 //! The generated program must be free of errors, so every stage does its full work; the
 //! benchmark stops otherwise.
@@ -14,7 +14,6 @@
 use choreo_compiler::ast;
 use choreo_compiler::diagnostics::{Diagnostics, render_human};
 use choreo_compiler::lexer::{self, IntrinsicNames};
-use choreo_compiler::parser;
 use choreo_compiler::preprocess::{self, PreprocessOptions, Preprocessed, Region};
 use choreo_compiler::sema;
 use choreo_compiler::source::{FileId, SourceDb};
@@ -108,22 +107,7 @@ fn run_preprocess(db: &SourceDb, file: FileId) -> Preprocessed {
 /// preprocessing.
 fn run_lex_parse(pre: &Preprocessed) -> ast::File {
     let mut diags = Diagnostics::new();
-    let intrinsics = IntrinsicNames::from_preprocessed(pre);
-    let mut items = Vec::with_capacity(pre.regions.len());
-    for region in &pre.regions {
-        match region {
-            Region::Host { span } => items.push(ast::Item::Host(*span)),
-            Region::Device { span } => items.push(ast::Item::Device(*span)),
-            Region::Cok { span, body } => items.push(ast::Item::Cok { span: *span, body: *body }),
-            Region::CoFunction { text, .. } => {
-                let tokens = lexer::lex(text, &intrinsics, &mut diags);
-                if let Some(function) = parser::parse_co_function(&tokens, &mut diags) {
-                    items.push(ast::Item::CoFunction(function));
-                }
-            }
-        }
-    }
-    ast::File { items }
+    choreo_compiler::frontend::parse_preprocessed(pre, &mut diags)
 }
 
 /// Lexing alone, to tell it apart from parsing; returns the token count.

@@ -23,8 +23,9 @@
 //! earlier stage already reported (a lexer error token, an unterminated string, a macro
 //! invocation the preprocessor could not expand) is not reported again.
 //!
-//! The parser runs on a helper thread with a large stack ([`parse_co_function`]), so
-//! [`MAX_DEPTH`] levels of nesting are safe even for callers on small (test) thread stacks.
+//! The parser runs on a helper thread with a large stack ([`parse_co_function`]; one thread for
+//! all functions of a file in [`crate::frontend::parse_file`]), so [`MAX_DEPTH`] levels of
+//! nesting are safe even for callers on small (test) thread stacks.
 //!
 //! # Syntactic rejection rules
 //!
@@ -110,24 +111,52 @@ const PARSER_STACK_BYTES: usize = 64 << 20;
 ///
 /// The parser runs on a scoped helper thread with a large stack (see [`MAX_DEPTH`]), so callers
 /// on small stacks are safe; if the thread cannot be created it runs on the calling thread.
+/// Each call starts its own thread: to parse many functions, use
+/// [`crate::frontend::parse_preprocessed`] (or [`crate::frontend::parse_file`]), which parses
+/// all functions of a file on one thread.
 pub fn parse_co_function(tokens: &[Token], diags: &mut Diagnostics) -> Option<ast::CoFunction> {
+    on_parser_stack(|| parse_tokens(tokens, diags))
+}
+
+/// Runs `work` once, on a scoped helper thread with a [`PARSER_STACK_BYTES`] stack, and returns
+/// its result; a panic in `work` resumes on the calling thread. If the thread cannot be
+/// created, `work` runs on the calling thread instead.
+///
+/// Every call of [`parse_tokens`] must happen inside `work` (directly or through callees), so
+/// that [`MAX_DEPTH`] levels of nesting never meet a small caller stack. Starting a thread costs
+/// far more than parsing a typical function, so callers run as much as they can (a whole file)
+/// in one `work`.
+pub(crate) fn on_parser_stack<R: Send>(mut work: impl FnMut() -> R + Send) -> R {
+    #[cfg(test)]
+    PARSER_THREADS_REQUESTED.with(|count| count.set(count.get() + 1));
     let outcome = std::thread::scope(|scope| {
         let builder =
             std::thread::Builder::new().name("choreo-parser".into()).stack_size(PARSER_STACK_BYTES);
-        match builder.spawn_scoped(scope, || parse_tokens(tokens, diags)) {
+        // The thread only borrows `work`, so it is still here when the spawn fails.
+        match builder.spawn_scoped(scope, &mut work) {
             Ok(handle) => Some(handle.join()),
             Err(_) => None,
         }
     });
     match outcome {
-        Some(Ok(function)) => function,
+        Some(Ok(result)) => result,
         Some(Err(panic)) => std::panic::resume_unwind(panic),
-        None => parse_tokens(tokens, diags),
+        None => work(),
     }
 }
 
-/// [`parse_co_function`] on the calling thread.
-fn parse_tokens(tokens: &[Token], diags: &mut Diagnostics) -> Option<ast::CoFunction> {
+#[cfg(test)]
+thread_local! {
+    /// How many times [`on_parser_stack`] was called on this thread, so tests can check that a
+    /// whole file is parsed on one helper thread. Thread-local, so tests running in parallel do
+    /// not see each other's calls.
+    pub(crate) static PARSER_THREADS_REQUESTED: std::cell::Cell<usize> =
+        const { std::cell::Cell::new(0) };
+}
+
+/// [`parse_co_function`] on the calling thread, which must have a large stack: call it only
+/// inside [`on_parser_stack`].
+pub(crate) fn parse_tokens(tokens: &[Token], diags: &mut Diagnostics) -> Option<ast::CoFunction> {
     let owned;
     let tokens = if tokens.last().is_some_and(|t| t.kind == TokenKind::Eof) {
         tokens
