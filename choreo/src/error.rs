@@ -2,6 +2,7 @@
 
 use std::ffi::CStr;
 use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, PoisonError};
 
 use choreo_sys as sys;
@@ -255,6 +256,10 @@ struct DeferredSlot {
 
 static DEFERRED: Mutex<DeferredSlot> = Mutex::new(DeferredSlot { first: None, dropped: 0 });
 
+/// Set (under the lock) while `DEFERRED` holds an error: every kernel call checks for deferred
+/// errors, and the common "none" answer then costs an atomic load instead of a lock.
+static HAS_DEFERRED: AtomicBool = AtomicBool::new(false);
+
 /// Records an error that cannot be returned where it happened (e.g. in `Drop`). The first such
 /// error is kept until it is taken; later ones only increase a count, since they are usually
 /// consequences of the first.
@@ -262,6 +267,7 @@ pub(crate) fn defer_error(during: &'static str, error: Error) {
     let mut slot = DEFERRED.lock().unwrap_or_else(PoisonError::into_inner);
     if slot.first.is_none() {
         slot.first = Some(Error::Deferred { during, source: Box::new(error) });
+        HAS_DEFERRED.store(true, Ordering::Release);
     } else {
         slot.dropped = slot.dropped.saturating_add(1);
     }
@@ -277,8 +283,13 @@ pub(crate) fn defer_error(during: &'static str, error: Error) {
 /// doing anything else; this function lets a program check for it explicitly, e.g. at
 /// shutdown. Calls that only wait or query (`wait`, `synchronize`, `query`) do not consume it.
 pub fn take_deferred_error() -> Option<Error> {
+    // An error deferred by another thread right now is seen by the next check.
+    if !HAS_DEFERRED.load(Ordering::Acquire) {
+        return None;
+    }
     let mut slot = DEFERRED.lock().unwrap_or_else(PoisonError::into_inner);
     slot.dropped = 0;
+    HAS_DEFERRED.store(false, Ordering::Release);
     slot.first.take()
 }
 

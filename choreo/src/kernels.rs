@@ -18,6 +18,7 @@ use choreo_sys as sys;
 
 use crate::elem::DeviceRepr;
 use crate::error::{check_cuda, check_deferred};
+use crate::one_or_many::OneOrMany;
 use crate::stream::Stream;
 use crate::tracking::Recorded;
 use crate::{DeviceBuffer, DeviceTensor, Error, Pending, Result};
@@ -77,9 +78,9 @@ pub fn check_extent(param: &'static str, dim: usize, expected: usize, got: usize
 #[derive(Debug)]
 pub struct WorkStreams<'s> {
     /// Distinct streams, in the order given.
-    streams: Vec<&'s Stream>,
+    streams: OneOrMany<&'s Stream>,
     /// One event per stream, recorded after the entry call (see [`WorkStreams::call_events`]).
-    call_events: Option<Vec<Recorded>>,
+    call_events: Option<OneOrMany<Recorded>>,
     /// The first recording error.
     error: Option<Error>,
 }
@@ -92,18 +93,18 @@ impl<'s> WorkStreams<'s> {
     /// the whole call).
     pub fn new(streams: &[&'s Stream]) -> Result<Self> {
         check_deferred()?;
-        let mut unique: Vec<&'s Stream> = Vec::with_capacity(streams.len());
+        let mut unique: OneOrMany<&'s Stream> = OneOrMany::default();
         for &stream in streams {
             let key = stream.key()?;
             let mut seen = false;
-            for other in &unique {
+            for other in unique.as_slice() {
                 seen |= other.key()? == key;
             }
             if !seen {
                 unique.push(stream);
             }
         }
-        if unique.is_empty() {
+        if unique.as_slice().is_empty() {
             return Err(Error::InvalidArgument("a kernel call needs at least one stream".into()));
         }
         Ok(WorkStreams { streams: unique, call_events: None, error: None })
@@ -111,20 +112,20 @@ impl<'s> WorkStreams<'s> {
 
     /// The streams, first one first.
     pub fn streams(&self) -> &[&'s Stream] {
-        &self.streams
+        self.streams.as_slice()
     }
 
     /// The first stream (where asynchronous wrappers enqueue their copies back to the host).
     pub fn first(&self) -> &'s Stream {
         // `new` guarantees at least one stream.
-        self.streams[0]
+        self.streams()[0]
     }
 
     /// Orders every work stream after the last write to `buffer` and returns its device
     /// address for device work that only reads it. Pair with [`WorkStreams::record_read`].
     pub fn read_ptr<T: DeviceRepr>(&self, buffer: &DeviceBuffer<T>) -> Result<*const T> {
         let mut pointer = std::ptr::null();
-        for stream in &self.streams {
+        for stream in self.streams() {
             pointer = buffer.ptr_for_read_unchecked(stream)?;
         }
         Ok(pointer)
@@ -139,7 +140,7 @@ impl<'s> WorkStreams<'s> {
     pub fn write_ptr<T: DeviceRepr>(&self, buffer: &mut DeviceBuffer<T>) -> Result<*mut T> {
         let first = self.first();
         let pointer = buffer.ptr_for_write_unchecked(first)?;
-        if let Some(others) = self.streams.get(1..).filter(|others| !others.is_empty()) {
+        if let Some(others) = self.streams().get(1..).filter(|others| !others.is_empty()) {
             let fork = first.record_untimed_event()?;
             for stream in others {
                 stream.wait_event(&fork)?;
@@ -153,10 +154,10 @@ impl<'s> WorkStreams<'s> {
     fn call_events(&mut self) -> Result<&[Recorded]> {
         if self.call_events.is_none() {
             let events =
-                self.streams.iter().map(|stream| Recorded::now(stream)).collect::<Result<_>>()?;
+                self.streams().iter().map(|stream| Recorded::now(stream)).collect::<Result<_>>()?;
             self.call_events = Some(events);
         }
-        Ok(self.call_events.as_deref().unwrap_or_default())
+        Ok(self.call_events.as_ref().map_or(&[], OneOrMany::as_slice))
     }
 
     /// Records that the work just enqueued on the work streams reads `buffer`.

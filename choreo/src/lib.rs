@@ -42,6 +42,7 @@ mod event;
 mod graveyard;
 mod host;
 pub mod kernels;
+mod one_or_many;
 mod pending;
 mod pinned;
 mod pinned_pool;

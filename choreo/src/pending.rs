@@ -13,6 +13,7 @@ use crate::device::current_ordinal;
 use crate::error::check;
 use crate::event::Event;
 use crate::graveyard::sweep;
+use crate::one_or_many::OneOrMany;
 use crate::stream::Stream;
 use crate::{Error, Result};
 
@@ -44,7 +45,7 @@ type Finish<'a, T> = Box<dyn FnOnce() -> Result<T> + Send + 'a>;
 pub struct Pending<'a, T> {
     /// Shared with the buffers the work accessed (one event per stream marks the end of a
     /// kernel call for both).
-    events: Vec<Arc<Event>>,
+    events: OneOrMany<Arc<Event>>,
     finish: Finish<'a, T>,
 }
 
@@ -63,7 +64,7 @@ impl<'a, T> Pending<'a, T> {
     /// [`Pending::from_parts`] with events that the runtime also keeps elsewhere (e.g. as the
     /// last accesses of the buffers a kernel call used).
     pub(crate) fn from_shared_events(
-        events: Vec<Arc<Event>>,
+        events: OneOrMany<Arc<Event>>,
         finish: impl FnOnce() -> Result<T> + Send + 'a,
     ) -> Self {
         Pending { events, finish: Box::new(finish) }
@@ -78,7 +79,7 @@ impl<'a, T> Pending<'a, T> {
         let events = streams
             .iter()
             .map(|stream| stream.record_untimed_event().map(Arc::new))
-            .collect::<Result<Vec<_>>>()?;
+            .collect::<Result<OneOrMany<_>>>()?;
         Ok(Self::from_shared_events(events, finish))
     }
 
@@ -93,7 +94,7 @@ impl<'a, T> Pending<'a, T> {
     /// Blocks until the device work has completed, then runs the finishing step and returns
     /// its result. On a device error the finishing step does not run.
     pub fn wait(self) -> Result<T> {
-        for event in &self.events {
+        for event in self.events.as_slice() {
             event.synchronize()?;
         }
         let result = (self.finish)();
@@ -104,7 +105,7 @@ impl<'a, T> Pending<'a, T> {
     /// `true` when the device work has completed (so [`Pending::wait`] will not block on the
     /// device); does not block.
     pub fn is_complete(&self) -> Result<bool> {
-        for event in &self.events {
+        for event in self.events.as_slice() {
             if !event.query()? {
                 return Ok(false);
             }
@@ -115,13 +116,13 @@ impl<'a, T> Pending<'a, T> {
     /// The events that mark the end of the work, one per stream it used. They are shared with
     /// the runtime's access tracking, hence behind `Arc` (and never re-recorded).
     pub fn events(&self) -> &[Arc<Event>] {
-        &self.events
+        self.events.as_slice()
     }
 
     /// A new event that completes when all of the work has completed (recorded on a scratch
     /// stream that waits for every event; the host does not block).
     pub fn event(&self) -> Result<Event> {
-        let ordinal = match self.events.first() {
+        let ordinal = match self.events.as_slice().first() {
             Some(event) => event.device_ordinal(),
             None => current_ordinal()?,
         };
@@ -133,7 +134,7 @@ impl<'a, T> Pending<'a, T> {
     /// Makes all work enqueued on `stream` from now on wait until this work has completed,
     /// without blocking the host.
     pub fn then(&self, stream: &Stream) -> Result<()> {
-        self.events.iter().try_for_each(|event| stream.wait_event(event))
+        self.events.as_slice().iter().try_for_each(|event| stream.wait_event(event))
     }
 
     /// Transforms the result once it is available.
@@ -269,7 +270,7 @@ impl<T> PendingFuture<'_, T> {
             if pending.is_complete()? {
                 return Ok(true);
             }
-            self.notification = Some(Self::register(&pending.events, waker)?);
+            self.notification = Some(Self::register(pending.events.as_slice(), waker)?);
             return Ok(false);
         };
         {
