@@ -309,7 +309,10 @@ pub fn environment() -> BenchResult<Vec<String>> {
             device.multiprocessor_count()?,
             memory.total as f64 / (1u64 << 30) as f64
         ),
-        format!("CUDA: driver supports {driver}, runtime {runtime:?} (cudart_static)"),
+        format!(
+            "CUDA: driver supports {driver}, runtime {}.{} (cudart_static)",
+            runtime.0, runtime.1
+        ),
     ])
 }
 
