@@ -1225,10 +1225,6 @@ pub struct ParallelTree {
     /// The kernel body (device code, executed by every thread of every block). Intra-block
     /// levels are [`StmtKind::InnerParallel`] statements inside it.
     pub body: Vec<Stmt>,
-    /// Host values the kernel uses, deduplicated, in this order: parameters (buffers as device
-    /// pointers, scalars by value) by id, locals (global buffers as pointers, host scalars by
-    /// value) by id, symbolic dimensions by id, anonymous extents.
-    pub captures: Vec<Capture>,
     /// Host checks to run right before this launch (bounds that depend on host locals).
     pub launch_checks: Vec<Check>,
     /// Whether the launch must be followed by a synchronisation before copying `&` parameters

@@ -96,8 +96,10 @@ impl Names {
 pub struct KernelPlan {
     /// `__choreo_device_<fn>` (plus the kernel index when the function has several).
     pub name: String,
-    /// The host values the kernel receives, in kernel-parameter order (parameters by id,
-    /// locals by id, symbols by id, anonymous extents): exactly what its body uses.
+    /// The host values the kernel receives, deduplicated, in kernel-parameter order:
+    /// parameters (buffers as device pointers, scalars by value) by id, locals (global buffers
+    /// as pointers, host scalars by value) by id, symbolic dimensions by id, anonymous extents.
+    /// Exactly what its body uses (the only place captures are computed).
     pub captures: Vec<Capture>,
     /// The stream the kernel is launched on (`None`: the default stream).
     pub stream: Option<ParamId>,

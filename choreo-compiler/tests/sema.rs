@@ -1,8 +1,10 @@
 //! Semantic analysis (tier 1): accepted programs produce the expected checked-program facts
-//! (levels, thread counts, symbols, access sets, streams, captures, checks); every tier-1
+//! (levels, thread counts, symbols, access sets, streams, checks; kernel captures through the
+//! lowering that computes them); every tier-1
 //! rejection rule reports its error code at the right place; the fixture corpus is rejected
 //! where it should be and never makes the checker panic.
 
+use choreo_compiler::compile::Arch;
 use choreo_compiler::diagnostics::{Diagnostic, Diagnostics, render_human};
 use choreo_compiler::frontend::parse_file;
 use choreo_compiler::hir::{
@@ -10,6 +12,7 @@ use choreo_compiler::hir::{
     Level, LocalOrigin, LocalPlace, ParallelTree, ParamKind, Place, ReturnTy, Stmt, StmtKind,
     SymId, Ty,
 };
+use choreo_compiler::lower;
 use choreo_compiler::preprocess::PreprocessOptions;
 use choreo_compiler::sema;
 use choreo_compiler::source::SourceDb;
@@ -38,13 +41,34 @@ fn run(src: &str) -> Checked {
 
 /// The single function of an accepted program (no parse or sema error).
 fn accept(src: &str) -> hir::Function {
+    single_function(&accepted(src))
+}
+
+/// `src` checked, asserting that there was no parse or sema error.
+fn accepted(src: &str) -> Checked {
     let c = run(src);
     assert!(c.parse_errors.is_empty(), "parse errors:\n{}", render_human(&c.db, &c.parse_errors));
     let errors: Vec<Diagnostic> = c.diags.iter().filter(|d| d.is_error()).cloned().collect();
     assert!(errors.is_empty(), "unexpected errors:\n{}\nin:\n{src}", render_human(&c.db, &errors));
+    c
+}
+
+fn single_function(c: &Checked) -> hir::Function {
     let mut fs = c.program.functions().cloned().collect::<Vec<_>>();
     assert_eq!(fs.len(), 1, "expected one function");
     fs.remove(0)
+}
+
+/// The single function of an accepted program and the captures of its first kernel, as the
+/// lowering computes them (the kernel parameters of the generated code).
+fn accept_with_captures(src: &str) -> (hir::Function, Vec<Capture>) {
+    let c = accepted(src);
+    let function = single_function(&c);
+    let mut diags = Diagnostics::new();
+    let plan = lower::lower(&c.program, Arch::SM_90A, &mut diags);
+    assert!(diags.is_empty(), "lowering reported:\n{}", render_human(&c.db, &diags.into_vec()));
+    let captures = plan.functions[0].kernels[0].captures.clone();
+    (function, captures)
 }
 
 /// 1-based line and column of the first occurrence of `needle` in `src`.
@@ -374,16 +398,15 @@ fn async_launch_with_inout_parameter_still_synchronises() {
 
 #[test]
 fn kernels_capture_only_what_they_use() {
-    let f = accept(
+    let (f, captures) = accept_with_captures(
         "__co__ void f(f32 [N, 4] a, f32 [N] unused, int n, int m, f32 [?] b) {\n  k = n + m;\n  mutable int r = 0;\n  f32 [N] tmp;\n  parallel p by N { tmp.at(p) = a.at(p, 0) + __to<f32>(k + r) + b.at(0); }\n}\n",
     );
-    let k = kernels(&f)[0];
     let (kv, _) = local_named(&f, "k");
     let (rv, _) = local_named(&f, "r");
     let (tmp, _) = local_named(&f, "tmp");
     let p = hir::ParamId;
     assert_eq!(
-        k.captures,
+        captures,
         [
             Capture::Param(p(0)),
             Capture::Param(p(4)),
@@ -398,13 +421,12 @@ fn kernels_capture_only_what_they_use() {
 
 #[test]
 fn host_foreach_loop_variable_is_captured_by_value() {
-    let f = accept(
+    let (f, captures) = accept_with_captures(
         "__co__ void rows(f32 [4, 32] a) {\n  foreach {r} in [4] {\n    parallel t by 32 { a.at(r, t) = a.at(r, t) * 2.0f; }\n  }\n}\n",
     );
     let (r, rl) = local_named(&f, "r");
     assert_eq!(rl.place, LocalPlace::HostScalar);
-    let k = kernels(&f)[0];
-    assert!(k.captures.contains(&Capture::Var(r)));
+    assert!(captures.contains(&Capture::Var(r)));
     // the host loop: Block[Let r = 0, For r in 0..4 { launch }]
     let StmtKind::Block(b) = &f.body[0].kind else { panic!("expected a block") };
     assert!(matches!(&b[0].kind, StmtKind::Let { var, .. } if *var == r));

@@ -9,8 +9,8 @@
 //! Modules: `scope` (symbol tables), `types` (element types, promotion, conversions),
 //! `fold` (constant folding, §4.5), `expr` (expressions), `shapes` (mdspan/ituple values and
 //! extents), `stmt` (statements), `parallel` (parallel-by, level inference and filling),
-//! `checks` (parameters, symbolic dimensions, entry checks, return types), `access`
-//! (kernel captures).
+//! `checks` (parameters, symbolic dimensions, entry checks, return types). What a kernel
+//! captures from the host is computed once, by `lower` (`KernelPlan::captures`).
 //!
 //! # Error codes
 //!
@@ -112,7 +112,6 @@
 //! assigned inside a parallel-by (changes a per-thread copy), `W0701` `foreach` step (upstream
 //! ignores it).
 
-mod access;
 mod checks;
 mod expr;
 mod fold;

@@ -2,7 +2,7 @@
 //! thread counts (§8.4), launches and stream binding (§8.5).
 
 use super::shapes::{dim_to_expr, expr_to_dim};
-use super::{Checker, KernelFrame, LevelInfo, Region, Val, access, fold, ordinal, types};
+use super::{Checker, KernelFrame, LevelInfo, Region, Val, fold, ordinal, types};
 use crate::ast::{self, ExprKind};
 use crate::hir::{
     Binder, Check, CheckKind, Dim, ElemTy, HExpr, InnerParallel, Level, LocalOrigin, LocalPlace,
@@ -366,7 +366,6 @@ impl Checker<'_> {
             }
         }
         let frame = self.kernel.take().unwrap_or_default();
-        let captures = access::captures(self, &body);
         let tree = ParallelTree {
             kernel_index,
             span,
@@ -375,7 +374,6 @@ impl Checker<'_> {
             block,
             threads_per_block: threads,
             body,
-            captures,
             launch_checks: frame.launch_checks,
             sync_after: !is_async || self.has_inout,
         };
