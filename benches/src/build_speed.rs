@@ -462,7 +462,7 @@ pub fn run_front_stages(source: &Source, last: Stage) -> Result<(), String> {
     if last != Stage::Parse && !diagnostics.has_errors() {
         let program = choreo_compiler::sema::check(&db, &ast, &mut diagnostics);
         if last == Stage::Lower && !diagnostics.has_errors() {
-            black_box(choreo_compiler::lower::lower(&program, options.arch, &mut diagnostics));
+            black_box(choreo_compiler::lower::lower(&program, options.target, &mut diagnostics));
         }
         black_box(program);
     }

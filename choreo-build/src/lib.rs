@@ -132,13 +132,12 @@ mod hash;
 mod inputs;
 mod nvcc;
 mod output;
-mod rust;
 mod toolkit;
 
 pub use error::{Error, FileDiagnostics, NvccFailure};
 pub use toolkit::{FoundBy, StubReason, Toolkit};
 
-use choreo_compiler::compile::{Arch, CompileOptions, OutputMode};
+use choreo_compiler::compile::{Arch, CompileOptions, OutputMode, Target as CompileTarget};
 use choreo_compiler::diagnostics::{Severity, render_human};
 use choreo_compiler::source::SourceDb;
 use env::Env;
@@ -352,11 +351,11 @@ impl Builder {
         let target = Target::from_env(env);
 
         let (inputs, cuda_inputs) = self.inputs(cargo)?;
-        let translated = self.translate(&inputs, arch, cargo)?;
-        let mut hand_written = read_hand_written(cuda_inputs, cargo)?;
         let discovery = toolkit::discover(env, &target)?;
         let stub = matches!(discovery, Discovery::Stub(_));
-        let mut generated = write_sources(&layout, &translated, stub)?;
+        let translated = self.translate(&inputs, arch, stub, cargo)?;
+        let mut hand_written = read_hand_written(cuda_inputs, cargo)?;
+        let mut generated = write_sources(&layout, &translated)?;
         let dump_dir =
             self.dump_dir.clone().or_else(|| env.non_empty("CHOREO_DUMP_DIR").map(PathBuf::from));
         if let Some(dir) = &dump_dir {
@@ -470,13 +469,15 @@ impl Builder {
         &self,
         inputs: &[Input],
         arch: Arch,
+        stub: bool,
         cargo: &mut Cargo,
     ) -> Result<Vec<Translated>, Error> {
         let options = CompileOptions {
             defines: self.defines.clone(),
-            arch,
+            target: CompileTarget::Cuda(arch),
             mode: OutputMode::Library,
             runtime_checks: self.runtime_checks,
+            stub_wrappers: stub,
         };
         let mut translated = Vec::new();
         let mut failed = Vec::new();
@@ -503,16 +504,10 @@ impl Builder {
                 ));
             }
             let rendered = render_human(&db, &compilation.diagnostics);
-            match compilation.cu {
-                Some(cu) if errors == 0 => {
+            match (compilation.cu, compilation.rs) {
+                (Some(cu), Some(rs)) if errors == 0 => {
                     eprint!("{rendered}");
-                    translated.push(Translated {
-                        input: input.clone(),
-                        co_dir,
-                        cu,
-                        program: compilation.program,
-                        warnings,
-                    });
+                    translated.push(Translated { input: input.clone(), co_dir, cu, rs, warnings });
                 }
                 _ => failed.push(FileDiagnostics {
                     file: input.path.clone(),
@@ -713,8 +708,8 @@ struct Translated {
     co_dir: PathBuf,
     /// The `.cu` text.
     cu: String,
-    /// The checked program (what the Rust wrappers are generated from).
-    program: Option<choreo_compiler::hir::Program>,
+    /// The Rust wrapper module text.
+    rs: String,
     /// How many warnings it drew.
     warnings: usize,
 }
@@ -740,22 +735,17 @@ struct Generated {
 }
 
 /// Writes `choreo.h`, every `.cu` and `.rs` and the index (each only if it changed).
-fn write_sources(
-    layout: &Layout,
-    translated: &[Translated],
-    stub: bool,
-) -> Result<Vec<Generated>, Error> {
+fn write_sources(layout: &Layout, translated: &[Translated]) -> Result<Vec<Generated>, Error> {
     let dir = layout.generated_dir();
     output::write_if_changed(&layout.header(), choreo_compiler::compile::CHOREO_H)?;
     let mut generated = Vec::with_capacity(translated.len());
     let mut entries = Vec::with_capacity(translated.len());
     for file in translated {
         let source = file.input.path.display().to_string();
-        let rs_text = rust::module_text(&source, file.program.as_ref(), stub);
         let cu = dir.join(format!("{}.cu", file.input.module));
         let rs = dir.join(format!("{}.rs", file.input.module));
         let cu_written = output::write_if_changed(&cu, &file.cu)?;
-        let rs_written = output::write_if_changed(&rs, &rs_text)?;
+        let rs_written = output::write_if_changed(&rs, &file.rs)?;
         entries.push((
             file.input.module.clone(),
             source,

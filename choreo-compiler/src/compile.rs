@@ -16,18 +16,20 @@
 
 use crate::diagnostics::{Diagnostic, Diagnostics, Severity};
 use crate::emit::cuda::{CudaOptions, emit_cuda};
+use crate::emit::rust::{RustOptions, emit_rust};
 use crate::frontend::parse_file;
 use crate::hir;
-use crate::lower::lower;
+use crate::lower::{Plan, lower};
 use crate::preprocess::PreprocessOptions;
 use crate::sema;
-use crate::source::{FileId, SourceDb};
+use crate::source::{FileId, SourceDb, Span};
 use std::ffi::OsString;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-pub use crate::emit::{Arch, OutputMode, UnknownArch};
+pub use crate::emit::OutputMode;
+pub use crate::target::{Arch, Target, UnknownArch};
 
 /// The runtime header that generated code includes, as shipped by the `choreo` crate. The CLI
 /// writes it next to the `.cu` files it compiles, so it works from any directory.
@@ -38,33 +40,43 @@ pub const CHOREO_H: &str = include_str!("../../choreo/include/choreo.h");
 pub struct CompileOptions {
     /// `-D` definitions for the Choreo preprocessor: `(name, value)`; `None` means `1`.
     pub defines: Vec<(String, Option<String>)>,
-    /// The CUDA architecture (default `sm_90a`).
-    pub arch: Arch,
+    /// What the code is for (default: CUDA `sm_90a`).
+    pub target: Target,
     /// Library (a host `main` is renamed) or standalone program.
     pub mode: OutputMode,
     /// Whether the generated code runs the runtime checks of spec §19.2 (default true).
     pub runtime_checks: bool,
+    /// Whether the Rust wrappers are stubs that return `Err(choreo::Error::NotBuilt)` (a build
+    /// that compiles no kernels) instead of calling the `extern "C"` entries (default false).
+    pub stub_wrappers: bool,
 }
 
 impl Default for CompileOptions {
     fn default() -> CompileOptions {
         CompileOptions {
             defines: Vec::new(),
-            arch: Arch::SM_90A,
+            target: Target::default(),
             mode: OutputMode::Library,
             runtime_checks: true,
+            stub_wrappers: false,
         }
     }
 }
 
-/// The result of [`compile`].
+/// The result of [`compile`]: every output of the file.
 #[derive(Debug, Clone)]
 pub struct Compilation {
-    /// The `.cu` text; `None` exactly when an error was reported.
+    /// The `.cu` text (CUDA targets); `None` exactly when an error was reported.
     pub cu: Option<String>,
+    /// The Rust wrapper module (items only; see [`crate::emit::rust`]); `None` exactly when an
+    /// error was reported.
+    pub rs: Option<String>,
     /// The checked program, when the file got as far as semantic analysis (it may contain
     /// error nodes when `diagnostics` has errors).
     pub program: Option<hir::Program>,
+    /// The lowered plan (kernels, launches, streams, memory, entry ABI), when semantic analysis
+    /// reported no error.
+    pub plan: Option<Plan>,
     /// Every diagnostic, errors and warnings, in the order the stages reported them.
     pub diagnostics: Vec<Diagnostic>,
 }
@@ -74,34 +86,70 @@ impl Compilation {
     pub fn has_errors(&self) -> bool {
         self.diagnostics.iter().any(|d| d.severity == Severity::Error)
     }
+
+    fn failed(
+        program: Option<hir::Program>,
+        plan: Option<Plan>,
+        diags: Diagnostics,
+    ) -> Compilation {
+        Compilation { cu: None, rs: None, program, plan, diagnostics: diags.into_vec() }
+    }
 }
 
-/// Translates one `.co` file of `db` to CUDA C++. Never panics on any input; the output is
-/// byte-identical for identical input, options and file name.
+/// Translates one `.co` file of `db`: the device code for `opts.target` and the Rust wrappers.
+/// Never panics on any input; the output is byte-identical for identical input, options and
+/// file name. Does no I/O and spawns no process.
 ///
 /// Semantic analysis runs only when preprocessing and parsing reported no error (it would
 /// mostly report consequences of the syntax errors), and code generation only when semantic
-/// analysis reported none.
+/// analysis and lowering reported none.
 pub fn compile(db: &SourceDb, file: FileId, opts: &CompileOptions) -> Compilation {
     let mut diags = Diagnostics::new();
     let pre = PreprocessOptions { defines: opts.defines.clone() };
     let ast = parse_file(db, file, &pre, &mut diags);
     if diags.has_errors() {
-        return Compilation { cu: None, program: None, diagnostics: diags.into_vec() };
+        return Compilation::failed(None, None, diags);
     }
     let program = sema::check(db, &ast, &mut diags);
     if diags.has_errors() {
-        return Compilation { cu: None, program: Some(program), diagnostics: diags.into_vec() };
+        return Compilation::failed(Some(program), None, diags);
     }
-    let plan = lower(&program, opts.arch, &mut diags);
+    let plan = lower(&program, opts.target, &mut diags);
     if diags.has_errors() {
-        return Compilation { cu: None, program: Some(program), diagnostics: diags.into_vec() };
+        return Compilation::failed(Some(program), Some(plan), diags);
     }
-    let options =
-        CudaOptions { arch: opts.arch, mode: opts.mode, runtime_checks: opts.runtime_checks };
-    let cu = emit_cuda(db, file, &program, &plan, &options, &mut diags);
-    let cu = if diags.has_errors() { None } else { Some(cu) };
-    Compilation { cu, program: Some(program), diagnostics: diags.into_vec() }
+    let cu = match opts.target {
+        Target::Cuda(arch) => {
+            let options =
+                CudaOptions { arch, mode: opts.mode, runtime_checks: opts.runtime_checks };
+            emit_cuda(db, file, &program, &plan, &options, &mut diags)
+        }
+        Target::Cpu => {
+            let span =
+                program.functions().next().map_or(Span { file, start: 0, end: 0 }, |f| f.span);
+            diags.push(
+                Diagnostic::error("E0806", span, "the CPU target has no code generator yet")
+                    .with_label("cannot be compiled for the CPU")
+                    .with_help("compile for a CUDA architecture (`--arch sm_90a`)"),
+            );
+            String::new()
+        }
+    };
+    if diags.has_errors() {
+        return Compilation::failed(Some(program), Some(plan), diags);
+    }
+    let rust_options = RustOptions {
+        stub: opts.stub_wrappers,
+        module_doc_source: db.file(file).name().to_string(),
+    };
+    let rs = emit_rust(&program, &rust_options);
+    Compilation {
+        cu: Some(cu),
+        rs: Some(rs),
+        program: Some(program),
+        plan: Some(plan),
+        diagnostics: diags.into_vec(),
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -339,9 +387,10 @@ fn translate_for_cli(o: &CliOptions, mode: OutputMode) -> Result<String, i32> {
     let file = db.add(path.display().to_string(), text);
     let opts = CompileOptions {
         defines: o.defines.clone(),
-        arch: o.arch.unwrap_or_default(),
+        target: Target::Cuda(o.arch.unwrap_or_default()),
         mode,
         runtime_checks: !o.no_runtime_checks,
+        stub_wrappers: false,
     };
     let result = compile(&db, file, &opts);
     if !result.diagnostics.is_empty() {

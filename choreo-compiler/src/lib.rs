@@ -16,4 +16,5 @@ pub mod parser;
 pub mod preprocess;
 pub mod sema;
 pub mod source;
+pub mod target;
 pub mod token;

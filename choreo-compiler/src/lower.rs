@@ -19,12 +19,12 @@
 //! | E0805 | a parallel level the target architecture does not have (`group-4` needs sm_90a) |
 
 use crate::diagnostics::{Diagnostic, Diagnostics};
-use crate::emit::Arch;
 use crate::hir::{
     self, BufferRef, Capture, Dim, ElemTy, HExpr, HExprKind, Level, LocalOrigin, LocalPlace,
     ParamId, ParamKind, Place, ReturnTy, Stmt, StmtKind, SymId, Ty, VarId,
 };
 use crate::source::Span;
+use crate::target::Target;
 use std::collections::{BTreeSet, HashSet};
 
 /// The launch plan of a file: one [`FunctionPlan`] per [`hir::Item::Function`], in order.
@@ -123,7 +123,7 @@ pub enum AfterLaunch {
 
 /// Lowers every function of `program`. Errors go to `diags`; the plan is only meaningful when
 /// none was reported.
-pub fn lower(program: &hir::Program, arch: Arch, diags: &mut Diagnostics) -> Plan {
+pub fn lower(program: &hir::Program, target: Target, diags: &mut Diagnostics) -> Plan {
     let mut seen: HashSet<&str> = HashSet::new();
     let mut functions = Vec::new();
     for f in program.functions() {
@@ -138,12 +138,12 @@ pub fn lower(program: &hir::Program, arch: Arch, diags: &mut Diagnostics) -> Pla
                 .with_help("give each __co__ function of a file its own name"),
             );
         }
-        functions.push(lower_function(f, arch, diags));
+        functions.push(lower_function(f, target, diags));
     }
     Plan { functions }
 }
 
-fn lower_function(f: &hir::Function, arch: Arch, diags: &mut Diagnostics) -> FunctionPlan {
+fn lower_function(f: &hir::Function, target: Target, diags: &mut Diagnostics) -> FunctionPlan {
     if !is_valid_function_name(&f.name) {
         diags.push(
             Diagnostic::error(
@@ -158,7 +158,7 @@ fn lower_function(f: &hir::Function, arch: Arch, diags: &mut Diagnostics) -> Fun
     let names = assign_names(f);
     let mut lowerer = Lowerer {
         f,
-        arch,
+        target,
         diags,
         kernels: vec![None; f.kernel_count as usize],
         has_inout: f.params.iter().any(|p| p.kind == ParamKind::HostInOut),
@@ -221,7 +221,7 @@ fn internal(span: Span, what: &str) -> Diagnostic {
 
 struct Lowerer<'a, 'd> {
     f: &'a hir::Function,
-    arch: Arch,
+    target: Target,
     diags: &'d mut Diagnostics,
     kernels: Vec<Option<KernelPlan>>,
     has_inout: bool,
@@ -330,7 +330,7 @@ impl Lowerer<'_, '_> {
             }
         }
         let mut collector = CaptureCollector { f, captures: BTreeSet::new(), problems: Vec::new() };
-        collector.device_stmts(&tree.body, self.arch);
+        collector.device_stmts(&tree.body, self.target);
         for (span, what) in std::mem::take(&mut collector.problems) {
             self.diags.push(if what.starts_with("E0805") {
                 Diagnostic::error(
@@ -338,7 +338,7 @@ impl Lowerer<'_, '_> {
                     span,
                     format!(
                         "the group-4 level is not supported by the target architecture: {}",
-                        self.arch
+                        self.target
                     ),
                 )
                 .with_label("needs sm_90a")
@@ -372,13 +372,13 @@ struct CaptureCollector<'a> {
 }
 
 impl CaptureCollector<'_> {
-    fn device_stmts(&mut self, stmts: &[Stmt], arch: Arch) {
+    fn device_stmts(&mut self, stmts: &[Stmt], target: Target) {
         for s in stmts {
-            self.device_stmt(s, arch);
+            self.device_stmt(s, target);
         }
     }
 
-    fn device_stmt(&mut self, s: &Stmt, arch: Arch) {
+    fn device_stmt(&mut self, s: &Stmt, target: Target) {
         match &s.kind {
             StmtKind::Let { init, .. } => {
                 if let Some(e) = init {
@@ -394,20 +394,20 @@ impl CaptureCollector<'_> {
                 }
                 self.expr(value);
             }
-            StmtKind::Block(b) => self.device_stmts(b, arch),
+            StmtKind::Block(b) => self.device_stmts(b, target),
             StmtKind::If { cond, then_body, else_body } => {
                 self.expr(cond);
-                self.device_stmts(then_body, arch);
-                self.device_stmts(else_body, arch);
+                self.device_stmts(then_body, target);
+                self.device_stmts(else_body, target);
             }
             StmtKind::While { cond, body } => {
                 self.expr(cond);
-                self.device_stmts(body, arch);
+                self.device_stmts(body, target);
             }
             StmtKind::For { start, end, body, .. } => {
                 self.expr(start);
                 self.expr(end);
-                self.device_stmts(body, arch);
+                self.device_stmts(body, target);
             }
             StmtKind::Print { args, .. } => {
                 for a in args {
@@ -415,14 +415,14 @@ impl CaptureCollector<'_> {
                 }
             }
             StmtKind::InnerParallel(p) => {
-                if p.level == Level::Group4 && !arch.has_wgmma() {
+                if p.level == Level::Group4 && !target.has_warpgroups() {
                     self.problems.push((p.span, "E0805".to_string()));
                 }
                 for d in &p.binder.extents {
                     self.dim(d);
                 }
                 self.dim(&p.stride);
-                self.device_stmts(&p.body, arch);
+                self.device_stmts(&p.body, target);
             }
             StmtKind::Break | StmtKind::Continue | StmtKind::SyncBlock => {}
             StmtKind::DeclBuffer { .. } => {

@@ -7,7 +7,7 @@
 //! and review the diff.
 
 use choreo_compiler::compile::{
-    Arch, CompileOptions, OutputMode, compile, find_nvcc, nvcc_base_args,
+    Arch, CompileOptions, OutputMode, Target, compile, find_nvcc, nvcc_base_args,
 };
 use choreo_compiler::diagnostics::render_human;
 use choreo_compiler::source::SourceDb;
@@ -129,7 +129,7 @@ fn runtime_checks_can_be_turned_off() {
 fn arch_sets_the_required_sm() {
     let path = manifest_dir().join("tests/fixtures/codegen/launch_sync_default.co");
     let arch: Arch = "sm_80".parse().expect("known arch");
-    let cu = translate(&path, &CompileOptions { arch, ..Default::default() });
+    let cu = translate(&path, &CompileOptions { target: Target::Cuda(arch), ..Default::default() });
     assert!(cu.contains("#define __CHOREO_REQUIRED_GPU_DEVICE_SM__ 80\n"));
 }
 

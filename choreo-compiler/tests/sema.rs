@@ -4,7 +4,7 @@
 //! rejection rule reports its error code at the right place; the fixture corpus is rejected
 //! where it should be and never makes the checker panic.
 
-use choreo_compiler::compile::Arch;
+use choreo_compiler::compile::Target;
 use choreo_compiler::diagnostics::{Diagnostic, Diagnostics, render_human};
 use choreo_compiler::frontend::parse_file;
 use choreo_compiler::hir::{
@@ -65,7 +65,7 @@ fn accept_with_captures(src: &str) -> (hir::Function, Vec<Capture>) {
     let c = accepted(src);
     let function = single_function(&c);
     let mut diags = Diagnostics::new();
-    let plan = lower::lower(&c.program, Arch::SM_90A, &mut diags);
+    let plan = lower::lower(&c.program, Target::default(), &mut diags);
     assert!(diags.is_empty(), "lowering reported:\n{}", render_human(&c.db, &diags.into_vec()));
     let captures = plan.functions[0].kernels[0].captures.clone();
     (function, captures)

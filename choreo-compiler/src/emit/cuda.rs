@@ -104,7 +104,7 @@
 //! Symbols: `__choreo_rs_<fn>` is external and unmangled, so two `.co` files linked into one
 //! program must not define `__co__` functions of the same name.
 
-use super::{Arch, OutputMode};
+use super::OutputMode;
 use crate::diagnostics::{Diagnostic, Diagnostics};
 use crate::hir::{
     self, AssignOp, BinOp, BufferRef, Capture, CheckKind, Dim, ElemTy, HExpr, HExprKind, Level,
@@ -112,6 +112,7 @@ use crate::hir::{
 };
 use crate::lower::{AfterLaunch, FunctionPlan, Names, Plan};
 use crate::source::{FileId, SourceDb, Span};
+use crate::target::Arch;
 use std::fmt::Write as _;
 
 /// What the CUDA emitter needs to know besides the program.
@@ -1826,7 +1827,7 @@ impl FnEmitter<'_, '_> {
                 self.w.line(span, &format!("[[maybe_unused]] const int {name} = {value};"));
             }
         }
-        if inner.level == Level::Group4 && !self.options.arch.has_wgmma() {
+        if inner.level == Level::Group4 && !self.options.arch.is_hopper_specific() {
             self.bug(span, "a group-4 level on an architecture without WGMMA");
         }
         self.depth += 1;
