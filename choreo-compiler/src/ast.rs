@@ -14,6 +14,9 @@ use crate::token::{AtomicOp, ElemType, FloatLit, IntLit, MathFn, StrLit};
 pub struct File {
     /// The regions, in source order.
     pub items: Vec<Item>,
+    /// The `main` identifiers of the global `main` function definitions in the host text
+    /// (see [`crate::preprocess::Preprocessed::main_definitions`]).
+    pub main_definitions: Vec<Span>,
 }
 
 /// One top-level region (spec §1.1).

@@ -142,7 +142,7 @@ pub fn compile(db: &SourceDb, file: FileId, opts: &CompileOptions) -> Compilatio
         stub: opts.stub_wrappers,
         module_doc_source: db.file(file).name().to_string(),
     };
-    let rs = emit_rust(&program, &rust_options);
+    let rs = emit_rust(&program, &plan, &rust_options);
     Compilation {
         cu: Some(cu),
         rs: Some(rs),

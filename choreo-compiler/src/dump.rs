@@ -68,7 +68,8 @@ use std::fmt::Write as _;
 /// ends with a newline.
 pub fn dump_file(db: &SourceDb, file: &File) -> String {
     let dumper = Dumper { db };
-    let File { items } = file;
+    // `main_definitions` are facts about the host text, not syntax: not dumped.
+    let File { items, main_definitions: _ } = file;
     let mut root = Node::new("file").multiline();
     for item in items {
         root.push(dumper.item(item));
@@ -1156,8 +1157,10 @@ mod tests {
             }],
             body: Block { span: brace.to(close), stmts: vec![assign], braced: true },
         };
-        let ast =
-            File { items: vec![Item::Host(host), Item::CoFunction(function), Item::Host(tail)] };
+        let ast = File {
+            items: vec![Item::Host(host), Item::CoFunction(function), Item::Host(tail)],
+            main_definitions: Vec::new(),
+        };
         let expected = r##"(file
   (host 1:1-2:1 "#include <x>\n")
   (co-function 2:1 "f"@2:13

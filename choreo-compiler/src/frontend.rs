@@ -54,7 +54,7 @@ fn lex_and_parse(pre: &Preprocessed, diags: &mut Diagnostics) -> ast::File {
             }
         }
     }
-    ast::File { items }
+    ast::File { items, main_definitions: pre.main_definitions.clone() }
 }
 
 #[cfg(test)]
@@ -165,7 +165,7 @@ mod tests {
             }
         }
         assert_eq!(diags, expected_diags.into_vec(), "same diagnostics in the same order");
-        assert_eq!(ast, ast::File { items: expected_items });
+        assert_eq!(ast, ast::File { items: expected_items, main_definitions: Vec::new() });
     }
 
     #[test]

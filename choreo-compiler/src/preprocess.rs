@@ -126,6 +126,11 @@ pub struct Preprocessed {
     pub intrinsic_namespaces: Vec<String>,
     /// `#line` directives of live code (host and tileflow), in source order (spec §2.1).
     pub line_directives: Vec<LineDirective>,
+    /// The `main` identifier of every definition of a global function `main` in live host text
+    /// (`int main(…) { … }` at file scope or in an `extern "…" { }` block, not in a namespace,
+    /// class or function), in source order. A library build renames exactly these, so the
+    /// file links into another program.
+    pub main_definitions: Vec<Span>,
 }
 
 /// A `#line N ["file"]` directive: the line after it is numbered `line` (in `file`, if given).
@@ -303,6 +308,7 @@ pub fn preprocess(
         prefixes: Vec::new(),
         namespaces: Vec::new(),
         line_directives: Vec::new(),
+        main_definitions: Vec::new(),
     };
     pp.predefine(options);
     pp.run();
@@ -312,6 +318,7 @@ pub fn preprocess(
         intrinsic_prefixes: pp.prefixes,
         intrinsic_namespaces: pp.namespaces,
         line_directives: pp.line_directives,
+        main_definitions: pp.main_definitions,
     }
 }
 
@@ -1805,11 +1812,24 @@ impl Mode<'_> {
 /// opened by `namespace … {` and `extern "…" {` keep namespace scope, so they do not count.
 #[derive(Debug, Default)]
 struct HostScope {
-    /// For each open brace: whether it leaves namespace scope (a class, function, initialiser).
-    braces: Vec<bool>,
+    /// What each open brace opened.
+    braces: Vec<Brace>,
     /// How many open braces leave namespace scope.
     opaque: usize,
+    /// How many open braces are namespace bodies.
+    namespaces: usize,
     header: ScopeHeader,
+}
+
+/// What an open host brace belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Brace {
+    /// A class, function, initialiser or block: leaves namespace scope.
+    Opaque,
+    /// A `namespace … { }` body.
+    Namespace,
+    /// An `extern "…" { }` linkage block (stays at file scope).
+    Linkage,
 }
 
 /// What the significant tokens before a `{` announce.
@@ -1830,6 +1850,11 @@ impl HostScope {
         self.opaque == 0
     }
 
+    /// At file scope and outside every namespace: where the global `main` is defined.
+    fn at_global_scope(&self) -> bool {
+        self.opaque == 0 && self.namespaces == 0
+    }
+
     /// Feeds one significant token of live host text.
     fn token(&mut self, kind: Lx, text: &[u8]) {
         use ScopeHeader::*;
@@ -1839,19 +1864,73 @@ impl HostScope {
             (Lx::Str, _, Extern) => ExternLanguage,
             (Lx::Ident, _, Namespace) | (Lx::Punct, b":", Namespace) => Namespace,
             (Lx::Punct, b"{", header) => {
-                let opaque = !matches!(header, Namespace | ExternLanguage);
-                self.braces.push(opaque);
-                self.opaque += usize::from(opaque);
+                let brace = match header {
+                    Namespace => Brace::Namespace,
+                    ExternLanguage => Brace::Linkage,
+                    Other | Extern => Brace::Opaque,
+                };
+                self.opaque += usize::from(brace == Brace::Opaque);
+                self.namespaces += usize::from(brace == Brace::Namespace);
+                self.braces.push(brace);
                 Other
             }
             (Lx::Punct, b"}", _) => {
-                if self.braces.pop() == Some(true) {
-                    self.opaque -= 1;
+                match self.braces.pop() {
+                    Some(Brace::Opaque) => self.opaque -= 1,
+                    Some(Brace::Namespace) => self.namespaces -= 1,
+                    Some(Brace::Linkage) | None => {}
                 }
                 Other
             }
             _ => Other,
         };
+    }
+}
+
+/// Whether the identifier that ends at `end` is the name of a function definition: followed by
+/// a parenthesised parameter list and then, before any `;`, `=` or `,` outside parentheses and
+/// brackets, by `{` (a trailing return type or `noexcept` may come between).
+fn names_function_definition(b: &[u8], end: usize) -> bool {
+    let mut pos = end;
+    let mut depth = 0usize;
+    let mut seen_params = false;
+    while pos < b.len() {
+        let (kind, next) = lex_at(b, pos);
+        if kind == Lx::Punct {
+            match b[pos] {
+                b'(' | b'[' => depth += 1,
+                b')' | b']' => {
+                    depth = depth.saturating_sub(1);
+                    seen_params = true;
+                }
+                b'{' if depth == 0 => return seen_params,
+                b';' | b'=' | b',' if depth == 0 => return false,
+                b'#' => return false,
+                _ if !seen_params && depth == 0 => return false,
+                _ => {}
+            }
+        } else if !seen_params
+            && depth == 0
+            && !matches!(kind, Lx::Space | Lx::Comment | Lx::Newline)
+        {
+            return false;
+        }
+        pos = next.min(b.len()).max(pos + 1);
+    }
+    false
+}
+
+/// Whether the significant text before `pos` makes the identifier there a qualified or member
+/// name (`::main`, `x.main`, `p->main`).
+fn is_qualified_at(b: &[u8], pos: usize) -> bool {
+    let before = b[..pos].iter().rposition(|c| !c.is_ascii_whitespace());
+    match before {
+        Some(i) => match b[i] {
+            b'.' => true,
+            b':' | b'>' => i > 0 && b[i - 1] == if b[i] == b':' { b':' } else { b'-' },
+            _ => false,
+        },
+        None => false,
     }
 }
 
@@ -1881,6 +1960,7 @@ struct Pp<'a> {
     prefixes: Vec<String>,
     namespaces: Vec<String>,
     line_directives: Vec<LineDirective>,
+    main_definitions: Vec<Span>,
 }
 
 impl<'a> Pp<'a> {
@@ -2012,6 +2092,12 @@ impl<'a> Pp<'a> {
                                 .with_label("a kernel block is written '__cok__ { … }'"),
                             ),
                         }
+                    } else if word == b"main"
+                        && scope.at_global_scope()
+                        && !is_qualified_at(b, pos)
+                        && names_function_definition(b, end)
+                    {
+                        self.main_definitions.push(self.span(pos..end));
                     } else if (word == b"__device__" || word == b"__co_device__")
                         && scope.at_file_scope()
                     {

@@ -13,8 +13,6 @@
 
 use choreo_compiler::compile::{CompileOptions, compile};
 use choreo_compiler::diagnostics::render_human;
-use choreo_compiler::emit::rust::{RustOptions, emit_rust};
-use choreo_compiler::hir::Program;
 use choreo_compiler::source::SourceDb;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -46,20 +44,18 @@ fn stem(path: &Path) -> String {
     path.file_stem().expect("file stem").to_string_lossy().to_string()
 }
 
-/// The checked program of a fixture; panics with the rendered diagnostics when it has errors.
-fn program(path: &Path) -> Program {
+/// The `.rs` of a fixture (`compile`'s output; stub wrappers with `stub`); panics with the
+/// rendered diagnostics when it has errors.
+fn emit(path: &Path, stub: bool) -> String {
     let text = std::fs::read_to_string(path).expect("fixture readable");
     let mut db = SourceDb::new();
     let file = db.add(display_name(path), text);
-    let out = compile(&db, file, &CompileOptions::default());
-    match (out.cu, out.program) {
-        (Some(_), Some(program)) => program,
-        _ => panic!("{} was rejected:\n{}", path.display(), render_human(&db, &out.diagnostics)),
+    let options = CompileOptions { stub_wrappers: stub, ..CompileOptions::default() };
+    let out = compile(&db, file, &options);
+    match out.rs {
+        Some(rs) => rs,
+        None => panic!("{} was rejected:\n{}", path.display(), render_human(&db, &out.diagnostics)),
     }
-}
-
-fn emit(path: &Path, stub: bool) -> String {
-    emit_rust(&program(path), &RustOptions { stub, module_doc_source: display_name(path) })
 }
 
 #[test]

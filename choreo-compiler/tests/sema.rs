@@ -109,39 +109,14 @@ macro_rules! reject {
     };
 }
 
-/// The kernels of a function, in source order (searching nested host statements).
+/// The kernels of a function, in source order.
 fn kernels(f: &hir::Function) -> Vec<&ParallelTree> {
-    fn walk<'a>(stmts: &'a [Stmt], out: &mut Vec<&'a ParallelTree>) {
-        for s in stmts {
-            match &s.kind {
-                StmtKind::Parallel(p) => out.push(p),
-                StmtKind::Block(b) | StmtKind::While { body: b, .. } => walk(b, out),
-                StmtKind::For { body, .. } => walk(body, out),
-                StmtKind::If { then_body, else_body, .. } => {
-                    walk(then_body, out);
-                    walk(else_body, out);
-                }
-                _ => {}
-            }
-        }
-    }
-    let mut out = Vec::new();
-    walk(&f.body, &mut out);
-    out
+    hir::kernels(&f.body)
 }
 
-/// The inner parallel-bys directly in `stmts` (looking through blocks and loops).
+/// The intra-block levels directly in `stmts`.
 fn inner(stmts: &[Stmt]) -> Vec<&InnerParallel> {
-    let mut out = Vec::new();
-    for s in stmts {
-        match &s.kind {
-            StmtKind::InnerParallel(p) => out.push(&**p),
-            StmtKind::Block(b) => out.extend(inner(b)),
-            StmtKind::For { body, .. } => out.extend(inner(body)),
-            _ => {}
-        }
-    }
-    out
+    hir::nested_levels(stmts)
 }
 
 fn local_named<'a>(f: &'a hir::Function, name: &str) -> (hir::VarId, &'a hir::Local) {
@@ -167,12 +142,12 @@ fn lone_parallel_is_one_block_of_threads() {
     assert_eq!(k.len(), 1);
     assert!(k[0].block.implicit);
     assert_eq!(consts(&k[0].block.extents), vec![Some(1)]);
-    assert_eq!(k[0].threads_per_block, Dim::Const(512));
+    assert_eq!(k[0].threads_per_block(), Dim::Const(512));
     let levels = inner(&k[0].body);
     assert_eq!(levels.len(), 1);
     assert_eq!(levels[0].level, Level::Thread);
     assert_eq!(consts(&levels[0].binder.extents), vec![Some(512)]);
-    assert_eq!(levels[0].stride, Dim::Const(1));
+    assert_eq!(levels[0].threads_per_instance(), Dim::Const(1));
     assert_eq!(f.kernel_count, 1);
     assert!(f.has_parallel);
 }
@@ -185,7 +160,7 @@ fn two_unannotated_levels_are_blocks_and_threads() {
     let k = kernels(&f)[0];
     assert!(!k.block.implicit);
     assert_eq!(consts(&k.block.extents), vec![Some(6)]);
-    assert_eq!(k.threads_per_block, Dim::Const(64));
+    assert_eq!(k.threads_per_block(), Dim::Const(64));
     let levels = inner(&k.body);
     assert_eq!(levels[0].level, Level::Thread);
     assert_eq!(consts(&levels[0].binder.extents), vec![Some(64)]);
@@ -199,7 +174,7 @@ fn block_leaf_gets_one_thread() {
     let f = accept("__co__ void f(int a) {\n  parallel p by 6 : block { println(p); }\n}\n");
     let k = kernels(&f)[0];
     assert_eq!(consts(&k.block.extents), vec![Some(6)]);
-    assert_eq!(k.threads_per_block, Dim::Const(1));
+    assert_eq!(k.threads_per_block(), Dim::Const(1));
     assert!(inner(&k.body).is_empty());
 }
 
@@ -210,13 +185,13 @@ fn three_unannotated_levels_are_block_group_thread() {
     );
     let k = kernels(&f)[0];
     assert_eq!(consts(&k.block.extents), vec![Some(2)]);
-    assert_eq!(k.threads_per_block, Dim::Const(128));
+    assert_eq!(k.threads_per_block(), Dim::Const(128));
     let g = inner(&k.body);
     assert_eq!(g[0].level, Level::Group);
-    assert_eq!(g[0].stride, Dim::Const(32));
+    assert_eq!(g[0].threads_per_instance(), Dim::Const(32));
     let t = inner(&g[0].body);
     assert_eq!(t[0].level, Level::Thread);
-    assert_eq!(t[0].stride, Dim::Const(1));
+    assert_eq!(t[0].threads_per_instance(), Dim::Const(1));
 }
 
 #[test]
@@ -225,10 +200,10 @@ fn group_leaf_gets_a_warp_of_threads() {
         "__co__ void f(f32 [2, 4] a) {\n  parallel p by 2 : block {\n    parallel g by 4 : group { a.at(p, g) = 1.0f; }\n  }\n}\n",
     );
     let k = kernels(&f)[0];
-    assert_eq!(k.threads_per_block, Dim::Const(128));
+    assert_eq!(k.threads_per_block(), Dim::Const(128));
     let g = inner(&k.body);
     assert_eq!(g[0].level, Level::Group);
-    assert_eq!(g[0].stride, Dim::Const(32));
+    assert_eq!(g[0].threads_per_instance(), Dim::Const(32));
 }
 
 #[test]
@@ -238,7 +213,7 @@ fn unannotated_parent_of_thread_is_block() {
     );
     let k = kernels(&f)[0];
     assert_eq!(consts(&k.block.extents), vec![Some(4), Some(2)]);
-    assert_eq!(k.threads_per_block, Dim::Const(256));
+    assert_eq!(k.threads_per_block(), Dim::Const(256));
     let t = inner(&k.body);
     assert_eq!(t[0].binder.vars.len(), 2);
     let (tx, l) = local_named(&f, "tx");
@@ -257,7 +232,7 @@ fn sibling_inner_levels_share_the_block_size() {
         "__co__ void f(f32 [2, 32] a) {\n  parallel p by 2 : block {\n    parallel {x, y} by [4, 8] : thread { a.at(p, x * 8 + y) = 1.0f; }\n    parallel t by 32 : thread { a.at(p, t) = 2.0f; }\n  }\n}\n",
     );
     let k = kernels(&f)[0];
-    assert_eq!(k.threads_per_block, Dim::Const(32));
+    assert_eq!(k.threads_per_block(), Dim::Const(32));
     assert_eq!(inner(&k.body).len(), 2);
 }
 
@@ -265,7 +240,7 @@ fn sibling_inner_levels_share_the_block_size() {
 fn symbolic_thread_count_gets_an_entry_check() {
     let f = accept("__co__ void f(f32 [N] a) {\n  parallel p by N { a.at(p) = 1.0f; }\n}\n");
     let k = kernels(&f)[0];
-    assert_eq!(k.threads_per_block, Dim::Sym(SymId(0)));
+    assert_eq!(k.threads_per_block(), Dim::Sym(SymId(0)));
     assert!(f.entry_checks.iter().any(|c| matches!(
         &c.kind,
         CheckKind::MaxThreads { limit: 1024, threads } if threads.kind == HExprKind::SymDim(SymId(0))
@@ -381,11 +356,11 @@ fn async_launches_and_stream_bindings() {
     assert!(f.is_async);
     assert_eq!(f.streams, [hir::ParamId(1), hir::ParamId(2)]);
     let k = kernels(&f);
-    assert_eq!((k[0].kernel_index, k[1].kernel_index), (0, 1));
+    assert_eq!((k[0].id, k[1].id), (hir::KernelId(0), hir::KernelId(1)));
     assert_eq!(k[0].stream, Some(hir::ParamId(2)));
-    assert!(k[0].is_async && !k[0].sync_after);
+    assert!(k[0].is_async);
     assert_eq!(k[1].stream, Some(hir::ParamId(1)));
-    assert!(!k[1].is_async && k[1].sync_after);
+    assert!(!k[1].is_async);
     assert_eq!(f.kernel_count, 2);
 }
 
@@ -393,7 +368,7 @@ fn async_launches_and_stream_bindings() {
 fn async_launch_with_inout_parameter_still_synchronises() {
     let f = accept("__co__ void f(f32 [8] &a) {\n  parallel.async p by 8 { a.at(p) = 1.0f; }\n}\n");
     let k = kernels(&f)[0];
-    assert!(k.is_async && k.sync_after);
+    assert!(k.is_async);
 }
 
 #[test]

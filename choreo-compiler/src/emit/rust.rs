@@ -63,9 +63,10 @@
 
 use crate::hir::{
     self, BinOp, Dim, ElemTy, Function, HExpr, HExprKind, MathFn, Param, ParamId, ParamKind,
-    ReturnTy, Stmt, StmtKind, SymId, Ty, UnOp, VarId,
+    ReturnTy, SymId, Ty, UnOp,
 };
-use std::collections::{BTreeMap, BTreeSet};
+use crate::lower::{AbiParam, FunctionPlan, Plan, StreamRef};
+use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
 /// Options of [`emit_rust`].
@@ -78,8 +79,8 @@ pub struct RustOptions {
     pub module_doc_source: String,
 }
 
-/// The Rust module text (items only) of a checked, error-free program. Deterministic.
-pub fn emit_rust(program: &hir::Program, opts: &RustOptions) -> String {
+/// The Rust module text (items only) of a checked, lowered, error-free program. Deterministic.
+pub fn emit_rust(program: &hir::Program, plan: &Plan, opts: &RustOptions) -> String {
     let mut out = String::new();
     let source = doc_text(&opts.module_doc_source);
     let _ = writeln!(
@@ -94,9 +95,9 @@ pub fn emit_rust(program: &hir::Program, opts: &RustOptions) -> String {
              // `Err(choreo::Error::NotBuilt)`.\n",
         );
     }
-    for f in program.functions() {
+    for (f, plan) in program.functions().zip(&plan.functions) {
         out.push('\n');
-        match FnEmitter::new(f, opts) {
+        match FnEmitter::new(f, plan, opts) {
             Ok(e) => e.emit(&mut out),
             Err(reason) => {
                 let _ = writeln!(
@@ -204,13 +205,6 @@ fn int_type_of(e: &HExpr) -> Option<ElemTy> {
     }
 }
 
-/// A stream of the call: a `stream` parameter or the legacy default stream.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-enum StreamRef {
-    Param(ParamId),
-    Default,
-}
-
 // ---------------------------------------------------------------------------------------------
 // Per-function analysis
 // ---------------------------------------------------------------------------------------------
@@ -226,8 +220,11 @@ struct ParamInfo<'f> {
     tag: String,
     /// The Rust element / scalar type.
     elem: &'static str,
-    /// Host data: whether the call makes a device copy (the function uses the data).
+    /// Host data: whether the call makes a device copy (the plan's uploads).
     uploaded: bool,
+    /// Whether the entry gets a real device pointer for this spanned parameter (the ABI's
+    /// `used`; null otherwise).
+    has_pointer: bool,
     /// Whether the device may write the data.
     written: bool,
 }
@@ -235,11 +232,6 @@ struct ParamInfo<'f> {
 impl ParamInfo<'_> {
     fn rank(&self) -> usize {
         self.p.dims.len()
-    }
-
-    /// Whether the entry gets a real device pointer for this spanned parameter.
-    fn has_pointer(&self) -> bool {
-        self.p.kind == ParamKind::Global || self.uploaded
     }
 
     /// The local that holds the device data (the caller's tensor or the call's copy).
@@ -251,49 +243,10 @@ impl ParamInfo<'_> {
     }
 }
 
-/// The launches of a function: the streams they are bound to, found in the host code.
-fn collect_launches(body: &[Stmt], streams: &mut BTreeSet<StreamRef>) {
-    for stmt in body {
-        match &stmt.kind {
-            StmtKind::Parallel(tree) => {
-                streams.insert(tree.stream.map_or(StreamRef::Default, StreamRef::Param));
-            }
-            StmtKind::Block(inner) | StmtKind::While { body: inner, .. } => {
-                collect_launches(inner, streams)
-            }
-            StmtKind::For { body: inner, .. } => collect_launches(inner, streams),
-            StmtKind::If { then_body, else_body, .. } => {
-                collect_launches(then_body, streams);
-                collect_launches(else_body, streams);
-            }
-            _ => {}
-        }
-    }
-}
-
-/// The initial values of the locals declared in host code.
-fn collect_inits<'f>(body: &'f [Stmt], inits: &mut BTreeMap<VarId, &'f HExpr>) {
-    for stmt in body {
-        match &stmt.kind {
-            StmtKind::Let { var, init: Some(init) } => {
-                inits.insert(*var, init);
-            }
-            StmtKind::Block(inner) | StmtKind::While { body: inner, .. } => {
-                collect_inits(inner, inits)
-            }
-            StmtKind::For { body: inner, .. } => collect_inits(inner, inits),
-            StmtKind::If { then_body, else_body, .. } => {
-                collect_inits(then_body, inits);
-                collect_inits(else_body, inits);
-            }
-            _ => {}
-        }
-    }
-}
-
 /// Writes one wrapper.
 struct FnEmitter<'f> {
     f: &'f Function,
+    plan: &'f FunctionPlan,
     stub: bool,
     source: String,
     params: Vec<ParamInfo<'f>>,
@@ -303,17 +256,16 @@ struct FnEmitter<'f> {
     ret_spanned: Option<(&'static str, &'f [Dim])>,
     /// For scalar returns: the type.
     ret_scalar: Option<ElemTy>,
-    /// Streams launches are bound to (`Default` for unbound launches).
-    launch_streams: BTreeSet<StreamRef>,
-    /// The staging stream.
-    staging: StreamRef,
-    inits: BTreeMap<VarId, &'f HExpr>,
     /// Why the wrapper cannot serve this function (it is then emitted as failing).
     unsupported: Option<String>,
 }
 
 impl<'f> FnEmitter<'f> {
-    fn new(f: &'f Function, opts: &RustOptions) -> Result<FnEmitter<'f>, String> {
+    fn new(
+        f: &'f Function,
+        plan: &'f FunctionPlan,
+        opts: &RustOptions,
+    ) -> Result<FnEmitter<'f>, String> {
         let mut params = Vec::with_capacity(f.params.len());
         for (index, p) in f.params.iter().enumerate() {
             let elem = match (p.kind, p.elem) {
@@ -334,15 +286,27 @@ impl<'f> FnEmitter<'f> {
                 })?,
                 (_, _) => return Err(format!("parameter `{}` has no element type", p.name)),
             };
-            let uses_data = p.access.read || p.access.write;
+            let id = ParamId(index as u32);
+            let (has_pointer, written) = plan
+                .entry
+                .params
+                .iter()
+                .find_map(|a| match *a {
+                    AbiParam::Data { param, writable, used, .. } if param == id => {
+                        Some((used, writable))
+                    }
+                    _ => None,
+                })
+                .unwrap_or((false, false));
             params.push(ParamInfo {
                 p,
-                id: ParamId(index as u32),
+                id,
                 ident: rust_ident(&p.name),
                 tag: p.name.clone(),
                 elem,
-                uploaded: matches!(p.kind, ParamKind::HostIn | ParamKind::HostInOut) && uses_data,
-                written: p.access.write,
+                uploaded: plan.memory.uploads.contains(&id),
+                has_pointer,
+                written,
             });
         }
         let (ret_rust, ret_spanned, ret_scalar) = match &f.ret {
@@ -354,6 +318,12 @@ impl<'f> FnEmitter<'f> {
                 (rust.to_string(), None, Some(*t))
             }
             ReturnTy::Spanned { elem, dims } => {
+                // The shape the caller computes before the call (host locals resolved).
+                let dims = match &plan.entry.result_shape {
+                    Some(Ok(resolved)) => resolved,
+                    Some(Err(reason)) => return Err(reason.clone()),
+                    None => dims,
+                };
                 let rust = rust_elem(*elem).filter(|_| *elem != ElemTy::Bool).ok_or_else(|| {
                     format!("its return element type `{}` has no Rust counterpart", elem.as_str())
                 })?;
@@ -364,27 +334,15 @@ impl<'f> FnEmitter<'f> {
                 )
             }
         };
-        let mut launch_streams = BTreeSet::new();
-        collect_launches(&f.body, &mut launch_streams);
-        launch_streams.extend(f.streams.iter().map(|&s| StreamRef::Param(s)));
-        let staging = f
-            .params
-            .iter()
-            .position(|p| p.kind == ParamKind::Stream)
-            .map_or(StreamRef::Default, |i| StreamRef::Param(ParamId(i as u32)));
-        let mut inits = BTreeMap::new();
-        collect_inits(&f.body, &mut inits);
         let mut emitter = FnEmitter {
             f,
+            plan,
             stub: opts.stub,
             source: doc_text(&opts.module_doc_source),
             params,
             ret_rust,
             ret_spanned,
             ret_scalar,
-            launch_streams,
-            staging,
-            inits,
             unsupported: None,
         };
         if let Some((_, dims)) = emitter.ret_spanned {
@@ -404,6 +362,12 @@ impl<'f> FnEmitter<'f> {
         self.params.get(id.index())
     }
 
+    /// The parameter an ABI parameter of the entry belongs to (the entry is built from the
+    /// same parameter list, so it exists).
+    fn abi_param(&self, id: ParamId) -> &ParamInfo<'f> {
+        &self.params[id.index()]
+    }
+
     fn sym_local(&self, s: SymId) -> String {
         let name = self.f.sym(s).map_or("unknown", |s| s.name.as_str());
         format!("__choreo_sym_{name}")
@@ -414,17 +378,6 @@ impl<'f> FnEmitter<'f> {
             StreamRef::Param(id) => self.param(id).map_or_else(|| "?".into(), |p| p.ident.clone()),
             StreamRef::Default => "&__choreo_default_stream".to_string(),
         }
-    }
-
-    /// The work streams, in order: launch streams (parameter order, then the default stream),
-    /// then the staging stream when it is needed and not among them.
-    fn work_streams(&self) -> Vec<StreamRef> {
-        let mut work: Vec<StreamRef> = self.launch_streams.iter().copied().collect();
-        let staging_needed = self.ret_spanned.is_some() || work.is_empty();
-        if staging_needed && !work.contains(&self.staging) {
-            work.push(self.staging);
-        }
-        work
     }
 
     /// Whether the returned `Pending` borrows arguments (`'a`) or not (`'static`).
@@ -488,7 +441,9 @@ impl<'f> FnEmitter<'f> {
         }
         doc.push(String::new());
         let streams: Vec<String> = self
-            .launch_streams
+            .plan
+            .streams
+            .launches
             .iter()
             .map(|s| match s {
                 StreamRef::Param(id) => format!("`{}`", self.param(*id).map_or("?", |p| &p.tag)),
@@ -569,7 +524,7 @@ impl<'f> FnEmitter<'f> {
         match p.p.kind {
             ParamKind::Stream => {
                 let mut text = format!("the stream `{}`", p.tag);
-                if StreamRef::Param(p.id) == self.staging {
+                if StreamRef::Param(p.id) == self.plan.streams.result {
                     text.push_str(" (host data is staged on it)");
                 }
                 text
@@ -671,7 +626,7 @@ impl<'f> FnEmitter<'f> {
         self.call(b);
         b.blank();
         b.line("// The call's accesses, recorded even when it failed (work may be enqueued).");
-        for p in self.params.iter().filter(|p| p.has_pointer()) {
+        for p in self.params.iter().filter(|p| p.has_pointer) {
             if p.written {
                 b.line(&format!("__choreo_work.record_write({}.buffer_mut());", p.device_data()));
             } else {
@@ -692,7 +647,7 @@ impl<'f> FnEmitter<'f> {
     }
 
     fn extern_decl(&self, b: &mut Body) {
-        let entry = super::cuda::rs_entry_name(&self.f.name);
+        let entry = self.plan.entry.symbol.clone();
         b.line("unsafe extern \"C\" {");
         b.indent += 1;
         b.line(&format!(
@@ -701,31 +656,33 @@ impl<'f> FnEmitter<'f> {
         ));
         b.line(&format!("fn {entry}("));
         b.indent += 1;
-        for p in &self.params {
-            match p.p.kind {
-                ParamKind::Stream => {
-                    b.line(&format!("{}: ::choreo::sys::cudaStream_t,", p.ident));
+        for a in &self.plan.entry.params {
+            let line = match *a {
+                AbiParam::Data { param, writable, .. } => {
+                    let p = self.abi_param(param);
+                    let pointer = if writable { "*mut" } else { "*const" };
+                    format!("{}: {pointer} {},", p.ident, p.elem)
                 }
-                ParamKind::Scalar(t) => {
-                    b.line(&format!("{}: {},", p.ident, abi_scalar(t).unwrap_or("u8")));
+                AbiParam::Extent { param, dim } => {
+                    format!("{}__e{dim}: u64,", self.abi_param(param).tag)
                 }
-                _ => {
-                    let pointer = if p.written { "*mut" } else { "*const" };
-                    b.line(&format!("{}: {pointer} {},", p.ident, p.elem));
-                    for d in 0..p.rank() {
-                        b.line(&format!("{}__e{d}: u64,", p.tag));
-                    }
+                AbiParam::Scalar { param, ty } => {
+                    format!("{}: {},", self.abi_param(param).ident, abi_scalar(ty).unwrap_or("u8"))
                 }
-            }
+                AbiParam::Stream { param } => {
+                    format!("{}: ::choreo::sys::cudaStream_t,", self.abi_param(param).ident)
+                }
+                AbiParam::ResultData { .. } => {
+                    format!("__choreo_ret: *mut {},", self.ret_spanned.map_or("u8", |(e, _)| e))
+                }
+                AbiParam::ResultScalar { ty } => {
+                    format!("__choreo_ret: *mut {},", abi_scalar(ty).unwrap_or("u8"))
+                }
+                AbiParam::Message => "__choreo_err: *mut ::core::ffi::c_char,".to_string(),
+                AbiParam::MessageCapacity => "__choreo_err_cap: usize,".to_string(),
+            };
+            b.line(&line);
         }
-        if let Some((elem, _)) = self.ret_spanned {
-            b.line(&format!("__choreo_ret: *mut {elem},"));
-        }
-        if let Some(t) = self.ret_scalar {
-            b.line(&format!("__choreo_ret: *mut {},", abi_scalar(t).unwrap_or("u8")));
-        }
-        b.line("__choreo_err: *mut ::core::ffi::c_char,");
-        b.line("__choreo_err_cap: usize,");
         b.indent -= 1;
         b.line(") -> i32;");
         b.indent -= 1;
@@ -788,19 +745,20 @@ impl<'f> FnEmitter<'f> {
     }
 
     fn streams(&self, b: &mut Body) {
-        let work = self.work_streams();
+        let work = &self.plan.streams.work;
+        let staging = self.plan.streams.result;
         b.blank();
         b.line(
             "// Streams: host data is staged on the first stream parameter (else the default \
              stream);",
         );
         b.line("// the work streams are those the function's device work runs on.");
-        if self.staging == StreamRef::Default || work.contains(&StreamRef::Default) {
+        if staging == StreamRef::Default || work.contains(&StreamRef::Default) {
             b.line("let __choreo_default_stream = ::choreo::Stream::default_stream();");
         }
         b.line(&format!(
             "let __choreo_staging: &::choreo::Stream = {};",
-            self.stream_expr(self.staging)
+            self.stream_expr(staging)
         ));
         let list: Vec<String> = work.iter().map(|s| self.stream_expr(*s)).collect();
         b.line(&format!(
@@ -837,7 +795,7 @@ impl<'f> FnEmitter<'f> {
 
     fn pointers(&self, b: &mut Body) {
         let with_pointer: Vec<&ParamInfo<'_>> =
-            self.params.iter().filter(|p| p.has_pointer()).collect();
+            self.params.iter().filter(|p| p.has_pointer).collect();
         if with_pointer.is_empty() && self.ret_spanned.is_none() {
             return;
         }
@@ -863,7 +821,7 @@ impl<'f> FnEmitter<'f> {
     }
 
     fn call(&self, b: &mut Body) {
-        let entry = super::cuda::rs_entry_name(&self.f.name);
+        let entry = self.plan.entry.symbol.clone();
         b.blank();
         b.line("let mut __choreo_message = ::choreo::kernels::EntryMessage::new();");
         if let Some(t) = self.ret_scalar {
@@ -900,33 +858,31 @@ impl<'f> FnEmitter<'f> {
         b.indent += 1;
         b.line(&format!("{entry}("));
         b.indent += 1;
-        for p in &self.params {
-            match p.p.kind {
-                ParamKind::Stream => b.line(&format!("{}.as_raw(),", p.ident)),
-                ParamKind::Scalar(ElemTy::F16 | ElemTy::Bf16) => {
-                    b.line(&format!("{}.to_bits(),", p.ident))
-                }
-                ParamKind::Scalar(_) => b.line(&format!("{},", p.ident)),
-                _ => {
-                    if p.has_pointer() {
-                        b.line(&format!("__choreo_ptr_{},", p.tag));
+        for a in &self.plan.entry.params {
+            let line = match *a {
+                AbiParam::Data { param, .. } => {
+                    let p = self.abi_param(param);
+                    if p.has_pointer {
+                        format!("__choreo_ptr_{},", p.tag)
                     } else {
-                        b.line("::core::ptr::null(),");
-                    }
-                    for d in 0..p.rank() {
-                        b.line(&format!("__choreo_shape_{}[{d}] as u64,", p.tag));
+                        "::core::ptr::null(),".to_string()
                     }
                 }
-            }
+                AbiParam::Extent { param, dim } => {
+                    format!("__choreo_shape_{}[{dim}] as u64,", self.abi_param(param).tag)
+                }
+                AbiParam::Scalar { param, ty } if AbiParam::as_bits(ty) => {
+                    format!("{}.to_bits(),", self.abi_param(param).ident)
+                }
+                AbiParam::Scalar { param, .. } => format!("{},", self.abi_param(param).ident),
+                AbiParam::Stream { param } => format!("{}.as_raw(),", self.abi_param(param).ident),
+                AbiParam::ResultData { .. } => "__choreo_ptr_ret,".to_string(),
+                AbiParam::ResultScalar { .. } => "&mut __choreo_value,".to_string(),
+                AbiParam::Message => "__choreo_message.as_mut_ptr(),".to_string(),
+                AbiParam::MessageCapacity => "__choreo_message.capacity(),".to_string(),
+            };
+            b.line(&line);
         }
-        if self.ret_spanned.is_some() {
-            b.line("__choreo_ptr_ret,");
-        }
-        if self.ret_scalar.is_some() {
-            b.line("&mut __choreo_value,");
-        }
-        b.line("__choreo_message.as_mut_ptr(),");
-        b.line("__choreo_message.capacity(),");
         b.indent -= 1;
         b.line(")");
         b.indent -= 1;
@@ -945,7 +901,7 @@ impl<'f> FnEmitter<'f> {
     }
 
     fn copied_back(&self) -> impl Iterator<Item = &ParamInfo<'f>> {
-        self.params.iter().filter(|p| p.p.kind == ParamKind::HostInOut && p.uploaded && p.written)
+        self.plan.memory.copy_back.iter().filter_map(|&id| self.param(id))
     }
 
     fn sync_results(&self, b: &mut Body) {
@@ -1047,14 +1003,6 @@ impl<'f> FnEmitter<'f> {
                     }
                     _ => return None,
                 }
-            }
-            HExprKind::Var(v) => {
-                let local = self.f.local(*v)?;
-                if local.mutable {
-                    return None;
-                }
-                let init = self.inits.get(v)?;
-                operand(init)?
             }
             HExprKind::Unary { op: UnOp::Neg, operand: x } => {
                 format!("__choreo_extent::neg(__choreo_extent::{ty}, {})", operand(x)?)

@@ -114,7 +114,7 @@
 
 mod checks;
 mod expr;
-mod fold;
+use crate::hir::arith as fold;
 mod parallel;
 mod scope;
 mod shapes;
@@ -149,7 +149,7 @@ pub fn check(db: &SourceDb, file: &ast::File, diags: &mut Diagnostics) -> hir::P
             }
         }
     }
-    hir::Program { items }
+    hir::Program { items, main_definitions: file.main_definitions.clone() }
 }
 
 /// A checked value: what an expression denotes before it is used in a particular position.
@@ -204,9 +204,8 @@ pub(crate) enum Region {
 /// State while checking the statements of one kernel.
 #[derive(Debug, Default)]
 pub(crate) struct KernelFrame {
-    /// Thread totals of the inner parallel-bys found directly in the current level's body
-    /// (with the span of each), one entry per child.
-    pub(crate) child_totals: Vec<Vec<(Dim, Span)>>,
+    /// How many intra-block levels the kernel has so far (the next [`hir::LevelId`]).
+    pub(crate) levels: u32,
     /// Host checks to run before the launch.
     pub(crate) launch_checks: Vec<Check>,
 }

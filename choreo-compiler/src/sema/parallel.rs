@@ -5,8 +5,8 @@ use super::shapes::{dim_to_expr, expr_to_dim};
 use super::{Checker, KernelFrame, LevelInfo, Region, Val, fold, ordinal, types};
 use crate::ast::{self, ExprKind};
 use crate::hir::{
-    Binder, Check, CheckKind, Dim, ElemTy, HExpr, InnerParallel, Level, LocalOrigin, LocalPlace,
-    ParallelTree, ParamKind, Stmt, StmtKind, Ty,
+    self, Binder, Check, CheckKind, Dim, ElemTy, HExpr, InnerParallel, KernelId, Level, LevelId,
+    LocalOrigin, LocalPlace, ParallelTree, ParamKind, Stmt, StmtKind, Ty,
 };
 use crate::source::Span;
 
@@ -212,30 +212,6 @@ fn assign(ch: &mut Checker<'_>, node: &Node, parent: Option<u8>) {
 
 // -- checking --------------------------------------------------------------------------------
 
-/// The product of extents (folded when constant).
-pub(crate) fn dim_product(ch: &mut Checker<'_>, dims: &[Dim], span: Span) -> Dim {
-    if let Some(p) =
-        dims.iter().try_fold(1u64, |acc, d| d.as_const().map(|c| acc.saturating_mul(c)))
-    {
-        return Dim::Const(p);
-    }
-    let mut acc: Option<HExpr> = None;
-    for d in dims {
-        if d.as_const() == Some(1) {
-            continue;
-        }
-        let e = dim_to_expr(d, span);
-        acc = Some(match acc {
-            None => e,
-            Some(a) => ch.scalar_binary(crate::hir::BinOp::Mul, a, e, span, false, span),
-        });
-    }
-    match acc {
-        Some(e) => expr_to_dim(e),
-        None => Dim::Const(1),
-    }
-}
-
 impl Checker<'_> {
     /// Checks a parallel-by statement: a kernel launch in host code, an inner level in a kernel.
     pub(crate) fn check_parallel(&mut self, p: &ast::Parallel, span: Span) -> Option<Stmt> {
@@ -290,7 +266,7 @@ impl Checker<'_> {
 
     fn check_kernel(&mut self, p: &ast::Parallel, start: usize, span: Span) -> Option<Stmt> {
         let first = p.items.get(start)?;
-        let kernel_index = self.kernel_count;
+        let id = KernelId(self.kernel_count);
         self.kernel_count += 1;
         self.has_parallel = true;
         let is_async = p.is_async.is_some();
@@ -310,14 +286,12 @@ impl Checker<'_> {
             self.scopes.push();
             let block = self.binder(first, Level::Block);
             self.region = Region::Device(Level::Block);
-            self.push_children();
             let body = if p.items.len() > start + 1 {
                 self.inner_item(p, start + 1).into_iter().collect()
             } else {
                 self.check_stmts(&p.body.stmts)
             };
-            let children = self.pop_children();
-            let threads = self.agree(children).unwrap_or(Dim::Const(1));
+            let threads = self.agree(&body).unwrap_or(Dim::Const(1));
             (block, body, threads)
         } else {
             let block = Binder {
@@ -327,10 +301,8 @@ impl Checker<'_> {
                 implicit: true,
             };
             self.region = Region::Device(Level::Block);
-            self.push_children();
             let body: Vec<Stmt> = self.inner_item(p, start).into_iter().collect();
-            let children = self.pop_children();
-            let threads = self.agree(children).unwrap_or(Dim::Const(1));
+            let threads = self.agree(&body).unwrap_or(Dim::Const(1));
             (block, body, threads)
         };
         self.scopes.truncate(depth);
@@ -367,15 +339,13 @@ impl Checker<'_> {
         }
         let frame = self.kernel.take().unwrap_or_default();
         let tree = ParallelTree {
-            kernel_index,
+            id,
             span,
             is_async,
             stream,
             block,
-            threads_per_block: threads,
             body,
             launch_checks: frame.launch_checks,
-            sync_after: !is_async || self.has_inout,
         };
         Some(Stmt { kind: StmtKind::Parallel(Box::new(tree)), span })
     }
@@ -466,19 +436,12 @@ impl Checker<'_> {
         self.levels.get(&key(item.span)).and_then(|i| i.level).unwrap_or(Level::Thread)
     }
 
-    fn push_children(&mut self) {
-        if let Some(k) = self.kernel.as_mut() {
-            k.child_totals.push(Vec::new());
-        }
-    }
-
-    fn pop_children(&mut self) -> Vec<(Dim, Span)> {
-        self.kernel.as_mut().and_then(|k| k.child_totals.pop()).unwrap_or_default()
-    }
-
-    /// The common thread total of sibling inner parallel-bys (`E0611` when they differ).
-    fn agree(&mut self, children: Vec<(Dim, Span)>) -> Option<Dim> {
-        let mut it = children.into_iter();
+    /// The thread total of the intra-block levels directly in `body`, which must agree
+    /// (`E0611` when two constant totals differ); `None` when there is none.
+    fn agree(&mut self, body: &[Stmt]) -> Option<Dim> {
+        let totals: Vec<(Dim, Span)> =
+            hir::nested_levels(body).into_iter().map(|l| (l.thread_total(), l.span)).collect();
+        let mut it = totals.into_iter();
         let (first, _) = it.next()?;
         for (other, span) in it {
             if let (Some(a), Some(b)) = (first.as_const(), other.as_const()) {
@@ -505,34 +468,25 @@ impl Checker<'_> {
         if level == Level::Block {
             level = Level::Thread; // already reported (E0607)
         }
+        let id = self.kernel.as_mut().map_or(LevelId(0), |k| {
+            k.levels += 1;
+            LevelId(k.levels - 1)
+        });
         self.scopes.push();
         let binder = self.binder(item, level);
         let saved = self.region;
         self.region = Region::Device(level);
         // A parallel-by body is not inside the enclosing loop (`break` cannot leave it).
         let saved_loop = std::mem::replace(&mut self.loop_depth, 0);
-        self.push_children();
         let body = if i + 1 < p.items.len() {
             self.inner_item(p, i + 1).into_iter().collect()
         } else {
             self.check_stmts(&p.body.stmts)
         };
         self.loop_depth = saved_loop;
-        let children = self.pop_children();
-        let stride = match self.agree(children) {
-            Some(d) => d,
-            None => match level {
-                Level::Group4 => Dim::Const(128),
-                Level::Group => Dim::Const(32),
-                _ => Dim::Const(1),
-            },
-        };
-        let unit = match level {
-            Level::Group => 32,
-            Level::Group4 => 128,
-            _ => 1,
-        };
-        if let Some(s) = stride.as_const() {
+        let per_instance = self.agree(&body).unwrap_or(Dim::Const(level.unit_threads()));
+        let unit = level.unit_threads();
+        if let Some(s) = per_instance.as_const() {
             if unit > 1 && s % unit != 0 {
                 self.error_label(
                     "E0610",
@@ -548,20 +502,12 @@ impl Checker<'_> {
         }
         self.region = saved;
         self.scopes.pop();
-        let mut all = binder.extents.clone();
-        all.push(stride.clone());
-        let total = dim_product(self, &all, item.span);
-        if let Some(k) = self.kernel.as_mut() {
-            if let Some(top) = k.child_totals.last_mut() {
-                top.push((total, item.span));
-            }
-        }
         Some(Stmt {
             kind: StmtKind::InnerParallel(Box::new(InnerParallel {
+                id,
                 span: item.span,
                 level,
                 binder,
-                stride,
                 body,
             })),
             span: item.span,

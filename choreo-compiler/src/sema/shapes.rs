@@ -5,42 +5,17 @@ use super::scope::Symbol;
 use super::types;
 use super::{Checker, Val};
 use crate::ast;
-use crate::hir::{Dim, ElemTy, HExpr, HExprKind, LocalOrigin, LocalPlace, Ty};
+use crate::hir::{Dim, HExpr, HExprKind, LocalOrigin, LocalPlace, Ty};
 use crate::source::Span;
 
 /// The s32 expression of an extent.
 pub(crate) fn dim_to_expr(d: &Dim, span: Span) -> HExpr {
-    let s32 = Ty::Scalar(ElemTy::S32);
-    match d {
-        Dim::Const(c) => fold::int_lit(*c as i128, span),
-        Dim::Sym(s) => HExpr { kind: HExprKind::SymDim(*s), ty: s32, span },
-        Dim::Dynamic { param, dim } => {
-            HExpr { kind: HExprKind::ParamExtent { param: *param, dim: *dim }, ty: s32, span }
-        }
-        Dim::Expr(e) => {
-            let mut e = (**e).clone();
-            if e.ty.is_bounded() {
-                e.ty = s32;
-            }
-            e
-        }
-    }
+    d.to_expr(span)
 }
 
 /// The extent an s32 expression denotes (constants must be checked positive by the caller).
 pub(crate) fn expr_to_dim(e: HExpr) -> Dim {
-    match e.kind {
-        HExprKind::Int(v) if v > 0 => Dim::Const(v as u64),
-        HExprKind::SymDim(s) => Dim::Sym(s),
-        HExprKind::ParamExtent { param, dim } => Dim::Dynamic { param, dim },
-        _ => {
-            let mut e = e;
-            if e.ty.is_bounded() {
-                e.ty = Ty::Scalar(ElemTy::S32);
-            }
-            Dim::Expr(Box::new(e))
-        }
-    }
+    Dim::from_expr(e)
 }
 
 /// Why a value cannot be an extent.

@@ -2,6 +2,8 @@
 
 use super::Checker;
 use crate::ast;
+use crate::hir::arith::float_rank;
+pub(crate) use crate::hir::arith::{Promoted, promote};
 use crate::hir::{Dim, ElemTy, HExpr, HExprKind, Storage, Ty};
 use crate::token::ElemType;
 
@@ -91,68 +93,6 @@ pub(crate) fn dim_name(d: &Dim) -> String {
         Dim::Sym(s) => format!("sym#{}", s.0),
         Dim::Dynamic { .. } => "?".to_string(),
         Dim::Expr(_) => "<expr>".to_string(),
-    }
-}
-
-/// Integer promotion: types narrower than `int` become s32.
-fn int_promote(t: ElemTy) -> ElemTy {
-    match t {
-        ElemTy::S8 | ElemTy::S16 | ElemTy::U8 | ElemTy::U16 | ElemTy::Bool => ElemTy::S32,
-        other => other,
-    }
-}
-
-fn float_rank(t: ElemTy) -> u8 {
-    match t {
-        ElemTy::F64 => 4,
-        ElemTy::F32 | ElemTy::Tf32 => 3,
-        ElemTy::F16 | ElemTy::Bf16 => 2,
-        _ => 1, // fp8/fp6/fp4: computed in f32 (spec §5.7)
-    }
-}
-
-/// Outcome of the usual arithmetic conversions.
-pub(crate) enum Promoted {
-    /// The common type.
-    Ok(ElemTy),
-    /// `f16` mixed with `bf16`.
-    HalfMix,
-}
-
-/// The common type of two numeric scalar types (C++ usual arithmetic conversions, spec §5.7;
-/// f16 op f16 stays f16; narrow float types compute in f32).
-pub(crate) fn promote(a: ElemTy, b: ElemTy) -> Promoted {
-    if a.is_float() || b.is_float() {
-        if (a == ElemTy::F16 && b == ElemTy::Bf16) || (a == ElemTy::Bf16 && b == ElemTy::F16) {
-            return Promoted::HalfMix;
-        }
-        let pick = match (a.is_float(), b.is_float()) {
-            (true, false) => a,
-            (false, true) => b,
-            _ => {
-                if float_rank(a) >= float_rank(b) {
-                    a
-                } else {
-                    b
-                }
-            }
-        };
-        return Promoted::Ok(if float_rank(pick) == 1 { ElemTy::F32 } else { pick });
-    }
-    let (a, b) = (int_promote(a), int_promote(b));
-    if a == b {
-        return Promoted::Ok(a);
-    }
-    let (sa, sb) = (a.is_signed_int(), b.is_signed_int());
-    let (wa, wb) = (a.int_bits(), b.int_bits());
-    if sa == sb {
-        return Promoted::Ok(if wa >= wb { a } else { b });
-    }
-    let (signed, unsigned) = if sa { (a, b) } else { (b, a) };
-    if unsigned.int_bits() >= signed.int_bits() {
-        Promoted::Ok(unsigned)
-    } else {
-        Promoted::Ok(signed)
     }
 }
 
@@ -272,29 +212,6 @@ impl Checker<'_> {
     /// Converts an operand to the common type of a binary operation without warnings (the
     /// usual arithmetic conversions are not implicit conversions in the §5.7 sense).
     pub(crate) fn widen(e: HExpr, to: ElemTy) -> HExpr {
-        match e.ty.scalar() {
-            Some(t) if t == to => e,
-            None => e,
-            Some(_) => {
-                if let HExprKind::Int(v) = e.kind {
-                    if to.is_int() {
-                        return HExpr { kind: HExprKind::Int(v), ty: Ty::Scalar(to), span: e.span };
-                    }
-                    if to.is_float() {
-                        return HExpr {
-                            kind: HExprKind::Float(v as f64),
-                            ty: Ty::Scalar(to),
-                            span: e.span,
-                        };
-                    }
-                }
-                let span = e.span;
-                HExpr {
-                    kind: HExprKind::Cast { to, operand: Box::new(e), implicit: true },
-                    ty: Ty::Scalar(to),
-                    span,
-                }
-            }
-        }
+        crate::hir::arith::widen(e, to)
     }
 }

@@ -17,6 +17,9 @@
 //!   runtime keeps them as `size_t`/`unsigned`.
 //! - Statements inside a [`ParallelTree`] body are device code; all others are host code.
 
+pub(crate) mod arith;
+pub mod visit;
+
 use crate::source::Span;
 
 // ---------------------------------------------------------------------------------------------
@@ -28,6 +31,9 @@ use crate::source::Span;
 pub struct Program {
     /// The top-level regions, in source order.
     pub items: Vec<Item>,
+    /// The `main` identifiers of the global `main` function definitions in the host text
+    /// (what a library build renames; see [`crate::preprocess::Preprocessed::main_definitions`]).
+    pub main_definitions: Vec<Span>,
 }
 
 impl Program {
@@ -77,6 +83,16 @@ pub struct VarId(pub u32);
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct SymId(pub u32);
 
+/// A device-entry parallel-by (one kernel launch) of a function: its number in source order,
+/// from 0 ([`ParallelTree::id`]; [`Function::kernel_count`] of them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct KernelId(pub u32);
+
+/// An intra-block level of a kernel: its number within the kernel, in pre-order (an enclosing
+/// level before the levels nested in it), from 0 ([`InnerParallel::id`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct LevelId(pub u32);
+
 impl ParamId {
     /// The index as `usize`.
     pub fn index(self) -> usize {
@@ -92,6 +108,20 @@ impl VarId {
 }
 
 impl SymId {
+    /// The index as `usize`.
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+impl KernelId {
+    /// The index as `usize`.
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+impl LevelId {
     /// The index as `usize`.
     pub fn index(self) -> usize {
         self.0 as usize
@@ -136,7 +166,8 @@ pub struct Function {
     /// the wrapper makes device copies of non-`global` spanned parameters (and copies `&`
     /// parameters back after each launch).
     pub has_parallel: bool,
-    /// Number of kernels (device-entry parallel-bys), i.e. 1 + the largest `kernel_index`.
+    /// Number of device-entry parallel-bys (kernel launches), i.e. 1 + the largest
+    /// [`ParallelTree::id`].
     pub kernel_count: u32,
     /// The body (host code; kernels are [`StmtKind::Parallel`] statements).
     pub body: Vec<Stmt>,
@@ -613,6 +644,42 @@ impl Dim {
             _ => None,
         }
     }
+
+    /// The extent as an s32 expression (a bounded derived extent loses its boundedness).
+    pub fn to_expr(&self, span: Span) -> HExpr {
+        let s32 = Ty::Scalar(ElemTy::S32);
+        match self {
+            Dim::Const(c) => arith::int_lit(*c as i128, span),
+            Dim::Sym(s) => HExpr { kind: HExprKind::SymDim(*s), ty: s32, span },
+            Dim::Dynamic { param, dim } => {
+                HExpr { kind: HExprKind::ParamExtent { param: *param, dim: *dim }, ty: s32, span }
+            }
+            Dim::Expr(e) => {
+                let mut e = (**e).clone();
+                if e.ty.is_bounded() {
+                    e.ty = s32;
+                }
+                e
+            }
+        }
+    }
+
+    /// The extent an s32 expression denotes (constants must be checked positive by the
+    /// caller).
+    pub fn from_expr(e: HExpr) -> Dim {
+        match e.kind {
+            HExprKind::Int(v) if v > 0 => Dim::Const(v as u64),
+            HExprKind::SymDim(s) => Dim::Sym(s),
+            HExprKind::ParamExtent { param, dim } => Dim::Dynamic { param, dim },
+            _ => {
+                let mut e = e;
+                if e.ty.is_bounded() {
+                    e.ty = Ty::Scalar(ElemTy::S32);
+                }
+                Dim::Expr(Box::new(e))
+            }
+        }
+    }
 }
 
 /// The type of an expression or a local.
@@ -676,6 +743,16 @@ pub enum Level {
 }
 
 impl Level {
+    /// Threads of one instance of the level when nothing is nested in it: 128 for a
+    /// warpgroup, 32 for a warp, 1 for a thread (and a block, which always nests its threads).
+    pub fn unit_threads(self) -> u64 {
+        match self {
+            Level::Group4 => 128,
+            Level::Group => 32,
+            Level::Block | Level::Thread => 1,
+        }
+    }
+
     /// The keyword.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -1207,29 +1284,30 @@ pub struct Binder {
 /// A device-entry parallel-by: one kernel and its launch (spec §8.4–§8.5).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ParallelTree {
-    /// The kernel's number within the function, in source order from 0 (kernel name suffix
-    /// only when `kernel_count > 1`).
-    pub kernel_index: u32,
+    /// Its number among the function's device-entry parallel-bys, in source order.
+    pub id: KernelId,
     /// The whole parallel-by statement.
     pub span: Span,
     /// `parallel.async`: the host does not wait for the kernel.
     pub is_async: bool,
     /// `parallel<s>`: the stream parameter the launch is bound to.
     pub stream: Option<ParamId>,
-    /// The block level: grid dims `extents[0..3]` → `dim3(x, y, z)`; component `i` is
-    /// `blockIdx.{x,y,z}`. An implicit block level is one anonymous sub-dimension of extent 1.
+    /// The block level: up to three sub-dimensions, component `i` the block's index in
+    /// dimension `i`. An implicit block level is one anonymous sub-dimension of extent 1.
     pub block: Binder,
-    /// Threads per block (`blockDim.x`; always one-dimensional): product of all intra-block
-    /// extents on a path (all paths agree), including filled levels.
-    pub threads_per_block: Dim,
-    /// The kernel body (device code, executed by every thread of every block). Intra-block
-    /// levels are [`StmtKind::InnerParallel`] statements inside it.
+    /// The kernel body (device code, run by every thread of every block). Intra-block levels
+    /// are [`StmtKind::InnerParallel`] statements inside it.
     pub body: Vec<Stmt>,
     /// Host checks to run right before this launch (bounds that depend on host locals).
     pub launch_checks: Vec<Check>,
-    /// Whether the launch must be followed by a synchronisation before copying `&` parameters
-    /// back: always true unless `is_async` and the function has no `&` parameter (spec §8.5 ⚠).
-    pub sync_after: bool,
+}
+
+impl ParallelTree {
+    /// Threads per block (spec §8.4): the thread total of the first intra-block level of the
+    /// body (all of them agree, `E0611`), or 1 when the body has none.
+    pub fn threads_per_block(&self) -> Dim {
+        nested_levels(&self.body).first().map_or(Dim::Const(1), |l| l.thread_total())
+    }
 }
 
 /// A host value used inside a kernel.
@@ -1248,17 +1326,90 @@ pub enum Capture {
 /// An intra-block parallel-by level (group-4, group or thread) inside a kernel.
 #[derive(Debug, Clone, PartialEq)]
 pub struct InnerParallel {
+    /// Its number within the kernel (pre-order).
+    pub id: LevelId,
     /// The parallel-by item this level comes from.
     pub span: Span,
     /// The inferred level.
     pub level: Level,
-    /// The binder and extents of this level.
+    /// The binder and extents of this level: one instance per combination of its indices,
+    /// the first sub-dimension most significant (spec §8.4).
     pub binder: Binder,
-    /// Threads per unit of this level: the product of the extents of all levels below it on
-    /// this path (including filled ones); 1 for a `thread` level. The level's linear index is
-    /// `threadIdx.x / stride % (product of binder.extents)`; its components are obtained by
-    /// div/mod with the first sub-dimension most significant (spec §8.4).
-    pub stride: Dim,
-    /// The body (device code).
+    /// The body (device code, run by every thread of every instance).
     pub body: Vec<Stmt>,
+}
+
+impl InnerParallel {
+    /// Threads of one instance of this level (spec §8.4): the thread total of the first level
+    /// nested in its body (all of them agree, `E0611`), else the level's own unit
+    /// ([`Level::unit_threads`]).
+    pub fn threads_per_instance(&self) -> Dim {
+        threads_per_instance(self.level, &self.body)
+    }
+
+    /// Threads of all instances of this level together: the product of its extents and
+    /// [`InnerParallel::threads_per_instance`].
+    pub fn thread_total(&self) -> Dim {
+        let mut dims = self.binder.extents.clone();
+        dims.push(self.threads_per_instance());
+        arith::dim_product(&dims, self.span)
+    }
+}
+
+/// Threads of one instance of a `level` whose body is `body` (see
+/// [`InnerParallel::threads_per_instance`]; semantic analysis asks before the node exists).
+pub fn threads_per_instance(level: Level, body: &[Stmt]) -> Dim {
+    nested_levels(body)
+        .first()
+        .map_or_else(|| Dim::Const(level.unit_threads()), |l| l.thread_total())
+}
+
+/// The device-entry parallel-bys (kernels) of a function body, in source order (their
+/// [`ParallelTree::id`] order).
+pub fn kernels(body: &[Stmt]) -> Vec<&ParallelTree> {
+    struct Kernels<'a>(Vec<&'a ParallelTree>);
+    impl<'a> visit::Visitor<'a> for Kernels<'a> {
+        fn stmt(&mut self, stmt: &'a Stmt) -> visit::Walk {
+            match &stmt.kind {
+                StmtKind::Parallel(tree) => {
+                    self.0.push(tree);
+                    visit::Walk::Skip
+                }
+                _ => visit::Walk::Continue,
+            }
+        }
+
+        fn expr(&mut self, _: &'a HExpr) -> visit::Walk {
+            visit::Walk::Skip
+        }
+    }
+    let mut kernels = Kernels(Vec::new());
+    visit::walk_stmts(&mut kernels, body);
+    kernels.0
+}
+
+/// The intra-block levels directly inside `body` (through blocks, branches and loops, not
+/// inside another level), in source order.
+pub fn nested_levels(body: &[Stmt]) -> Vec<&InnerParallel> {
+    struct Levels<'a>(Vec<&'a InnerParallel>);
+    impl<'a> visit::Visitor<'a> for Levels<'a> {
+        fn stmt(&mut self, stmt: &'a Stmt) -> visit::Walk {
+            match &stmt.kind {
+                StmtKind::InnerParallel(inner) => {
+                    self.0.push(inner);
+                    visit::Walk::Skip
+                }
+                // Another kernel's levels are not this one's.
+                StmtKind::Parallel(_) => visit::Walk::Skip,
+                _ => visit::Walk::Continue,
+            }
+        }
+
+        fn expr(&mut self, _: &'a HExpr) -> visit::Walk {
+            visit::Walk::Skip
+        }
+    }
+    let mut levels = Levels(Vec::new());
+    visit::walk_stmts(&mut levels, body);
+    levels.0
 }

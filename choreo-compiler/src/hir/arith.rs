@@ -1,7 +1,10 @@
-//! Constant folding of integer expressions (spec §4.5): 64-bit arithmetic, C truncation for
-//! `/` and `%`; a constant division by zero is an error (reported by the caller).
+//! C arithmetic on element types, shared by semantic analysis and lowering: the usual
+//! arithmetic conversions (spec §5.7), integer constant folding (spec §4.5: 64-bit arithmetic,
+//! C truncation for `/` and `%`; a constant division by zero is an error reported by the
+//! caller), and products of extents.
 
-use crate::hir::{BinOp, ElemTy, HExpr, HExprKind, Ty, UnOp};
+use super::{BinOp, Dim, ElemTy, HExpr, HExprKind, Ty, UnOp};
+use crate::source::Span;
 
 /// Why folding failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -138,6 +141,144 @@ pub(crate) fn fold_unary(op: UnOp, e: &HExpr) -> Option<HExprKind> {
 /// An s32-or-wider integer literal.
 pub(crate) fn int_lit(v: i128, span: crate::source::Span) -> HExpr {
     HExpr { kind: HExprKind::Int(v), ty: Ty::Scalar(fit_type(v, ElemTy::S32)), span }
+}
+
+/// Integer promotion: types narrower than `int` become s32.
+pub(crate) fn int_promote(t: ElemTy) -> ElemTy {
+    match t {
+        ElemTy::S8 | ElemTy::S16 | ElemTy::U8 | ElemTy::U16 | ElemTy::Bool => ElemTy::S32,
+        other => other,
+    }
+}
+
+pub(crate) fn float_rank(t: ElemTy) -> u8 {
+    match t {
+        ElemTy::F64 => 4,
+        ElemTy::F32 | ElemTy::Tf32 => 3,
+        ElemTy::F16 | ElemTy::Bf16 => 2,
+        _ => 1, // fp8/fp6/fp4: computed in f32 (spec §5.7)
+    }
+}
+
+/// Outcome of the usual arithmetic conversions.
+pub(crate) enum Promoted {
+    /// The common type.
+    Ok(ElemTy),
+    /// `f16` mixed with `bf16`.
+    HalfMix,
+}
+
+/// The common type of two numeric scalar types (C++ usual arithmetic conversions, spec §5.7;
+/// f16 op f16 stays f16; narrow float types compute in f32).
+pub(crate) fn promote(a: ElemTy, b: ElemTy) -> Promoted {
+    if a.is_float() || b.is_float() {
+        if (a == ElemTy::F16 && b == ElemTy::Bf16) || (a == ElemTy::Bf16 && b == ElemTy::F16) {
+            return Promoted::HalfMix;
+        }
+        let pick = match (a.is_float(), b.is_float()) {
+            (true, false) => a,
+            (false, true) => b,
+            _ => {
+                if float_rank(a) >= float_rank(b) {
+                    a
+                } else {
+                    b
+                }
+            }
+        };
+        return Promoted::Ok(if float_rank(pick) == 1 { ElemTy::F32 } else { pick });
+    }
+    let (a, b) = (int_promote(a), int_promote(b));
+    if a == b {
+        return Promoted::Ok(a);
+    }
+    let (sa, sb) = (a.is_signed_int(), b.is_signed_int());
+    let (wa, wb) = (a.int_bits(), b.int_bits());
+    if sa == sb {
+        return Promoted::Ok(if wa >= wb { a } else { b });
+    }
+    let (signed, unsigned) = if sa { (a, b) } else { (b, a) };
+    if unsigned.int_bits() >= signed.int_bits() {
+        Promoted::Ok(unsigned)
+    } else {
+        Promoted::Ok(signed)
+    }
+}
+
+/// Converts an operand to the common type of a binary operation without warnings (the
+/// usual arithmetic conversions are not implicit conversions in the §5.7 sense).
+pub(crate) fn widen(e: HExpr, to: ElemTy) -> HExpr {
+    match e.ty.scalar() {
+        Some(t) if t == to => e,
+        None => e,
+        Some(_) => {
+            if let HExprKind::Int(v) = e.kind {
+                if to.is_int() {
+                    return HExpr { kind: HExprKind::Int(v), ty: Ty::Scalar(to), span: e.span };
+                }
+                if to.is_float() {
+                    return HExpr {
+                        kind: HExprKind::Float(v as f64),
+                        ty: Ty::Scalar(to),
+                        span: e.span,
+                    };
+                }
+            }
+            let span = e.span;
+            HExpr {
+                kind: HExprKind::Cast { to, operand: Box::new(e), implicit: true },
+                ty: Ty::Scalar(to),
+                span,
+            }
+        }
+    }
+}
+
+/// The product of extents, as semantic analysis writes it: a constant when every extent is
+/// one (saturating), else a left-to-right `*` chain of the non-unit extents in their common
+/// integer type (adjacent constants folded).
+pub(crate) fn dim_product(dims: &[Dim], span: Span) -> Dim {
+    if let Some(p) =
+        dims.iter().try_fold(1u64, |acc, d| d.as_const().map(|c| acc.saturating_mul(c)))
+    {
+        return Dim::Const(p);
+    }
+    let mut acc: Option<HExpr> = None;
+    for d in dims {
+        if d.as_const() == Some(1) {
+            continue;
+        }
+        let e = d.to_expr(span);
+        acc = Some(match acc {
+            None => e,
+            Some(a) => int_mul(a, e, span),
+        });
+    }
+    match acc {
+        Some(e) => Dim::from_expr(e),
+        None => Dim::Const(1),
+    }
+}
+
+/// `a * b` on integer operands, in their common type (folded when both are constants).
+fn int_mul(a: HExpr, b: HExpr, span: Span) -> HExpr {
+    let ta = a.ty.scalar().unwrap_or(ElemTy::S32);
+    let tb = b.ty.scalar().unwrap_or(ElemTy::S32);
+    let common = match promote(ta, tb) {
+        Promoted::Ok(t) => t,
+        Promoted::HalfMix => ElemTy::S32,
+    };
+    let (a, b) = (widen(a, common), widen(b, common));
+    if let (Some(x), Some(y)) = (const_int(&a), const_int(&b)) {
+        if let Ok(Some((v, t))) = fold_int_binary(BinOp::Mul, x, y, common) {
+            return HExpr { kind: HExprKind::Int(v), ty: Ty::Scalar(t), span };
+        }
+    }
+    HExpr {
+        kind: HExprKind::Binary { op: BinOp::Mul, lhs: Box::new(a), rhs: Box::new(b) },
+        ty: Ty::Scalar(common),
+        span,
+    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,332 @@
+//! Statements of host code (the core function) and device code (kernel bodies).
+
+use super::types::{conv, cpp_elem, scalar_of};
+use super::writer::c_escape;
+use super::{FnEmitter, Region};
+use crate::hir::{
+    self, CheckKind, Dim, ElemTy, HExpr, HExprKind, LocalOrigin, Place, ReturnTy, Stmt, StmtKind,
+    Ty,
+};
+use crate::source::Span;
+
+impl FnEmitter<'_, '_> {
+    pub(super) fn stmts(&mut self, stmts: &[Stmt], region: Region) {
+        for s in stmts {
+            self.stmt(s, region);
+        }
+    }
+
+    pub(super) fn block(&mut self, span: Span, head: &str, body: &[Stmt], region: Region) {
+        self.w.line(span, &format!("{head}{{"));
+        self.w.indent += 1;
+        self.stmts(body, region);
+        self.w.indent -= 1;
+    }
+
+    pub(super) fn scalar_decl_type(&mut self, span: Span, ty: &Ty) -> (String, ElemTy) {
+        match ty {
+            Ty::BoundedInt => ("int".to_string(), ElemTy::S32),
+            Ty::Scalar(t) => (cpp_elem(*t).to_string(), *t),
+            _ => {
+                self.bug(span, "a scalar declaration of a non-scalar type");
+                ("int".to_string(), ElemTy::S32)
+            }
+        }
+    }
+
+    pub(super) fn stmt(&mut self, s: &Stmt, region: Region) {
+        let span = s.span;
+        let host = region == Region::Host;
+        match &s.kind {
+            StmtKind::Let { var, init } => {
+                let Some(local) = self.f.local(*var) else {
+                    return self.bug(span, "an unknown local");
+                };
+                let name = self.names().local(*var).to_string();
+                let (ty_text, t) = self.scalar_decl_type(span, &local.ty.clone());
+                let text = match init {
+                    Some(e) => {
+                        let v = self.converted(e, t);
+                        format!("[[maybe_unused]] {ty_text} {name} = {v};")
+                    }
+                    None => format!("[[maybe_unused]] {ty_text} {name}{{}};"),
+                };
+                self.w.line(span, &text);
+            }
+            StmtKind::DeclBuffer { var, init } => {
+                if !host {
+                    return self.bug(span, "a global buffer declared in device code");
+                }
+                self.decl_buffer(span, *var, init.as_ref());
+            }
+            StmtKind::Assign { target, op, value } => {
+                let (target_text, tt) = match target {
+                    Place::Var(v) => {
+                        let t = self.f.local(*v).and_then(|l| scalar_of(&l.ty));
+                        (self.names().local(*v).to_string(), t)
+                    }
+                    Place::Elem { buffer, indices } => {
+                        let t = self.elem_of_buffer(*buffer);
+                        (self.element(span, *buffer, indices), t)
+                    }
+                };
+                let Some(tt) = tt else {
+                    return self.bug(span, "an assignment to something that is not scalar");
+                };
+                let text = self.assignment(&target_text, tt, *op, value);
+                self.w.line(span, &text);
+            }
+            StmtKind::Block(body) => {
+                self.block(span, "", body, region);
+                self.w.line(span, "}");
+            }
+            StmtKind::If { cond, then_body, else_body } => {
+                let c = self.condition(cond);
+                self.block(span, &format!("if ({c}) "), then_body, region);
+                if else_body.is_empty() {
+                    self.w.line(span, "}");
+                } else {
+                    self.block(span, "} else ", else_body, region);
+                    self.w.line(span, "}");
+                }
+            }
+            StmtKind::While { cond, body } => {
+                let c = self.condition(cond);
+                self.block(span, &format!("while ({c}) "), body, region);
+                self.w.line(span, "}");
+            }
+            StmtKind::For { var, start, end, step, reset, body } => {
+                let name = self.names().local(*var).to_string();
+                let declares = matches!(
+                    self.f.local(*var).map(|l| &l.origin),
+                    Some(LocalOrigin::RangeLocal { .. })
+                );
+                let start = self.converted(start, ElemTy::S32);
+                let end = self.converted(end, ElemTy::S32);
+                let init = if declares {
+                    format!("int {name} = {start}")
+                } else {
+                    format!("{name} = {start}")
+                };
+                let increment =
+                    if *step == 1 { format!("++{name}") } else { format!("{name} += {step}") };
+                self.block(
+                    span,
+                    &format!("for ({init}; {name} < {end}; {increment}) "),
+                    body,
+                    region,
+                );
+                self.w.line(span, "}");
+                if *reset && !declares {
+                    self.w.line(span, &format!("{name} = 0;"));
+                }
+            }
+            StmtKind::Break => self.w.line(span, "break;"),
+            StmtKind::Continue => self.w.line(span, "continue;"),
+            StmtKind::Print { newline, args } => {
+                let text = self.print(span, *newline, args);
+                self.w.line(span, &text);
+            }
+            StmtKind::Return(value) => {
+                if !host {
+                    return self.bug(span, "a return in device code");
+                }
+                self.return_stmt(span, value.as_ref());
+            }
+            StmtKind::Parallel(tree) => {
+                if !host {
+                    return self.bug(span, "a kernel launch inside a kernel");
+                }
+                self.launch(tree);
+            }
+            StmtKind::InnerParallel(inner) => match region {
+                Region::Device(kernel) => self.inner_parallel(inner, kernel),
+                Region::Host => self.bug(span, "an inner parallel level in host code"),
+            },
+            StmtKind::Check(check) => {
+                if !host {
+                    return self.bug(span, "a host check inside a kernel");
+                }
+                if self.options.runtime_checks {
+                    self.check(check);
+                }
+            }
+            StmtKind::SyncGlobal => {
+                if !host {
+                    return self.bug(span, "sync.global inside a kernel");
+                }
+                self.w.line(span, "__CHOREO_TRY(cudaDeviceSynchronize());");
+            }
+            StmtKind::SyncBlock => {
+                if host {
+                    return self.bug(span, "a block barrier in host code");
+                }
+                self.w.line(span, "__syncthreads();");
+            }
+        }
+    }
+
+    pub(super) fn decl_buffer(&mut self, span: Span, var: hir::VarId, init: Option<&HExpr>) {
+        let Some(local) = self.f.local(var) else {
+            return self.bug(span, "an unknown buffer");
+        };
+        let Ty::Spanned(t) = local.ty.clone() else {
+            return self.bug(span, "a buffer declaration of a non-spanned type");
+        };
+        let name = self.names().local(var).to_string();
+        let elem = cpp_elem(t.elem);
+        let count = self.count_u64(&t.dims);
+        self.w.line(span, &format!("__choreo_buffer {name}__mem(__frame);"));
+        self.w.line(
+            span,
+            &format!(
+                "__CHOREO_TRY(__frame.alloc(&{name}__mem.ptr, static_cast<std::size_t>({count}) * sizeof({elem})));"
+            ),
+        );
+        self.w.line(
+            span,
+            &format!(
+                "[[maybe_unused]] {elem}* const {name} = static_cast<{elem}*>({name}__mem.ptr);"
+            ),
+        );
+        if let Some(v) = init {
+            let value = self.converted(v, t.elem);
+            self.w.line(
+                span,
+                &format!(
+                    "__CHOREO_TRY(::__choreo_fill<{elem}>(__frame, {name}, {count}, {value}));"
+                ),
+            );
+        }
+    }
+
+    pub(super) fn return_stmt(&mut self, span: Span, value: Option<&HExpr>) {
+        let Some(value) = value else {
+            self.w.line(span, "goto __choreo_exit;");
+            return;
+        };
+        match self.f.ret.clone() {
+            ReturnTy::Void => self.bug(span, "a value returned from a void function"),
+            ReturnTy::Scalar(t) => {
+                let v = self.converted(value, t);
+                self.w.line(span, "{");
+                self.w.indent += 1;
+                self.w.line(span, &format!("*__choreo_ret = {v};"));
+                self.w.line(span, "goto __choreo_exit;");
+                self.w.indent -= 1;
+                self.w.line(span, "}");
+            }
+            ReturnTy::Spanned { elem, .. } => {
+                let (source, dims, param) = match &value.kind {
+                    HExprKind::Param(p) => {
+                        let dims = self.f.param(*p).map(|p| p.dims.clone()).unwrap_or_default();
+                        // The actual extents, not the declared ones.
+                        let actual: Vec<Dim> = (0..dims.len() as u32)
+                            .map(|d| Dim::Dynamic { param: *p, dim: d })
+                            .collect();
+                        (self.param_name(*p), actual, Some(*p))
+                    }
+                    HExprKind::Var(v) => match self.f.local(*v).map(|l| &l.ty) {
+                        Some(Ty::Spanned(t)) => {
+                            (self.names().local(*v).to_string(), t.dims.clone(), None)
+                        }
+                        _ => return self.bug(span, "a returned local that is not a buffer"),
+                    },
+                    _ => return self.bug(span, "a returned value that is not a buffer"),
+                };
+                let count = self.count_u64(&dims);
+                let elem_text = cpp_elem(elem);
+                let wait = if self.plan.leaves_async_work { "false" } else { "true" };
+                let stream = self.stream_name(self.plan.streams.result);
+                let message = c_escape(
+                    &format!(
+                        "the value returned by '{}' has %llu elements, but its declared return shape has %llu ({})",
+                        self.f.name,
+                        self.db.location(span)
+                    ),
+                    false,
+                );
+                self.w.line(span, "{");
+                self.w.indent += 1;
+                self.w.line(span, &format!("const std::uint64_t __choreo_count = {count};"));
+                self.w.line(
+                    span,
+                    &format!(
+                        "__CHOREO_CHECK(__choreo_count == __choreo_ret_count, \"{message}\", static_cast<unsigned long long>(__choreo_count), static_cast<unsigned long long>(__choreo_ret_count));"
+                    ),
+                );
+                self.w.line(
+                    span,
+                    &format!(
+                        "__CHOREO_TRY(__frame.copy_result(__choreo_ret, {source}, static_cast<std::size_t>(__choreo_count) * sizeof({elem_text}), {wait}, {stream}));"
+                    ),
+                );
+                if let Some(p) = param {
+                    if self.plan.memory.returned_params.contains(&p) {
+                        self.w.line(
+                            span,
+                            &format!(
+                                "if (__choreo_returned_param != nullptr) *__choreo_returned_param = {};",
+                                p.0
+                            ),
+                        );
+                    }
+                }
+                self.w.line(span, "goto __choreo_exit;");
+                self.w.indent -= 1;
+                self.w.line(span, "}");
+            }
+        }
+    }
+
+    /// `__CHOREO_CHECK(...)` for a runtime check.
+    pub(super) fn check(&mut self, check: &hir::Check) {
+        let span = check.span;
+        let location = self.db.location(span);
+        match &check.kind {
+            CheckKind::ParamExtent { param, dim, expected } => {
+                let e = self.names().extent(*param, *dim);
+                let message = c_escape(&check.message, true);
+                self.w.line(
+                    span,
+                    &format!(
+                        "__CHOREO_CHECK({e} == {expected}u, \"{message} %llu.\", static_cast<unsigned long long>({e}));"
+                    ),
+                );
+            }
+            CheckKind::SymbolConsistent { sym, param, dim } => {
+                let e = self.names().extent(*param, *dim);
+                let s = self.names().sym(*sym).to_string();
+                let message = c_escape(&check.message, true);
+                self.w.line(
+                    span,
+                    &format!(
+                        "__CHOREO_CHECK({e} == {s}, \"{message} (%llu vs. %llu)\", static_cast<unsigned long long>({s}), static_cast<unsigned long long>({e}));"
+                    ),
+                );
+            }
+            CheckKind::Positive(value) => {
+                let t = scalar_of(&value.ty).unwrap_or(ElemTy::S32);
+                let v = self.expr(value);
+                let v = if t.is_int() { v } else { conv(&v, t, ElemTy::S64) };
+                let message = c_escape(&format!("{} ({location})", check.message), true);
+                self.w.line(
+                    span,
+                    &format!(
+                        "__CHOREO_CHECK({v} > 0, \"{message}: got %lld\", static_cast<long long>({v}));"
+                    ),
+                );
+            }
+            CheckKind::MaxThreads { threads, limit } => {
+                let v = self.expr(threads);
+                let message = c_escape(&format!("{} ({location})", check.message), true);
+                self.w.line(
+                    span,
+                    &format!(
+                        "__CHOREO_CHECK(static_cast<long long>({v}) <= {limit}ll, \"{message}: got %lld\", static_cast<long long>({v}));"
+                    ),
+                );
+            }
+        }
+    }
+}

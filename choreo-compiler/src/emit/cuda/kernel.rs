@@ -1,0 +1,227 @@
+//! Kernels (`__global__` functions), their intra-block levels, and launches.
+
+use super::types::cpp_elem;
+use super::writer::comment_text;
+use super::{FnEmitter, Region};
+use crate::hir::{self, Capture, KernelId, ParamKind, Ty};
+use crate::lower::{AfterLaunch, KernelPlan, StreamRef};
+use crate::source::Span;
+
+impl FnEmitter<'_, '_> {
+    pub(super) fn capture_decl(&mut self, span: Span, c: Capture) -> String {
+        match c {
+            Capture::Param(p) => match self.f.param(p) {
+                Some(param) => match (param.kind, param.elem) {
+                    (ParamKind::Scalar(t), _) => format!("{} {}", cpp_elem(t), self.param_name(p)),
+                    (ParamKind::HostIn | ParamKind::HostInOut | ParamKind::Global, Some(t)) => {
+                        format!("{}* {}", cpp_elem(t), self.param_name(p))
+                    }
+                    _ => {
+                        self.bug(span, "a kernel capture of a stream");
+                        format!("int {}", self.param_name(p))
+                    }
+                },
+                None => {
+                    self.bug(span, "a kernel capture of an unknown parameter");
+                    "int __choreo_bad".to_string()
+                }
+            },
+            Capture::Var(v) => {
+                let name = self.names().local(v).to_string();
+                match self.f.local(v).map(|l| l.ty.clone()) {
+                    Some(Ty::Spanned(t)) => format!("{}* {name}", cpp_elem(t.elem)),
+                    Some(Ty::BoundedInt) => format!("int {name}"),
+                    Some(Ty::Scalar(t)) => format!("{} {name}", cpp_elem(t)),
+                    _ => {
+                        self.bug(span, "a kernel capture of a local that is not a value");
+                        format!("int {name}")
+                    }
+                }
+            }
+            Capture::Sym(s) => format!("unsigned {}", self.names().sym(s)),
+            Capture::Extent(p, d) => format!("unsigned {}", self.names().extent(p, d)),
+        }
+    }
+
+    pub(super) fn capture_arg(&self, c: Capture) -> String {
+        match c {
+            Capture::Param(p) => self.param_name(p),
+            Capture::Var(v) => self.names().local(v).to_string(),
+            Capture::Sym(s) => format!("static_cast<unsigned>({})", self.names().sym(s)),
+            Capture::Extent(p, d) => {
+                format!("static_cast<unsigned>({})", self.names().extent(p, d))
+            }
+        }
+    }
+
+    /// The plan and symbol of the kernel of `tree`.
+    fn kernel_plan(&mut self, tree: &hir::ParallelTree) -> Option<(KernelPlan, String)> {
+        let plan = self.plan.kernels.get(tree.id.index()).cloned();
+        let symbol = self.plan.symbols.kernels.get(tree.id.index()).cloned();
+        if plan.is_none() || symbol.is_none() {
+            self.bug(tree.span, "a kernel without a plan");
+        }
+        plan.zip(symbol)
+    }
+
+    /// A stream of the call as a `cudaStream_t` expression.
+    pub(super) fn stream_name(&self, s: StreamRef) -> String {
+        match s {
+            StreamRef::Param(p) => self.param_name(p),
+            StreamRef::Default => "nullptr".to_string(),
+        }
+    }
+
+    pub(super) fn kernel(&mut self, tree: &hir::ParallelTree) {
+        let Some((k, symbol)) = self.kernel_plan(tree) else { return };
+        let span = tree.span;
+        let params: Vec<String> = k.captures.iter().map(|c| self.capture_decl(span, *c)).collect();
+        self.w.resync();
+        self.w.line(
+            span,
+            &format!(
+                "// kernel {}: parallel-by at {}",
+                tree.id.0,
+                comment_text(&self.db.location(span))
+            ),
+        );
+        self.w.line(span, &format!("static __global__ void {symbol}({}) {{", params.join(", ")));
+        self.w.indent += 1;
+        const AXES: [&str; 3] = ["x", "y", "z"];
+        if tree.block.vars.len() > 3 {
+            self.bug(span, "a block level with more than three sub-dimensions");
+        }
+        for (i, v) in tree.block.vars.iter().enumerate().take(3) {
+            if let Some(v) = v {
+                let name = self.names().local(*v).to_string();
+                self.w.line(
+                    span,
+                    &format!(
+                        "[[maybe_unused]] const int {name} = static_cast<int>(blockIdx.{});",
+                        AXES[i]
+                    ),
+                );
+            }
+        }
+        self.depth = 0;
+        self.stmts(&tree.body, Region::Device(tree.id));
+        self.w.indent -= 1;
+        self.w.line(span, "}");
+    }
+
+    pub(super) fn inner_parallel(&mut self, inner: &hir::InnerParallel, kernel: KernelId) {
+        let span = inner.span;
+        let extents = &inner.binder.extents;
+        let level = self
+            .plan
+            .kernels
+            .get(kernel.index())
+            .and_then(|k| k.levels.get(inner.id.index()))
+            .cloned();
+        let Some(level) = level else {
+            return self.bug(span, "an intra-block level without a plan");
+        };
+        // Blocks are one-dimensional: the instance number of this level is
+        // threadIdx.x / (threads per instance) % (instances).
+        let mut linear = match level.threads_per_instance.as_const() {
+            Some(1) => "static_cast<int>(threadIdx.x)".to_string(),
+            _ => {
+                let s = self.dim_raw(&level.threads_per_instance);
+                format!("static_cast<int>(threadIdx.x / {s})")
+            }
+        };
+        if !level.fills_block {
+            let total: Vec<String> = extents.iter().map(|d| self.dim_int(d)).collect();
+            linear = if total.len() == 1 {
+                format!("{linear} % {}", total[0])
+            } else {
+                format!("{linear} % ({})", total.join(" * "))
+            };
+        }
+        self.w.line(
+            span,
+            &format!(
+                "{{  // {} level: parallel-by at {}",
+                inner.level.as_str(),
+                comment_text(&self.db.location(span))
+            ),
+        );
+        self.w.indent += 1;
+        let named: Vec<(usize, hir::VarId)> =
+            inner.binder.vars.iter().enumerate().filter_map(|(i, v)| v.map(|v| (i, v))).collect();
+        if extents.len() == 1 {
+            if let Some((_, v)) = named.first() {
+                let name = self.names().local(*v).to_string();
+                self.w.line(span, &format!("[[maybe_unused]] const int {name} = {linear};"));
+            }
+        } else if !named.is_empty() {
+            let vid = format!("__choreo_vid{}", self.depth);
+            self.w.line(span, &format!("const int {vid} = {linear};"));
+            for (i, v) in named {
+                let name = self.names().local(v).to_string();
+                let below: Vec<String> =
+                    extents[i + 1..].iter().map(|d| self.dim_int(&d.clone())).collect();
+                let mut value = match below.len() {
+                    0 => vid.clone(),
+                    1 => format!("{vid} / {}", below[0]),
+                    _ => format!("{vid} / ({})", below.join(" * ")),
+                };
+                if i > 0 {
+                    let e = self.dim_int(&extents[i].clone());
+                    value = format!("{value} % {e}");
+                }
+                self.w.line(span, &format!("[[maybe_unused]] const int {name} = {value};"));
+            }
+        }
+        self.depth += 1;
+        self.stmts(&inner.body, Region::Device(kernel));
+        self.depth -= 1;
+        self.w.indent -= 1;
+        self.w.line(span, "}");
+    }
+
+    pub(super) fn launch(&mut self, tree: &hir::ParallelTree) {
+        let Some((k, symbol)) = self.kernel_plan(tree) else { return };
+        let span = tree.span;
+        self.w.line(
+            span,
+            &format!(
+                "{{  // launch kernel {} (parallel-by at {})",
+                tree.id.0,
+                comment_text(&self.db.location(span))
+            ),
+        );
+        self.w.indent += 1;
+        if self.options.runtime_checks {
+            for c in &tree.launch_checks {
+                self.check(c);
+            }
+        }
+        let mut grid: Vec<String> = Vec::new();
+        for d in tree.block.extents.iter().take(3) {
+            grid.push(self.dim_unsigned(d));
+        }
+        while grid.len() < 3 {
+            grid.push("1".to_string());
+        }
+        let threads = self.dim_unsigned(&k.threads_per_block);
+        let stream = self.stream_name(k.stream);
+        self.w.line(span, "cudaLaunchConfig_t __choreo_launch = {};");
+        self.w.line(span, &format!("__choreo_launch.gridDim = dim3({});", grid.join(", ")));
+        self.w.line(span, &format!("__choreo_launch.blockDim = dim3({threads}, 1, 1);"));
+        self.w.line(span, &format!("__choreo_launch.stream = {stream};"));
+        let mut args = vec!["&__choreo_launch".to_string(), symbol];
+        args.extend(k.captures.iter().map(|c| self.capture_arg(*c)));
+        self.w.line(span, &format!("__CHOREO_TRY(cudaLaunchKernelEx({}));", args.join(", ")));
+        let after = match k.after {
+            AfterLaunch::DeviceSync => "__CHOREO_TRY(cudaDeviceSynchronize());".to_string(),
+            AfterLaunch::StreamSync(s) => {
+                format!("__CHOREO_TRY(cudaStreamSynchronize({}));", self.stream_name(s))
+            }
+            AfterLaunch::Track => format!("__CHOREO_TRY(__frame.track_async({stream}));"),
+        };
+        self.w.line(span, &after);
+        self.w.indent -= 1;
+        self.w.line(span, "}");
+    }
+}

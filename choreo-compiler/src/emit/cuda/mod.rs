@@ -1,0 +1,360 @@
+//! CUDA emission: checked program + lowered plan → one `.cu` file (design §3, spec Appendix B,
+//! runtime-abi §1–§5). The emitter renders; every decision (symbols, captures, launch streams,
+//! synchronisation after launches, thread nest, data movement, the `extern "C"` ABI) comes from
+//! [`crate::lower`].
+//!
+//! Modules: [`writer`] (output text with `#line` bookkeeping), [`support`] (the prelude and the
+//! support library `support.cuh`), [`types`] (C++ spellings of types, conversions, literals),
+//! `expr` (expressions and `print`), `body` (statements of host and device code), `kernel`
+//! (kernels, intra-block levels, launches), `host` (the check and core functions, the C++
+//! wrapper and the `extern "C"` entry).
+//!
+//! # Layout of the generated file
+//!
+//! 1. Prelude (no `#line` yet, so errors in it point at the `.cu` file): the SM define
+//!    `__CHOREO_REQUIRED_GPU_DEVICE_SM__`, `__CHOREO_ENABLE_CUDA_RUNTIME_ENV_CHECK__` (unless the
+//!    C++ compiler gets `-DCHOREO_DISABLE_CUDA_RUNTIME_ENV_CHECK`), `#include "choreo.h"`,
+//!    `using namespace choreo;` and the support library (call frames, device-memory guards,
+//!    math helpers; all names start with `__choreo`) in a namespace named after a hash of its
+//!    text, so generated files link together.
+//! 2. The `.co` file in source order. Host C++ text, `__device__` declarations and `__cok__`
+//!    blocks are copied verbatim, each preceded by a `#line` directive naming the `.co` file,
+//!    so nvcc reports errors in them at their `.co` lines. In [`OutputMode::Library`] the
+//!    definition of the global `main` function is renamed to [`RENAMED_MAIN`]: only the `main`
+//!    identifiers the preprocessor recorded
+//!    ([`crate::preprocess::Preprocessed::main_definitions`]), which keeps the line structure
+//!    and lets the file link into another program; a `main` without a `return` then draws a
+//!    "missing return" warning from the host compiler.
+//! 3. Each `__co__` function is replaced, at its position, by (all lines carry `#line`
+//!    directives pointing at the `.co` construct they come from):
+//!    - its kernels `static __global__ void <kernel symbol>(…)`: one per device-entry
+//!      parallel-by, receiving its captures in plan order (spanned data as `T*`, scalars by
+//!      value, extents as `unsigned`); the block level's indices are `blockIdx.{x,y,z}`, the
+//!      intra-block levels share `threadIdx.x` (one-dimensional blocks): a level's instance
+//!      number is `threadIdx.x / <threads per instance> % <instances>` (spec §8.4); element
+//!      access is row-major `ptr[offset]`;
+//!    - `static int <check symbol>(frame, extents…, scalars…)`: the entry checks (spec §19.2)
+//!      with the spec's messages;
+//!    - `static int <core symbol>(frame, …)`: the function body on device pointers — host
+//!      control flow, host printing, launches followed by what the plan says
+//!      ([`crate::lower::AfterLaunch`]), function-local device buffers (freed on every exit
+//!      path by guards; after asynchronous launches the frees are stream-ordered after them),
+//!      the return value;
+//!    - the C++ wrapper `<ret> <fn>(<params>)` with the upstream signature (runtime-abi §2): it
+//!      checks the CUDA environment, runs the entry checks, copies the host parameters the
+//!      function uses to the device (only when it launches kernels), calls the core, copies
+//!      written `&` parameters back (after every launch finished; once, after the core, which is
+//!      equivalent because host code cannot read elements), writes a returned parameter's
+//!      device data back into the caller's buffer (spec §7.3 ⚠), builds the returned
+//!      `spanned_data` with the declared return shape, frees everything and aborts with the
+//!      spec's messages on any failure;
+//!    - the `extern "C"` entry of [`crate::lower::abi`], which the Rust wrapper calls.
+//!
+//! Failures inside check and core functions are recorded in the call's frame (the first one
+//! wins) and every exit path runs through the frame's cleanup; they never abort or exit.
+//!
+//! Device work and synchronisation (the plan's decisions, spec §8.5 and the seed rules):
+//! function-local device buffers are allocated with `cudaMallocAsync` on a private stream that
+//! is waited for at once, and freed with `cudaFreeAsync` on a private release stream that waits
+//! (through events) for every asynchronous launch of the call, so kernels still running never
+//! see freed memory. A returned value is copied on the result stream after every asynchronous
+//! launch of the call (through events). Apart from that, no user stream is made to wait for
+//! another.
+
+mod body;
+mod expr;
+mod host;
+mod kernel;
+pub mod support;
+pub mod types;
+pub mod writer;
+
+use super::OutputMode;
+use crate::diagnostics::{Diagnostic, Diagnostics};
+use crate::hir::{self, BufferRef, Dim, ElemTy, HExpr, ParamId, Ty};
+use crate::lower::{FunctionPlan, Names, Plan};
+use crate::source::{FileId, SourceDb, Span};
+use crate::target::Arch;
+use types::{conv, scalar_of};
+use writer::{Writer, comment_text};
+
+/// What the CUDA emitter needs to know besides the program.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct CudaOptions {
+    /// The target architecture (sets `__CHOREO_REQUIRED_GPU_DEVICE_SM__`).
+    pub arch: Arch,
+    /// Library (rename `main`) or standalone program.
+    pub mode: OutputMode,
+    /// Whether to emit the runtime checks of spec §19.2 (entry checks and checks before
+    /// launches). The check that a returned value fits the declared return shape is always
+    /// emitted, because the copy into the caller's buffer depends on it.
+    pub runtime_checks: bool,
+}
+
+/// The name a host `main` definition gets in library mode.
+pub const RENAMED_MAIN: &str = "__choreo_unused_main";
+
+/// Writes the `.cu` text of a checked, lowered file. Internal inconsistencies (which a correct
+/// `sema` and `lower` never produce) are reported as `E0801` errors; the text is then not
+/// usable.
+pub fn emit_cuda(
+    db: &SourceDb,
+    file: FileId,
+    program: &hir::Program,
+    plan: &Plan,
+    options: &CudaOptions,
+    diags: &mut Diagnostics,
+) -> String {
+    let mut w = Writer::new(db, file);
+    w.raw(&support::prelude(db.file(file).name(), options));
+    let mut plans = plan.functions.iter();
+    for item in &program.items {
+        match item {
+            hir::Item::Host(span) => {
+                let text = match options.mode {
+                    OutputMode::Library => {
+                        renamed_main(db.snippet(*span), *span, &program.main_definitions)
+                    }
+                    OutputMode::Standalone => db.snippet(*span).to_string(),
+                };
+                w.verbatim(*span, &text);
+            }
+            hir::Item::Device(span) | hir::Item::Cok { span, .. } => {
+                w.verbatim(*span, db.snippet(*span));
+            }
+            hir::Item::Function(f) => match plans.next() {
+                Some(p) => {
+                    let mut e = FnEmitter { db, f, plan: p, options, w: &mut w, diags, depth: 0 };
+                    e.emit();
+                }
+                None => diags.push(internal(f.span, "no plan for this function")),
+            },
+        }
+    }
+    w.finish()
+}
+
+/// `text` (the host region `span`) with the `main` identifiers among `mains` replaced by
+/// [`RENAMED_MAIN`].
+fn renamed_main(text: &str, span: Span, mains: &[Span]) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut last = 0;
+    for m in mains.iter().filter(|m| m.start >= span.start && m.end <= span.end) {
+        let (start, end) = ((m.start - span.start) as usize, (m.end - span.start) as usize);
+        match (text.get(last..start), text.get(start..end)) {
+            (Some(before), Some("main")) => {
+                out.push_str(before);
+                out.push_str(RENAMED_MAIN);
+                last = end;
+            }
+            _ => {}
+        }
+    }
+    out.push_str(text.get(last..).unwrap_or(""));
+    out
+}
+
+fn internal(span: Span, what: &str) -> Diagnostic {
+    Diagnostic::error("E0801", span, format!("internal error in code generation: {what}"))
+        .with_label("the checked program is not what the code generator expects here")
+        .with_note("this is a bug of the Choreo translator; please report it with this file")
+}
+
+/// Where code is being emitted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Region {
+    /// The core function (host).
+    Host,
+    /// The body of the kernel with this id.
+    Device(hir::KernelId),
+}
+
+/// Writes the code of one `__co__` function.
+struct FnEmitter<'a, 'w> {
+    db: &'a SourceDb,
+    f: &'a hir::Function,
+    plan: &'a FunctionPlan,
+    options: &'a CudaOptions,
+    w: &'w mut Writer<'a>,
+    diags: &'w mut Diagnostics,
+    /// Nesting depth of inner parallel levels (unique names for their linear indices).
+    depth: usize,
+}
+
+impl FnEmitter<'_, '_> {
+    fn names(&self) -> &Names {
+        &self.plan.names
+    }
+
+    fn bug(&mut self, span: Span, what: &str) {
+        self.diags.push(internal(span, what));
+    }
+
+    fn emit(&mut self) {
+        let f = self.f;
+        self.w.ensure_line_start();
+        self.w.line(
+            f.span,
+            &format!("// ---- __co__ function '{}' ({}) ----", f.name, comment_text(&f.location)),
+        );
+        for tree in hir::kernels(&f.body) {
+            self.kernel(tree);
+        }
+        self.check_function();
+        self.core_function();
+        self.cpp_wrapper();
+        self.rs_entry();
+    }
+
+    // -- names and small pieces ------------------------------------------------------------
+
+    fn param_name(&self, p: ParamId) -> String {
+        self.names().param(p).to_string()
+    }
+
+    fn dims_of_buffer(&self, b: BufferRef) -> Vec<Dim> {
+        match b {
+            BufferRef::Param(p) => self.f.param(p).map(|p| p.dims.clone()).unwrap_or_default(),
+            BufferRef::Local(v) => match self.f.local(v).map(|l| &l.ty) {
+                Some(Ty::Spanned(t)) => t.dims.clone(),
+                _ => Vec::new(),
+            },
+        }
+    }
+
+    fn elem_of_buffer(&self, b: BufferRef) -> Option<ElemTy> {
+        match b {
+            BufferRef::Param(p) => self.f.param(p).and_then(|p| p.elem),
+            BufferRef::Local(v) => match self.f.local(v).map(|l| &l.ty) {
+                Some(Ty::Spanned(t)) => Some(t.elem),
+                _ => None,
+            },
+        }
+    }
+
+    fn buffer_name(&self, b: BufferRef) -> String {
+        match b {
+            BufferRef::Param(p) => self.param_name(p),
+            BufferRef::Local(v) => self.names().local(v).to_string(),
+        }
+    }
+
+    /// A dimension as an `int` expression.
+    fn dim_int(&mut self, d: &Dim) -> String {
+        match d {
+            Dim::Const(c) => c.to_string(),
+            Dim::Sym(s) => format!("static_cast<int>({})", self.names().sym(*s)),
+            Dim::Dynamic { param, dim } => {
+                format!("static_cast<int>({})", self.names().extent(*param, *dim))
+            }
+            Dim::Expr(e) => {
+                let t = scalar_of(&e.ty).unwrap_or(ElemTy::S32);
+                let text = self.expr(e);
+                conv(&text, t, ElemTy::S32)
+            }
+        }
+    }
+
+    /// A dimension as a `std::uint64_t` expression (host sizes).
+    fn dim_u64(&mut self, d: &Dim) -> String {
+        match d {
+            Dim::Const(c) => format!("{c}ull"),
+            Dim::Sym(s) => self.names().sym(*s).to_string(),
+            Dim::Dynamic { param, dim } => self.names().extent(*param, *dim),
+            Dim::Expr(_) => format!("static_cast<std::uint64_t>({})", self.dim_int(d)),
+        }
+    }
+
+    /// A dimension as an `unsigned` expression (launch geometry).
+    fn dim_unsigned(&mut self, d: &Dim) -> String {
+        match d {
+            Dim::Const(c) => c.to_string(),
+            _ => {
+                let v = self.dim_u64(d);
+                format!("static_cast<unsigned>({v})")
+            }
+        }
+    }
+
+    /// The element count of a shape as a `std::uint64_t` expression.
+    fn count_u64(&mut self, dims: &[Dim]) -> String {
+        if let Some(n) = dims
+            .iter()
+            .map(Dim::as_const)
+            .try_fold(1u64, |acc, d| d.and_then(|d| acc.checked_mul(d)))
+        {
+            return format!("{n}ull");
+        }
+        // Symbols and extents are std::uint64_t in host code: the product is 64-bit.
+        let parts: Vec<String> = dims.iter().map(|d| self.dim_u64(d)).collect();
+        if parts.len() == 1 { parts[0].clone() } else { format!("({})", parts.join(" * ")) }
+    }
+
+    /// A dimension as used in an offset computation (its natural type).
+    fn dim_raw(&mut self, d: &Dim) -> String {
+        match d {
+            Dim::Const(c) => c.to_string(),
+            Dim::Sym(s) => self.names().sym(*s).to_string(),
+            Dim::Dynamic { param, dim } => self.names().extent(*param, *dim),
+            Dim::Expr(_) => self.dim_int(d),
+        }
+    }
+
+    /// `ptr[offset]` for a row-major element access.
+    fn element(&mut self, span: Span, buffer: BufferRef, indices: &[HExpr]) -> String {
+        let dims = self.dims_of_buffer(buffer);
+        let name = self.buffer_name(buffer);
+        if dims.len() != indices.len() {
+            self.bug(span, "element access with a wrong number of indices");
+            return format!("{name}[0]");
+        }
+        if indices.is_empty() {
+            return format!("{name}[0]");
+        }
+        let narrow = dims.len() == 1
+            || dims
+                .iter()
+                .map(Dim::as_const)
+                .try_fold(1u64, |acc, d| d.and_then(|d| acc.checked_mul(d)))
+                .is_some_and(|n| n <= i32::MAX as u64);
+        let index = |e: &mut Self, i: &HExpr| {
+            let t = scalar_of(&i.ty).unwrap_or(ElemTy::S32);
+            let text = e.expr(i);
+            if t.is_int() { text } else { conv(&text, t, ElemTy::S32) }
+        };
+        let first = index(self, &indices[0]);
+        let mut offset = if narrow { first } else { format!("static_cast<long long>({first})") };
+        for (k, (d, i)) in dims.iter().zip(indices).enumerate().skip(1) {
+            let d = self.dim_raw(d);
+            let i = index(self, i);
+            offset = if k == 1 {
+                format!("{offset} * {d} + {i}")
+            } else {
+                format!("({offset}) * {d} + {i}")
+            };
+        }
+        format!("{name}[{offset}]")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renames_only_the_recorded_main() {
+        let file = crate::source::FileId(0);
+        let text = "// int main() {}\nint main(int argc) {\n  return main2();\n}\n";
+        let span = Span { file, start: 100, end: 100 + text.len() as u32 };
+        let main = Span { file, start: 100 + 21, end: 100 + 25 };
+        assert_eq!(
+            renamed_main(text, span, &[main]),
+            "// int main() {}\nint __choreo_unused_main(int argc) {\n  return main2();\n}\n"
+        );
+        // A span of another region, or one that is not `main`, changes nothing.
+        let elsewhere = Span { file, start: 0, end: 4 };
+        assert_eq!(renamed_main(text, span, &[elsewhere]), text);
+        let wrong = Span { file, start: 100, end: 104 };
+        assert_eq!(renamed_main(text, span, &[wrong]), text);
+    }
+}

@@ -1,0 +1,381 @@
+// The support library of generated CUDA code (choreo-compiler, emit::cuda): call frames,
+// device-memory guards, private streams, math helpers and the fill kernel. The translator
+// pastes this file into every generated .cu after `#include "choreo.h"`, preceded by
+// `#define CHOREO_SUPPORT_NS __choreo_support_<hash of this file>`; every name it defines
+// starts with `__choreo`.
+#include <cstdarg>
+#include <mutex>
+using namespace choreo;
+
+// The support library lives in a namespace named after a hash of its text: every generated file
+// of the same translator version shares one definition (external linkage, so unused parts draw
+// no warnings), and files from versions with a different library never clash.
+namespace CHOREO_SUPPORT_NS {
+
+// A private stream of the generated code on the current device, created on first use and kept
+// for the life of the process. Kind 0 carries only allocations and copies that are
+// waited for at once; kind 1 carries frees that wait (through events) for asynchronous launches.
+inline cudaError_t __choreo_private_stream(int kind, cudaStream_t* stream) {
+  constexpr int max_devices = 64;
+  static std::mutex mutex;
+  static cudaStream_t streams[2][max_devices] = {};
+  int device = 0;
+  cudaError_t err = cudaGetDevice(&device);
+  if (err != cudaSuccess) return err;
+  if (device < 0 || device >= max_devices) return cudaErrorInvalidDevice;
+  std::lock_guard<std::mutex> lock(mutex);
+  cudaStream_t& slot = streams[kind][device];
+  if (slot == nullptr) {
+    err = cudaStreamCreateWithFlags(&slot, cudaStreamNonBlocking);
+    if (err != cudaSuccess) {
+      slot = nullptr;
+      return err;
+    }
+  }
+  *stream = slot;
+  return cudaSuccess;
+}
+
+// The state of one call of a generated function: where spanned data lives (device memory, or
+// host memory for a function without kernels called through its C++ wrapper), the first
+// failure (a cudaError_t, or -1 for a failed runtime check with its message) and the streams
+// of asynchronous launches that may still run.
+class __choreo_frame {
+ public:
+  __choreo_frame(bool device_data, char* message, std::size_t capacity)
+      : device_data_(device_data), message_(message), capacity_(capacity) {
+    if (message_ != nullptr && capacity_ > 0) message_[0] = '\0';
+  }
+  __choreo_frame(const __choreo_frame&) = delete;
+  __choreo_frame& operator=(const __choreo_frame&) = delete;
+
+  bool device_data() const { return device_data_; }
+  int status() const { return status_; }
+  const char* message() const { return message_ != nullptr ? message_ : ""; }
+
+  // Records a CUDA failure (the first failure of the call wins); true on success.
+  bool cuda(cudaError_t err) {
+    if (err != cudaSuccess && status_ == 0) status_ = static_cast<int>(err);
+    return err == cudaSuccess;
+  }
+
+  // Records a failed runtime check and its printf-formatted message.
+  void check_failed(const char* format, ...) {
+    if (status_ != 0) return;
+    status_ = -1;
+    if (message_ == nullptr || capacity_ == 0) return;
+    va_list args;
+    va_start(args, format);
+    std::vsnprintf(message_, capacity_, format, args);
+    va_end(args);
+  }
+
+  cudaError_t alloc(void** ptr, std::size_t bytes) {
+    *ptr = nullptr;
+    if (!device_data_) {
+      *ptr = std::malloc(bytes == 0 ? 1 : bytes);
+      return *ptr != nullptr ? cudaSuccess : cudaErrorMemoryAllocation;
+    }
+    cudaStream_t stream = nullptr;
+    cudaError_t err = __choreo_private_stream(0, &stream);
+    if (err == cudaSuccess) err = cudaMallocAsync(ptr, bytes, stream);
+    if (err == cudaSuccess) err = cudaStreamSynchronize(stream);
+    return err;
+  }
+
+  // Frees memory from alloc(): at once when no asynchronous launch of this call may use it,
+  // else in stream order after all of them.
+  void release(void* ptr) {
+    if (ptr == nullptr) return;
+    if (!device_data_) {
+      std::free(ptr);
+      return;
+    }
+    cudaStream_t stream = nullptr;
+    cudaError_t err = __choreo_private_stream(async_streams_.empty() ? 0 : 1, &stream);
+    // The release stream waits for the asynchronous launches made since the last join (joined
+    // here, at the first free after them, not at every launch: a launch costs no extra CUDA
+    // call, and functions without device buffers of their own never join at all).
+    if (err == cudaSuccess && unjoined_launches_) {
+      for (cudaStream_t launched : async_streams_) {
+        err = join(stream, launched);
+        if (err != cudaSuccess) break;
+      }
+      if (err == cudaSuccess) unjoined_launches_ = false;
+    }
+    if (err == cudaSuccess) err = cudaFreeAsync(ptr, stream);
+    cuda(err);
+  }
+
+  // After an asynchronous launch on `stream`: later frees of this call wait for it (see
+  // release), and wait_async / copy_result know the stream. Makes no CUDA call.
+  cudaError_t track_async(cudaStream_t stream) {
+    unjoined_launches_ = true;
+    if (std::find(async_streams_.begin(), async_streams_.end(), stream) == async_streams_.end()) {
+      async_streams_.push_back(stream);
+    }
+    return cudaSuccess;
+  }
+
+  // Blocks until every asynchronous launch of this call has finished.
+  cudaError_t wait_async() {
+    for (cudaStream_t stream : async_streams_) {
+      const cudaError_t err = cudaStreamSynchronize(stream);
+      if (err != cudaSuccess) return err;
+    }
+    return cudaSuccess;
+  }
+
+  // Copies the returned value into the caller's buffer, on `stream` and after every
+  // asynchronous launch of this call. With `wait` the copy has finished on return; otherwise it
+  // is left in stream order (and later frees of this call wait for it).
+  cudaError_t copy_result(void* dst, const void* src, std::size_t bytes, bool wait,
+                          cudaStream_t stream) {
+    if (bytes == 0) return cudaSuccess;
+    if (!device_data_) {
+      std::memcpy(dst, src, bytes);
+      return cudaSuccess;
+    }
+    for (cudaStream_t other : async_streams_) {
+      if (other == stream) continue;
+      const cudaError_t err = join(stream, other);
+      if (err != cudaSuccess) return err;
+    }
+    const cudaError_t err = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream);
+    if (err != cudaSuccess) return err;
+    return wait ? cudaStreamSynchronize(stream) : track_async(stream);
+  }
+
+  cudaError_t to_device(void* dst, const void* src, std::size_t bytes) {
+    return copy_waited(dst, src, bytes, cudaMemcpyHostToDevice);
+  }
+
+  cudaError_t to_host(void* dst, const void* src, std::size_t bytes) {
+    return copy_waited(dst, src, bytes, cudaMemcpyDeviceToHost);
+  }
+
+ private:
+  // Makes `waiter` wait for the work enqueued on `stream` so far.
+  static cudaError_t join(cudaStream_t waiter, cudaStream_t stream) {
+    cudaEvent_t event = nullptr;
+    cudaError_t err = cudaEventCreateWithFlags(&event, cudaEventDisableTiming);
+    if (err == cudaSuccess) err = cudaEventRecord(event, stream);
+    if (err == cudaSuccess) err = cudaStreamWaitEvent(waiter, event, 0);
+    if (event != nullptr) {
+      const cudaError_t destroyed = cudaEventDestroy(event);
+      if (err == cudaSuccess) err = destroyed;
+    }
+    return err;
+  }
+
+  cudaError_t copy_waited(void* dst, const void* src, std::size_t bytes, cudaMemcpyKind kind) {
+    if (bytes == 0) return cudaSuccess;
+    if (!device_data_) {
+      std::memcpy(dst, src, bytes);
+      return cudaSuccess;
+    }
+    cudaStream_t stream = nullptr;
+    cudaError_t err = __choreo_private_stream(0, &stream);
+    if (err == cudaSuccess) err = cudaMemcpyAsync(dst, src, bytes, kind, stream);
+    if (err == cudaSuccess) err = cudaStreamSynchronize(stream);
+    return err;
+  }
+
+  bool device_data_;
+  char* message_;
+  std::size_t capacity_;
+  int status_ = 0;
+  std::vector<cudaStream_t> async_streams_;
+  // Asynchronous launches happened that the release stream does not wait for yet.
+  bool unjoined_launches_ = false;
+};
+
+// Memory from __choreo_frame::alloc, released when the guard goes out of scope (every exit path
+// of the generated function runs through the end of the guard's scope).
+class __choreo_buffer {
+ public:
+  explicit __choreo_buffer(__choreo_frame& frame) : frame_(frame) {}
+  __choreo_buffer(const __choreo_buffer&) = delete;
+  __choreo_buffer& operator=(const __choreo_buffer&) = delete;
+  ~__choreo_buffer() { frame_.release(ptr); }
+  void* ptr = nullptr;
+
+ private:
+  __choreo_frame& frame_;
+};
+
+// The C++ wrappers abort like upstream: a failed check prints its message, a CUDA failure its
+// error.
+inline void __choreo_abort_on_failure(const __choreo_frame& frame, int status) {
+  if (status == 0) return;
+  if (status < 0) choreo::runtime_check(false, frame.message());
+  choreo::abend_true(status);
+}
+
+inline int __choreo_internal_failure(char* message, std::size_t capacity) {
+  if (message != nullptr && capacity > 0) {
+    std::snprintf(message, capacity, "internal error: a C++ exception escaped the generated code");
+  }
+  return -1;
+}
+
+inline choreo::f16 __choreo_f16_from_bits(std::uint16_t bits) {
+  __half_raw raw;
+  raw.x = bits;
+  return choreo::f16(raw);
+}
+inline std::uint16_t __choreo_f16_bits(choreo::f16 value) { return static_cast<__half_raw>(value).x; }
+inline choreo::bf16 __choreo_bf16_from_bits(std::uint16_t bits) {
+  __nv_bfloat16_raw raw;
+  raw.x = bits;
+  return choreo::bf16(raw);
+}
+inline std::uint16_t __choreo_bf16_bits(choreo::bf16 value) {
+  return static_cast<__nv_bfloat16_raw>(value).x;
+}
+
+// Math built-ins (spec §18) for f32 and f64; f16/bf16 arguments are computed in f32.
+#define __CHOREO_MATH1(name, f32_expr, f64_expr)                              \
+  __host__ __device__ inline float __choreo_##name(float x) { return f32_expr; } \
+  __host__ __device__ inline double __choreo_##name(double x) { return f64_expr; }
+#define __CHOREO_MATH2(name, f32_expr, f64_expr)                                       \
+  __host__ __device__ inline float __choreo_##name(float x, float y) { return f32_expr; } \
+  __host__ __device__ inline double __choreo_##name(double x, double y) { return f64_expr; }
+__CHOREO_MATH1(sqrt, sqrtf(x), sqrt(x))
+__CHOREO_MATH1(exp, expf(x), exp(x))
+__CHOREO_MATH1(exp2, exp2f(x), exp2(x))
+__CHOREO_MATH1(expm1, expm1f(x), expm1(x))
+__CHOREO_MATH1(log, logf(x), log(x))
+__CHOREO_MATH1(log1p, log1pf(x), log1p(x))
+__CHOREO_MATH1(sin, sinf(x), sin(x))
+__CHOREO_MATH1(cos, cosf(x), cos(x))
+__CHOREO_MATH1(tan, tanf(x), tan(x))
+__CHOREO_MATH1(asin, asinf(x), asin(x))
+__CHOREO_MATH1(acos, acosf(x), acos(x))
+__CHOREO_MATH1(atan, atanf(x), atan(x))
+__CHOREO_MATH1(sinh, sinhf(x), sinh(x))
+__CHOREO_MATH1(cosh, coshf(x), cosh(x))
+__CHOREO_MATH1(tanh, tanhf(x), tanh(x))
+__CHOREO_MATH1(ceil, ceilf(x), ceil(x))
+__CHOREO_MATH1(floor, floorf(x), floor(x))
+__CHOREO_MATH1(round, roundf(x), round(x))
+__CHOREO_MATH1(fabs, fabsf(x), fabs(x))
+__CHOREO_MATH1(sign, static_cast<float>((x > 0.0f) - (x < 0.0f)),
+               static_cast<double>((x > 0.0) - (x < 0.0)))
+__CHOREO_MATH1(gelu, 0.5f * x * (1.0f + erff(x * 0.70710678118654752f)),
+               0.5 * x * (1.0 + erf(x * 0.70710678118654752)))
+__CHOREO_MATH1(sigmoid, 1.0f / (1.0f + expf(-x)), 1.0 / (1.0 + exp(-x)))
+__CHOREO_MATH1(softplus, fmaxf(x, 0.0f) + log1pf(expf(-fabsf(x))),
+               fmax(x, 0.0) + log1p(exp(-fabs(x))))
+__CHOREO_MATH2(pow, powf(x, y), pow(x, y))
+__CHOREO_MATH2(atan2, atan2f(x, y), atan2(x, y))
+__CHOREO_MATH2(max, fmaxf(x, y), fmax(x, y))
+__CHOREO_MATH2(min, fminf(x, y), fmin(x, y))
+#undef __CHOREO_MATH1
+#undef __CHOREO_MATH2
+__host__ __device__ inline float __choreo_rsqrt(float x) {
+#if defined(__CUDA_ARCH__)
+  return rsqrtf(x);
+#else
+  return 1.0f / sqrtf(x);
+#endif
+}
+__host__ __device__ inline double __choreo_rsqrt(double x) {
+#if defined(__CUDA_ARCH__)
+  return rsqrt(x);
+#else
+  return 1.0 / sqrt(x);
+#endif
+}
+__host__ __device__ inline float __choreo_frcp_rn(float x) {
+#if defined(__CUDA_ARCH__)
+  return __frcp_rn(x);
+#else
+  return 1.0f / x;
+#endif
+}
+__host__ __device__ inline double __choreo_frcp_rn(double x) {
+#if defined(__CUDA_ARCH__)
+  return __drcp_rn(x);
+#else
+  return 1.0 / x;
+#endif
+}
+__host__ __device__ inline float __choreo_fma(float x, float y, float z) { return fmaf(x, y, z); }
+__host__ __device__ inline double __choreo_fma(double x, double y, double z) { return fma(x, y, z); }
+__host__ __device__ inline bool __choreo_isfinite(float x) {
+#if defined(__CUDA_ARCH__)
+  return isfinite(x);
+#else
+  return std::isfinite(x);
+#endif
+}
+__host__ __device__ inline bool __choreo_isfinite(double x) {
+#if defined(__CUDA_ARCH__)
+  return isfinite(x);
+#else
+  return std::isfinite(x);
+#endif
+}
+template <typename T>
+__host__ __device__ inline T __choreo_imax(T x, T y) { return x > y ? x : y; }
+template <typename T>
+__host__ __device__ inline T __choreo_imin(T x, T y) { return x < y ? x : y; }
+template <typename T>
+__host__ __device__ inline T __choreo_isign(T x) { return static_cast<T>((x > 0) - (x < 0)); }
+template <typename T>
+__host__ __device__ inline T __choreo_alignup(T x, T a) { return (x + a - 1) / a * a; }
+template <typename T>
+__host__ __device__ inline T __choreo_aligndown(T x, T a) { return x / a * a; }
+
+}  // namespace CHOREO_SUPPORT_NS
+using namespace CHOREO_SUPPORT_NS;
+
+namespace {
+
+template <typename T>
+__global__ void __choreo_fill_kernel(T* data, std::uint64_t count, T value) {
+  const std::uint64_t step = static_cast<std::uint64_t>(gridDim.x) * blockDim.x;
+  for (std::uint64_t i = static_cast<std::uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+       i < count; i += step) {
+    data[i] = value;
+  }
+}
+
+// Sets `count` elements to `value` (the `{v}` initialiser of a buffer declared in host code).
+template <typename T>
+cudaError_t __choreo_fill(__choreo_frame& frame, T* data, std::uint64_t count, T value) {
+  if (!frame.device_data()) {
+    std::fill(data, data + count, value);
+    return cudaSuccess;
+  }
+  if (count == 0) return cudaSuccess;
+  cudaStream_t stream = nullptr;
+  cudaError_t err = __choreo_private_stream(0, &stream);
+  if (err != cudaSuccess) return err;
+  const std::uint64_t threads = 256;
+  const std::uint64_t blocks = std::min<std::uint64_t>((count + threads - 1) / threads, 1024);
+  cudaLaunchConfig_t config = {};
+  config.gridDim = dim3(static_cast<unsigned>(blocks), 1, 1);
+  config.blockDim = dim3(static_cast<unsigned>(threads), 1, 1);
+  config.stream = stream;
+  err = cudaLaunchKernelEx(&config, __choreo_fill_kernel<T>, data, count, value);
+  if (err == cudaSuccess) err = cudaStreamSynchronize(stream);
+  return err;
+}
+
+}  // namespace
+
+// Runs `call` (a cudaError_t expression); on failure records it and leaves the function.
+#define __CHOREO_TRY(call)                           \
+  do {                                               \
+    if (!__frame.cuda(call)) goto __choreo_exit;     \
+  } while (0)
+// Checks `cond`; on failure records the printf-formatted message and leaves the function.
+#define __CHOREO_CHECK(cond, ...)                    \
+  do {                                               \
+    if (!(cond)) {                                   \
+      __frame.check_failed(__VA_ARGS__);             \
+      goto __choreo_exit;                            \
+    }                                                \
+  } while (0)

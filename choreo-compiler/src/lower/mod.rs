@@ -1,0 +1,668 @@
+//! Lowering: checked program ([`hir::Program`]) + [`Target`] → [`Plan`].
+//!
+//! The plan holds every decision a backend needs that is not in the checked program, so that
+//! the emitters only render: the symbols and C identifiers of each function ([`Symbols`],
+//! [`Names`]); per kernel the host values it receives ([`KernelPlan::captures`]), the stream it
+//! is launched on and what the host does after the launch ([`AfterLaunch`]: the seed's
+//! synchronisation rules), and its nest of parallel levels as structured levels (threads per
+//! block, threads per instance of every intra-block level — the mapping of levels to hardware
+//! indices is the backend's); the stream roles of the call ([`Streams`]); where data lives and
+//! moves ([`Memory`]); and the `extern "C"` entry ([`abi::Entry`]) that the device code defines
+//! and the Rust wrapper calls. The emitters walk the checked program and this plan side by
+//! side; the plan's tables are indexed by the program's ids ([`hir::KernelId`],
+//! [`hir::LevelId`], [`ParamId`], …).
+//!
+//! Lowering also rejects what the target cannot run or the code generator cannot express,
+//! with `E08xx` errors:
+//!
+//! | code  | meaning |
+//! |-------|---------|
+//! | E0801 | internal: the checked program has a shape lowering does not expect (a sema bug) |
+//! | E0802 | a `__co__` function name that cannot be a C++ function name (keyword, reserved) |
+//! | E0803 | two `__co__` functions with the same name in one file |
+//! | E0804 | an element type the code generator does not support yet |
+//! | E0805 | a parallel level the target does not have (`group-4` needs sm_90a) |
+//! | E0806 | a target without a code generator (the CPU target, for now; reported by `compile`) |
+//! | E0807 | a returned shape that depends on values the function body computes |
+
+pub mod abi;
+pub mod names;
+
+pub use abi::{AbiParam, Entry};
+pub use names::{Names, Symbols};
+
+use crate::diagnostics::{Diagnostic, Diagnostics};
+use crate::hir::visit::{self, Visitor, Walk};
+use crate::hir::{
+    self, Capture, Dim, ElemTy, HExpr, HExprKind, Level, LevelId, LocalOrigin, LocalPlace, ParamId,
+    ParamKind, ReturnTy, Stmt, StmtKind, Ty, VarId,
+};
+use crate::source::Span;
+use crate::target::Target;
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+
+/// The plan of a file: one [`FunctionPlan`] per [`hir::Item::Function`], in order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Plan {
+    /// What the plan is for.
+    pub target: Target,
+    /// The functions, in the order of `program.functions()`.
+    pub functions: Vec<FunctionPlan>,
+}
+
+/// Everything the backends need for one `__co__` function besides the checked function.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FunctionPlan {
+    /// The functions the backends define for it.
+    pub symbols: Symbols,
+    /// The C++ identifiers of the function's entities.
+    pub names: Names,
+    /// The kernels, indexed by [`hir::KernelId`].
+    pub kernels: Vec<KernelPlan>,
+    /// The stream roles of a call.
+    pub streams: Streams,
+    /// Where the function's data lives and how it moves.
+    pub memory: Memory,
+    /// Whether some launch may still run when the function returns (an `.async` launch that is
+    /// not followed by a synchronisation, spec §8.5).
+    pub leaves_async_work: bool,
+    /// The `extern "C"` entry.
+    pub entry: Entry,
+}
+
+/// A stream of a call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum StreamRef {
+    /// A `stream` parameter.
+    Param(ParamId),
+    /// The legacy default stream (unbound launches).
+    Default,
+}
+
+/// The stream roles of a call of the function.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Streams {
+    /// The stream host data is staged on and a spanned return value is copied on: the first
+    /// `stream` parameter in parameter order, else the default stream.
+    pub result: StreamRef,
+    /// The streams launches are bound to (the default stream for unbound launches), parameters
+    /// in parameter order first, without duplicates.
+    pub launches: Vec<StreamRef>,
+    /// The streams the call's device work runs on: [`Streams::launches`], then the result
+    /// stream when the function returns spanned data or launches nothing. Waiting for these
+    /// waits for everything the call enqueued.
+    pub work: Vec<StreamRef>,
+}
+
+/// Where the function's data lives and how it moves (spec §7.4).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Memory {
+    /// Whether the C++ wrapper keeps spanned data in device memory: the function launches
+    /// kernels or returns a `global` parameter. Otherwise that wrapper is plain host code that
+    /// never touches CUDA. (The `extern "C"` entry always works on device memory.)
+    pub device_data: bool,
+    /// The host parameters (`T [..] x`, `T [..] &x`) whose data the caller copies to the device
+    /// before the call: those the function uses (reads, writes or returns), in order.
+    pub uploads: Vec<ParamId>,
+    /// The `&` parameters whose device data is copied back after the call's device work:
+    /// those uploaded and written, in order.
+    pub copy_back: Vec<ParamId>,
+    /// The non-`global` spanned parameters that some `return` returns (their device data is
+    /// copied back into the caller's buffer when one is returned, spec §7.3).
+    pub returned_params: Vec<ParamId>,
+    /// The global buffers declared in host code, in order: device memory allocated at the
+    /// declaration and freed on every exit, after the launches that may use it.
+    pub buffers: Vec<VarId>,
+}
+
+/// One kernel: a device-entry parallel-by.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KernelPlan {
+    /// The host values the kernel receives, deduplicated, in kernel-parameter order:
+    /// parameters (buffers as device pointers, scalars by value) by id, locals (global buffers
+    /// as pointers, host scalars by value) by id, symbolic dimensions by id, anonymous extents.
+    /// Exactly what its body uses.
+    pub captures: Vec<Capture>,
+    /// The stream the kernel is launched on.
+    pub stream: StreamRef,
+    /// What the host does right after the launch.
+    pub after: AfterLaunch,
+    /// Threads per block: the product of the extents of the intra-block levels on a path
+    /// through the nest (all paths agree), filled levels included; 1 without inner levels.
+    pub threads_per_block: Dim,
+    /// The intra-block levels, indexed by [`hir::LevelId`].
+    pub levels: Vec<LevelPlan>,
+}
+
+/// An intra-block level of a kernel's nest.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LevelPlan {
+    /// The level.
+    pub level: Level,
+    /// Threads of one instance of the level (the nest below it, or the level's unit).
+    pub threads_per_instance: Dim,
+    /// Whether its instances, together, are statically known to be all the threads of the
+    /// block (so a thread's instance number needs no reduction modulo the instance count).
+    pub fills_block: bool,
+}
+
+/// What follows a launch on the host (spec §8.5 and the seed rules).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AfterLaunch {
+    /// Wait for the whole device: a launch without `.async` and without a stream.
+    DeviceSync,
+    /// Wait for the stream: a launch bound to a stream without `.async`, or an asynchronous
+    /// launch in a function with `&` parameters (which must finish before the copy-back).
+    StreamSync(StreamRef),
+    /// Nothing: an `.async` launch. The call records it so that device memory it may use is
+    /// freed after it (stream-ordered).
+    Track,
+}
+
+/// Lowers every function of `program` for `target`. Errors go to `diags`; the plan is only
+/// meaningful when none was reported.
+pub fn lower(program: &hir::Program, target: Target, diags: &mut Diagnostics) -> Plan {
+    let mut seen: HashSet<&str> = HashSet::new();
+    let mut functions = Vec::new();
+    for f in program.functions() {
+        if !seen.insert(f.name.as_str()) {
+            diags.push(
+                Diagnostic::error(
+                    "E0803",
+                    f.span,
+                    format!("a __co__ function named '{}' is already defined in this file", f.name),
+                )
+                .with_label("second definition")
+                .with_help("give each __co__ function of a file its own name"),
+            );
+        }
+        functions.push(lower_function(f, target, diags));
+    }
+    Plan { target, functions }
+}
+
+fn lower_function(f: &hir::Function, target: Target, diags: &mut Diagnostics) -> FunctionPlan {
+    if !names::is_valid_function_name(&f.name) {
+        diags.push(
+            Diagnostic::error(
+                "E0802",
+                f.span,
+                format!("'{}' cannot be the name of the generated C++ function", f.name),
+            )
+            .with_label("C++ keyword or reserved name")
+            .with_help("rename the __co__ function"),
+        );
+    }
+    check_types(f, diags);
+    let mut host = HostWalk {
+        f,
+        target,
+        diags,
+        has_inout: f.params.iter().any(|p| p.kind == ParamKind::HostInOut),
+        kernels: vec![None; f.kernel_count as usize],
+        returned_params: BTreeSet::new(),
+        returns_global_param: false,
+        buffers: Vec::new(),
+        inits: BTreeMap::new(),
+    };
+    visit::walk_stmts(&mut host, &f.body);
+    let HostWalk { kernels, returned_params, returns_global_param, buffers, inits, .. } = host;
+    let kernels: Vec<KernelPlan> = kernels
+        .into_iter()
+        .enumerate()
+        .map(|(i, k)| {
+            k.unwrap_or_else(|| {
+                // A kernel id without a parallel-by: keep the plan well-formed; sema reported
+                // nothing, so report it here.
+                diags.push(internal(
+                    f.span,
+                    &format!("kernel {i} of '{}' has no parallel-by", f.name),
+                ));
+                KernelPlan {
+                    captures: Vec::new(),
+                    stream: StreamRef::Default,
+                    after: AfterLaunch::DeviceSync,
+                    threads_per_block: Dim::Const(1),
+                    levels: Vec::new(),
+                }
+            })
+        })
+        .collect();
+
+    let first_stream = f.params.iter().position(|p| p.kind == ParamKind::Stream);
+    let result = first_stream.map_or(StreamRef::Default, |i| StreamRef::Param(ParamId(i as u32)));
+    let mut launches: BTreeSet<StreamRef> = kernels.iter().map(|k| k.stream).collect();
+    launches.extend(f.streams.iter().map(|&s| StreamRef::Param(s)));
+    let launches: Vec<StreamRef> = launches.into_iter().collect();
+    let mut work = launches.clone();
+    let spanned_return = matches!(f.ret, ReturnTy::Spanned { .. });
+    if (spanned_return || work.is_empty()) && !work.contains(&result) {
+        work.push(result);
+    }
+    let streams = Streams { result, launches, work };
+
+    let uploads: Vec<ParamId> = (0..f.params.len() as u32)
+        .map(ParamId)
+        .filter(|&id| {
+            f.param(id).is_some_and(|p| {
+                matches!(p.kind, ParamKind::HostIn | ParamKind::HostInOut)
+                    && (p.access.read || p.access.write)
+            })
+        })
+        .collect();
+    let copy_back = uploads
+        .iter()
+        .copied()
+        .filter(|&id| f.param(id).is_some_and(|p| p.kind == ParamKind::HostInOut && p.access.write))
+        .collect();
+    let memory = Memory {
+        device_data: f.has_parallel || returns_global_param,
+        uploads,
+        copy_back,
+        returned_params: returned_params.into_iter().collect(),
+        buffers,
+    };
+
+    let result_shape = match &f.ret {
+        ReturnTy::Spanned { dims, .. } => Some(resolve_shape(f, dims, &inits, diags)),
+        ReturnTy::Void | ReturnTy::Scalar(_) => None,
+    };
+    let symbols = Symbols::of(f);
+    let entry = abi::entry(f, symbols.entry.clone(), result_shape);
+    FunctionPlan {
+        symbols,
+        names: names::assign_names(f),
+        leaves_async_work: kernels.iter().any(|k| k.after == AfterLaunch::Track),
+        kernels,
+        streams,
+        memory,
+        entry,
+    }
+}
+
+fn internal(span: Span, what: &str) -> Diagnostic {
+    Diagnostic::error("E0801", span, format!("internal error in code generation: {what}"))
+        .with_label("the checked program is not what the code generator expects here")
+        .with_note("this is a bug of the Choreo translator; please report it with this file")
+}
+
+/// `E0804` for every element type of the function the code generator does not support.
+fn check_types(f: &hir::Function, diags: &mut Diagnostics) {
+    let report = |diags: &mut Diagnostics, t: ElemTy, span: Span| {
+        if !t.is_tier1() {
+            diags.push(
+                Diagnostic::error(
+                    "E0804",
+                    span,
+                    format!(
+                        "element type '{}' is not supported by the code generator yet",
+                        t.as_str()
+                    ),
+                )
+                .with_label("not supported yet"),
+            );
+        }
+    };
+    for p in &f.params {
+        if let Some(t) = p.elem {
+            report(diags, t, p.span);
+        }
+        if let ParamKind::Scalar(t) = p.kind {
+            report(diags, t, p.span);
+        }
+    }
+    for l in &f.locals {
+        match &l.ty {
+            Ty::Scalar(t) => report(diags, *t, l.span),
+            Ty::Spanned(s) => report(diags, s.elem, l.span),
+            Ty::BoundedInt
+            | Ty::BoundedItuple(_)
+            | Ty::Ituple(_)
+            | Ty::Mdspan(_)
+            | Ty::Stream
+            | Ty::String
+            | Ty::Void
+            | Ty::Error => {}
+        }
+    }
+    match &f.ret {
+        ReturnTy::Scalar(t) | ReturnTy::Spanned { elem: t, .. } => report(diags, *t, f.span),
+        ReturnTy::Void => {}
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Host code
+// ---------------------------------------------------------------------------------------------
+
+/// The walk over a function's host code: launches, returns, buffer declarations, initial
+/// values of host locals.
+struct HostWalk<'a, 'd> {
+    f: &'a hir::Function,
+    target: Target,
+    diags: &'d mut Diagnostics,
+    has_inout: bool,
+    kernels: Vec<Option<KernelPlan>>,
+    returned_params: BTreeSet<ParamId>,
+    returns_global_param: bool,
+    buffers: Vec<VarId>,
+    /// The initial values of the locals declared in host code.
+    inits: BTreeMap<VarId, &'a HExpr>,
+}
+
+impl<'a> Visitor<'a> for HostWalk<'a, '_> {
+    fn stmt(&mut self, s: &'a Stmt) -> Walk {
+        match &s.kind {
+            StmtKind::Parallel(tree) => {
+                self.kernel(tree);
+                return Walk::Skip;
+            }
+            StmtKind::Let { var, init: Some(init) } => {
+                self.inits.insert(*var, init);
+            }
+            StmtKind::DeclBuffer { var, .. } => self.buffers.push(*var),
+            StmtKind::Return(Some(value)) => {
+                if let HExprKind::Param(p) = &value.kind {
+                    if value.ty.scalar().is_none() {
+                        match self.f.param(*p).map(|p| p.kind) {
+                            Some(ParamKind::Global) => self.returns_global_param = true,
+                            Some(ParamKind::HostIn | ParamKind::HostInOut) => {
+                                self.returned_params.insert(*p);
+                            }
+                            Some(ParamKind::Scalar(_) | ParamKind::Stream) | None => {}
+                        }
+                    }
+                }
+            }
+            StmtKind::InnerParallel(p) => {
+                self.diags.push(internal(p.span, "an inner parallel level in host code"));
+                return Walk::Skip;
+            }
+            StmtKind::SyncBlock => {
+                self.diags.push(internal(s.span, "a block barrier in host code"))
+            }
+            _ => {}
+        }
+        Walk::Continue
+    }
+
+    fn expr(&mut self, _: &'a HExpr) -> Walk {
+        Walk::Skip
+    }
+}
+
+impl HostWalk<'_, '_> {
+    fn kernel(&mut self, tree: &hir::ParallelTree) {
+        let f = self.f;
+        let stream = tree.stream.map_or(StreamRef::Default, StreamRef::Param);
+        // The seed rules (spec §8.5 ⚠): a synchronous launch waits for its stream, or for the
+        // device when it has none; an asynchronous one is waited for only when the function
+        // has `&` parameters, whose copy-back must see the result.
+        let after = match (tree.is_async, tree.stream) {
+            (false, None) => AfterLaunch::DeviceSync,
+            (false, Some(_)) => AfterLaunch::StreamSync(stream),
+            (true, _) if self.has_inout => AfterLaunch::StreamSync(stream),
+            (true, _) => AfterLaunch::Track,
+        };
+        if let Some(s) = tree.stream {
+            if !matches!(f.param(s).map(|p| p.kind), Some(ParamKind::Stream)) {
+                self.diags.push(internal(
+                    tree.span,
+                    "a launch bound to something that is not a stream parameter",
+                ));
+            }
+        }
+        // Grid extents are evaluated on the host: only the body is device code.
+        let mut kernel = KernelWalk {
+            f,
+            target: self.target,
+            captures: BTreeSet::new(),
+            levels: BTreeMap::new(),
+            problems: Vec::new(),
+        };
+        visit::walk_stmts(&mut kernel, &tree.body);
+        for problem in std::mem::take(&mut kernel.problems) {
+            self.diags.push(problem);
+        }
+        let threads_per_block = tree.threads_per_block();
+        let block = threads_per_block.as_const();
+        let levels: Vec<LevelPlan> = kernel
+            .levels
+            .into_iter()
+            .enumerate()
+            .map(|(i, (id, inner))| {
+                if id != LevelId(i as u32) {
+                    self.diags
+                        .push(internal(inner.span, "intra-block levels are not numbered in order"));
+                }
+                let threads_per_instance = inner.threads_per_instance();
+                let instances = inner
+                    .binder
+                    .extents
+                    .iter()
+                    .try_fold(1u64, |acc, d| d.as_const().and_then(|d| acc.checked_mul(d)));
+                let fills_block = match (threads_per_instance.as_const(), instances, block) {
+                    (Some(each), Some(n), Some(b)) => each.checked_mul(n) == Some(b),
+                    _ => false,
+                };
+                LevelPlan { level: inner.level, threads_per_instance, fills_block }
+            })
+            .collect();
+        let plan = KernelPlan {
+            captures: kernel.captures.into_iter().collect(),
+            stream,
+            after,
+            threads_per_block,
+            levels,
+        };
+        match self.kernels.get_mut(tree.id.index()) {
+            Some(slot @ None) => *slot = Some(plan),
+            Some(Some(_)) => {
+                self.diags.push(internal(tree.span, "two kernels with the same number"))
+            }
+            None => self.diags.push(internal(tree.span, "kernel number out of range")),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Kernel bodies
+// ---------------------------------------------------------------------------------------------
+
+/// The walk over a kernel body: the host values it uses, its intra-block levels, and what the
+/// target cannot run.
+struct KernelWalk<'a> {
+    f: &'a hir::Function,
+    target: Target,
+    captures: BTreeSet<Capture>,
+    levels: BTreeMap<LevelId, &'a hir::InnerParallel>,
+    problems: Vec<Diagnostic>,
+}
+
+impl<'a> Visitor<'a> for KernelWalk<'a> {
+    fn stmt(&mut self, s: &'a Stmt) -> Walk {
+        let problem = match &s.kind {
+            StmtKind::InnerParallel(inner) => {
+                if inner.level == Level::Group4 && !self.target.has_warpgroups() {
+                    self.problems.push(
+                        Diagnostic::error(
+                            "E0805",
+                            inner.span,
+                            format!(
+                                "the group-4 level is not supported by the target architecture: \
+                                 {}",
+                                self.target.arch().map_or("cpu".to_string(), |a| a.to_string())
+                            ),
+                        )
+                        .with_label("needs sm_90a"),
+                    );
+                }
+                self.levels.insert(inner.id, inner);
+                None
+            }
+            StmtKind::DeclBuffer { .. } => Some("a global buffer declared in device code"),
+            StmtKind::Return(_) => Some("a return in device code"),
+            StmtKind::Parallel(_) => Some("a kernel launch inside a kernel"),
+            StmtKind::Check(_) => Some("a host check inside a kernel"),
+            StmtKind::SyncGlobal => Some("sync.global inside a kernel"),
+            _ => None,
+        };
+        match problem {
+            Some(what) => {
+                self.problems.push(internal(s.span, what));
+                Walk::Skip
+            }
+            None => Walk::Continue,
+        }
+    }
+
+    fn expr(&mut self, e: &'a HExpr) -> Walk {
+        match &e.kind {
+            HExprKind::Var(v) => self.var(*v, e.span),
+            HExprKind::Param(p) => match self.f.param(*p).map(|p| p.kind) {
+                Some(ParamKind::Stream) => {
+                    self.problems.push(internal(e.span, "a stream used inside a kernel"))
+                }
+                Some(_) => {
+                    self.captures.insert(Capture::Param(*p));
+                }
+                None => self.problems.push(internal(e.span, "an unknown parameter")),
+            },
+            HExprKind::SymDim(s) => {
+                self.captures.insert(Capture::Sym(*s));
+            }
+            HExprKind::ParamExtent { param, dim } => {
+                self.captures.insert(Capture::Extent(*param, *dim));
+            }
+            _ => {}
+        }
+        Walk::Continue
+    }
+
+    fn dim(&mut self, d: &'a Dim) {
+        match d {
+            Dim::Sym(s) => {
+                self.captures.insert(Capture::Sym(*s));
+            }
+            Dim::Dynamic { param, dim } => {
+                self.captures.insert(Capture::Extent(*param, *dim));
+            }
+            Dim::Const(_) | Dim::Expr(_) => {}
+        }
+    }
+
+    fn buffer(&mut self, b: hir::BufferRef) {
+        let f = self.f;
+        // The element offset uses the buffer's extents.
+        let dims: &'a [Dim] = match b {
+            hir::BufferRef::Param(p) => {
+                self.captures.insert(Capture::Param(p));
+                f.param(p).map_or(&[], |p| p.dims.as_slice())
+            }
+            hir::BufferRef::Local(v) => {
+                self.captures.insert(Capture::Var(v));
+                match f.local(v).map(|l| &l.ty) {
+                    Some(Ty::Spanned(t)) => t.dims.as_slice(),
+                    _ => &[],
+                }
+            }
+        };
+        for d in dims {
+            visit::walk_dim(self, d);
+        }
+    }
+}
+
+impl KernelWalk<'_> {
+    fn var(&mut self, v: VarId, span: Span) {
+        match self.f.local(v) {
+            Some(l) => match (&l.place, &l.origin) {
+                (LocalPlace::HostScalar | LocalPlace::GlobalBuffer, _) => {
+                    self.captures.insert(Capture::Var(v));
+                }
+                (LocalPlace::Expanded, LocalOrigin::Tuple { components }) => {
+                    for c in components {
+                        self.var(*c, span);
+                    }
+                }
+                _ => {}
+            },
+            None => self.problems.push(internal(span, "an unknown local")),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Returned shapes
+// ---------------------------------------------------------------------------------------------
+
+/// The returned shape with every host local replaced by its initial value (see
+/// [`Entry::result_shape`]); `E0807` and `Err` when an extent depends on a local without one.
+fn resolve_shape(
+    f: &hir::Function,
+    dims: &[Dim],
+    inits: &BTreeMap<VarId, &HExpr>,
+    diags: &mut Diagnostics,
+) -> Result<Vec<Dim>, String> {
+    let mut out = Vec::with_capacity(dims.len());
+    for (d, dim) in dims.iter().enumerate() {
+        match dim {
+            Dim::Expr(e) => match resolve_locals(f, e, inits, 0) {
+                Ok(e) => out.push(Dim::Expr(Box::new(e))),
+                Err(span) => {
+                    diags.push(
+                        Diagnostic::error(
+                            "E0807",
+                            span,
+                            format!(
+                                "extent {d} of the shape returned by '{}' depends on a value \
+                                 that its body computes",
+                                f.name
+                            ),
+                        )
+                        .with_label("not known before the function runs")
+                        .with_help(
+                            "the returned shape must be computable from the parameters when \
+                             the function is called: derive it from parameters, symbolic \
+                             dimensions and immutable locals initialised from them",
+                        ),
+                    );
+                    return Err(format!("extent {d} depends on a value that the body computes"));
+                }
+            },
+            Dim::Const(_) | Dim::Sym(_) | Dim::Dynamic { .. } => out.push(dim.clone()),
+        }
+    }
+    Ok(out)
+}
+
+/// `e` with every use of an immutable host local replaced by its initial value (recursively);
+/// `Err(span)` of a use that has none (a mutable local, a buffer, a loop index).
+fn resolve_locals(
+    f: &hir::Function,
+    e: &HExpr,
+    inits: &BTreeMap<VarId, &HExpr>,
+    depth: u32,
+) -> Result<HExpr, Span> {
+    // Initial values refer only to earlier locals, so the chain ends; the bound guards against
+    // a malformed program.
+    if depth > 64 {
+        return Err(e.span);
+    }
+    let mut failed = None;
+    let mut out = e.clone();
+    visit::for_each_expr_mut(&mut out, &mut |x| {
+        if let HExprKind::Var(v) = &x.kind {
+            let init = f.local(*v).filter(|l| !l.mutable).and_then(|_| inits.get(v));
+            match init.map(|init| resolve_locals(f, init, inits, depth + 1)) {
+                Some(Ok(value)) => *x = value,
+                Some(Err(span)) => failed = failed.or(Some(span)),
+                None => failed = failed.or(Some(x.span)),
+            }
+        }
+    });
+    match failed {
+        Some(span) => Err(span),
+        None => Ok(out),
+    }
+}
