@@ -1,9 +1,10 @@
-//! Rust wrapper emission (`emit::rust`): every `tests/fixtures/rust/*.co` is translated and its
-//! generated module compared with the committed insta snapshot
-//! (`tests/snapshots/emit_rust__<stem>.snap`, stub mode: `emit_rust__<stem>_stub.snap`); the
-//! generated modules of all fixtures, in both modes, are compiled against the workspace's
-//! `choreo` crate with clippy and `-D warnings` (the lints the workspace uses); output is
-//! deterministic; stub and real wrappers have the same signatures.
+//! Rust wrapper emission (`emit::rust`): every `tests/fixtures/rust/*.co` and every codegen
+//! fixture (`tests/fixtures/codegen/*.co`, whose `.cu` the `codegen` tests snapshot) is
+//! translated and its generated module compared with the committed insta snapshot
+//! (`tests/snapshots/emit_rust__<stem>.snap`; stub mode, for the `rust/` fixtures:
+//! `emit_rust__<stem>_stub.snap`); the generated modules of all fixtures, in both modes, are
+//! compiled against the workspace's `choreo` crate with clippy and `-D warnings` (the lints the
+//! workspace uses); output is deterministic; stub and real wrappers have the same signatures.
 //!
 //! The wrappers of `tests/co/*.co` (the GPU tests' kernels) are also built for real, with nvcc
 //! and choreo-build, by the `choreo-tests` crate.
@@ -21,17 +22,30 @@ fn manifest_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// The `.co` files of `tests/fixtures/rust`, sorted.
-fn fixtures() -> Vec<PathBuf> {
-    let dir = manifest_dir().join("tests/fixtures/rust");
+/// The `.co` files of `tests/fixtures/<dir>`, sorted.
+fn fixtures_in(dir: &str, at_least: usize) -> Vec<PathBuf> {
+    let dir = manifest_dir().join("tests/fixtures").join(dir);
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("cannot read {}: {e}", dir.display()))
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|x| x == "co"))
         .collect();
     files.sort();
-    assert!(files.len() >= 6, "expected at least 6 fixtures, found {}", files.len());
+    assert!(files.len() >= at_least, "expected at least {at_least} fixtures in {}", dir.display());
     files
+}
+
+/// The wrapper fixtures (`tests/fixtures/rust`), snapshotted in both modes.
+fn fixtures() -> Vec<PathBuf> {
+    fixtures_in("rust", 6)
+}
+
+/// Every fixture whose wrappers are snapshotted: the wrapper fixtures, then the codegen
+/// fixtures (each of which thus has its `.cu` and its `.rs` pinned).
+fn all_fixtures() -> Vec<PathBuf> {
+    let mut all = fixtures();
+    all.extend(fixtures_in("codegen", 25));
+    all
 }
 
 /// The file name the compiler sees: relative to the crate, so snapshots do not depend on
@@ -60,7 +74,7 @@ fn emit(path: &Path, stub: bool) -> String {
 
 #[test]
 fn rs_snapshots() {
-    for path in fixtures() {
+    for path in all_fixtures() {
         insta::assert_snapshot!(stem(&path), emit(&path, false));
     }
 }
@@ -74,7 +88,7 @@ fn rs_stub_snapshots() {
 
 #[test]
 fn output_is_deterministic() {
-    for path in fixtures() {
+    for path in all_fixtures() {
         for stub in [false, true] {
             assert!(emit(&path, stub) == emit(&path, stub), "{}: outputs differ", path.display());
         }
@@ -170,11 +184,19 @@ fn generated_modules_compile_without_warnings() {
     let mut lib = String::from(
         "//! Generated wrappers of the emit_rust fixtures, compiled to check them.\n\
          #![deny(warnings, missing_docs, unsafe_op_in_unsafe_fn)]\n\
-         #![deny(clippy::all, clippy::undocumented_unsafe_blocks)]\n",
+         #![deny(clippy::all, clippy::undocumented_unsafe_blocks)]\n\
+         // Fixtures of different files define functions of the same name, so their entries\n\
+         // clash here (this crate only type-checks; it never links the kernels).\n\
+         #![allow(clashing_extern_declarations)]\n",
     );
-    for path in fixtures() {
+    let wrapper_fixtures = fixtures();
+    for path in all_fixtures() {
         let stem = stem(&path);
-        for (stub, module) in [(false, stem.clone()), (true, format!("{stem}_stub"))] {
+        let mut modes = vec![(false, stem.clone())];
+        if wrapper_fixtures.contains(&path) {
+            modes.push((true, format!("{stem}_stub")));
+        }
+        for (stub, module) in modes {
             std::fs::write(src.join("generated").join(format!("{module}.rs")), emit(&path, stub))
                 .expect("write a generated module");
             lib.push_str(&format!(

@@ -971,3 +971,52 @@ fn a_large_file_preprocesses_in_linear_time() {
     // unoptimised test builds.
     assert!(elapsed.as_secs_f64() < 3.0, "took {elapsed:?}");
 }
+
+// -- the global `main` of the host text ------------------------------------------------------
+
+/// The lines (1-based) and the text of every recorded `main` definition.
+fn mains(src: &str) -> Vec<(usize, String)> {
+    let r = run(src);
+    r.out
+        .main_definitions
+        .iter()
+        .map(|s| (r.db.file(r.file).line_col(s.start as usize).0, src[s.range()].to_string()))
+        .collect()
+}
+
+#[test]
+fn records_the_definition_of_the_global_main() {
+    assert_eq!(
+        mains("// int main() {}\nint main(int argc, char** argv) {\n  return main2();\n}\n"),
+        [(2, "main".to_string())]
+    );
+    assert_eq!(mains("auto main() -> int { return 0; }\n"), [(1, "main".to_string())]);
+    assert_eq!(mains("extern \"C\" { int main(void) { return 0; } }\n"), [(1, "main".to_string())]);
+    // After a __co__ function, a device declaration and a __cok__ block.
+    assert_eq!(
+        mains(
+            "__co__ void f() {}\n__device__ int g() { return 1; }\n__cok__ { }\nint main() {\n  return 0;\n}\n"
+        ),
+        [(4, "main".to_string())]
+    );
+}
+
+#[test]
+fn other_mains_are_left_alone() {
+    // A declaration, a string, a namespace member, a member function, a call, a directive,
+    // a raw string, an excluded region.
+    for src in [
+        "int main();\n",
+        "const char* s = \"main() {\";\n",
+        "namespace a { int main() { return 0; } }\n",
+        "struct S { int main() { return 0; } };\n",
+        "int f() { return main(); }\n",
+        "#define X int main() {\n",
+        "const char* s = R\"(int main() {)\";\n",
+        "#if 0\nint main() { return 0; }\n#endif\n",
+        "int x = a.main();\n",
+        "int y = ::main;\n",
+    ] {
+        assert_eq!(mains(src), [], "{src:?}");
+    }
+}

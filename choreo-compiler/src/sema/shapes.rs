@@ -5,6 +5,7 @@ use super::scope::Symbol;
 use super::types;
 use super::{Checker, Val};
 use crate::ast;
+use crate::hir::visit::{self, Walk};
 use crate::hir::{Dim, HExpr, HExprKind, LocalOrigin, LocalPlace, Ty};
 use crate::source::Span;
 
@@ -35,50 +36,36 @@ impl Checker<'_> {
     /// The first reason why `e` cannot be part of a shape, if any.
     pub(crate) fn dim_issue(&self, e: &HExpr) -> Option<DimIssue> {
         let mut issue = None;
-        self.walk_dim_issue(e, &mut issue);
-        issue
-    }
-
-    fn walk_dim_issue(&self, e: &HExpr, issue: &mut Option<DimIssue>) {
-        if issue.is_some() {
-            return;
-        }
-        match &e.kind {
-            HExprKind::Var(v) => {
-                let Some(local) = self.locals.get(v.index()) else { return };
-                *issue = match (&local.origin, local.place) {
-                    (
-                        LocalOrigin::ParallelIndex { .. }
-                        | LocalOrigin::WithIndex { .. }
-                        | LocalOrigin::RangeLocal { .. }
-                        | LocalOrigin::Tuple { .. },
-                        _,
-                    ) => Some(DimIssue::BoundedCurrent),
-                    _ if local.mutable => Some(DimIssue::Mutable),
-                    (_, LocalPlace::DeviceScalar) => Some(DimIssue::PerThread),
-                    _ => None,
-                };
+        visit::for_each_expr(e, |x| {
+            if issue.is_some() {
+                return Walk::Skip;
             }
-            HExprKind::At { .. } => *issue = Some(DimIssue::Data),
-            HExprKind::Unary { operand, .. }
-            | HExprKind::Cast { operand, .. }
-            | HExprKind::CppCast { operand, .. } => self.walk_dim_issue(operand, issue),
-            HExprKind::Binary { lhs, rhs, .. } | HExprKind::Cdiv(lhs, rhs) => {
-                self.walk_dim_issue(lhs, issue);
-                self.walk_dim_issue(rhs, issue);
-            }
-            HExprKind::Ternary { cond, then_value, else_value } => {
-                self.walk_dim_issue(cond, issue);
-                self.walk_dim_issue(then_value, issue);
-                self.walk_dim_issue(else_value, issue);
-            }
-            HExprKind::Math { args, .. } | HExprKind::Ituple(args) => {
-                for a in args {
-                    self.walk_dim_issue(a, issue);
+            match &x.kind {
+                HExprKind::Var(v) => {
+                    if let Some(local) = self.locals.get(v.index()) {
+                        issue = match (&local.origin, local.place) {
+                            (
+                                LocalOrigin::ParallelIndex { .. }
+                                | LocalOrigin::WithIndex { .. }
+                                | LocalOrigin::RangeLocal { .. }
+                                | LocalOrigin::Tuple { .. },
+                                _,
+                            ) => Some(DimIssue::BoundedCurrent),
+                            _ if local.mutable => Some(DimIssue::Mutable),
+                            (_, LocalPlace::DeviceScalar) => Some(DimIssue::PerThread),
+                            _ => None,
+                        };
+                    }
+                    Walk::Continue
                 }
+                HExprKind::At { .. } => {
+                    issue = Some(DimIssue::Data);
+                    Walk::Skip
+                }
+                _ => Walk::Continue,
             }
-            _ => {}
-        }
+        });
+        issue
     }
 
     /// Reports a [`DimIssue`] for a shape item (`E0416`).

@@ -6,6 +6,7 @@ use super::types;
 use super::{Checker, RetState, Val};
 use crate::ast::{self, ExprKind, StmtKind as A};
 use crate::diagnostics::Diagnostic;
+use crate::hir::visit::{self, Walk};
 use crate::hir::{
     AssignOp, BufferRef, Check, CheckKind, Dim, ElemTy, HExpr, HExprKind, LocalOrigin, LocalPlace,
     Place, ReturnTy, SpannedTy, Stmt, StmtKind, Storage, Ty, VarId,
@@ -1497,45 +1498,14 @@ impl Checker<'_> {
     /// element reads).
     pub(crate) fn host_computable(&self, e: &HExpr) -> bool {
         let mut ok = true;
-        walk_expr(e, &mut |x| match &x.kind {
-            HExprKind::At { .. } => ok = false,
-            HExprKind::Var(v) if self.is_per_thread(*v) => ok = false,
-            _ => {}
+        visit::for_each_expr(e, |x| {
+            match &x.kind {
+                HExprKind::At { .. } => ok = false,
+                HExprKind::Var(v) if self.is_per_thread(*v) => ok = false,
+                _ => {}
+            }
+            Walk::Continue
         });
         ok
-    }
-}
-
-/// Calls `f` on `e` and every sub-expression (including the expressions inside dims).
-pub(crate) fn walk_expr(e: &HExpr, f: &mut dyn FnMut(&HExpr)) {
-    f(e);
-    match &e.kind {
-        HExprKind::Unary { operand, .. }
-        | HExprKind::Cast { operand, .. }
-        | HExprKind::CppCast { operand, .. } => walk_expr(operand, f),
-        HExprKind::Binary { lhs, rhs, .. } | HExprKind::Cdiv(lhs, rhs) => {
-            walk_expr(lhs, f);
-            walk_expr(rhs, f);
-        }
-        HExprKind::Ternary { cond, then_value, else_value } => {
-            walk_expr(cond, f);
-            walk_expr(then_value, f);
-            walk_expr(else_value, f);
-        }
-        HExprKind::At { indices: args, .. }
-        | HExprKind::Math { args, .. }
-        | HExprKind::Ituple(args) => {
-            for a in args {
-                walk_expr(a, f);
-            }
-        }
-        HExprKind::Mdspan(dims) => {
-            for d in dims {
-                if let Dim::Expr(x) = d {
-                    walk_expr(x, f);
-                }
-            }
-        }
-        _ => {}
     }
 }

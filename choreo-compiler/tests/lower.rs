@@ -1,0 +1,223 @@
+//! Lowering decisions, read from the plan that every backend renders: what follows a launch,
+//! the stream roles of a call, where data lives and moves, the thread nest of a kernel, the
+//! symbols and the `extern "C"` entry. (The generated text is pinned by the codegen snapshots;
+//! these tests pin the decisions themselves.)
+
+use choreo_compiler::compile::{Arch, CompileOptions, Target, compile};
+use choreo_compiler::diagnostics::render_human;
+use choreo_compiler::hir::{Dim, ElemTy, Level, ParamId, VarId};
+use choreo_compiler::lower::{AbiParam, AfterLaunch, FunctionPlan, Plan, StreamRef};
+use choreo_compiler::source::SourceDb;
+
+/// The plan of an accepted program (panics with the diagnostics otherwise).
+fn plan_for(src: &str, target: Target) -> Plan {
+    let mut db = SourceDb::new();
+    let file = db.add("t.co", src.to_string());
+    let out = compile(&db, file, &CompileOptions { target, ..CompileOptions::default() });
+    assert!(!out.has_errors(), "rejected:\n{}", render_human(&db, &out.diagnostics));
+    out.plan.expect("a plan")
+}
+
+/// The plan of the only function of an accepted program, for the default target.
+fn function(src: &str) -> FunctionPlan {
+    let mut plan = plan_for(src, Target::default());
+    assert_eq!(plan.functions.len(), 1);
+    plan.functions.remove(0)
+}
+
+const P: fn(u32) -> ParamId = ParamId;
+
+#[test]
+fn synchronous_launches_wait_for_their_stream_or_the_device() {
+    let f = function(
+        "__co__ void f(global f32 [8] a, stream s) {\n  parallel p by 8 : block { a.at(p) = 1.0f; }\n  parallel<s> q by 8 : block { a.at(q) = 2.0f; }\n}\n",
+    );
+    assert_eq!(f.kernels[0].after, AfterLaunch::DeviceSync);
+    assert_eq!(f.kernels[1].after, AfterLaunch::StreamSync(StreamRef::Param(P(1))));
+    assert!(!f.leaves_async_work);
+}
+
+#[test]
+fn asynchronous_launches_are_tracked_unless_a_ref_parameter_must_be_copied_back() {
+    let f = function(
+        "__co__ void f(global f32 [8] a, stream s) {\n  parallel.async<s> p by 8 : block { a.at(p) = 1.0f; }\n  parallel.async q by 8 : block { a.at(q) = 2.0f; }\n}\n",
+    );
+    assert_eq!(f.kernels[0].after, AfterLaunch::Track);
+    assert_eq!(f.kernels[0].stream, StreamRef::Param(P(1)));
+    assert_eq!(f.kernels[1].after, AfterLaunch::Track);
+    assert_eq!(f.kernels[1].stream, StreamRef::Default);
+    assert!(f.leaves_async_work);
+
+    let f =
+        function("__co__ void f(f32 [8] &a) {\n  parallel.async p by 8 { a.at(p) = 1.0f; }\n}\n");
+    assert_eq!(f.kernels[0].after, AfterLaunch::StreamSync(StreamRef::Default));
+    assert!(!f.leaves_async_work);
+}
+
+#[test]
+fn stream_roles_of_a_call() {
+    // The first stream parameter is the result stream even when no launch uses it; the work
+    // streams are the launch streams plus the result stream for a spanned return.
+    let f = function(
+        "__co__ f32 [8] f(stream s0, stream s1, f32 [8] x) {\n  f32 [8] o;\n  parallel.async<s1> p by 8 : block { o.at(p) = x.at(p); }\n  parallel.async q by 1 : block { o.at(0) = 0.0f; }\n  return o;\n}\n",
+    );
+    assert_eq!(f.streams.result, StreamRef::Param(P(0)));
+    assert_eq!(f.streams.launches, [StreamRef::Param(P(1)), StreamRef::Default]);
+    assert_eq!(
+        f.streams.work,
+        [StreamRef::Param(P(1)), StreamRef::Default, StreamRef::Param(P(0))]
+    );
+    // Without launches, the call's work (the copies) runs on the result stream.
+    let f = function("__co__ int count(f32 [M, N] a, int extra) {\n  return M * N + extra;\n}\n");
+    assert_eq!(f.streams.launches, []);
+    assert_eq!(f.streams.work, [StreamRef::Default]);
+}
+
+#[test]
+fn only_used_host_data_moves_and_only_written_ref_data_comes_back() {
+    let f = function(
+        "__co__ void f(f32 [8] &unused, f32 [8] &read, f32 [8] &written, f32 [8] src) {\n  parallel p by 8 { written.at(p) = read.at(p) + src.at(p); }\n}\n",
+    );
+    assert_eq!(f.memory.uploads, [P(1), P(2), P(3)]);
+    assert_eq!(f.memory.copy_back, [P(2)]);
+    assert!(f.memory.device_data);
+    let data: Vec<(ParamId, bool, bool)> = f
+        .entry
+        .params
+        .iter()
+        .filter_map(|p| match *p {
+            AbiParam::Data { param, writable, used, .. } => Some((param, writable, used)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        data,
+        [(P(0), false, false), (P(1), false, true), (P(2), true, true), (P(3), false, true)]
+    );
+}
+
+#[test]
+fn buffers_and_returned_parameters() {
+    let f = function(
+        "__co__ auto f(s32 [32] a, int mode) {\n  s32 [32] even;\n  parallel p by 32 { even.at(p) = a.at(p) * 2; }\n  if (mode == 0) { return a; }\n  return even;\n}\n",
+    );
+    assert_eq!(f.memory.returned_params, [P(0)]);
+    assert_eq!(f.memory.buffers.len(), 1);
+    // A function without kernels that returns nothing from the device keeps host data on the
+    // host in its C++ wrapper.
+    let f = function("__co__ int count(f32 [M, N] a, int extra) {\n  return M * N + extra;\n}\n");
+    assert!(!f.memory.device_data);
+}
+
+#[test]
+fn the_entry_lists_c_parameters_in_abi_order() {
+    let f = function(
+        "__co__ f16 g(f32 [N, 4] x, f16 k, stream s) {\n  parallel p by N : block { x.at(p, 0) = 0.0f; }\n  return k;\n}\n",
+    );
+    assert_eq!(f.entry.symbol, "__choreo_rs_g");
+    assert_eq!(
+        f.entry.params,
+        [
+            AbiParam::Data { param: P(0), elem: ElemTy::F32, writable: true, used: true },
+            AbiParam::Extent { param: P(0), dim: 0 },
+            AbiParam::Extent { param: P(0), dim: 1 },
+            AbiParam::Scalar { param: P(1), ty: ElemTy::F16 },
+            AbiParam::Stream { param: P(2) },
+            AbiParam::ResultScalar { ty: ElemTy::F16 },
+            AbiParam::Message,
+            AbiParam::MessageCapacity,
+        ]
+    );
+    assert!(AbiParam::as_bits(ElemTy::F16) && !AbiParam::as_bits(ElemTy::F32));
+    assert_eq!(f.entry.result_shape, None);
+}
+
+#[test]
+fn returned_shapes_are_resolved_to_values_known_at_the_call() {
+    // `n` is an immutable local: the caller evaluates its initial value instead.
+    let f = function(
+        "__co__ auto f(f32 [N] x, int extra) {\n  n = N + extra;\n  f32 [n] o;\n  parallel p by N : block { o.at(p) = x.at(p); }\n  return o;\n}\n",
+    );
+    let shape = f.entry.result_shape.expect("a spanned return").expect("resolvable");
+    let [Dim::Expr(e)] = shape.as_slice() else { panic!("one derived extent: {shape:?}") };
+    let text = format!("{e:?}");
+    assert!(!text.contains("Var("), "a host local is left in {text}");
+    assert!(text.contains("SymDim") && text.contains("Param("), "{text}");
+}
+
+#[test]
+fn symbols_number_the_kernels_of_a_function_with_several() {
+    let f = function(
+        "__co__ void f(global f32 [8] a) {\n  parallel p by 8 { a.at(p) = 1.0f; }\n  parallel q by 8 { a.at(q) = 2.0f; }\n}\n",
+    );
+    assert_eq!(f.symbols.kernels, ["__choreo_device_f0", "__choreo_device_f1"]);
+    assert_eq!(
+        (f.symbols.wrapper.as_str(), f.symbols.check.as_str(), f.symbols.core.as_str()),
+        ("f", "__choreo_check_f", "__choreo_core_f")
+    );
+    let f =
+        function("__co__ void g(global f32 [8] a) {\n  parallel p by 8 { a.at(p) = 1.0f; }\n}\n");
+    assert_eq!(f.symbols.kernels, ["__choreo_device_g"]);
+}
+
+#[test]
+fn the_thread_nest_is_structured_levels() {
+    // block 2 > group 4 > thread 32: a group instance is a warp, a thread instance one thread.
+    let f = function(
+        "__co__ void f(f32 [2, 4, 32] a) {\n  parallel x by 2, y by 4, z by 32 { a.at(x, y, z) = 1.0f; }\n}\n",
+    );
+    let k = &f.kernels[0];
+    assert_eq!(k.threads_per_block, Dim::Const(128));
+    let levels: Vec<(Level, Option<u64>, bool)> = k
+        .levels
+        .iter()
+        .map(|l| (l.level, l.threads_per_instance.as_const(), l.fills_block))
+        .collect();
+    // A thread of a warp: 32 instances of one thread do not make the block (`% 32` needed).
+    assert_eq!(levels, [(Level::Group, Some(32), true), (Level::Thread, Some(1), false)]);
+
+    // Siblings of fewer threads than the block do not fill it.
+    let f = function(
+        "__co__ void f(f32 [2, 32] a) {\n  parallel p by 2 : block {\n    parallel {x, y} by [4, 8] : thread { a.at(p, x * 8 + y) = 1.0f; }\n    parallel t by 32 : thread { a.at(p, t) = 2.0f; }\n  }\n}\n",
+    );
+    assert_eq!(f.kernels[0].levels.len(), 2);
+    assert!(f.kernels[0].levels.iter().all(|l| l.fills_block));
+}
+
+#[test]
+fn captures_are_what_the_kernel_body_uses() {
+    let f = function(
+        "__co__ void f(global f32 [N] a, f32 k, int unused) {\n  m = 2;\n  parallel p by N { a.at(p) = k * m; }\n}\n",
+    );
+    use choreo_compiler::hir::Capture;
+    let captures = &f.kernels[0].captures;
+    assert!(captures.contains(&Capture::Param(P(0))) && captures.contains(&Capture::Param(P(1))));
+    assert!(!captures.contains(&Capture::Param(P(2))));
+    // `m` folds to its literal (spec §8.6), so it is not captured; the extent of `a` is.
+    assert!(!captures.iter().any(|c| matches!(c, Capture::Var(VarId(_)))), "{captures:?}");
+    assert!(captures.iter().any(|c| matches!(c, Capture::Sym(_))));
+}
+
+#[test]
+fn the_plan_records_its_target() {
+    let arch: Arch = "sm_80".parse().expect("known arch");
+    let plan = plan_for(
+        "__co__ void f(global f32 [8] a) {\n  parallel p by 8 { a.at(p) = 1.0f; }\n}\n",
+        Target::Cuda(arch),
+    );
+    assert_eq!(plan.target, Target::Cuda(arch));
+}
+
+#[test]
+fn the_cpu_target_lowers_but_has_no_code_generator_yet() {
+    let mut db = SourceDb::new();
+    let file = db.add(
+        "t.co",
+        "__co__ void f(global f32 [8] a) {\n  parallel p by 8 { a.at(p) = 1.0f; }\n}\n".to_string(),
+    );
+    let out =
+        compile(&db, file, &CompileOptions { target: Target::Cpu, ..CompileOptions::default() });
+    assert!(out.plan.is_some());
+    assert!(out.cu.is_none() && out.rs.is_none());
+    assert!(out.diagnostics.iter().any(|d| d.code == "E0806"), "{:?}", out.diagnostics);
+}
