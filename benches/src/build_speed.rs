@@ -460,7 +460,7 @@ pub fn run_front_stages(source: &Source, last: Stage) -> Result<(), String> {
     let preprocess = PreprocessOptions { defines: options.defines.clone() };
     let ast = choreo_compiler::frontend::parse_file(&db, file, &preprocess, &mut diagnostics);
     if last != Stage::Parse && !diagnostics.has_errors() {
-        let program = choreo_compiler::sema::check(&db, &ast, &mut diagnostics);
+        let program = choreo_compiler::sema::check(&db, &ast, options.target, &mut diagnostics);
         if last == Stage::Lower && !diagnostics.has_errors() {
             black_box(choreo_compiler::lower::lower(&program, options.target, &mut diagnostics));
         }

@@ -17,6 +17,7 @@ use choreo_compiler::lexer::{self, IntrinsicNames};
 use choreo_compiler::preprocess::{self, PreprocessOptions, Preprocessed, Region};
 use choreo_compiler::sema;
 use choreo_compiler::source::{FileId, SourceDb};
+use choreo_compiler::target::Target;
 use std::fmt::Write as _;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -55,7 +56,7 @@ fn main() {
     let pre = run_preprocess(&db, file);
     let ast = run_lex_parse(&pre);
     let mut diags = Diagnostics::new();
-    let program = sema::check(&db, &ast, &mut diags);
+    let program = sema::check(&db, &ast, Target::default(), &mut diags);
     let parsed = ast.items.iter().filter(|i| matches!(i, ast::Item::CoFunction(_))).count();
     if diags.has_errors() || parsed != functions {
         let errors: Vec<_> = diags.into_vec().into_iter().filter(|d| d.is_error()).collect();
@@ -69,7 +70,7 @@ fn main() {
     let parse_times = time(runs, || black_box(run_lex_parse(&pre)));
     let sema_times = time(runs, || {
         let mut diags = Diagnostics::new();
-        black_box(sema::check(&db, &ast, &mut diags))
+        black_box(sema::check(&db, &ast, Target::default(), &mut diags))
     });
     let total: Vec<Duration> =
         (0..runs).map(|i| pre_times[i] + parse_times[i] + sema_times[i]).collect();

@@ -110,7 +110,7 @@ pub fn compile(db: &SourceDb, file: FileId, opts: &CompileOptions) -> Compilatio
     if diags.has_errors() {
         return Compilation::failed(None, None, diags);
     }
-    let program = sema::check(db, &ast, &mut diags);
+    let program = sema::check(db, &ast, opts.target, &mut diags);
     if diags.has_errors() {
         return Compilation::failed(Some(program), None, diags);
     }

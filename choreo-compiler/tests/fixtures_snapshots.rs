@@ -22,6 +22,7 @@ use choreo_compiler::frontend::parse_file;
 use choreo_compiler::preprocess::PreprocessOptions;
 use choreo_compiler::sema;
 use choreo_compiler::source::SourceDb;
+use choreo_compiler::target::Target;
 use std::collections::BTreeSet;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
@@ -80,7 +81,7 @@ fn run_front_end(fixture: &Fixture, with_sema: bool) -> Outcome {
     let dump = dump_file(&db, &ast);
     let mut sema_diags = Diagnostics::new();
     if with_sema {
-        let _program = sema::check(&db, &ast, &mut sema_diags);
+        let _program = sema::check(&db, &ast, Target::default(), &mut sema_diags);
     }
     Outcome { db, parse_diags: parse_diags.into_vec(), sema_diags: sema_diags.into_vec(), dump }
 }

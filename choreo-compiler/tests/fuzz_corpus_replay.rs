@@ -15,6 +15,7 @@ use choreo_compiler::frontend::parse_file;
 use choreo_compiler::preprocess::PreprocessOptions;
 use choreo_compiler::sema;
 use choreo_compiler::source::SourceDb;
+use choreo_compiler::target::Target;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -58,7 +59,7 @@ fn run_pipeline(bytes: &[u8]) {
     let file = db.add("fuzz-input.co", text);
     let mut diags = Diagnostics::new();
     let ast = parse_file(&db, file, &PreprocessOptions::default(), &mut diags);
-    let _program = sema::check(&db, &ast, &mut diags);
+    let _program = sema::check(&db, &ast, Target::default(), &mut diags);
     let _ = render_human(&db, diags.as_slice());
     let compilation = compile(&db, file, &CompileOptions::default());
     let _ = render_human(&db, &compilation.diagnostics);

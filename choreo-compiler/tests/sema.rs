@@ -34,7 +34,7 @@ fn run(src: &str) -> Checked {
     let mut parse_diags = Diagnostics::new();
     let file = parse_file(&db, id, &PreprocessOptions::default(), &mut parse_diags);
     let mut diags = Diagnostics::new();
-    let program = sema::check(&db, &file, &mut diags);
+    let program = sema::check(&db, &file, Target::default(), &mut diags);
     let parse_errors = parse_diags.into_vec().into_iter().filter(|d| d.is_error()).collect();
     Checked { db, program, parse_errors, diags: diags.into_vec() }
 }

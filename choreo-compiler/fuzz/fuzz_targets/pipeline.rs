@@ -9,6 +9,7 @@ use choreo_compiler::diagnostics::{Diagnostics, render_human};
 use choreo_compiler::frontend::parse_file;
 use choreo_compiler::preprocess::PreprocessOptions;
 use choreo_compiler::sema;
+use choreo_compiler::target::Target;
 use choreo_compiler::source::SourceDb;
 use libfuzzer_sys::fuzz_target;
 
@@ -18,7 +19,7 @@ fuzz_target!(|data: &[u8]| {
     let file = db.add("fuzz.co", text.into_owned());
     let mut diags = Diagnostics::new();
     let ast = parse_file(&db, file, &PreprocessOptions::default(), &mut diags);
-    let _ = sema::check(&db, &ast, &mut diags);
+    let _ = sema::check(&db, &ast, Target::default(), &mut diags);
     let _ = render_human(&db, diags.as_slice());
 
     let compilation = compile(&db, file, &CompileOptions::default());

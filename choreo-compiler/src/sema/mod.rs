@@ -128,13 +128,20 @@ use crate::hir::{
     SpannedTy, SymId, Ty, VarId,
 };
 use crate::source::{SourceDb, Span};
+use crate::target::Target;
 use std::collections::{BTreeSet, HashMap};
 
 pub use types::elem_from_token;
 
-/// Checks a parsed file and builds its checked program. Errors and warnings go to `diags`;
-/// the returned program is meaningful for code generation only when no error was reported.
-pub fn check(db: &SourceDb, file: &ast::File, diags: &mut Diagnostics) -> hir::Program {
+/// Checks a parsed file for `target` and builds its checked program (which is target-free:
+/// the target only sets limits that are checked). Errors and warnings go to `diags`; the
+/// returned program is meaningful for code generation only when no error was reported.
+pub fn check(
+    db: &SourceDb,
+    file: &ast::File,
+    target: Target,
+    diags: &mut Diagnostics,
+) -> hir::Program {
     let mut items = Vec::with_capacity(file.items.len());
     for item in &file.items {
         match item {
@@ -144,7 +151,7 @@ pub fn check(db: &SourceDb, file: &ast::File, diags: &mut Diagnostics) -> hir::P
                 items.push(hir::Item::Cok { span: *span, body: *body })
             }
             ast::Item::CoFunction(f) => {
-                let checker = Checker::new(db, diags, f);
+                let checker = Checker::new(db, target, diags, f);
                 items.push(hir::Item::Function(checker.run(f)));
             }
         }
@@ -240,6 +247,8 @@ pub(crate) struct LevelInfo {
 /// The checker of one `__co__` function.
 pub(crate) struct Checker<'a> {
     pub(crate) db: &'a SourceDb,
+    /// What the program is checked for (limits such as threads per block).
+    pub(crate) target: Target,
     pub(crate) diags: &'a mut Diagnostics,
     pub(crate) fn_name: String,
     pub(crate) params: Vec<hir::Param>,
@@ -265,9 +274,15 @@ pub(crate) struct Checker<'a> {
 }
 
 impl<'a> Checker<'a> {
-    fn new(db: &'a SourceDb, diags: &'a mut Diagnostics, f: &ast::CoFunction) -> Checker<'a> {
+    fn new(
+        db: &'a SourceDb,
+        target: Target,
+        diags: &'a mut Diagnostics,
+        f: &ast::CoFunction,
+    ) -> Checker<'a> {
         Checker {
             db,
+            target,
             diags,
             fn_name: f.name.name.clone(),
             params: Vec::new(),

@@ -309,13 +309,14 @@ impl Checker<'_> {
         self.region = Region::Host;
         self.loop_depth = saved_loop;
         match threads.as_const() {
-            Some(n) if n > 1024 => {
+            Some(n) if n > self.target.max_threads_per_block() => {
                 self.error_label(
                     "E0609",
                     span,
                     format!(
                         "Total physical threads per block (thread x group x group-4 dims) must \
-                         not exceed 1024, but got {n}."
+                         not exceed {}, but got {n}.",
+                        self.target.max_threads_per_block()
                     ),
                     "too many threads per block",
                 );
@@ -324,10 +325,15 @@ impl Checker<'_> {
             None => {
                 let e = dim_to_expr(&threads, span);
                 let check = Check {
-                    kind: CheckKind::MaxThreads { threads: e.clone(), limit: 1024 },
-                    message: "Total physical threads per block (thread x group x group-4 dims) \
-                              must not exceed 1024"
-                        .to_string(),
+                    kind: CheckKind::MaxThreads {
+                        threads: e.clone(),
+                        limit: self.target.max_threads_per_block(),
+                    },
+                    message: format!(
+                        "Total physical threads per block (thread x group x group-4 dims) must \
+                         not exceed {}",
+                        self.target.max_threads_per_block()
+                    ),
                     span,
                 };
                 if Self::entry_evaluable(&e) {
