@@ -1,7 +1,10 @@
-//! The Choreo translator: `.co` source → checked program → CUDA C++ (`.cu`) and Rust wrappers.
+//! The Choreo translator: `.co` source → checked program → lowered plan → CUDA C++ (`.cu`) and
+//! Rust wrappers (`.rs`), as one pure call: [`compile::compile`].
 //!
-//! The pipeline is one module per stage (see `shared/design.md` §2):
-//! `source` → `preprocess` → `lexer` → `parser` (→ `ast`) → `sema` → `lower` → `emit`.
+//! The pipeline is one module per stage, each taking one type and giving one type (the
+//! repository's `ARCHITECTURE.md` has the map and its invariants):
+//! `source` → `preprocess` → `lexer` → `parser` (→ `ast`) → `sema` (→ `hir`) → `lower`
+//! (→ `lower::Plan`, for a [`target::Target`]) → `emit::cuda` / `emit::rust`.
 
 pub mod ast;
 pub mod compile;
