@@ -54,6 +54,12 @@ impl FnEmitter<'_, '_> {
             }
         }
         self.w.line(span, "goto __choreo_exit;");
+        self.exit_label(span);
+    }
+
+    /// The end of a check or core function: every path leaves through `__choreo_exit`, which
+    /// returns the frame's status (the guards of the function's buffers run on the way).
+    fn exit_label(&mut self, span: Span) {
         self.w.indent -= 1;
         self.w.line(span, "__choreo_exit:");
         self.w.indent += 1;
@@ -117,12 +123,7 @@ impl FnEmitter<'_, '_> {
         self.w.line(span, "goto __choreo_exit;");
         self.w.indent -= 1;
         self.w.line(span, "}");
-        self.w.indent -= 1;
-        self.w.line(span, "__choreo_exit:");
-        self.w.indent += 1;
-        self.w.line(span, "return __frame.status();");
-        self.w.indent -= 1;
-        self.w.line(span, "}");
+        self.exit_label(span);
     }
 
     /// Loads every kernel of a function that leaves asynchronous work running before its
