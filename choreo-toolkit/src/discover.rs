@@ -1,0 +1,661 @@
+//! The search (see the crate docs for the order and the rules).
+
+use crate::env::{Env, lossy};
+use crate::error::Error;
+use crate::target::Target;
+use std::fmt;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+/// The CUDA major version that choreo-sys binds and links (struct layouts differ across
+/// majors); kernels built with another one would have no runtime to link against.
+pub const CUDA_MAJOR: u32 = 13;
+
+/// Every environment variable that [`discover`] may read (cargo's own variables aside), for
+/// `rerun-if-env-changed` lines. [`Env::read_vars`] lists those a given run did read.
+pub const ENV_VARS: &[&str] = &[
+    "CHOREO_NVCC",
+    "CHOREO_SYS_NO_CUDART",
+    "DOCS_RS",
+    "NVCC",
+    "CUDA_HOME",
+    "CUDA_PATH",
+    "PATH",
+    "CHOREO_CUDA_CACHE",
+    "XDG_CACHE_HOME",
+    "HOME",
+];
+
+/// The hint given whenever no nvcc is found.
+pub const INSTALL_HINT: &str = "install the CUDA toolkit (13.x) and set CUDA_HOME, put nvcc on \
+    PATH, or run ci/install-cuda (installs the pinned CUDA 13.0 compiler wheels into \
+    ~/.cache/choreo/cuda-13.0, which is searched)";
+
+/// Which setting or search step found nvcc.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum FoundBy {
+    /// The `NVCC` environment variable.
+    NvccVar,
+    /// `CUDA_HOME` or `CUDA_PATH` (named): `<root>/bin/nvcc`.
+    Root(&'static str),
+    /// `nvcc` on `PATH`.
+    Path,
+    /// The `nvidia/cu13` folder of `python3`'s site-packages (pip wheels).
+    PythonSitePackages,
+    /// The folder `ci/install-cuda` installs into.
+    InstallCudaCache,
+}
+
+impl fmt::Display for FoundBy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FoundBy::NvccVar => f.write_str("NVCC"),
+            FoundBy::Root(var) => f.write_str(var),
+            FoundBy::Path => f.write_str("PATH"),
+            FoundBy::PythonSitePackages => f.write_str("python3 site-packages"),
+            FoundBy::InstallCudaCache => f.write_str("ci/install-cuda cache"),
+        }
+    }
+}
+
+/// A usable CUDA toolkit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Toolkit {
+    /// The nvcc to run (possibly a wrapper outside the toolkit, named by `NVCC`).
+    pub nvcc: PathBuf,
+    /// The toolkit root (headers, libraries): `CUDA_HOME`/`CUDA_PATH` when set, else the
+    /// folder above the `bin` of nvcc's real location.
+    pub root: PathBuf,
+    /// `CUDART_VERSION` of its `cuda_runtime_api.h`, e.g. `13000` for CUDA 13.0.
+    pub version: u32,
+    /// The folder holding the static CUDA runtime for the cargo target.
+    pub lib_dir: PathBuf,
+    /// How nvcc was found.
+    pub found_by: FoundBy,
+}
+
+impl Toolkit {
+    /// `13.0` for version 13000.
+    pub fn version_string(&self) -> String {
+        format!("{}.{}", self.major(), self.version % 1000 / 10)
+    }
+
+    /// The major version: 13 for version 13000.
+    pub fn major(&self) -> u32 {
+        self.version / 1000
+    }
+
+    /// The folder to hand nvcc as `-L` when nvcc itself links the runtime (a whole program,
+    /// `-cudart static`): [`Toolkit::lib_dir`], unless it is one that nvcc's own profile
+    /// searches (`lib64` or `targets/<arch>-linux/lib` next to nvcc's `bin`). The pip wheels
+    /// keep the runtime in `lib`, which nvcc does not search.
+    pub fn nvcc_lib_dir(&self, target: &Target) -> Option<&Path> {
+        let real = |path: &Path| fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+        let nvcc_root = real(&self.nvcc).parent().and_then(Path::parent).map(Path::to_path_buf);
+        let lib_dir = real(&self.lib_dir);
+        let searched_by_nvcc = nvcc_root.is_some_and(|root| {
+            let mut dirs = vec![root.join("lib64")];
+            dirs.extend(target.toolkit_dir().map(|dir| root.join("targets").join(dir).join("lib")));
+            dirs.iter().any(|dir| real(dir) == lib_dir)
+        });
+        (!searched_by_nvcc).then_some(self.lib_dir.as_path())
+    }
+}
+
+/// Why nothing CUDA is built (stub mode).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum StubReason {
+    /// `CHOREO_NVCC=skip`.
+    Skipped,
+    /// `DOCS_RS` is set (a docs.rs build has no CUDA).
+    DocsRs,
+    /// `CHOREO_SYS_NO_CUDART` is set: choreo-sys links no CUDA runtime.
+    NoCudart,
+    /// No nvcc was found; the list says where it was looked for.
+    NotFound {
+        /// One entry per place searched, with why it did not qualify.
+        searched: Vec<String>,
+    },
+    /// The toolkit found is not of [`CUDA_MAJOR`], the version choreo-sys links.
+    UnsupportedVersion {
+        /// Its `CUDART_VERSION`, e.g. 12080.
+        version: u32,
+        /// Its root.
+        root: PathBuf,
+    },
+}
+
+impl fmt::Display for StubReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StubReason::Skipped => f.write_str("CHOREO_NVCC=skip is set"),
+            StubReason::DocsRs => f.write_str("DOCS_RS is set (docs.rs build)"),
+            StubReason::NoCudart => {
+                f.write_str("CHOREO_SYS_NO_CUDART is set (choreo-sys links no CUDA runtime)")
+            }
+            StubReason::NotFound { searched } => {
+                write!(f, "no nvcc was found (searched: {}); {INSTALL_HINT}", searched.join("; "))
+            }
+            StubReason::UnsupportedVersion { version, root } => write!(
+                f,
+                "the CUDA toolkit at {} is CUDA {}.{}, but choreo-sys binds and links CUDA \
+                 {CUDA_MAJOR}.x only; point CUDA_HOME (or NVCC) at a CUDA {CUDA_MAJOR} toolkit, \
+                 or run ci/install-cuda",
+                root.display(),
+                version / 1000,
+                version % 1000 / 10
+            ),
+        }
+    }
+}
+
+/// The outcome of discovery.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Discovery {
+    /// Build with this toolkit.
+    Found(Toolkit),
+    /// Build nothing CUDA (stub mode), for this reason.
+    Stub(StubReason),
+}
+
+/// For builds of kernels (choreo-build): `CHOREO_NVCC=skip` → stub mode (another non-empty
+/// value is an error), then everything [`discover_runtime`] does. So kernels are compiled
+/// exactly when choreo-sys, run in the same environment, links a runtime for them.
+pub fn discover(env: &Env, target: &Target) -> Result<Discovery, Error> {
+    if let Some(value) = env.non_empty("CHOREO_NVCC") {
+        if value == "skip" {
+            return Ok(Discovery::Stub(StubReason::Skipped));
+        }
+        return Err(Error::InvalidEnv {
+            var: "CHOREO_NVCC",
+            value: lossy(&value),
+            expected: "`skip` (build without nvcc: stub wrappers) or unset",
+        });
+    }
+    discover_runtime(env, target)
+}
+
+/// For linking the CUDA runtime (choreo-sys): `CHOREO_SYS_NO_CUDART` (set, not `0`) or
+/// `DOCS_RS` → stub mode; else [`find`], and a toolkit of another major version than
+/// [`CUDA_MAJOR`] → stub mode ([`StubReason::UnsupportedVersion`]).
+pub fn discover_runtime(env: &Env, target: &Target) -> Result<Discovery, Error> {
+    if env.flag("CHOREO_SYS_NO_CUDART") {
+        return Ok(Discovery::Stub(StubReason::NoCudart));
+    }
+    if env.is_set("DOCS_RS") {
+        return Ok(Discovery::Stub(StubReason::DocsRs));
+    }
+    match find(env, target)? {
+        Discovery::Found(toolkit) if toolkit.major() != CUDA_MAJOR => {
+            Ok(Discovery::Stub(StubReason::UnsupportedVersion {
+                version: toolkit.version,
+                root: toolkit.root,
+            }))
+        }
+        other => Ok(other),
+    }
+}
+
+/// The search alone, of any CUDA version and without the stub-mode switches (a command-line
+/// tool such as `choreoc build`): nvcc, the toolkit root, its version and its static runtime
+/// for `target`. [`Discovery::Stub`] only with [`StubReason::NotFound`].
+pub fn find(env: &Env, target: &Target) -> Result<Discovery, Error> {
+    let mut searched = Vec::new();
+    let Some((nvcc, found_by)) = find_nvcc(env, &mut searched)? else {
+        return Ok(Discovery::Stub(StubReason::NotFound { searched }));
+    };
+    let from_var = match found_by {
+        FoundBy::Root(var) => env.non_empty(var).map(|root| (var, PathBuf::from(root))),
+        _ => ["CUDA_HOME", "CUDA_PATH"]
+            .into_iter()
+            .find_map(|var| env.non_empty(var).map(|root| (var, PathBuf::from(root)))),
+    };
+    let (root, root_var) = match from_var {
+        Some((var, root)) => (root, Some(var)),
+        None => {
+            // `/usr/local/bin/nvcc` may be a link into `/usr/local/cuda/bin`: the toolkit is
+            // where the real file lives. nvcc itself is run by the path found.
+            let real = fs::canonicalize(&nvcc).unwrap_or_else(|_| nvcc.clone());
+            let root = real.parent().and_then(Path::parent).map(Path::to_path_buf);
+            (root.unwrap_or_default(), None)
+        }
+    };
+    check_toolkit(nvcc, found_by, root, root_var, target).map(Discovery::Found)
+}
+
+/// The nvcc of the first place that has one.
+fn find_nvcc(env: &Env, searched: &mut Vec<String>) -> Result<Option<(PathBuf, FoundBy)>, Error> {
+    let exe = if cfg!(windows) { "nvcc.exe" } else { "nvcc" };
+    if let Some(value) = env.non_empty("NVCC") {
+        let given = PathBuf::from(&value);
+        let nvcc = if given.components().count() == 1 {
+            // A bare program name, as `cc` accepts it: look it up on PATH.
+            search_path(env, &lossy(&value))
+        } else {
+            given.is_file().then(|| given.clone())
+        };
+        return match nvcc {
+            Some(nvcc) => Ok(Some((nvcc, FoundBy::NvccVar))),
+            None => Err(Error::NvccNotFound { origin: "NVCC", path: given }),
+        };
+    }
+    searched.push("NVCC (unset)".to_owned());
+    for var in ["CUDA_HOME", "CUDA_PATH"] {
+        match env.non_empty(var) {
+            Some(root) => {
+                let nvcc = Path::new(&root).join("bin").join(exe);
+                if nvcc.is_file() {
+                    return Ok(Some((nvcc, FoundBy::Root(var))));
+                }
+                searched.push(format!("{var}={}: no bin/{exe}", lossy(&root)));
+            }
+            None => searched.push(format!("{var} (unset)")),
+        }
+    }
+    match search_path(env, exe) {
+        Some(nvcc) => return Ok(Some((nvcc, FoundBy::Path))),
+        None => searched.push(format!("PATH: no {exe}")),
+    }
+    match env.python_purelib() {
+        Some(purelib) => {
+            let nvcc = purelib.join("nvidia").join("cu13").join("bin").join(exe);
+            if nvcc.is_file() {
+                return Ok(Some((nvcc, FoundBy::PythonSitePackages)));
+            }
+            searched.push(format!("python3 site-packages: no {}", nvcc.display()));
+        }
+        None => searched.push("python3 site-packages: no python3".to_owned()),
+    }
+    match install_cuda_cache(env) {
+        Some(cache) => {
+            let nvcc = cache.join("nvidia").join("cu13").join("bin").join(exe);
+            if nvcc.is_file() {
+                return Ok(Some((nvcc, FoundBy::InstallCudaCache)));
+            }
+            searched.push(format!("ci/install-cuda cache: no {}", nvcc.display()));
+        }
+        None => searched.push("ci/install-cuda cache: HOME unset".to_owned()),
+    }
+    Ok(None)
+}
+
+fn search_path(env: &Env, program: &str) -> Option<PathBuf> {
+    let path = env.var_os("PATH")?;
+    std::env::split_paths(&path).map(|dir| dir.join(program)).find(|file| file.is_file())
+}
+
+/// The `CACHE` folder of `ci/install-cuda`.
+fn install_cuda_cache(env: &Env) -> Option<PathBuf> {
+    if let Some(cache) = env.non_empty("CHOREO_CUDA_CACHE") {
+        return Some(cache.into());
+    }
+    let base = match env.non_empty("XDG_CACHE_HOME") {
+        Some(xdg) => PathBuf::from(xdg),
+        None => PathBuf::from(env.non_empty("HOME")?).join(".cache"),
+    };
+    Some(base.join("choreo").join("cuda-13.0"))
+}
+
+/// Checks the toolkit at `root`: version header and the static runtime for the target.
+/// `root_var` names the variable the root came from, if any.
+fn check_toolkit(
+    nvcc: PathBuf,
+    found_by: FoundBy,
+    root: PathBuf,
+    root_var: Option<&'static str>,
+    target: &Target,
+) -> Result<Toolkit, Error> {
+    let mut headers = vec![root.join("include").join("cuda_runtime_api.h")];
+    if let Some(dir) = target.toolkit_dir() {
+        headers.push(root.join("targets").join(dir).join("include").join("cuda_runtime_api.h"));
+    }
+    let version = headers
+        .iter()
+        .find_map(|header| fs::read_to_string(header).ok())
+        .and_then(|text| cudart_version(&text))
+        .ok_or_else(|| {
+            let wrapper = match (root_var, &found_by) {
+                (None, FoundBy::NvccVar) => {
+                    "; if NVCC is a wrapper outside the toolkit, set CUDA_HOME to the toolkit root"
+                }
+                _ => "",
+            };
+            let origin = match root_var {
+                Some(var) => format!(" ({var} names the toolkit root)"),
+                None => String::new(),
+            };
+            Error::Toolkit {
+                root: root.clone(),
+                message: format!(
+                    "no CUDART_VERSION in {}{origin} (is the CUDA runtime development package, \
+                     e.g. the nvidia-cuda-runtime wheel, installed?){wrapper}",
+                    headers[0].display()
+                ),
+            }
+        })?;
+
+    let lib = target.cudart_static_file();
+    let dirs = target.lib_dirs(&root);
+    let Some(lib_dir) = dirs.iter().find(|dir| dir.join(lib).is_file()).cloned() else {
+        let tried: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
+        let message = match (target.cross, target.toolkit_dir()) {
+            (true, Some(dir)) => format!(
+                "cross build for {}: no {lib} in {}; install the CUDA runtime for the target \
+                 into this toolkit (the `cuda-cross-{}` package of NVIDIA's repository, or the \
+                 target's CUDA runtime unpacked into targets/{dir})",
+                target.triple,
+                tried.join(", "),
+                dir.trim_end_matches("-linux"),
+            ),
+            (true, None) => format!(
+                "cross build for {}: CUDA has no target library folder for this target",
+                target.triple
+            ),
+            (false, _) => format!(
+                "no {lib} in {} (install the CUDA runtime development files, e.g. the \
+                 nvidia-cuda-runtime wheel or the toolkit's cudart package)",
+                tried.join(", ")
+            ),
+        };
+        return Err(Error::Toolkit { root, message });
+    };
+    Ok(Toolkit { nvcc, root, version, lib_dir, found_by })
+}
+
+/// `CUDART_VERSION` from the text of `cuda_runtime_api.h`, e.g. 13000.
+pub fn cudart_version(header: &str) -> Option<u32> {
+    header.lines().find_map(|line| {
+        let rest = line.trim_start().strip_prefix('#')?.trim_start().strip_prefix("define")?;
+        let value = rest.trim_start().strip_prefix("CUDART_VERSION")?;
+        if !value.starts_with(char::is_whitespace) {
+            return None;
+        }
+        value.split_whitespace().next()?.parse().ok()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A fake toolkit under `dir`: `bin/nvcc`, the version header, the static runtime in `lib`.
+    fn fake_toolkit(dir: &Path, version: u32, lib: &str) -> PathBuf {
+        fs::create_dir_all(dir.join("bin")).unwrap();
+        fs::create_dir_all(dir.join("include")).unwrap();
+        fs::write(dir.join("bin/nvcc"), "#!/bin/sh\n").unwrap();
+        fs::write(
+            dir.join("include/cuda_runtime_api.h"),
+            format!("/* x */\n#define CUDART_VERSION  {version}\n#define CUDART_VERSION_X 1\n"),
+        )
+        .unwrap();
+        fs::create_dir_all(dir.join(lib)).unwrap();
+        fs::write(dir.join(lib).join("libcudart_static.a"), "!<arch>\n").unwrap();
+        dir.to_path_buf()
+    }
+
+    fn temp(name: &str) -> PathBuf {
+        let dir =
+            std::env::temp_dir().join(format!("choreo-toolkit-{}-{name}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    fn native() -> Target {
+        Target {
+            triple: "x86_64-unknown-linux-gnu".into(),
+            os: "linux".into(),
+            arch: "x86_64".into(),
+            cross: false,
+        }
+    }
+
+    fn found(env: &Env) -> Toolkit {
+        match discover(env, &native()) {
+            Ok(Discovery::Found(toolkit)) => toolkit,
+            other => panic!("expected a toolkit, got {other:?}"),
+        }
+    }
+
+    fn text(path: &Path) -> &str {
+        path.to_str().unwrap()
+    }
+
+    #[test]
+    fn reads_cudart_version() {
+        assert_eq!(cudart_version("#define CUDART_VERSION 13000\n"), Some(13000));
+        assert_eq!(cudart_version("#  define CUDART_VERSION\t12080 /* 12.8 */\n"), Some(12080));
+        assert_eq!(cudart_version("#define CUDART_VERSIONS 1\n"), None);
+        assert_eq!(cudart_version("int x;\n"), None);
+    }
+
+    #[test]
+    fn search_order_is_nvcc_then_cuda_home_then_path_then_pip_then_cache() {
+        let dir = temp("order");
+        let explicit = fake_toolkit(&dir.join("explicit"), 13000, "lib64");
+        let home = fake_toolkit(&dir.join("home"), 13000, "lib64");
+        let on_path = fake_toolkit(&dir.join("onpath"), 13000, "lib");
+        let pip = fake_toolkit(&dir.join("site/nvidia/cu13"), 13000, "lib");
+        let cache = fake_toolkit(&dir.join("cache/nvidia/cu13"), 13000, "lib");
+        let nvcc = explicit.join("bin/nvcc");
+        let path = on_path.join("bin");
+        let cache_root = dir.join("cache");
+
+        let with = |vars: &[(&str, &str)], pip_site: bool| {
+            let env = Env::fixed(vars.iter().copied())
+                .with_python_purelib(pip_site.then(|| dir.join("site")));
+            found(&env)
+        };
+        let all = [
+            ("NVCC", text(&nvcc)),
+            ("CUDA_HOME", text(&home)),
+            ("PATH", text(&path)),
+            ("CHOREO_CUDA_CACHE", text(&cache_root)),
+        ];
+        // NVCC names the compiler; CUDA_HOME, when set, the toolkit root.
+        let toolkit = with(&all, true);
+        assert_eq!((toolkit.found_by, &toolkit.nvcc), (FoundBy::NvccVar, &nvcc));
+        assert_eq!(toolkit.root, home);
+        // Without CUDA_HOME the root is the one of nvcc's real location.
+        let toolkit = with(&[all[0]], false);
+        assert_eq!(toolkit.root, fs::canonicalize(&explicit).unwrap());
+        let toolkit = with(&all[1..], true);
+        assert_eq!((toolkit.found_by, toolkit.root), (FoundBy::Root("CUDA_HOME"), home.clone()));
+        let toolkit = with(&all[2..], true);
+        assert_eq!(toolkit.found_by, FoundBy::Path);
+        assert_eq!(toolkit.lib_dir, fs::canonicalize(&on_path).unwrap().join("lib"));
+        let toolkit = with(&all[3..], true);
+        assert_eq!(toolkit.found_by, FoundBy::PythonSitePackages);
+        assert_eq!(toolkit.root, fs::canonicalize(&pip).unwrap());
+        let toolkit = with(&all[3..], false);
+        assert_eq!(toolkit.found_by, FoundBy::InstallCudaCache);
+        assert_eq!(toolkit.root, fs::canonicalize(&cache).unwrap());
+        assert_eq!(toolkit.version, 13000);
+        assert_eq!(toolkit.version_string(), "13.0");
+
+        // CUDA_PATH is searched after CUDA_HOME.
+        let toolkit = with(&[("CUDA_PATH", text(&home))], false);
+        assert_eq!((toolkit.found_by, toolkit.root), (FoundBy::Root("CUDA_PATH"), home));
+    }
+
+    #[test]
+    fn a_cuda_home_without_nvcc_still_names_the_root() {
+        let dir = temp("home-without-nvcc");
+        let headers_and_libs = fake_toolkit(&dir.join("runtime"), 13000, "lib64");
+        fs::remove_file(headers_and_libs.join("bin/nvcc")).unwrap();
+        let other = fake_toolkit(&dir.join("other"), 13000, "lib64");
+        let path = other.join("bin");
+        let env = Env::fixed([("CUDA_HOME", text(&headers_and_libs)), ("PATH", text(&path))]);
+        let toolkit = found(&env);
+        assert_eq!(toolkit.found_by, FoundBy::Path);
+        assert_eq!(toolkit.root, headers_and_libs);
+        assert_eq!(toolkit.lib_dir, headers_and_libs.join("lib64"));
+
+        // A CUDA_HOME that is no toolkit at all is an error naming it, not passed over.
+        let empty = dir.join("empty");
+        fs::create_dir_all(&empty).unwrap();
+        let env = Env::fixed([("CUDA_HOME", text(&empty)), ("PATH", text(&path))]);
+        let error = discover(&env, &native()).unwrap_err().to_string();
+        assert!(error.contains("no CUDART_VERSION") && error.contains("CUDA_HOME"), "{error}");
+    }
+
+    #[test]
+    fn a_wrapper_named_by_nvcc_needs_cuda_home() {
+        let dir = temp("wrapper");
+        let root = fake_toolkit(&dir.join("cuda"), 13000, "lib64");
+        let wrapper = dir.join("bin/sccache-nvcc");
+        fs::create_dir_all(wrapper.parent().unwrap()).unwrap();
+        fs::write(&wrapper, "#!/bin/sh\n").unwrap();
+        let env = Env::fixed([("NVCC", text(&wrapper)), ("CUDA_HOME", text(&root))]);
+        let toolkit = found(&env);
+        assert_eq!((toolkit.nvcc, toolkit.root), (wrapper.clone(), root));
+        let env = Env::fixed([("NVCC", text(&wrapper))]);
+        let error = discover(&env, &native()).unwrap_err().to_string();
+        assert!(error.contains("set CUDA_HOME to the toolkit root"), "{error}");
+    }
+
+    #[test]
+    fn nothing_found_means_stub_mode_with_what_was_searched() {
+        let dir = temp("none");
+        let env = Env::fixed([("PATH", text(&dir)), ("HOME", text(&dir))]);
+        let Ok(Discovery::Stub(reason)) = discover(&env, &native()) else {
+            panic!("expected stub mode");
+        };
+        let text = reason.to_string();
+        assert!(text.contains("NVCC (unset)"), "{text}");
+        assert!(text.contains("CUDA_HOME (unset)"), "{text}");
+        assert!(text.contains("python3 site-packages: no python3"), "{text}");
+        assert!(text.contains(".cache/choreo/cuda-13.0/nvidia/cu13/bin/nvcc"), "{text}");
+        assert!(text.contains("ci/install-cuda"), "{text}");
+        // Every variable read is one discovery documents.
+        let read = env.read_vars();
+        assert!(read.iter().all(|var| ENV_VARS.contains(&var.as_str())), "{read:?}");
+        assert_eq!(read.len(), ENV_VARS.len(), "{read:?}");
+    }
+
+    #[test]
+    fn skip_docs_rs_and_no_cudart_force_stub_mode_even_with_a_toolkit() {
+        let dir = temp("skip");
+        let root = fake_toolkit(&dir.join("cuda"), 13000, "lib64");
+        let root = text(&root);
+        let stub = |vars: &[(&str, &str)]| discover(&Env::fixed(vars.iter().copied()), &native());
+        assert_eq!(
+            stub(&[("CUDA_HOME", root), ("CHOREO_NVCC", "skip")]),
+            Ok(Discovery::Stub(StubReason::Skipped))
+        );
+        assert_eq!(
+            stub(&[("CUDA_HOME", root), ("DOCS_RS", "1")]),
+            Ok(Discovery::Stub(StubReason::DocsRs))
+        );
+        assert_eq!(
+            stub(&[("CUDA_HOME", root), ("CHOREO_SYS_NO_CUDART", "1")]),
+            Ok(Discovery::Stub(StubReason::NoCudart))
+        );
+        assert!(matches!(
+            stub(&[("CUDA_HOME", root), ("CHOREO_SYS_NO_CUDART", "0")]),
+            Ok(Discovery::Found(_))
+        ));
+        let error = stub(&[("CUDA_HOME", root), ("CHOREO_NVCC", "yes")]).unwrap_err();
+        assert!(matches!(error, Error::InvalidEnv { var: "CHOREO_NVCC", .. }), "{error}");
+        // choreo-sys does not read CHOREO_NVCC: it governs nvcc, not the runtime.
+        let env = Env::fixed([("CUDA_HOME", root), ("CHOREO_NVCC", "skip")]);
+        assert!(matches!(discover_runtime(&env, &native()), Ok(Discovery::Found(_))));
+        assert!(!env.read_vars().contains(&"CHOREO_NVCC".to_owned()));
+    }
+
+    #[test]
+    fn another_cuda_major_is_stub_mode_for_both_kernels_and_runtime_but_found_by_find() {
+        let dir = temp("cuda12");
+        let root = fake_toolkit(&dir.join("cuda"), 12080, "lib64");
+        let env = Env::fixed([("CUDA_HOME", text(&root))]);
+        let expected =
+            Discovery::Stub(StubReason::UnsupportedVersion { version: 12080, root: root.clone() });
+        assert_eq!(discover(&env, &native()), Ok(expected.clone()));
+        assert_eq!(discover_runtime(&env, &native()), Ok(expected.clone()));
+        let Discovery::Stub(reason) = expected else { unreachable!() };
+        let reason = reason.to_string();
+        assert!(
+            reason.contains("is CUDA 12.8, but choreo-sys binds and links CUDA 13.x"),
+            "{reason}"
+        );
+        let Ok(Discovery::Found(toolkit)) = find(&env, &native()) else { panic!() };
+        assert_eq!(toolkit.version_string(), "12.8");
+    }
+
+    #[test]
+    fn an_explicit_nvcc_that_does_not_exist_is_an_error() {
+        let dir = temp("explicit");
+        let root = fake_toolkit(&dir.join("cuda"), 13000, "lib64");
+        let env = Env::fixed([("NVCC", "/nonexistent/bin/nvcc"), ("CUDA_HOME", text(&root))]);
+        let error = discover(&env, &native()).unwrap_err();
+        assert!(matches!(error, Error::NvccNotFound { origin: "NVCC", .. }), "{error}");
+        assert!(error.to_string().contains("/nonexistent/bin/nvcc"), "{error}");
+        // A bare name is looked up on PATH.
+        let bin = root.join("bin");
+        let env = Env::fixed([("NVCC", "nvcc"), ("PATH", text(&bin))]);
+        assert_eq!(found(&env).found_by, FoundBy::NvccVar);
+    }
+
+    #[test]
+    fn native_builds_find_the_runtime_in_the_system_and_pip_layouts() {
+        let dir = temp("layouts");
+        for lib in ["lib64", "lib", "targets/x86_64-linux/lib", "lib/x86_64-linux-gnu"] {
+            let root = fake_toolkit(&dir.join(lib.replace('/', "_")), 13000, lib);
+            let env = Env::fixed([("CUDA_HOME", text(&root))]);
+            assert_eq!(found(&env).lib_dir, root.join(lib));
+        }
+    }
+
+    #[test]
+    fn nvcc_gets_a_library_path_only_for_folders_its_profile_does_not_search() {
+        let dir = temp("nvcc-lib");
+        let system = fake_toolkit(&dir.join("system"), 13000, "lib64");
+        let targets = fake_toolkit(&dir.join("targets"), 13000, "targets/x86_64-linux/lib");
+        let pip = fake_toolkit(&dir.join("pip"), 13000, "lib");
+        let nvcc_lib_dir = |root: &Path| {
+            let toolkit = found(&Env::fixed([("CUDA_HOME", text(root))]));
+            toolkit.nvcc_lib_dir(&native()).map(Path::to_path_buf)
+        };
+        assert_eq!(nvcc_lib_dir(&system), None);
+        assert_eq!(nvcc_lib_dir(&targets), None);
+        assert_eq!(nvcc_lib_dir(&pip), Some(pip.join("lib")));
+    }
+
+    #[test]
+    fn missing_runtime_or_header_is_an_error_that_says_what_to_install() {
+        let dir = temp("incomplete");
+        let root = fake_toolkit(&dir.join("cuda"), 13000, "lib64");
+        fs::remove_file(root.join("lib64/libcudart_static.a")).unwrap();
+        let env = Env::fixed([("CUDA_HOME", text(&root))]);
+        let error = discover(&env, &native()).unwrap_err().to_string();
+        assert!(error.contains("no libcudart_static.a in"), "{error}");
+        assert!(error.contains("nvidia-cuda-runtime"), "{error}");
+        fs::remove_file(root.join("include/cuda_runtime_api.h")).unwrap();
+        let error = discover(&env, &native()).unwrap_err().to_string();
+        assert!(error.contains("no CUDART_VERSION"), "{error}");
+    }
+
+    #[test]
+    fn cross_builds_need_the_targets_library_folder() {
+        let dir = temp("cross");
+        let root = fake_toolkit(&dir.join("cuda"), 13000, "lib64");
+        let env = Env::fixed([("CUDA_HOME", text(&root))]);
+        let aarch64 = Target {
+            triple: "aarch64-unknown-linux-gnu".into(),
+            os: "linux".into(),
+            arch: "aarch64".into(),
+            cross: true,
+        };
+        let error = discover(&env, &aarch64).unwrap_err().to_string();
+        assert!(error.contains("cross build for aarch64-unknown-linux-gnu"), "{error}");
+        assert!(error.contains("targets/sbsa-linux/lib"), "{error}");
+        assert!(error.contains("cuda-cross-sbsa"), "{error}");
+        let lib = root.join("targets/sbsa-linux/lib");
+        fs::create_dir_all(&lib).unwrap();
+        fs::write(lib.join("libcudart_static.a"), "!<arch>\n").unwrap();
+        let Ok(Discovery::Found(toolkit)) = discover(&env, &aarch64) else { panic!() };
+        assert_eq!(toolkit.lib_dir, lib);
+    }
+}
