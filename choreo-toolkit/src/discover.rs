@@ -316,21 +316,19 @@ fn check_toolkit(
         .find_map(|header| fs::read_to_string(header).ok())
         .and_then(|text| cudart_version(&text))
         .ok_or_else(|| {
-            let wrapper = match (root_var, &found_by) {
+            let hint = match (root_var, &found_by) {
+                (Some(var), _) => format!("; {var} names this toolkit root"),
                 (None, FoundBy::NvccVar) => {
                     "; if NVCC is a wrapper outside the toolkit, set CUDA_HOME to the toolkit root"
+                        .to_owned()
                 }
-                _ => "",
-            };
-            let origin = match root_var {
-                Some(var) => format!(" ({var} names the toolkit root)"),
-                None => String::new(),
+                (None, _) => String::new(),
             };
             Error::Toolkit {
                 root: root.clone(),
                 message: format!(
-                    "no CUDART_VERSION in {}{origin} (is the CUDA runtime development package, \
-                     e.g. the nvidia-cuda-runtime wheel, installed?){wrapper}",
+                    "no CUDART_VERSION in {} (is the CUDA runtime development package, e.g. the \
+                     nvidia-cuda-runtime wheel, installed?){hint}",
                     headers[0].display()
                 ),
             }
