@@ -27,9 +27,10 @@ use crate::source::{FileId, SourceDb, Span};
 pub use crate::emit::OutputMode;
 pub use crate::target::{Arch, Target, UnknownArch};
 
-/// The runtime header that generated code includes, as shipped by the `choreo` crate. The CLI
-/// writes it next to the `.cu` files it compiles, so it works from any directory.
-pub const CHOREO_H: &str = include_str!("../../choreo/include/choreo.h");
+/// The runtime header that generated code includes (`include/choreo.h` of this crate, shipped
+/// in its package). `choreoc build` and `choreo-build` write it next to the `.cu` files they
+/// compile, so it works from any directory.
+pub const CHOREO_H: &str = include_str!("../include/choreo.h");
 
 /// Options of one compilation.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -194,7 +194,7 @@ type NvccResult = (String, Duration, Result<(), String>);
 #[test]
 fn snapshots_compile_with_nvcc() {
     let nvcc = toolkit("snapshots_compile_with_nvcc").nvcc;
-    let include = manifest_dir().join("../choreo/include");
+    let include = manifest_dir().join("include");
     let out_dir = std::env::temp_dir().join(format!("choreo-codegen-nvcc-{}", std::process::id()));
     std::fs::create_dir_all(&out_dir).expect("temp dir");
     let opts = CompileOptions::default();
