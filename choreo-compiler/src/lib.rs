@@ -2,6 +2,10 @@
 //!
 //! The pipeline is one module per stage (see `shared/design.md` §2):
 //! `source` → `preprocess` → `lexer` → `parser` (→ `ast`) → `sema` → `lower` → `emit`.
+//!
+//! The library does no I/O and spawns nothing: [`compile::compile`] takes source text and
+//! returns the outputs and diagnostics. The `choreoc` binary (`src/main.rs` and its `src/cli/`
+//! modules) owns the command line, the files and nvcc; build scripts use `choreo-build`.
 
 pub mod ast;
 pub mod compile;

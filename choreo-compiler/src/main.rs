@@ -1,12 +1,14 @@
 //! `choreoc`: the command-line front end of the Choreo translator.
 //!
 //! ```text
-//! choreoc check [--syntax-only] [--dump=hir|plan] [--message-format=human|json] [-D NAME[=VALUE]]... FILE...
-//! choreoc parse [--dump] [--message-format=…] [-D …]... FILE
+//! choreoc check [--syntax-only] [--dump=hir|plan] [--message-format=human|json] [-D …]... FILE...
+//! choreoc parse [--dump] [--message-format=…] [-D NAME[=VALUE]]... FILE
 //! choreoc lex [--message-format=…] [-D …]... FILE
-//! choreoc emit-cu FILE.co [-D …]... [--arch sm_90a] [--standalone] [--no-runtime-checks] [-o OUT.cu]
+//! choreoc emit-cu FILE.co [-D …]... [--arch sm_90a] [--standalone] [--no-runtime-checks]
+//!                 [-o OUT.cu]
 //! choreoc emit-rs FILE.co [-D …]... [--stub] [-o OUT.rs]
-//! choreoc build FILE.co -o EXE [--arch sm_90a] [-D …]... [--nvcc PATH] [--no-runtime-checks] [-- NVCC FLAGS...]
+//! choreoc build FILE.co -o EXE [--arch sm_90a] [-D …]... [--nvcc PATH] [--no-runtime-checks]
+//!               [-- NVCC FLAGS...]
 //! choreoc --help | --version
 //! ```
 //!

@@ -9,9 +9,15 @@ use std::path::PathBuf;
 use std::process::Command;
 
 /// Translates in standalone mode (keeping `main`), writes the `.cu` and `choreo.h` into a fresh
-/// temporary directory and runs `nvcc -std=c++17 -O2 -gencode arch=compute_XX,code=sm_XX -I
-/// <dir> [-L<runtime dir>] -cudart static FILE.cu -o EXE <flags after -->`. The `-L` is given
-/// when nvcc would not find the static runtime by itself (the pip wheels' `lib`).
+/// temporary directory `DIR` and runs
+///
+/// ```text
+/// nvcc -std=c++17 -O2 -gencode arch=compute_XX,code=sm_XX -I DIR [-L<cudart dir>] \
+///      -cudart static DIR/FILE.cu -o EXE [the arguments after --]
+/// ```
+///
+/// The `-L` is given when nvcc would not find the static runtime by itself (the pip wheels keep
+/// it in `lib`).
 pub(crate) fn run_build(options: &Options) -> Status {
     let host = choreo_toolkit::Target::host();
     let toolkit = match find_toolkit(options, &host) {
