@@ -1,119 +1,47 @@
 //! Build script of choreo-sys: find a CUDA 13 toolkit and link `libcudart_static`, or — when there
 //! is none — build the crate's stub functions instead of failing (see the crate docs).
 //!
-//! Search order: `CUDA_HOME`, `CUDA_PATH`, `nvcc` on `PATH` (root = its directory's parent), the
-//! pip layout of `python3` (`<purelib>/nvidia/cu13`), the cache folder of `ci/install-cuda`
-//! (`$CHOREO_CUDA_CACHE` or `${XDG_CACHE_HOME:-$HOME/.cache}/choreo/cuda-13.0`, then
-//! `nvidia/cu13`). The first root with `include/cuda_runtime_api.h` of CUDA 13.x and a
-//! `cudart_static` library for the cargo target wins.
+//! The toolkit is found by `choreo_toolkit::discover_runtime`, the discovery that choreo-build
+//! and `choreoc build` share (`NVCC`, `CUDA_HOME`/`CUDA_PATH`, `nvcc` on `PATH`, the pip wheels
+//! of `python3`, the `ci/install-cuda` cache; the root from `CUDA_HOME`/`CUDA_PATH` when set).
+//! Stubs are built when `CHOREO_SYS_NO_CUDART` is set (not `0`), on docs.rs (`DOCS_RS`), when
+//! no toolkit is found or the one found cannot be used, and when it is not CUDA 13.x. This is
+//! the only crate that prints the cudart link lines: every crate whose code calls the runtime
+//! depends on it through `choreo`.
 
-use std::env;
-use std::ffi::OsString;
-use std::fs;
-use std::path::{Path, PathBuf};
-use std::process::Command;
-
-/// Every environment variable this script reads; each gets a `rerun-if-env-changed`.
-const ENV_VARS: [&str; 8] = [
-    "CUDA_HOME",
-    "CUDA_PATH",
-    "PATH",
-    "CHOREO_CUDA_CACHE",
-    "XDG_CACHE_HOME",
-    "HOME",
-    "CHOREO_SYS_NO_CUDART",
-    "DOCS_RS",
-];
-
-/// The CUDA major version these bindings are written for (struct layouts differ across majors).
-const CUDA_MAJOR: u32 = 13;
-
-/// The cargo target, as far as finding the right `cudart_static` is concerned.
-struct Target {
-    /// `CARGO_CFG_TARGET_OS`, e.g. `linux`, `windows`.
-    os: String,
-    /// Subdirectory of `<root>/targets/` holding this target's libraries, if the OS has one.
-    toolkit_target_dir: Option<&'static str>,
-    /// `TARGET` differs from `HOST`: prefer `targets/<arch>-linux/lib` over the host's `lib64`.
-    cross: bool,
-}
-
-impl Target {
-    fn from_env() -> Target {
-        let os = env::var("CARGO_CFG_TARGET_OS").unwrap_or_default();
-        let arch = env::var("CARGO_CFG_TARGET_ARCH").unwrap_or_default();
-        let toolkit_target_dir = match (os.as_str(), arch.as_str()) {
-            ("linux", "x86_64") => Some("x86_64-linux"),
-            ("linux", "aarch64") => Some("sbsa-linux"),
-            _ => None,
-        };
-        let cross = env::var("TARGET").ok() != env::var("HOST").ok();
-        Target { os, toolkit_target_dir, cross }
-    }
-
-    fn static_lib_file(&self) -> &'static str {
-        if self.os == "windows" { "cudart_static.lib" } else { "libcudart_static.a" }
-    }
-
-    /// Library directories to look in, most specific first.
-    fn lib_dirs(&self, root: &Path) -> Vec<PathBuf> {
-        if self.os == "windows" {
-            return vec![root.join("lib").join("x64"), root.join("lib")];
-        }
-        let target_lib =
-            self.toolkit_target_dir.map(|dir| root.join("targets").join(dir).join("lib"));
-        let mut dirs = Vec::new();
-        if self.cross {
-            dirs.extend(target_lib.clone());
-        }
-        dirs.push(root.join("lib64"));
-        dirs.push(root.join("lib"));
-        if !self.cross {
-            dirs.extend(target_lib);
-        }
-        dirs
-    }
-}
-
-/// A usable toolkit.
-struct Toolkit {
-    root: PathBuf,
-    lib_dir: PathBuf,
-    version: u32,
-}
+use choreo_toolkit::{
+    CUDA_MAJOR, Discovery, Env, StubReason, Target, Toolkit, cudart_link_lines, discover_runtime,
+};
 
 fn main() {
     println!("cargo::rerun-if-changed=build.rs");
-    for var in ENV_VARS {
-        println!("cargo::rerun-if-env-changed={var}");
-    }
     println!("cargo::rustc-check-cfg=cfg(choreo_sys_no_cudart)");
 
-    let target = Target::from_env();
-    let toolkit = if env_flag("CHOREO_SYS_NO_CUDART") {
-        println!(
-            "cargo::warning=choreo-sys: CHOREO_SYS_NO_CUDART is set: the CUDA runtime is not \
-             linked and every CUDA call returns cudaErrorStubLibrary"
-        );
-        None
-    } else if env::var_os("DOCS_RS").is_some() {
-        None
-    } else {
-        let mut searched = Vec::new();
-        let found = find_toolkit(&target, &mut searched);
-        if found.is_none() {
+    let env = Env::process();
+    let target = Target::from_env(&env);
+    let toolkit = match discover_runtime(&env, &target) {
+        Ok(Discovery::Found(toolkit)) => Some(toolkit),
+        Ok(Discovery::Stub(StubReason::DocsRs)) => None,
+        Ok(Discovery::Stub(StubReason::NoCudart)) => {
             println!(
-                "cargo::warning=choreo-sys: no CUDA {CUDA_MAJOR} toolkit with {lib} found \
-                 (searched: {searched}); building stubs that return cudaErrorStubLibrary. To link \
-                 the CUDA runtime, run ci/install-cuda (installs CUDA {CUDA_MAJOR}.0 into the \
-                 cache searched here) or set CUDA_HOME to a toolkit root, then rebuild \
-                 (`cargo clean -p choreo-sys` if no variable changed)",
-                lib = target.static_lib_file(),
-                searched = searched.join("; "),
+                "cargo::warning=choreo-sys: CHOREO_SYS_NO_CUDART is set: the CUDA runtime is not \
+                 linked and every CUDA call returns cudaErrorStubLibrary"
             );
+            None
         }
-        found
+        Ok(Discovery::Stub(reason)) => {
+            stub_warning(&reason.to_string());
+            None
+        }
+        Err(error) => {
+            stub_warning(&error.to_string());
+            None
+        }
     };
+    // Every variable discovery read (it stops at the first toolkit found).
+    for var in env.read_vars() {
+        println!("cargo::rerun-if-env-changed={var}");
+    }
 
     match &toolkit {
         Some(toolkit) => emit_link(&target, toolkit),
@@ -127,148 +55,29 @@ fn main() {
     bindgen_check::generate(toolkit.as_ref().map(|toolkit| toolkit.root.as_path()));
 }
 
+/// The warning of a build without the CUDA runtime (one line, as cargo wants it).
+fn stub_warning(why: &str) {
+    let why = why.split_whitespace().collect::<Vec<_>>().join(" ");
+    println!(
+        "cargo::warning=choreo-sys: no usable CUDA {CUDA_MAJOR} runtime ({why}); building stubs \
+         that return cudaErrorStubLibrary. Rebuild after installing or pointing at a toolkit \
+         (`cargo clean -p choreo-sys` if no environment variable changed)"
+    );
+}
+
 fn emit_link(target: &Target, toolkit: &Toolkit) {
     println!(
         "cargo::rerun-if-changed={}",
-        toolkit.lib_dir.join(target.static_lib_file()).display()
+        toolkit.lib_dir.join(target.cudart_static_file()).display()
     );
-    println!("cargo::rustc-link-search=native={}", toolkit.lib_dir.display());
-    println!("cargo::rustc-link-lib=static=cudart_static");
-    if target.os == "linux" {
-        // libcudart_static loads the driver with dlopen and uses POSIX timers and threads.
-        for lib in ["dl", "rt", "pthread"] {
-            println!("cargo::rustc-link-lib=dylib={lib}");
-        }
+    for line in cudart_link_lines(toolkit, target) {
+        println!("cargo::{line}");
     }
     println!("cargo::metadata=linked=1");
     println!("cargo::metadata=root={}", toolkit.root.display());
     println!("cargo::metadata=include={}", toolkit.root.join("include").display());
     println!("cargo::metadata=lib={}", toolkit.lib_dir.display());
     println!("cargo::metadata=version={}", toolkit.version);
-}
-
-/// `true` when `name` is set to something other than empty or `0`.
-fn env_flag(name: &str) -> bool {
-    env::var_os(name).is_some_and(|value| !value.is_empty() && value != "0")
-}
-
-fn non_empty_env(name: &str) -> Option<OsString> {
-    env::var_os(name).filter(|value| !value.is_empty())
-}
-
-/// Tries every candidate root in order; describes each rejected one in `searched`.
-fn find_toolkit(target: &Target, searched: &mut Vec<String>) -> Option<Toolkit> {
-    let mut candidates: Vec<(String, PathBuf)> = Vec::new();
-    for var in ["CUDA_HOME", "CUDA_PATH"] {
-        match non_empty_env(var) {
-            Some(root) => {
-                candidates.push((format!("{var}={}", Path::new(&root).display()), root.into()))
-            }
-            None => searched.push(format!("{var} (unset)")),
-        }
-    }
-    match nvcc_on_path() {
-        Some(root) => candidates.push((format!("nvcc on PATH ({})", root.display()), root)),
-        None => searched.push("nvcc on PATH (none)".to_owned()),
-    }
-    match python_purelib() {
-        Some(purelib) => {
-            let root = purelib.join("nvidia").join("cu13");
-            candidates.push((format!("python3 site-packages ({})", root.display()), root));
-        }
-        None => searched.push("python3 site-packages (no python3)".to_owned()),
-    }
-    match install_cuda_cache() {
-        Some(cache) => {
-            let root = cache.join("nvidia").join("cu13");
-            candidates.push((format!("ci/install-cuda cache ({})", root.display()), root));
-        }
-        None => searched.push("ci/install-cuda cache (HOME unset)".to_owned()),
-    }
-
-    for (label, root) in candidates {
-        match check_root(target, &root) {
-            Ok(toolkit) => return Some(toolkit),
-            Err(why) => searched.push(format!("{label}: {why}")),
-        }
-    }
-    None
-}
-
-fn check_root(target: &Target, root: &Path) -> Result<Toolkit, String> {
-    let header = root.join("include").join("cuda_runtime_api.h");
-    let text =
-        fs::read_to_string(&header).map_err(|_| "no include/cuda_runtime_api.h".to_owned())?;
-    let version = cudart_version(&text).ok_or("no CUDART_VERSION in cuda_runtime_api.h")?;
-    if version / 1000 != CUDA_MAJOR {
-        return Err(format!(
-            "CUDA {}.{} (choreo-sys binds CUDA {CUDA_MAJOR}.x)",
-            version / 1000,
-            version % 1000 / 10
-        ));
-    }
-    let dirs = target.lib_dirs(root);
-    let lib = target.static_lib_file();
-    match dirs.iter().find(|dir| dir.join(lib).is_file()) {
-        Some(lib_dir) => Ok(Toolkit { root: root.to_owned(), lib_dir: lib_dir.clone(), version }),
-        None => {
-            let tried: Vec<String> = dirs.iter().map(|dir| dir.display().to_string()).collect();
-            let hint = match (target.cross, target.toolkit_target_dir) {
-                (true, Some(dir)) => format!(
-                    " (cross build: install the CUDA runtime for the target, which provides \
-                     targets/{dir}/lib/{lib})"
-                ),
-                _ => String::new(),
-            };
-            Err(format!("no {lib} in {}{hint}", tried.join(", ")))
-        }
-    }
-}
-
-/// `CUDART_VERSION` from the text of `cuda_runtime_api.h`, e.g. 13000.
-fn cudart_version(header: &str) -> Option<u32> {
-    header.lines().find_map(|line| {
-        let rest = line.trim_start().strip_prefix("#define")?.trim_start();
-        let value = rest.strip_prefix("CUDART_VERSION")?;
-        if !value.starts_with(char::is_whitespace) {
-            return None;
-        }
-        value.trim().parse().ok()
-    })
-}
-
-fn nvcc_on_path() -> Option<PathBuf> {
-    let path = env::var_os("PATH")?;
-    let exe = if cfg!(windows) { "nvcc.exe" } else { "nvcc" };
-    env::split_paths(&path)
-        .map(|dir| dir.join(exe))
-        .find(|nvcc| nvcc.is_file())
-        .and_then(|nvcc| Some(nvcc.parent()?.parent()?.to_owned()))
-}
-
-fn python_purelib() -> Option<PathBuf> {
-    let output = Command::new("python3")
-        .args(["-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"])
-        .output()
-        .ok()?;
-    if !output.status.success() {
-        return None;
-    }
-    let text = String::from_utf8(output.stdout).ok()?;
-    let line = text.trim();
-    (!line.is_empty()).then(|| PathBuf::from(line))
-}
-
-/// The folder `ci/install-cuda` installs into (its `CACHE` variable).
-fn install_cuda_cache() -> Option<PathBuf> {
-    if let Some(cache) = non_empty_env("CHOREO_CUDA_CACHE") {
-        return Some(cache.into());
-    }
-    let base = match non_empty_env("XDG_CACHE_HOME") {
-        Some(xdg) => PathBuf::from(xdg),
-        None => PathBuf::from(non_empty_env("HOME")?).join(".cache"),
-    };
-    Some(base.join("choreo").join("cuda-13.0"))
 }
 
 /// With the `bindgen` feature: generates bindings of `cuda_runtime_api.h` into `$OUT_DIR` for

@@ -12,7 +12,7 @@
 
 use choreo_bench::stats::Summary;
 use choreo_bench::table::{Table, three_digits};
-use choreo_compiler::compile::{Arch, CHOREO_H, CompileOptions, compile, find_nvcc};
+use choreo_compiler::compile::{Arch, CHOREO_H, CompileOptions, compile};
 use choreo_compiler::diagnostics::{Diagnostic, Diagnostics};
 use choreo_compiler::preprocess::PreprocessOptions;
 use choreo_compiler::source::SourceDb;
@@ -72,9 +72,9 @@ Options:
                      from)
   -h, --help         print this help
 
-nvcc is found like `choreoc build` finds it: $NVCC, $CUDA_HOME/bin/nvcc, $CUDA_PATH/bin/nvcc,
-PATH, ~/.cache/choreo/cuda-13.0/nvidia/cu13/bin/nvcc (ci/install-cuda); without one the nvcc
-rows say so. Progress goes to stderr, the table last to stdout.
+nvcc is found like builds and `choreoc build` find it (choreo-toolkit): $NVCC, $CUDA_HOME,
+$CUDA_PATH, PATH, python3's nvidia/cu13 wheels, ~/.cache/choreo/cuda-13.0 (ci/install-cuda);
+without one the nvcc rows say so. Progress goes to stderr, the table last to stdout.
 Exit status: 0 measured, 1 a measurement failed, 2 usage error.
 ";
 
@@ -857,8 +857,15 @@ fn nvcc_section(
     kernels: &[GeneratedCu],
     table: &mut Table,
 ) -> Result<(), String> {
-    let nvcc = match find_nvcc(None) {
-        Ok(nvcc) => nvcc,
+    let env = choreo_toolkit::Env::process();
+    let found = choreo_toolkit::find(&env, &choreo_toolkit::Target::host());
+    let nvcc = match found {
+        Ok(choreo_toolkit::Discovery::Found(toolkit)) => toolkit.nvcc,
+        Ok(choreo_toolkit::Discovery::Stub(reason)) => {
+            eprintln!("note: nvcc rows skipped: {reason}");
+            table.row(["nvcc", "", "", "", "", "skipped: nvcc not found (see stderr)"]);
+            return Ok(());
+        }
         Err(message) => {
             eprintln!("note: nvcc rows skipped: {message}");
             table.row(["nvcc", "", "", "", "", "skipped: nvcc not found (see stderr)"]);

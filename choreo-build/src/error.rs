@@ -302,6 +302,22 @@ impl fmt::Display for Error {
     }
 }
 
+/// A toolkit that discovery cannot use becomes the variant of the same name and fields.
+impl From<choreo_toolkit::Error> for Error {
+    fn from(error: choreo_toolkit::Error) -> Error {
+        match error {
+            choreo_toolkit::Error::InvalidEnv { var, value, expected } => {
+                Error::InvalidEnv { var, value, expected }
+            }
+            choreo_toolkit::Error::NvccNotFound { origin, path } => {
+                Error::NvccNotFound { origin, path }
+            }
+            choreo_toolkit::Error::Toolkit { root, message } => Error::Toolkit { root, message },
+            other => Error::Toolkit { root: PathBuf::new(), message: other.to_string() },
+        }
+    }
+}
+
 impl fmt::Debug for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         fmt::Display::fmt(self, f)

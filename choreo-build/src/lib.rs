@@ -62,8 +62,9 @@
 //!    below), then archives the objects into `lib<link name>.a`, where the link name is
 //!    `choreo_<package>_<name>` (unique, so two crates that both use the default name cannot
 //!    pick up each other's library). The archive is remade when an object's content changed.
-//! 4. Prints the cargo directives: link the library, `cudart_static` (from the toolkit's library
-//!    folder), `dl`, `rt`, `pthread`, `stdc++`; `rerun-if-changed` for every `.co` and `.cu`
+//! 4. Prints the cargo directives: link the library and `stdc++` (the CUDA runtime that the
+//!    kernels call is linked by `choreo-sys`, which every crate using the wrappers depends on
+//!    through `choreo`); `rerun-if-changed` for every `.co` and `.cu`
 //!    input, every local header they include (found by scanning `#include "…"`, and as nvcc
 //!    reported them), every glob's base directory; `rerun-if-env-changed` for every
 //!    environment variable read.
@@ -84,10 +85,12 @@
 //!
 //! # Finding the CUDA toolkit
 //!
-//! `NVCC` → `CUDA_HOME`/`CUDA_PATH` → `nvcc` on `PATH` → the pip toolkit of `python3`
-//! (`<site-packages>/nvidia/cu13`) → the folder of `ci/install-cuda` (`$CHOREO_CUDA_CACHE`,
-//! else `~/.cache/choreo/cuda-13.0`, then `nvidia/cu13`) → stub mode. The CUDA version comes
-//! from `cuda_runtime_api.h`. The host compiler: `NVCC_CCBIN`, else `CUDAHOSTCXX`, else — for
+//! With `choreo-toolkit`, the discovery that `choreo-sys` uses too: `NVCC` → `CUDA_HOME`/
+//! `CUDA_PATH` → `nvcc` on `PATH` → the pip toolkit of `python3` (`<site-packages>/nvidia/cu13`)
+//! → the folder of `ci/install-cuda` (`$CHOREO_CUDA_CACHE`, else `~/.cache/choreo/cuda-13.0`,
+//! then `nvidia/cu13`) → stub mode. The toolkit root (headers, the runtime) is
+//! `CUDA_HOME`/`CUDA_PATH` when set, else the folder above nvcc's `bin`; the CUDA version
+//! comes from `cuda_runtime_api.h`. The host compiler: `NVCC_CCBIN`, else `CUDAHOSTCXX`, else — for
 //! cross builds (`TARGET` ≠ `HOST`) — the target C++ compiler cc would use (`CXX_<target>`,
 //! …), else nvcc's default. Cross builds link `targets/<arch>-linux/lib` (`sbsa-linux` for
 //! aarch64) and pass `--target-directory`; a toolkit without the target's runtime is an error
@@ -95,11 +98,12 @@
 //!
 //! # Stub mode
 //!
-//! Without nvcc, with `CHOREO_NVCC=skip`, or on docs.rs (`DOCS_RS`), the `.co` files are still
-//! translated (their errors still fail the build) and the wrappers are still generated — in a
-//! form whose functions return `Err(choreo::Error::NotBuilt)` — but nothing is compiled or
-//! linked, and one `cargo::warning` says so and how to install nvcc. `cargo check`, clippy and
-//! rustdoc work without CUDA.
+//! Without nvcc, with `CHOREO_NVCC=skip`, on docs.rs (`DOCS_RS`), and whenever `choreo-sys`
+//! links no CUDA runtime (`CHOREO_SYS_NO_CUDART` is set, or the toolkit found is not CUDA 13.x,
+//! the version choreo-sys binds), the `.co` files are still translated (their errors still fail
+//! the build) and the wrappers are still generated — in a form whose functions return
+//! `Err(choreo::Error::NotBuilt)` — but nothing is compiled or linked, and one `cargo::warning`
+//! says so, why, and how to install nvcc. `cargo check`, clippy and rustdoc work without CUDA.
 //!
 //! # The object cache
 //!
@@ -126,21 +130,19 @@
 //! generated files to a folder of your choice: `<dir>/<name>/<module>.cu`, `.rs`, `choreo.h`
 //! and `<dir>/<name>.rs`.
 
-mod env;
 mod error;
 mod hash;
 mod inputs;
 mod nvcc;
 mod output;
-mod toolkit;
 
+pub use choreo_toolkit::{FoundBy, StubReason, Toolkit};
 pub use error::{Error, FileDiagnostics, NvccFailure};
-pub use toolkit::{FoundBy, StubReason, Toolkit};
 
 use choreo_compiler::compile::{Arch, CompileOptions, OutputMode, Target as CompileTarget};
 use choreo_compiler::diagnostics::{Severity, render_human};
 use choreo_compiler::source::SourceDb;
-use env::Env;
+use choreo_toolkit::{Discovery, Env, Target};
 use error::{one_line, plural};
 use hash::Digest;
 use inputs::{CudaInput, Input};
@@ -148,16 +150,12 @@ use nvcc::{CacheState, Job, JobError, NvccConfig};
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use toolkit::{Discovery, Target};
 
 /// The output name used by [`compile`] and expected by `choreo::include_kernels!()`.
 pub const DEFAULT_NAME: &str = "kernels";
 
 /// The default architecture when neither [`Builder::arch`] nor `CHOREO_CUDA_ARCH` set one.
 pub const DEFAULT_ARCH: &str = "sm_90a";
-
-/// The CUDA major version that choreo-sys binds (it links no other `cudart`).
-const SUPPORTED_CUDA_MAJOR: u32 = 13;
 
 /// Most local headers followed through `#include "…"` per `.co` file for `rerun-if-changed`.
 const MAX_LOCAL_INCLUDES: usize = 256;
@@ -351,7 +349,7 @@ impl Builder {
         let target = Target::from_env(env);
 
         let (inputs, cuda_inputs) = self.inputs(cargo)?;
-        let discovery = toolkit::discover(env, &target)?;
+        let discovery = choreo_toolkit::discover(env, &target)?;
         let stub = matches!(discovery, Discovery::Stub(_));
         let translated = self.translate(&inputs, arch, stub, cargo)?;
         let mut hand_written = read_hand_written(cuda_inputs, cargo)?;
@@ -402,16 +400,6 @@ impl Builder {
             }
             Discovery::Found(toolkit) => toolkit,
         };
-        if toolkit.version / 1000 != SUPPORTED_CUDA_MAJOR {
-            cargo.line(&format!(
-                "warning=choreo-build: using CUDA {} from {}; choreo and choreo-sys are written \
-                 for CUDA {SUPPORTED_CUDA_MAJOR}.x (choreo-sys links no other), so the kernels \
-                 may not run",
-                toolkit.version_string(),
-                toolkit.root.display()
-            ));
-        }
-
         let config = self.nvcc_config(env, &target, &toolkit, arch)?;
         let objects =
             compile_objects(&config, &layout, &mut generated, &mut hand_written, env, cargo)?;
@@ -428,14 +416,10 @@ impl Builder {
         let rebuilt = nvcc::archive(archiver(env, &out_dir), &lib_path, &objects)?;
         cargo.line(&format!("rustc-link-search=native={}", absolute(&lib_dir)?.display()));
         cargo.line(&format!("rustc-link-lib=static={link_name}"));
-        cargo.line(&format!("rustc-link-search=native={}", toolkit.lib_dir.display()));
-        cargo.line("rustc-link-lib=static=cudart_static");
+        // The objects are C++. The CUDA runtime they call is linked by choreo-sys (found by the
+        // same discovery), which every crate using the wrappers depends on through `choreo`.
         if target.os == "linux" {
-            // cudart_static loads the driver with dlopen and uses POSIX timers and threads; the
-            // objects are C++.
-            for lib in ["dl", "rt", "pthread", "stdc++"] {
-                cargo.line(&format!("rustc-link-lib=dylib={lib}"));
-            }
+            cargo.line("rustc-link-lib=dylib=stdc++");
         }
         report.library = Some(Library { link_name, path: lib_path, rebuilt });
         report.files = generated.into_iter().map(|file| file.report).collect();
@@ -1190,6 +1174,37 @@ mod tests {
             "cuda_file={} compiled=false\n",
             dir.join("cuda/util.cu").display()
         )));
+    }
+
+    /// choreo-sys links only CUDA 13: kernels built with another toolkit would have no runtime
+    /// to link against, so the build is a stub build whose warning names the toolkit.
+    #[test]
+    fn a_toolkit_that_choreo_sys_does_not_link_means_stub_mode_with_a_warning() {
+        let dir = temp("cuda12");
+        let root = dir.join("cuda-12.8");
+        for sub in ["bin", "include", "lib64", "cuda"] {
+            std::fs::create_dir_all(root.join(sub)).unwrap();
+        }
+        std::fs::write(root.join("bin/nvcc"), "#!/bin/sh\nexit 1\n").unwrap();
+        std::fs::write(root.join("include/cuda_runtime_api.h"), "#define CUDART_VERSION 12080\n")
+            .unwrap();
+        std::fs::write(root.join("lib64/libcudart_static.a"), "!<arch>\n").unwrap();
+        std::fs::write(root.join("cuda/k.cu"), "extern \"C\" int k() { return 1; }\n").unwrap();
+        let env = Env::fixed([("CUDA_HOME", root.to_str().unwrap())]);
+        let mut cargo = Cargo::new(true);
+        let report = Builder::new()
+            .cuda_file(root.join("cuda/k.cu"))
+            .out_dir(dir.join("out"))
+            .build_in(&env, &mut cargo, "k")
+            .unwrap();
+        assert!(report.library.is_none() && report.toolkit.is_none(), "{report}");
+        assert!(
+            matches!(&report.stub, Some(StubReason::UnsupportedVersion { version: 12080, .. })),
+            "{report}"
+        );
+        let warning = cargo.printed.iter().find(|line| line.starts_with("warning=")).unwrap();
+        assert!(warning.contains("is CUDA 12.8, but choreo-sys binds and links CUDA 13.x"));
+        assert!(!cargo.printed.iter().any(|line| line.starts_with("rustc-link")), "{warning}");
     }
 
     #[test]

@@ -22,8 +22,8 @@
 
 use crate::error::{Error, NvccFailure};
 use crate::hash::{Digest, Hasher};
-use crate::toolkit::Toolkit;
 use choreo_compiler::compile::Arch;
+use choreo_toolkit::Toolkit;
 use std::ffi::OsString;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -438,7 +438,7 @@ fn shell_quote(arg: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::toolkit::FoundBy;
+    use choreo_toolkit::FoundBy;
 
     fn config() -> NvccConfig {
         NvccConfig {

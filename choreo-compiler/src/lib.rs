@@ -5,6 +5,10 @@
 //! repository's `ARCHITECTURE.md` has the map and its invariants):
 //! `source` → `preprocess` → `lexer` → `parser` (→ `ast`) → `sema` (→ `hir`) → `lower`
 //! (→ `lower::Plan`, for a [`target::Target`]) → `emit::cuda` / `emit::rust`.
+//!
+//! The library does no I/O and spawns nothing: [`compile::compile`] takes source text and
+//! returns the outputs and diagnostics. The `choreoc` binary (`src/main.rs` and its `src/cli/`
+//! modules) owns the command line, the files and nvcc; build scripts use `choreo-build`.
 
 pub mod ast;
 pub mod compile;

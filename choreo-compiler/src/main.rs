@@ -1,39 +1,47 @@
 //! `choreoc`: the command-line front end of the Choreo translator.
 //!
 //! ```text
-//! choreoc check [--message-format=human|json] [-D NAME[=VALUE]]... FILE...
-//! choreoc parse [--dump] [--message-format=…] [-D …]... FILE
+//! choreoc check [--syntax-only] [--dump=hir|plan] [--message-format=human|json] [-D …]... FILE...
+//! choreoc parse [--dump] [--message-format=…] [-D NAME[=VALUE]]... FILE
 //! choreoc lex [--message-format=…] [-D …]... FILE
-//! choreoc emit-cu FILE.co [-D …]... [--arch sm_90a] [--no-runtime-checks] [-o OUT.cu]
-//! choreoc build FILE.co -o EXE [--arch sm_90a] [-D …]... [--nvcc PATH] [-- NVCC FLAGS...]
+//! choreoc emit-cu FILE.co [-D …]... [--arch sm_90a] [--standalone] [--no-runtime-checks]
+//!                 [-o OUT.cu]
+//! choreoc emit-rs FILE.co [-D …]... [--stub] [-o OUT.rs]
+//! choreoc build FILE.co -o EXE [--arch sm_90a] [-D …]... [--nvcc PATH] [--no-runtime-checks]
+//!               [-- NVCC FLAGS...]
 //! choreoc --help | --version
 //! ```
 //!
+//! - `check` runs the whole pipeline (preprocess, parse, semantic analysis, lowering) and
+//!   reports every diagnostic; `--dump=hir` then prints the checked program and `--dump=plan`
+//!   the lowered plan (kernels, launches, streams, memory, entry ABI) on stdout.
+//! - `emit-cu` prints the `.cu` of one file (library mode unless `--standalone`), `emit-rs` its
+//!   Rust wrapper module (`--stub`: wrappers that return `Err(choreo::Error::NotBuilt)`, as a
+//!   build without nvcc generates them).
+//! - `build` translates one file as a whole program and compiles it with nvcc, found like
+//!   build scripts find it (`choreo-toolkit`: `--nvcc`, `NVCC`, `CUDA_HOME`/`CUDA_PATH`,
+//!   `PATH`, the pip wheels of `python3`, the `ci/install-cuda` cache); everything after `--`
+//!   goes to nvcc.
+//!
 //! Exit status: 0 when every file is accepted (warnings may be printed), 1 when errors were
-//! reported in a file, 2 for a usage error or a file that cannot be read.
+//! reported in a file (or nvcc failed), 2 for a usage error or a file that cannot be read or
+//! written.
 //!
 //! Human diagnostics go to stderr (coloured when stderr is a terminal and `NO_COLOR` is unset),
 //! followed by one summary line per file with errors; `--message-format=json` prints one JSON
-//! object per diagnostic on stdout instead. Dumps go to stdout.
+//! object per diagnostic on stdout instead. Dumps and translations go to stdout (or `-o`).
 //!
-//! Argument parsing is hand-written. Every subcommand is one entry of [`COMMANDS`]: its name,
-//! the options it accepts (parsed by the shared [`parse_options`]), how many files it takes and
-//! the function that runs it. A later subcommand (`emit-cu`, `emit-rs`, `build`) is a new entry
-//! plus, if it needs one, a new [`Flag`].
+//! Argument parsing is hand-written and shared: every subcommand is one entry of [`COMMANDS`]
+//! (its name, the options it accepts, how many files it takes and the function that runs it),
+//! and [`parse_options`] parses the options of all of them. The commands themselves live in the
+//! `cli` modules of this binary; the library does no I/O and spawns nothing.
 
-use choreo_compiler::compile::{BUILD_HELP, EMIT_CU_HELP, cli_build, cli_emit_cu};
-use choreo_compiler::diagnostics::{Diagnostics, render_json, write_human};
-use choreo_compiler::dump::{dump_file, dump_tokens};
-use choreo_compiler::frontend::parse_file;
-use choreo_compiler::lexer::{IntrinsicNames, lex};
-use choreo_compiler::preprocess::{PreprocessOptions, Region, preprocess};
-use choreo_compiler::source::{FileId, SourceDb};
-use codespan_reporting::term::termcolor::{
-    Color, ColorChoice, ColorSpec, StandardStream, WriteColor,
-};
+mod cli;
+
+use choreo_compiler::compile::Arch;
 use std::ffi::OsString;
-use std::io::{IsTerminal, Write};
-use std::path::{Path, PathBuf};
+use std::io::Write;
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 /// A subcommand: name, help, accepted options, file arity and the function that runs it.
@@ -44,6 +52,12 @@ struct Command {
     usage: &'static str,
     flags: &'static [Flag],
     files: Arity,
+    /// Whether `-o` must be given.
+    output_required: bool,
+    /// Help text after the options (may be empty).
+    notes: &'static str,
+    /// The exit status paragraph of the help.
+    exit_status: &'static str,
     run: fn(&Options) -> Status,
 }
 
@@ -54,28 +68,112 @@ enum Flag {
     MessageFormat,
     /// `-D NAME[=VALUE]` / `-DNAME[=VALUE]`
     Define,
-    /// `--dump`
+    /// `--dump` (the syntax tree)
     Dump,
+    /// `--dump=hir|plan` (the checked program or the lowered plan)
+    IrDump,
     /// `--syntax-only`
     SyntaxOnly,
+    /// `--arch ARCH` / `--arch=ARCH`
+    Arch,
+    /// `--standalone`
+    Standalone,
+    /// `--no-runtime-checks`
+    NoRuntimeChecks,
+    /// `--stub`
+    Stub,
+    /// `--nvcc PATH` / `--nvcc=PATH`
+    Nvcc,
+    /// `-o FILE`
+    Output,
+    /// `-- FLAGS...`: the rest of the command line goes to nvcc.
+    NvccFlags,
+}
+
+/// One option row of a help text: the option, then its description from column 31.
+fn row(option: &str, lines: &[&str]) -> String {
+    let mut text = String::new();
+    for (i, line) in lines.iter().enumerate() {
+        if i == 0 {
+            text.push_str(&format!("  {option:<29}{line}\n"));
+        } else {
+            text.push_str(&format!("{:31}{line}\n", ""));
+        }
+    }
+    text
 }
 
 impl Flag {
-    fn help(self) -> &'static str {
+    fn help(self, command: &Command) -> String {
         match self {
-            Flag::MessageFormat => {
-                "  --message-format=human|json  human (default): rendered diagnostics on stderr;\n\
-                 \x20                              json: one JSON object per diagnostic on stdout\n"
+            Flag::MessageFormat => row(
+                "--message-format=human|json",
+                &[
+                    "human (default): rendered diagnostics on stderr;",
+                    "json: one JSON object per diagnostic on stdout",
+                ],
+            ),
+            Flag::Define => row(
+                "-D NAME[=VALUE]",
+                &[
+                    "predefine a macro for the Choreo preprocessor",
+                    "(VALUE defaults to 1; also -DNAME[=VALUE])",
+                ],
+            ),
+            Flag::Dump => row("--dump", &["print the syntax tree on stdout"]),
+            Flag::IrDump => row(
+                "--dump=hir|plan",
+                &[
+                    "after the diagnostics, print the checked program (hir)",
+                    "or the lowered plan (plan) on stdout",
+                ],
+            ),
+            Flag::SyntaxOnly => row(
+                "--syntax-only",
+                &[
+                    "preprocess and parse only (accepts tier-2/3 syntax",
+                    "that semantic analysis does not support yet)",
+                ],
+            ),
+            Flag::Arch => {
+                let all: Vec<String> = Arch::all().map(|arch| arch.to_string()).collect();
+                let default = Arch::default();
+                row(
+                    "--arch ARCH",
+                    &[&format!("target architecture (default {default}):"), &all.join(" ")],
+                )
             }
-            Flag::Define => {
-                "  -D NAME[=VALUE]              predefine a macro for the Choreo preprocessor\n\
-                 \x20                              (VALUE defaults to 1; also -DNAME[=VALUE])\n"
-            }
-            Flag::Dump => "  --dump                       print the syntax tree on stdout\n",
-            Flag::SyntaxOnly => {
-                "  --syntax-only                preprocess and parse only (accepts tier-2/3 syntax\n\
-                 \x20                              that semantic analysis does not support yet)\n"
-            }
+            Flag::Standalone => row(
+                "--standalone",
+                &[
+                    "keep the host main() (a whole program; default: library",
+                    "mode, which renames a host main() to __choreo_unused_main)",
+                ],
+            ),
+            Flag::NoRuntimeChecks => row(
+                "--no-runtime-checks",
+                &["leave out the entry and launch checks of the generated code"],
+            ),
+            Flag::Stub => row(
+                "--stub",
+                &[
+                    "wrappers that return Err(choreo::Error::NotBuilt) (what a",
+                    "build without nvcc generates) instead of calling the kernels",
+                ],
+            ),
+            Flag::Nvcc => row(
+                "--nvcc PATH",
+                &[
+                    "the nvcc to use (default: $NVCC, $CUDA_HOME, $CUDA_PATH, PATH,",
+                    "python3's nvidia/cu13 wheels, the ci/install-cuda cache)",
+                ],
+            ),
+            Flag::Output => match command.name {
+                "build" => row("-o EXE", &["the executable to write (required)"]),
+                "emit-rs" => row("-o OUT.rs", &["write the .rs to OUT.rs instead of stdout"]),
+                _ => row("-o OUT.cu", &["write the .cu to OUT.cu instead of stdout"]),
+            },
+            Flag::NvccFlags => row("-- FLAGS...", &["pass the remaining arguments to nvcc"]),
         }
     }
 }
@@ -87,14 +185,21 @@ enum Arity {
     OneOrMore,
 }
 
+const EXIT_STATUS_HELP: &str =
+    "Exit status: 0 accepted (warnings may be printed), 1 errors reported, 2 usage or I/O error.\n";
+
 const COMMANDS: &[Command] = &[
     Command {
         name: "check",
         summary: "check .co files and report diagnostics",
-        usage: "[--syntax-only] [--message-format=human|json] [-D NAME[=VALUE]]... FILE...",
-        flags: &[Flag::SyntaxOnly, Flag::MessageFormat, Flag::Define],
+        usage: "[--syntax-only] [--dump=hir|plan] [--message-format=human|json] \
+                [-D NAME[=VALUE]]... FILE...",
+        flags: &[Flag::SyntaxOnly, Flag::IrDump, Flag::MessageFormat, Flag::Define],
         files: Arity::OneOrMore,
-        run: run_check,
+        output_required: false,
+        notes: "",
+        exit_status: EXIT_STATUS_HELP,
+        run: cli::front::run_check,
     },
     Command {
         name: "parse",
@@ -102,7 +207,10 @@ const COMMANDS: &[Command] = &[
         usage: "[--dump] [--message-format=human|json] [-D NAME[=VALUE]]... FILE",
         flags: &[Flag::Dump, Flag::MessageFormat, Flag::Define],
         files: Arity::One,
-        run: run_parse,
+        output_required: false,
+        notes: "",
+        exit_status: EXIT_STATUS_HELP,
+        run: cli::front::run_parse,
     },
     Command {
         name: "lex",
@@ -110,7 +218,57 @@ const COMMANDS: &[Command] = &[
         usage: "[--message-format=human|json] [-D NAME[=VALUE]]... FILE",
         flags: &[Flag::MessageFormat, Flag::Define],
         files: Arity::One,
-        run: run_lex,
+        output_required: false,
+        notes: "",
+        exit_status: EXIT_STATUS_HELP,
+        run: cli::front::run_lex,
+    },
+    Command {
+        name: "emit-cu",
+        summary: "translate one .co file and print the .cu",
+        usage: "FILE.co [-D NAME[=VALUE]]... [--arch sm_90a] [--standalone] \
+                [--no-runtime-checks] [-o OUT.cu]",
+        flags: &[Flag::Define, Flag::Arch, Flag::Standalone, Flag::NoRuntimeChecks, Flag::Output],
+        files: Arity::One,
+        output_required: false,
+        notes: "",
+        exit_status: "Exit status: 0 translated (warnings may be printed), 1 errors reported, 2 \
+                      usage or I/O error.\n",
+        run: cli::emit::run_emit_cu,
+    },
+    Command {
+        name: "emit-rs",
+        summary: "translate one .co file and print its Rust wrapper module",
+        usage: "FILE.co [-D NAME[=VALUE]]... [--stub] [-o OUT.rs]",
+        flags: &[Flag::Define, Flag::Stub, Flag::Output],
+        files: Arity::One,
+        output_required: false,
+        notes: "The module holds the items that choreo-build puts in <OUT_DIR>/choreo/<name>/<stem>.rs\n\
+                (one safe function per __co__ function).\n\n",
+        exit_status: "Exit status: 0 translated (warnings may be printed), 1 errors reported, 2 \
+                      usage or I/O error.\n",
+        run: cli::emit::run_emit_rs,
+    },
+    Command {
+        name: "build",
+        summary: "translate one .co file as a whole program and compile it with nvcc",
+        usage: "FILE.co -o EXE [--arch sm_90a] [-D NAME[=VALUE]]... [--nvcc PATH] \
+                [--no-runtime-checks] [-- EXTRA NVCC FLAGS...]",
+        flags: &[
+            Flag::Output,
+            Flag::Define,
+            Flag::Arch,
+            Flag::Nvcc,
+            Flag::NoRuntimeChecks,
+            Flag::NvccFlags,
+        ],
+        files: Arity::One,
+        output_required: true,
+        notes: "The .cu and choreo.h are written to a temporary directory, which is removed on \
+                success.\n",
+        exit_status: "Exit status: 0 built, 1 errors in the .co file or nvcc failed, 2 usage or \
+                      I/O error.\n",
+        run: cli::build::run_build,
     },
 ];
 
@@ -119,9 +277,9 @@ const COMMANDS: &[Command] = &[
 enum Status {
     /// Accepted.
     Ok = 0,
-    /// Errors were reported in the input.
+    /// Errors were reported in the input (or nvcc failed).
     Errors = 1,
-    /// Bad command line, or a file could not be read.
+    /// Bad command line, or a file could not be read or written.
     Usage = 2,
 }
 
@@ -137,12 +295,29 @@ enum MessageFormat {
     Json,
 }
 
+/// What `check --dump=` prints.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum IrDump {
+    /// The checked program (`Compilation::program`).
+    Hir,
+    /// The lowered plan (`Compilation::plan`).
+    Plan,
+}
+
 /// Parsed options of a subcommand.
 struct Options {
     message_format: MessageFormat,
     defines: Vec<(String, Option<String>)>,
     dump: bool,
+    ir_dump: Option<IrDump>,
     syntax_only: bool,
+    arch: Option<Arch>,
+    standalone: bool,
+    runtime_checks: bool,
+    stub: bool,
+    nvcc: Option<PathBuf>,
+    output: Option<PathBuf>,
+    nvcc_flags: Vec<OsString>,
     files: Vec<PathBuf>,
 }
 
@@ -185,16 +360,14 @@ fn dispatch(args: &[OsString]) -> Result<Status, UsageError> {
     match first {
         "-h" | "--help" | "help" => {
             let text = match args.get(1).and_then(|a| a.to_str()) {
-                Some("emit-cu") if first == "help" => EMIT_CU_HELP.to_string(),
-                Some("build") if first == "help" => BUILD_HELP.to_string(),
                 Some(name) if first == "help" => command_help(find_command(name)?),
                 _ => main_help(),
             };
-            print_stdout(&text);
+            cli::print_stdout(&text);
             return Ok(Status::Ok);
         }
         "-V" | "--version" => {
-            print_stdout(&format!("choreoc {}\n", env!("CARGO_PKG_VERSION")));
+            cli::print_stdout(&format!("choreoc {}\n", env!("CARGO_PKG_VERSION")));
             return Ok(Status::Ok);
         }
         _ => {}
@@ -202,23 +375,10 @@ fn dispatch(args: &[OsString]) -> Result<Status, UsageError> {
     if first.starts_with('-') {
         return Err(UsageError { message: format!("unknown option '{first}'"), command: None });
     }
-    // The code-generation commands parse their own options (compile.rs).
-    let raw_command: Option<fn(&[OsString]) -> i32> = match first {
-        "emit-cu" => Some(cli_emit_cu),
-        "build" => Some(cli_build),
-        _ => None,
-    };
-    if let Some(run) = raw_command {
-        return Ok(match run(&args[1..]) {
-            0 => Status::Ok,
-            1 => Status::Errors,
-            _ => Status::Usage,
-        });
-    }
     let command = find_command(first)?;
     let rest = &args[1..];
     if rest.iter().take_while(|a| *a != "--").any(|a| a == "-h" || a == "--help") {
-        print_stdout(&command_help(command));
+        cli::print_stdout(&command_help(command));
         return Ok(Status::Ok);
     }
     let options = parse_options(command, rest)?;
@@ -228,7 +388,7 @@ fn dispatch(args: &[OsString]) -> Result<Status, UsageError> {
 fn find_command(name: &str) -> Result<&'static Command, UsageError> {
     COMMANDS.iter().find(|c| c.name == name).ok_or_else(|| UsageError {
         message: format!(
-            "unknown command '{name}' (commands: {}, emit-cu, build)",
+            "unknown command '{name}' (commands: {})",
             COMMANDS.iter().map(|c| c.name).collect::<Vec<_>>().join(", ")
         ),
         command: None,
@@ -243,8 +403,6 @@ fn main_help() -> String {
     for c in COMMANDS {
         text.push_str(&format!("  {:<8}{}\n", c.name, c.summary));
     }
-    text.push_str("  emit-cu translate one .co file and print the .cu\n");
-    text.push_str("  build   translate one .co file as a program and compile it with nvcc\n");
     text.push_str(
         "\nOptions:\n  -h, --help     print help (also 'choreoc <COMMAND> --help')\n  \
          -V, --version  print the version\n\n",
@@ -259,15 +417,14 @@ fn command_help(command: &Command) -> String {
         command.name, command.summary, command.name, command.usage
     );
     for flag in command.flags {
-        text.push_str(flag.help());
+        text.push_str(&flag.help(command));
     }
-    text.push_str("  -h, --help                   print this help\n\n");
-    text.push_str(EXIT_STATUS_HELP);
+    text.push_str(&row("-h, --help", &["print this help"]));
+    text.push('\n');
+    text.push_str(command.notes);
+    text.push_str(command.exit_status);
     text
 }
-
-const EXIT_STATUS_HELP: &str =
-    "Exit status: 0 accepted (warnings may be printed), 1 errors reported, 2 usage or I/O error.\n";
 
 /// Parses the options and file operands of `command` (shared by every command).
 fn parse_options(command: &'static Command, args: &[OsString]) -> Result<Options, UsageError> {
@@ -277,7 +434,15 @@ fn parse_options(command: &'static Command, args: &[OsString]) -> Result<Options
         message_format: MessageFormat::Human,
         defines: Vec::new(),
         dump: false,
+        ir_dump: None,
         syntax_only: false,
+        arch: None,
+        standalone: false,
+        runtime_checks: true,
+        stub: false,
+        nvcc: None,
+        output: None,
+        nvcc_flags: Vec::new(),
         files: Vec::new(),
     };
     let mut i = 0;
@@ -294,7 +459,10 @@ fn parse_options(command: &'static Command, args: &[OsString]) -> Result<Options
             continue;
         }
         let text = text.unwrap_or_default();
-        if text == "--" {
+        if text == "--" && accepts(Flag::NvccFlags) {
+            options.nvcc_flags.extend(args[i..].iter().cloned());
+            break;
+        } else if text == "--" {
             only_files = true;
         } else if accepts(Flag::MessageFormat)
             && (text == "--message-format" || text.starts_with("--message-format="))
@@ -324,24 +492,80 @@ fn parse_options(command: &'static Command, args: &[OsString]) -> Result<Options
             options.defines.push(parse_define(&definition).map_err(usage)?);
         } else if accepts(Flag::Dump) && text == "--dump" {
             options.dump = true;
+        } else if accepts(Flag::IrDump) && (text == "--dump" || text.starts_with("--dump=")) {
+            options.ir_dump = Some(match text.strip_prefix("--dump=") {
+                Some("hir") => IrDump::Hir,
+                Some("plan") => IrDump::Plan,
+                Some(other) => {
+                    return Err(usage(format!(
+                        "invalid value '{other}' for '--dump' (expected hir or plan)"
+                    )));
+                }
+                None => {
+                    return Err(usage("'--dump' needs a value: --dump=hir or --dump=plan".into()));
+                }
+            });
         } else if accepts(Flag::SyntaxOnly) && text == "--syntax-only" {
             options.syntax_only = true;
+        } else if accepts(Flag::Arch) && (text == "--arch" || text.starts_with("--arch=")) {
+            let value = match text.strip_prefix("--arch=") {
+                Some(v) => v.to_string(),
+                None => next_value(args, &mut i)
+                    .ok_or_else(|| usage("'--arch' needs a value, e.g. sm_90a".to_string()))?,
+            };
+            options.arch = Some(value.parse::<Arch>().map_err(|e| usage(e.to_string()))?);
+        } else if accepts(Flag::Standalone) && text == "--standalone" {
+            options.standalone = true;
+        } else if accepts(Flag::NoRuntimeChecks) && text == "--no-runtime-checks" {
+            options.runtime_checks = false;
+        } else if accepts(Flag::Stub) && text == "--stub" {
+            options.stub = true;
+        } else if accepts(Flag::Nvcc) && (text == "--nvcc" || text.starts_with("--nvcc=")) {
+            options.nvcc = Some(match text.strip_prefix("--nvcc=") {
+                Some(v) => PathBuf::from(v),
+                None => PathBuf::from(
+                    next_os_value(args, &mut i)
+                        .ok_or_else(|| usage("'--nvcc' needs the path of an nvcc".to_string()))?,
+                ),
+            });
+        } else if accepts(Flag::Output) && text == "-o" {
+            options.output = Some(PathBuf::from(
+                next_os_value(args, &mut i)
+                    .ok_or_else(|| usage("'-o' needs a file name".to_string()))?,
+            ));
         } else {
             return Err(usage(format!("unknown option '{text}' for 'choreoc {}'", command.name)));
         }
     }
-    match (command.files, options.files.len()) {
-        (_, 0) => Err(usage("no input file given".to_string())),
-        (Arity::One, n) if n > 1 => {
-            Err(usage(format!("'choreoc {}' takes one file, got {n}", command.name)))
-        }
-        _ => Ok(options),
+    if options.syntax_only && options.ir_dump.is_some() {
+        return Err(usage(
+            "'--dump=hir|plan' needs semantic analysis, which '--syntax-only' leaves out"
+                .to_string(),
+        ));
     }
+    match (command.files, options.files.len()) {
+        (_, 0) => return Err(usage("no input file given".to_string())),
+        (Arity::One, n) if n > 1 => {
+            return Err(usage(format!("'choreoc {}' takes one file, got {n}", command.name)));
+        }
+        _ => {}
+    }
+    if command.output_required && options.output.is_none() {
+        return Err(usage("'-o EXE' is required".to_string()));
+    }
+    Ok(options)
 }
 
 /// The argument after an option that takes a separate value (`-D NAME`), if it is there.
 fn next_value(args: &[OsString], i: &mut usize) -> Option<String> {
     let value = args.get(*i)?.to_str()?.to_string();
+    *i += 1;
+    Some(value)
+}
+
+/// Like [`next_value`], for a value that is a path (need not be UTF-8).
+fn next_os_value(args: &[OsString], i: &mut usize) -> Option<OsString> {
+    let value = args.get(*i)?.clone();
     *i += 1;
     Some(value)
 }
@@ -359,136 +583,78 @@ fn parse_define(definition: &str) -> Result<(String, Option<String>), String> {
     Ok((name.to_string(), value))
 }
 
-/// Writes to stdout; a closed pipe (`choreoc parse --dump x.co | head`) is not an error.
-fn print_stdout(text: &str) {
-    let mut out = std::io::stdout().lock();
-    let _ = out.write_all(text.as_bytes());
-    let _ = out.flush();
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-/// Reads `path` into `db`; on failure prints a message naming the path and returns `None`.
-fn load(db: &mut SourceDb, path: &Path) -> Option<FileId> {
-    let failure = match std::fs::read(path) {
-        Ok(bytes) => match String::from_utf8(bytes) {
-            Ok(text) => return Some(db.add(path.display().to_string(), text)),
-            Err(e) => format!(
-                "is not valid UTF-8 (invalid byte at offset {})",
-                e.utf8_error().valid_up_to()
-            ),
-        },
-        Err(e) => e.to_string(),
-    };
-    let mut err = std::io::stderr().lock();
-    let _ = writeln!(err, "error: cannot read '{}': {failure}", path.display());
-    None
-}
+    fn parse(command: &str, list: &[&str]) -> Result<Options, String> {
+        let command = find_command(command).map_err(|e| e.message)?;
+        let args: Vec<OsString> = list.iter().map(OsString::from).collect();
+        parse_options(command, &args).map_err(|e| e.message)
+    }
 
-/// Prints the diagnostics of one file in the chosen format; returns the file's status.
-fn report(options: &Options, db: &SourceDb, file: FileId, diags: &Diagnostics) -> Status {
-    let status = if diags.has_errors() { Status::Errors } else { Status::Ok };
-    match options.message_format {
-        MessageFormat::Json => print_stdout(&render_json(db, diags.as_slice())),
-        MessageFormat::Human => {
-            if diags.is_empty() {
-                return status;
-            }
-            let mut stderr = StandardStream::stderr(stderr_color_choice());
-            write_human(db, diags.as_slice(), &mut stderr);
-            let name = db.file(file).name();
-            let errors = diags.error_count();
-            let warnings = diags.len() - errors;
-            let (label, color, count, what) = if errors > 0 {
-                ("error", Color::Red, errors, "error")
-            } else {
-                ("warning", Color::Yellow, warnings, "warning")
-            };
-            if count > 0 {
-                let plural = if count == 1 { "" } else { "s" };
-                let _ = stderr.set_color(ColorSpec::new().set_fg(Some(color)).set_bold(true));
-                let _ = write!(stderr, "{label}");
-                let _ = stderr.reset();
-                let _ = writeln!(stderr, ": {count} {what}{plural} reported in {name}");
-            }
+    #[test]
+    fn build_options_parse_and_everything_after_double_dash_goes_to_nvcc() {
+        let o = parse("build", &["a.co", "-DX=2", "-D", "Y", "--arch", "sm_80", "-o", "e"])
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(o.files, [PathBuf::from("a.co")]);
+        assert_eq!(o.defines, vec![("X".into(), Some("2".into())), ("Y".into(), None)]);
+        assert_eq!(o.arch.map(|a| a.to_string()).as_deref(), Some("sm_80"));
+        assert_eq!(o.output, Some(PathBuf::from("e")));
+        let o = parse("build", &["a.co", "-o", "e", "--nvcc=/x/nvcc", "--", "-lineinfo", "-G"])
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(o.nvcc_flags, [OsString::from("-lineinfo"), OsString::from("-G")]);
+        assert_eq!(o.nvcc, Some(PathBuf::from("/x/nvcc")));
+    }
+
+    #[test]
+    fn each_command_accepts_only_its_own_options() {
+        assert_eq!(parse("build", &["a.co"]).err().as_deref(), Some("'-o EXE' is required"));
+        let error = parse("emit-cu", &["a.co", "--arch", "sm_1"]).err().unwrap_or_default();
+        assert!(error.contains("unknown CUDA architecture 'sm_1'"), "{error}");
+        let error = parse("emit-cu", &["a.co", "b.co"]).err().unwrap_or_default();
+        assert_eq!(error, "'choreoc emit-cu' takes one file, got 2");
+        // For the commands that run no nvcc, `--` ends the options.
+        let error = parse("emit-cu", &["a.co", "--", "-G"]).err().unwrap_or_default();
+        assert_eq!(error, "'choreoc emit-cu' takes one file, got 2");
+        let error = parse("emit-cu", &["a.co", "--nvcc", "x"]).err().unwrap_or_default();
+        assert_eq!(error, "unknown option '--nvcc' for 'choreoc emit-cu'");
+        let error = parse("build", &["a.co", "-o", "e", "--standalone"]).err().unwrap_or_default();
+        assert_eq!(error, "unknown option '--standalone' for 'choreoc build'");
+        let error = parse("emit-rs", &["a.co", "--arch", "sm_80"]).err().unwrap_or_default();
+        assert_eq!(error, "unknown option '--arch' for 'choreoc emit-rs'");
+        assert!(parse("emit-rs", &["a.co", "--stub", "-o", "a.rs"]).is_ok_and(|o| o.stub));
+    }
+
+    #[test]
+    fn check_dump_takes_hir_or_plan() {
+        assert_eq!(
+            parse("check", &["--dump=hir", "a.co"]).map(|o| o.ir_dump),
+            Ok(Some(IrDump::Hir))
+        );
+        assert_eq!(
+            parse("check", &["--dump=plan", "a.co"]).map(|o| o.ir_dump),
+            Ok(Some(IrDump::Plan))
+        );
+        let error = parse("check", &["--dump=x", "a.co"]).err().unwrap_or_default();
+        assert!(error.contains("invalid value 'x' for '--dump'"), "{error}");
+        let error = parse("check", &["--dump", "a.co"]).err().unwrap_or_default();
+        assert!(error.contains("'--dump' needs a value"), "{error}");
+        let error =
+            parse("check", &["--dump=hir", "--syntax-only", "a.co"]).err().unwrap_or_default();
+        assert!(error.contains("'--syntax-only'"), "{error}");
+        // `parse --dump` is the syntax tree and takes no value.
+        let error = parse("parse", &["--dump=hir", "a.co"]).err().unwrap_or_default();
+        assert_eq!(error, "unknown option '--dump=hir' for 'choreoc parse'");
+    }
+
+    #[test]
+    fn every_command_has_a_help_with_its_options_and_exit_status() {
+        for command in COMMANDS {
+            let help = command_help(command);
+            assert!(help.contains(&format!("Usage: choreoc {} ", command.name)), "{help}");
+            assert!(help.contains("Exit status: 0"), "{help}");
+            assert!(help.contains("  -h, --help                   print this help\n"), "{help}");
         }
     }
-    status
-}
-
-/// Colour when stderr is a terminal and `NO_COLOR` is unset or empty (no-color.org);
-/// `ColorChoice::Auto` additionally honours `TERM=dumb`.
-fn stderr_color_choice() -> ColorChoice {
-    let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
-    if !no_color && std::io::stderr().is_terminal() {
-        ColorChoice::Auto
-    } else {
-        ColorChoice::Never
-    }
-}
-
-fn preprocess_options(options: &Options) -> PreprocessOptions {
-    PreprocessOptions { defines: options.defines.clone() }
-}
-
-/// `choreoc check`: every file is checked and reported, even after one fails.
-fn run_check(options: &Options) -> Status {
-    let mut db = SourceDb::new();
-    let mut status = Status::Ok;
-    for path in &options.files {
-        let Some(file) = load(&mut db, path) else {
-            status = status.max(Status::Usage);
-            continue;
-        };
-        if options.syntax_only {
-            let mut diags = Diagnostics::new();
-            let _ast = parse_file(&db, file, &preprocess_options(options), &mut diags);
-            status = status.max(report(options, &db, file, &diags));
-            continue;
-        }
-        // The whole pipeline (preprocess, parse, sema, lowering): everything that can reject
-        // a program is reported, exactly as a build would.
-        let compile_options = choreo_compiler::compile::CompileOptions {
-            defines: options.defines.clone(),
-            ..Default::default()
-        };
-        let compilation = choreo_compiler::compile::compile(&db, file, &compile_options);
-        let mut diags = Diagnostics::new();
-        diags.extend(compilation.diagnostics);
-        status = status.max(report(options, &db, file, &diags));
-    }
-    status
-}
-
-/// `choreoc parse [--dump]`: the dump is printed even when there are errors (the tree then
-/// holds what error recovery kept).
-fn run_parse(options: &Options) -> Status {
-    let mut db = SourceDb::new();
-    let Some(file) = options.files.first().and_then(|path| load(&mut db, path)) else {
-        return Status::Usage;
-    };
-    let mut diags = Diagnostics::new();
-    let ast = parse_file(&db, file, &preprocess_options(options), &mut diags);
-    if options.dump {
-        print_stdout(&dump_file(&db, &ast));
-    }
-    report(options, &db, file, &diags)
-}
-
-/// `choreoc lex`: the tokens of each `__co__` function in file order, each list ending with
-/// its `eof` token.
-fn run_lex(options: &Options) -> Status {
-    let mut db = SourceDb::new();
-    let Some(file) = options.files.first().and_then(|path| load(&mut db, path)) else {
-        return Status::Usage;
-    };
-    let mut diags = Diagnostics::new();
-    let pre = preprocess(&db, file, &preprocess_options(options), &mut diags);
-    let intrinsics = IntrinsicNames::from_preprocessed(&pre);
-    let mut out = String::new();
-    for region in &pre.regions {
-        if let Region::CoFunction { text, .. } = region {
-            out.push_str(&dump_tokens(&db, &lex(text, &intrinsics, &mut diags)));
-        }
-    }
-    print_stdout(&out);
-    report(options, &db, file, &diags)
 }

@@ -289,7 +289,7 @@ fn help_and_version() {
     assert_eq!(code(&out), 0, "{}", show(&out));
     let help = stdout(&out);
     assert!(help.contains("Usage: choreoc <COMMAND>"), "{help}");
-    for command in ["check", "parse", "lex"] {
+    for command in ["check", "parse", "lex", "emit-cu", "emit-rs", "build"] {
         assert!(help.contains(&format!("  {command} ")), "{command} in {help}");
     }
     let out = choreoc(["check", "--help"]);
@@ -316,7 +316,10 @@ fn usage_errors_exit_two_with_a_message() {
         (&["--frob"], "unknown option '--frob'"),
         (&["check"], "no input file given"),
         (&["check", "--frob", &f], "unknown option '--frob' for 'choreoc check'"),
-        (&["check", "--dump", &f], "unknown option '--dump' for 'choreoc check'"),
+        (&["check", "--dump", &f], "'--dump' needs a value: --dump=hir or --dump=plan"),
+        (&["check", "--dump=x", &f], "invalid value 'x' for '--dump' (expected hir or plan)"),
+        (&["parse", "--dump=plan", &f], "unknown option '--dump=plan' for 'choreoc parse'"),
+        (&["emit-rs", "--arch", "sm_80", &f], "unknown option '--arch' for 'choreoc emit-rs'"),
         (&["check", "--message-format=xml", &f], "invalid value 'xml' for '--message-format'"),
         (&["check", "--message-format"], "'--message-format' needs a value"),
         (&["check", &f, "-D"], "'-D' needs a macro definition"),
@@ -375,4 +378,61 @@ fn check_runs_sema_unless_syntax_only() {
         let out = choreoc(["check".as_ref(), "--syntax-only".as_ref(), file.as_os_str()]);
         assert_eq!(code(&out), 0, "{}", show(&out));
     }
+}
+
+/// `emit-rs` prints the Rust wrapper module: one safe `pub fn` per `__co__` function, calling
+/// the kernel's `extern "C"` entry, or — with `--stub` — returning `Err(NotBuilt)`.
+#[test]
+fn emit_rs_prints_the_wrapper_module() {
+    let dir = TempDir::new("emit-rs");
+    let file = dir.file("scale.co", VALID);
+    let out = choreoc(["emit-rs".as_ref(), file.as_os_str()]);
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    let rs = stdout(&out);
+    assert!(rs.contains("pub fn scale"), "{rs}");
+    assert!(rs.contains("extern \"C\""), "{rs}");
+
+    let stub = choreoc(["emit-rs".as_ref(), "--stub".as_ref(), file.as_os_str()]);
+    assert_eq!(code(&stub), 0, "{}", show(&stub));
+    let stub = stdout(&stub);
+    assert!(stub.contains("pub fn scale"), "{stub}");
+    assert!(stub.contains("Err(::choreo::Error::NotBuilt"), "{stub}");
+    assert!(!stub.contains("extern \"C\""), "{stub}");
+
+    // `-o` writes the same text to a file; `-D` reaches the preprocessor.
+    let written = dir.0.join("scale.rs");
+    let out = choreoc(["emit-rs".as_ref(), file.as_os_str(), "-o".as_ref(), written.as_os_str()]);
+    assert_eq!((code(&out), stdout(&out)), (0, String::new()), "{}", show(&out));
+    assert_eq!(std::fs::read_to_string(&written).expect("written"), rs);
+    let guarded = dir.file("guarded.co", "#ifndef ON\n#error ON is not defined\n#endif\n");
+    let out = choreoc(["emit-rs", "-DON", &p(&guarded)]);
+    assert_eq!(code(&out), 0, "{}", show(&out));
+
+    // Errors: diagnostics on stderr, nothing on stdout, exit 1.
+    let bad = dir.file("bad.co", LEX_ERROR);
+    let out = choreoc(["emit-rs".as_ref(), bad.as_os_str()]);
+    assert_eq!(code(&out), 1, "{}", show(&out));
+    assert_eq!(stdout(&out), "", "{}", show(&out));
+    assert!(stderr(&out).contains("E0204"), "{}", show(&out));
+}
+
+/// `check --dump=hir` and `--dump=plan` print the checked program and the lowered plan on
+/// stdout, after the diagnostics; a file that does not get that far prints no dump.
+#[test]
+fn check_dumps_the_checked_program_or_the_plan() {
+    let dir = TempDir::new("check-dump");
+    let file = dir.file("ok.co", VALID);
+    let plan = choreoc(["check".as_ref(), "--dump=plan".as_ref(), file.as_os_str()]);
+    assert_eq!(code(&plan), 0, "{}", show(&plan));
+    assert!(!stdout(&plan).trim().is_empty(), "{}", show(&plan));
+    assert!(stdout(&plan).contains("scale"), "{}", show(&plan));
+    let hir = choreoc(["check".as_ref(), "--dump=hir".as_ref(), file.as_os_str()]);
+    assert_eq!(code(&hir), 0, "{}", show(&hir));
+    assert!(stdout(&hir).contains("scale"), "{}", show(&hir));
+    assert_ne!(stdout(&hir), stdout(&plan));
+
+    let bad = dir.file("bad.co", LEX_ERROR);
+    let out = choreoc(["check".as_ref(), "--dump=plan".as_ref(), bad.as_os_str()]);
+    assert_eq!((code(&out), stdout(&out)), (1, String::new()), "{}", show(&out));
+    assert!(stderr(&out).contains("E0204"), "{}", show(&out));
 }

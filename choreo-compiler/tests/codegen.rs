@@ -6,11 +6,11 @@
 //! Update snapshots with `INSTA_UPDATE=always cargo test -p choreo-compiler --test codegen`
 //! and review the diff.
 
-use choreo_compiler::compile::{
-    Arch, CompileOptions, OutputMode, Target, compile, find_nvcc, nvcc_base_args,
-};
+use choreo_compiler::compile::{Arch, CompileOptions, OutputMode, Target, compile};
 use choreo_compiler::diagnostics::render_human;
 use choreo_compiler::source::SourceDb;
+use choreo_toolkit::{Discovery, Env, Toolkit};
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Mutex;
@@ -53,6 +53,25 @@ fn translate(path: &Path, opts: &CompileOptions) -> String {
         Some(cu) => cu,
         None => panic!("{} was rejected:\n{}", path.display(), render_human(&db, &out.diagnostics)),
     }
+}
+
+/// The CUDA toolkit, found as builds find it (`choreo-toolkit`); `test` fails without one.
+fn toolkit(test: &str) -> Toolkit {
+    match choreo_toolkit::find(&Env::process(), &choreo_toolkit::Target::host()) {
+        Ok(Discovery::Found(toolkit)) => toolkit,
+        Ok(Discovery::Stub(reason)) => panic!("{test} needs nvcc: {reason}"),
+        Err(error) => panic!("{test} needs nvcc: {error}"),
+    }
+}
+
+/// nvcc's arguments for compiling generated code for `arch` with `choreo.h` from
+/// `include_dir`, without the input and output arguments.
+fn nvcc_args(arch: Arch, include_dir: &Path) -> Vec<OsString> {
+    let mut args: Vec<OsString> = ["-std=c++17", "-O2", "-gencode"].map(OsString::from).into();
+    args.push(arch.gencode().into());
+    args.push("-I".into());
+    args.push(include_dir.into());
+    args
 }
 
 fn stem(path: &Path) -> String {
@@ -174,10 +193,8 @@ type NvccResult = (String, Duration, Result<(), String>);
 /// missing: CI provisions it with `ci/install-cuda`.
 #[test]
 fn snapshots_compile_with_nvcc() {
-    let nvcc = find_nvcc(None).unwrap_or_else(|e| {
-        panic!("snapshots_compile_with_nvcc needs nvcc: {e}");
-    });
-    let include = manifest_dir().join("../choreo/include");
+    let nvcc = toolkit("snapshots_compile_with_nvcc").nvcc;
+    let include = manifest_dir().join("include");
     let out_dir = std::env::temp_dir().join(format!("choreo-codegen-nvcc-{}", std::process::id()));
     std::fs::create_dir_all(&out_dir).expect("temp dir");
     let opts = CompileOptions::default();
@@ -202,7 +219,7 @@ fn snapshots_compile_with_nvcc() {
                     };
                     let t = Instant::now();
                     let output = Command::new(&nvcc)
-                        .args(nvcc_base_args(&nvcc, Arch::SM_90A, &include))
+                        .args(nvcc_args(Arch::SM_90A, &include))
                         .arg("-c")
                         .arg(&cu_path)
                         .arg("-o")
@@ -283,7 +300,7 @@ fn translation_speed() {
 #[ignore = "needs a CUDA GPU"]
 fn gpu_extern_c_abi() {
     const SOURCE: &str = include_str!("fixtures/codegen/abi_extern_c.co");
-    let nvcc = find_nvcc(None).unwrap_or_else(|e| panic!("gpu_extern_c_abi needs nvcc: {e}"));
+    let toolkit = toolkit("gpu_extern_c_abi");
     let mut db = SourceDb::new();
     let file = db.add("abi_extern_c.co", SOURCE);
     let opts = CompileOptions { mode: OutputMode::Standalone, ..Default::default() };
@@ -294,8 +311,9 @@ fn gpu_extern_c_abi() {
     std::fs::write(dir.join("abi_extern_c.cu"), cu).expect("write .cu");
     std::fs::write(dir.join("choreo.h"), choreo_compiler::compile::CHOREO_H).expect("choreo.h");
     let exe = dir.join("abi_extern_c");
-    let status = Command::new(&nvcc)
-        .args(nvcc_base_args(&nvcc, Arch::SM_90A, &dir))
+    let status = Command::new(&toolkit.nvcc)
+        .args(nvcc_args(Arch::SM_90A, &dir))
+        .arg(format!("-L{}", toolkit.lib_dir.display()))
         .arg(dir.join("abi_extern_c.cu"))
         .arg("-o")
         .arg(&exe)
@@ -368,9 +386,7 @@ fn cli_emit_cu_reports_errors_and_usage() {
 /// `choreoc build` produces an executable with nvcc (it is not run: that needs a GPU).
 #[test]
 fn cli_build_makes_an_executable() {
-    if let Err(e) = find_nvcc(None) {
-        panic!("cli_build_makes_an_executable needs nvcc: {e}");
-    }
+    toolkit("cli_build_makes_an_executable");
     let dir = std::env::temp_dir().join(format!("choreo-cli-build-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
     let exe = dir.join("scale");

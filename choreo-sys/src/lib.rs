@@ -22,8 +22,12 @@
 //!
 //! # Builds without a CUDA toolkit
 //!
-//! When the build script finds no toolkit (or `CHOREO_SYS_NO_CUDART=1`), it warns once and builds
-//! the crate with `--cfg choreo_sys_no_cudart`: every function keeps its signature but is a Rust
+//! The build script finds the toolkit with `choreo-toolkit` (the discovery that `choreo-build`
+//! uses too: `NVCC`, `CUDA_HOME`/`CUDA_PATH`, `nvcc` on `PATH`, the pip wheels of `python3`, the
+//! `ci/install-cuda` cache) and links its `libcudart_static` with `dl`, `rt` and `pthread`; it is
+//! the only crate that links the runtime. When it finds no toolkit, one that cannot be used, or
+//! one that is not CUDA 13.x (or `CHOREO_SYS_NO_CUDART=1`, or on docs.rs), it warns once and
+//! builds the crate with `--cfg choreo_sys_no_cudart`: every function keeps its signature but is a Rust
 //! stub that writes nothing and returns [`cudaError_t::cudaErrorStubLibrary`], so `cargo check`,
 //! clippy, docs and GPU-free tests work everywhere. [`CUDART_LINKED`] says which build this is.
 //!

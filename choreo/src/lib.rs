@@ -68,13 +68,3 @@ pub use tensor::DeviceTensor;
 
 /// The scalar half-precision types that `f16`/`bf16` map to.
 pub use half::{bf16, f16};
-
-/// The text of `choreo.h`, the C++ runtime header that generated `.cu` files include (build
-/// scripts write it next to the generated sources).
-pub const CHOREO_H: &str = include_str!("../include/choreo.h");
-
-/// The folder of this crate's source that holds `choreo.h`, for an nvcc `-I` flag. It exists
-/// on the machine that compiled this crate, i.e. in build scripts of the same build.
-pub fn include_dir() -> &'static std::path::Path {
-    std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/include"))
-}

@@ -257,10 +257,3 @@ fn f8_rounding_is_to_nearest_over_a_sweep() {
         x += 0.37;
     }
 }
-
-#[test]
-fn the_runtime_header_is_shipped() {
-    assert!(choreo::include_dir().join("choreo.h").is_file());
-    let on_disk = std::fs::read_to_string(choreo::include_dir().join("choreo.h")).unwrap();
-    assert_eq!(choreo::CHOREO_H, on_disk);
-}

@@ -1,103 +1,43 @@
-//! Finding nvcc and the CUDA runtime library (design §7).
-//!
-//! Order: `CHOREO_NVCC=skip` or `DOCS_RS` → stub mode; `NVCC` (a path, or a program name looked
-//! up on `PATH`; one that does not exist is an error, not a reason to look further) →
-//! `CUDA_HOME`, `CUDA_PATH` (`<root>/bin/nvcc`) → `nvcc` on `PATH` → the pip layout of
-//! `python3` (`<purelib>/nvidia/cu13`) → the folder `ci/install-cuda` installs into
-//! (`$CHOREO_CUDA_CACHE`, else `${XDG_CACHE_HOME:-$HOME/.cache}/choreo/cuda-13.0`, then
-//! `nvidia/cu13`) → none: stub mode with the install hint.
-//!
-//! Once an nvcc is found, its toolkit must be usable: the CUDA version is read from
-//! `include/cuda_runtime_api.h` (`CUDART_VERSION`), and `libcudart_static.a` must exist for the
-//! cargo target — for a native build in `lib64`, `lib`, `targets/<arch>-linux/lib` or
-//! `lib/<multiarch>`; for a cross build (`TARGET` ≠ `HOST`) in `targets/<arch>-linux/lib`
-//! (`sbsa-linux` for aarch64). A toolkit without it is an error that says what to install.
+//! The search (see the crate docs for the order and the rules).
 
 use crate::env::{Env, lossy};
 use crate::error::Error;
+use crate::target::Target;
 use std::fmt;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
-/// The hint printed whenever no nvcc is found.
-pub(crate) const INSTALL_HINT: &str = "install the CUDA toolkit (13.x) and set CUDA_HOME, put \
-    nvcc on PATH, or run ci/install-cuda (installs the pinned CUDA 13.0 compiler wheels into \
+/// The CUDA major version that choreo-sys binds and links (struct layouts differ across
+/// majors); kernels built with another one would have no runtime to link against.
+pub const CUDA_MAJOR: u32 = 13;
+
+/// Every environment variable that [`discover`] may read (cargo's own variables aside), for
+/// `rerun-if-env-changed` lines. [`Env::read_vars`] lists those a given run did read.
+pub const ENV_VARS: &[&str] = &[
+    "CHOREO_NVCC",
+    "CHOREO_SYS_NO_CUDART",
+    "DOCS_RS",
+    "NVCC",
+    "CUDA_HOME",
+    "CUDA_PATH",
+    "PATH",
+    "CHOREO_CUDA_CACHE",
+    "XDG_CACHE_HOME",
+    "HOME",
+];
+
+/// The hint given whenever no nvcc is found.
+pub const INSTALL_HINT: &str = "install the CUDA toolkit (13.x) and set CUDA_HOME, put nvcc on \
+    PATH, or run ci/install-cuda (installs the pinned CUDA 13.0 compiler wheels into \
     ~/.cache/choreo/cuda-13.0, which is searched)";
-
-/// The cargo target, as far as the CUDA toolkit is concerned.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Target {
-    /// The target triple (`TARGET`).
-    pub(crate) triple: String,
-    /// `CARGO_CFG_TARGET_OS`, e.g. `linux`.
-    pub(crate) os: String,
-    /// `CARGO_CFG_TARGET_ARCH`, e.g. `x86_64`.
-    pub(crate) arch: String,
-    /// `TARGET` differs from `HOST`.
-    pub(crate) cross: bool,
-}
-
-impl Target {
-    /// From the variables cargo sets for build scripts; outside a build script, the platform
-    /// this code was compiled for (build scripts run on the host).
-    pub(crate) fn from_env(env: &Env) -> Target {
-        let os = env.text("CARGO_CFG_TARGET_OS").unwrap_or_else(|| std::env::consts::OS.into());
-        let arch =
-            env.text("CARGO_CFG_TARGET_ARCH").unwrap_or_else(|| std::env::consts::ARCH.into());
-        let triple = env.text("TARGET").unwrap_or_else(|| format!("{arch}-unknown-{os}"));
-        let cross = match (env.text("TARGET"), env.text("HOST")) {
-            (Some(target), Some(host)) => target != host,
-            _ => false,
-        };
-        Target { triple, os, arch, cross }
-    }
-
-    /// The folder of this target under `<toolkit>/targets/`.
-    pub(crate) fn toolkit_dir(&self) -> Option<&'static str> {
-        match (self.os.as_str(), self.arch.as_str()) {
-            ("linux", "x86_64") => Some("x86_64-linux"),
-            ("linux", "aarch64") => Some("sbsa-linux"),
-            _ => None,
-        }
-    }
-
-    /// Debian-style multiarch library folder name.
-    fn multiarch(&self) -> Option<&'static str> {
-        match (self.os.as_str(), self.arch.as_str()) {
-            ("linux", "x86_64") => Some("x86_64-linux-gnu"),
-            ("linux", "aarch64") => Some("aarch64-linux-gnu"),
-            _ => None,
-        }
-    }
-
-    /// File name of the static CUDA runtime.
-    pub(crate) fn cudart_static_file(&self) -> &'static str {
-        if self.os == "windows" { "cudart_static.lib" } else { "libcudart_static.a" }
-    }
-
-    /// Library folders to search for the static runtime, most specific first.
-    fn lib_dirs(&self, root: &Path) -> Vec<PathBuf> {
-        if self.os == "windows" {
-            return vec![root.join("lib").join("x64"), root.join("lib")];
-        }
-        let target_lib = self.toolkit_dir().map(|dir| root.join("targets").join(dir).join("lib"));
-        if self.cross {
-            return target_lib.into_iter().collect();
-        }
-        let mut dirs = vec![root.join("lib64"), root.join("lib")];
-        dirs.extend(target_lib);
-        dirs.extend(self.multiarch().map(|dir| root.join("lib").join(dir)));
-        dirs
-    }
-}
 
 /// Which setting or search step found nvcc.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum FoundBy {
     /// The `NVCC` environment variable.
     NvccVar,
-    /// `CUDA_HOME` or `CUDA_PATH` (named).
+    /// `CUDA_HOME` or `CUDA_PATH` (named): `<root>/bin/nvcc`.
     Root(&'static str),
     /// `nvcc` on `PATH`.
     Path,
@@ -119,39 +59,71 @@ impl fmt::Display for FoundBy {
     }
 }
 
-/// The CUDA toolkit a build uses.
+/// A usable CUDA toolkit.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Toolkit {
-    /// The nvcc executable.
+    /// The nvcc to run (possibly a wrapper outside the toolkit, named by `NVCC`).
     pub nvcc: PathBuf,
-    /// The toolkit root (the folder above nvcc's `bin`).
+    /// The toolkit root (headers, libraries): `CUDA_HOME`/`CUDA_PATH` when set, else the
+    /// folder above the `bin` of nvcc's real location.
     pub root: PathBuf,
     /// `CUDART_VERSION` of its `cuda_runtime_api.h`, e.g. `13000` for CUDA 13.0.
     pub version: u32,
-    /// The folder holding `libcudart_static.a` for the cargo target.
+    /// The folder holding the static CUDA runtime for the cargo target.
     pub lib_dir: PathBuf,
-    /// How it was found.
+    /// How nvcc was found.
     pub found_by: FoundBy,
 }
 
 impl Toolkit {
     /// `13.0` for version 13000.
     pub fn version_string(&self) -> String {
-        format!("{}.{}", self.version / 1000, self.version % 1000 / 10)
+        format!("{}.{}", self.major(), self.version % 1000 / 10)
+    }
+
+    /// The major version: 13 for version 13000.
+    pub fn major(&self) -> u32 {
+        self.version / 1000
+    }
+
+    /// The folder to hand nvcc as `-L` when nvcc itself links the runtime (a whole program,
+    /// `-cudart static`): [`Toolkit::lib_dir`], unless it is one that nvcc's own profile
+    /// searches (`lib64` or `targets/<arch>-linux/lib` next to nvcc's `bin`). The pip wheels
+    /// keep the runtime in `lib`, which nvcc does not search.
+    pub fn nvcc_lib_dir(&self, target: &Target) -> Option<&Path> {
+        let real = |path: &Path| fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+        let nvcc_root = real(&self.nvcc).parent().and_then(Path::parent).map(Path::to_path_buf);
+        let lib_dir = real(&self.lib_dir);
+        let searched_by_nvcc = nvcc_root.is_some_and(|root| {
+            let mut dirs = vec![root.join("lib64")];
+            dirs.extend(target.toolkit_dir().map(|dir| root.join("targets").join(dir).join("lib")));
+            dirs.iter().any(|dir| real(dir) == lib_dir)
+        });
+        (!searched_by_nvcc).then_some(self.lib_dir.as_path())
     }
 }
 
-/// Why the kernels are not compiled (stub mode).
+/// Why nothing CUDA is built (stub mode).
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum StubReason {
     /// `CHOREO_NVCC=skip`.
     Skipped,
     /// `DOCS_RS` is set (a docs.rs build has no CUDA).
     DocsRs,
+    /// `CHOREO_SYS_NO_CUDART` is set: choreo-sys links no CUDA runtime.
+    NoCudart,
     /// No nvcc was found; the list says where it was looked for.
     NotFound {
         /// One entry per place searched, with why it did not qualify.
         searched: Vec<String>,
+    },
+    /// The toolkit found is not of [`CUDA_MAJOR`], the version choreo-sys links.
+    UnsupportedVersion {
+        /// Its `CUDART_VERSION`, e.g. 12080.
+        version: u32,
+        /// Its root.
+        root: PathBuf,
     },
 }
 
@@ -160,25 +132,39 @@ impl fmt::Display for StubReason {
         match self {
             StubReason::Skipped => f.write_str("CHOREO_NVCC=skip is set"),
             StubReason::DocsRs => f.write_str("DOCS_RS is set (docs.rs build)"),
+            StubReason::NoCudart => {
+                f.write_str("CHOREO_SYS_NO_CUDART is set (choreo-sys links no CUDA runtime)")
+            }
             StubReason::NotFound { searched } => {
                 write!(f, "no nvcc was found (searched: {}); {INSTALL_HINT}", searched.join("; "))
             }
+            StubReason::UnsupportedVersion { version, root } => write!(
+                f,
+                "the CUDA toolkit at {} is CUDA {}.{}, but choreo-sys binds and links CUDA \
+                 {CUDA_MAJOR}.x only; point CUDA_HOME (or NVCC) at a CUDA {CUDA_MAJOR} toolkit, \
+                 or run ci/install-cuda",
+                root.display(),
+                version / 1000,
+                version % 1000 / 10
+            ),
         }
     }
 }
 
 /// The outcome of discovery.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Discovery {
-    /// Compile with this toolkit.
+pub enum Discovery {
+    /// Build with this toolkit.
     Found(Toolkit),
-    /// Stub mode.
+    /// Build nothing CUDA (stub mode), for this reason.
     Stub(StubReason),
 }
 
-/// Runs the search described in the module docs.
-pub(crate) fn discover(env: &Env, target: &Target) -> Result<Discovery, Error> {
-    if let Some(value) = env.var_os("CHOREO_NVCC").filter(|v| !v.is_empty()) {
+/// For builds of kernels (choreo-build): `CHOREO_NVCC=skip` → stub mode (another non-empty
+/// value is an error), then everything [`discover_runtime`] does. So kernels are compiled
+/// exactly when choreo-sys, run in the same environment, links a runtime for them.
+pub fn discover(env: &Env, target: &Target) -> Result<Discovery, Error> {
+    if let Some(value) = env.non_empty("CHOREO_NVCC") {
         if value == "skip" {
             return Ok(Discovery::Stub(StubReason::Skipped));
         }
@@ -188,14 +174,55 @@ pub(crate) fn discover(env: &Env, target: &Target) -> Result<Discovery, Error> {
             expected: "`skip` (build without nvcc: stub wrappers) or unset",
         });
     }
+    discover_runtime(env, target)
+}
+
+/// For linking the CUDA runtime (choreo-sys): `CHOREO_SYS_NO_CUDART` (set, not `0`) or
+/// `DOCS_RS` → stub mode; else [`find`], and a toolkit of another major version than
+/// [`CUDA_MAJOR`] → stub mode ([`StubReason::UnsupportedVersion`]).
+pub fn discover_runtime(env: &Env, target: &Target) -> Result<Discovery, Error> {
+    if env.flag("CHOREO_SYS_NO_CUDART") {
+        return Ok(Discovery::Stub(StubReason::NoCudart));
+    }
     if env.is_set("DOCS_RS") {
         return Ok(Discovery::Stub(StubReason::DocsRs));
     }
+    match find(env, target)? {
+        Discovery::Found(toolkit) if toolkit.major() != CUDA_MAJOR => {
+            Ok(Discovery::Stub(StubReason::UnsupportedVersion {
+                version: toolkit.version,
+                root: toolkit.root,
+            }))
+        }
+        other => Ok(other),
+    }
+}
+
+/// The search alone, of any CUDA version and without the stub-mode switches (a command-line
+/// tool such as `choreoc build`): nvcc, the toolkit root, its version and its static runtime
+/// for `target`. [`Discovery::Stub`] only with [`StubReason::NotFound`].
+pub fn find(env: &Env, target: &Target) -> Result<Discovery, Error> {
     let mut searched = Vec::new();
     let Some((nvcc, found_by)) = find_nvcc(env, &mut searched)? else {
         return Ok(Discovery::Stub(StubReason::NotFound { searched }));
     };
-    check_toolkit(nvcc, found_by, target).map(Discovery::Found)
+    let from_var = match found_by {
+        FoundBy::Root(var) => env.non_empty(var).map(|root| (var, PathBuf::from(root))),
+        _ => ["CUDA_HOME", "CUDA_PATH"]
+            .into_iter()
+            .find_map(|var| env.non_empty(var).map(|root| (var, PathBuf::from(root)))),
+    };
+    let (root, root_var) = match from_var {
+        Some((var, root)) => (root, Some(var)),
+        None => {
+            // `/usr/local/bin/nvcc` may be a link into `/usr/local/cuda/bin`: the toolkit is
+            // where the real file lives. nvcc itself is run by the path found.
+            let real = fs::canonicalize(&nvcc).unwrap_or_else(|_| nvcc.clone());
+            let root = real.parent().and_then(Path::parent).map(Path::to_path_buf);
+            (root.unwrap_or_default(), None)
+        }
+    };
+    check_toolkit(nvcc, found_by, root, root_var, target).map(Discovery::Found)
 }
 
 /// The nvcc of the first place that has one.
@@ -231,7 +258,7 @@ fn find_nvcc(env: &Env, searched: &mut Vec<String>) -> Result<Option<(PathBuf, F
         Some(nvcc) => return Ok(Some((nvcc, FoundBy::Path))),
         None => searched.push(format!("PATH: no {exe}")),
     }
-    match python_purelib(env) {
+    match env.python_purelib() {
         Some(purelib) => {
             let nvcc = purelib.join("nvidia").join("cu13").join("bin").join(exe);
             if nvcc.is_file() {
@@ -259,25 +286,6 @@ fn search_path(env: &Env, program: &str) -> Option<PathBuf> {
     std::env::split_paths(&path).map(|dir| dir.join(program)).find(|file| file.is_file())
 }
 
-/// `sysconfig.get_paths()['purelib']` of `python3`.
-fn python_purelib(env: &Env) -> Option<PathBuf> {
-    #[cfg(test)]
-    if !env.is_process() {
-        return env.python_purelib.clone();
-    }
-    let _ = env;
-    let output = Command::new("python3")
-        .args(["-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"])
-        .output()
-        .ok()?;
-    if !output.status.success() {
-        return None;
-    }
-    let text = String::from_utf8(output.stdout).ok()?;
-    let line = text.trim();
-    (!line.is_empty()).then(|| PathBuf::from(line))
-}
-
 /// The `CACHE` folder of `ci/install-cuda`.
 fn install_cuda_cache(env: &Env) -> Option<PathBuf> {
     if let Some(cache) = env.non_empty("CHOREO_CUDA_CACHE") {
@@ -290,13 +298,15 @@ fn install_cuda_cache(env: &Env) -> Option<PathBuf> {
     Some(base.join("choreo").join("cuda-13.0"))
 }
 
-/// Checks the toolkit around `nvcc`: version header and the static runtime for the target.
-fn check_toolkit(nvcc: PathBuf, found_by: FoundBy, target: &Target) -> Result<Toolkit, Error> {
-    // `/usr/local/bin/nvcc` may be a link into `/usr/local/cuda/bin`: the toolkit is where the
-    // real file lives. nvcc itself is run by the path found (its own lookups resolve links).
-    let real = fs::canonicalize(&nvcc).unwrap_or_else(|_| nvcc.clone());
-    let root = real.parent().and_then(Path::parent).map(Path::to_path_buf).unwrap_or_default();
-
+/// Checks the toolkit at `root`: version header and the static runtime for the target.
+/// `root_var` names the variable the root came from, if any.
+fn check_toolkit(
+    nvcc: PathBuf,
+    found_by: FoundBy,
+    root: PathBuf,
+    root_var: Option<&'static str>,
+    target: &Target,
+) -> Result<Toolkit, Error> {
     let mut headers = vec![root.join("include").join("cuda_runtime_api.h")];
     if let Some(dir) = target.toolkit_dir() {
         headers.push(root.join("targets").join(dir).join("include").join("cuda_runtime_api.h"));
@@ -305,13 +315,23 @@ fn check_toolkit(nvcc: PathBuf, found_by: FoundBy, target: &Target) -> Result<To
         .iter()
         .find_map(|header| fs::read_to_string(header).ok())
         .and_then(|text| cudart_version(&text))
-        .ok_or_else(|| Error::Toolkit {
-            root: root.clone(),
-            message: format!(
-                "no CUDART_VERSION in {} (is the CUDA runtime development package, e.g. the \
-                 nvidia-cuda-runtime wheel, installed?)",
-                headers[0].display()
-            ),
+        .ok_or_else(|| {
+            let hint = match (root_var, &found_by) {
+                (Some(var), _) => format!("; {var} names this toolkit root"),
+                (None, FoundBy::NvccVar) => {
+                    "; if NVCC is a wrapper outside the toolkit, set CUDA_HOME to the toolkit root"
+                        .to_owned()
+                }
+                (None, _) => String::new(),
+            };
+            Error::Toolkit {
+                root: root.clone(),
+                message: format!(
+                    "no CUDART_VERSION in {} (is the CUDA runtime development package, e.g. the \
+                     nvidia-cuda-runtime wheel, installed?){hint}",
+                    headers[0].display()
+                ),
+            }
         })?;
 
     let lib = target.cudart_static_file();
@@ -343,7 +363,7 @@ fn check_toolkit(nvcc: PathBuf, found_by: FoundBy, target: &Target) -> Result<To
 }
 
 /// `CUDART_VERSION` from the text of `cuda_runtime_api.h`, e.g. 13000.
-pub(crate) fn cudart_version(header: &str) -> Option<u32> {
+pub fn cudart_version(header: &str) -> Option<u32> {
     header.lines().find_map(|line| {
         let rest = line.trim_start().strip_prefix('#')?.trim_start().strip_prefix("define")?;
         let value = rest.trim_start().strip_prefix("CUDART_VERSION")?;
@@ -374,8 +394,8 @@ mod tests {
     }
 
     fn temp(name: &str) -> PathBuf {
-        let dir = std::env::temp_dir()
-            .join(format!("choreo-build-toolkit-{}-{name}", std::process::id()));
+        let dir =
+            std::env::temp_dir().join(format!("choreo-toolkit-{}-{name}", std::process::id()));
         let _ = fs::remove_dir_all(&dir);
         fs::create_dir_all(&dir).unwrap();
         dir
@@ -397,6 +417,10 @@ mod tests {
         }
     }
 
+    fn text(path: &Path) -> &str {
+        path.to_str().unwrap()
+    }
+
     #[test]
     fn reads_cudart_version() {
         assert_eq!(cudart_version("#define CUDART_VERSION 13000\n"), Some(13000));
@@ -414,27 +438,29 @@ mod tests {
         let pip = fake_toolkit(&dir.join("site/nvidia/cu13"), 13000, "lib");
         let cache = fake_toolkit(&dir.join("cache/nvidia/cu13"), 13000, "lib");
         let nvcc = explicit.join("bin/nvcc");
-        let nvcc = nvcc.to_str().unwrap();
-        let home = home.to_str().unwrap();
         let path = on_path.join("bin");
-        let path = path.to_str().unwrap();
         let cache_root = dir.join("cache");
-        let cache_root = cache_root.to_str().unwrap();
 
         let with = |vars: &[(&str, &str)], pip_site: bool| {
-            let mut env = Env::fixed(vars.iter().copied());
-            env.python_purelib = pip_site.then(|| dir.join("site"));
+            let env = Env::fixed(vars.iter().copied())
+                .with_python_purelib(pip_site.then(|| dir.join("site")));
             found(&env)
         };
         let all = [
-            ("NVCC", nvcc),
-            ("CUDA_HOME", home),
-            ("PATH", path),
-            ("CHOREO_CUDA_CACHE", cache_root),
+            ("NVCC", text(&nvcc)),
+            ("CUDA_HOME", text(&home)),
+            ("PATH", text(&path)),
+            ("CHOREO_CUDA_CACHE", text(&cache_root)),
         ];
-        assert_eq!(with(&all, true).found_by, FoundBy::NvccVar);
-        assert_eq!(with(&all, true).root, fs::canonicalize(&explicit).unwrap());
-        assert_eq!(with(&all[1..], true).found_by, FoundBy::Root("CUDA_HOME"));
+        // NVCC names the compiler; CUDA_HOME, when set, the toolkit root.
+        let toolkit = with(&all, true);
+        assert_eq!((toolkit.found_by, &toolkit.nvcc), (FoundBy::NvccVar, &nvcc));
+        assert_eq!(toolkit.root, home);
+        // Without CUDA_HOME the root is the one of nvcc's real location.
+        let toolkit = with(&[all[0]], false);
+        assert_eq!(toolkit.root, fs::canonicalize(&explicit).unwrap());
+        let toolkit = with(&all[1..], true);
+        assert_eq!((toolkit.found_by, toolkit.root), (FoundBy::Root("CUDA_HOME"), home.clone()));
         let toolkit = with(&all[2..], true);
         assert_eq!(toolkit.found_by, FoundBy::Path);
         assert_eq!(toolkit.lib_dir, fs::canonicalize(&on_path).unwrap().join("lib"));
@@ -447,57 +473,126 @@ mod tests {
         assert_eq!(toolkit.version, 13000);
         assert_eq!(toolkit.version_string(), "13.0");
 
-        // CUDA_PATH is searched after CUDA_HOME; a CUDA_HOME without nvcc is passed over.
+        // CUDA_PATH is searched after CUDA_HOME.
+        let toolkit = with(&[("CUDA_PATH", text(&home))], false);
+        assert_eq!((toolkit.found_by, toolkit.root), (FoundBy::Root("CUDA_PATH"), home));
+    }
+
+    #[test]
+    fn a_cuda_home_without_nvcc_still_names_the_root() {
+        let dir = temp("home-without-nvcc");
+        let headers_and_libs = fake_toolkit(&dir.join("runtime"), 13000, "lib64");
+        fs::remove_file(headers_and_libs.join("bin/nvcc")).unwrap();
+        let other = fake_toolkit(&dir.join("other"), 13000, "lib64");
+        let path = other.join("bin");
+        let env = Env::fixed([("CUDA_HOME", text(&headers_and_libs)), ("PATH", text(&path))]);
+        let toolkit = found(&env);
+        assert_eq!(toolkit.found_by, FoundBy::Path);
+        assert_eq!(toolkit.root, headers_and_libs);
+        assert_eq!(toolkit.lib_dir, headers_and_libs.join("lib64"));
+
+        // A CUDA_HOME that is no toolkit at all is an error naming it, not passed over.
         let empty = dir.join("empty");
         fs::create_dir_all(&empty).unwrap();
-        let toolkit = with(&[("CUDA_HOME", empty.to_str().unwrap()), ("CUDA_PATH", home)], false);
-        assert_eq!(toolkit.found_by, FoundBy::Root("CUDA_PATH"));
+        let env = Env::fixed([("CUDA_HOME", text(&empty)), ("PATH", text(&path))]);
+        let error = discover(&env, &native()).unwrap_err().to_string();
+        assert!(error.contains("no CUDART_VERSION") && error.contains("CUDA_HOME"), "{error}");
+    }
+
+    #[test]
+    fn a_wrapper_named_by_nvcc_needs_cuda_home() {
+        let dir = temp("wrapper");
+        let root = fake_toolkit(&dir.join("cuda"), 13000, "lib64");
+        let wrapper = dir.join("bin/sccache-nvcc");
+        fs::create_dir_all(wrapper.parent().unwrap()).unwrap();
+        fs::write(&wrapper, "#!/bin/sh\n").unwrap();
+        let env = Env::fixed([("NVCC", text(&wrapper)), ("CUDA_HOME", text(&root))]);
+        let toolkit = found(&env);
+        assert_eq!((toolkit.nvcc, toolkit.root), (wrapper.clone(), root));
+        let env = Env::fixed([("NVCC", text(&wrapper))]);
+        let error = discover(&env, &native()).unwrap_err().to_string();
+        assert!(error.contains("set CUDA_HOME to the toolkit root"), "{error}");
     }
 
     #[test]
     fn nothing_found_means_stub_mode_with_what_was_searched() {
         let dir = temp("none");
-        let env = Env::fixed([("PATH", dir.to_str().unwrap()), ("HOME", dir.to_str().unwrap())]);
+        let env = Env::fixed([("PATH", text(&dir)), ("HOME", text(&dir))]);
         let Ok(Discovery::Stub(reason)) = discover(&env, &native()) else {
             panic!("expected stub mode");
         };
         let text = reason.to_string();
         assert!(text.contains("NVCC (unset)"), "{text}");
         assert!(text.contains("CUDA_HOME (unset)"), "{text}");
+        assert!(text.contains("python3 site-packages: no python3"), "{text}");
         assert!(text.contains(".cache/choreo/cuda-13.0/nvidia/cu13/bin/nvcc"), "{text}");
         assert!(text.contains("ci/install-cuda"), "{text}");
-        assert!(
-            env.read_vars().iter().any(|v| v == "CHOREO_NVCC")
-                && env.read_vars().iter().any(|v| v == "DOCS_RS")
-        );
+        // Every variable read is one discovery documents.
+        let read = env.read_vars();
+        assert!(read.iter().all(|var| ENV_VARS.contains(&var.as_str())), "{read:?}");
+        assert_eq!(read.len(), ENV_VARS.len(), "{read:?}");
     }
 
     #[test]
-    fn skip_and_docs_rs_force_stub_mode_even_with_a_toolkit() {
+    fn skip_docs_rs_and_no_cudart_force_stub_mode_even_with_a_toolkit() {
         let dir = temp("skip");
         let root = fake_toolkit(&dir.join("cuda"), 13000, "lib64");
-        let root = root.to_str().unwrap();
-        let env = Env::fixed([("CUDA_HOME", root), ("CHOREO_NVCC", "skip")]);
-        assert_eq!(discover(&env, &native()).unwrap(), Discovery::Stub(StubReason::Skipped));
-        let env = Env::fixed([("CUDA_HOME", root), ("DOCS_RS", "1")]);
-        assert_eq!(discover(&env, &native()).unwrap(), Discovery::Stub(StubReason::DocsRs));
-        let env = Env::fixed([("CUDA_HOME", root), ("CHOREO_NVCC", "yes")]);
-        let error = discover(&env, &native()).unwrap_err();
+        let root = text(&root);
+        let stub = |vars: &[(&str, &str)]| discover(&Env::fixed(vars.iter().copied()), &native());
+        assert_eq!(
+            stub(&[("CUDA_HOME", root), ("CHOREO_NVCC", "skip")]),
+            Ok(Discovery::Stub(StubReason::Skipped))
+        );
+        assert_eq!(
+            stub(&[("CUDA_HOME", root), ("DOCS_RS", "1")]),
+            Ok(Discovery::Stub(StubReason::DocsRs))
+        );
+        assert_eq!(
+            stub(&[("CUDA_HOME", root), ("CHOREO_SYS_NO_CUDART", "1")]),
+            Ok(Discovery::Stub(StubReason::NoCudart))
+        );
+        assert!(matches!(
+            stub(&[("CUDA_HOME", root), ("CHOREO_SYS_NO_CUDART", "0")]),
+            Ok(Discovery::Found(_))
+        ));
+        let error = stub(&[("CUDA_HOME", root), ("CHOREO_NVCC", "yes")]).unwrap_err();
         assert!(matches!(error, Error::InvalidEnv { var: "CHOREO_NVCC", .. }), "{error}");
+        // choreo-sys does not read CHOREO_NVCC: it governs nvcc, not the runtime.
+        let env = Env::fixed([("CUDA_HOME", root), ("CHOREO_NVCC", "skip")]);
+        assert!(matches!(discover_runtime(&env, &native()), Ok(Discovery::Found(_))));
+        assert!(!env.read_vars().contains(&"CHOREO_NVCC".to_owned()));
+    }
+
+    #[test]
+    fn another_cuda_major_is_stub_mode_for_both_kernels_and_runtime_but_found_by_find() {
+        let dir = temp("cuda12");
+        let root = fake_toolkit(&dir.join("cuda"), 12080, "lib64");
+        let env = Env::fixed([("CUDA_HOME", text(&root))]);
+        let expected =
+            Discovery::Stub(StubReason::UnsupportedVersion { version: 12080, root: root.clone() });
+        assert_eq!(discover(&env, &native()), Ok(expected.clone()));
+        assert_eq!(discover_runtime(&env, &native()), Ok(expected.clone()));
+        let Discovery::Stub(reason) = expected else { unreachable!() };
+        let reason = reason.to_string();
+        assert!(
+            reason.contains("is CUDA 12.8, but choreo-sys binds and links CUDA 13.x"),
+            "{reason}"
+        );
+        let Ok(Discovery::Found(toolkit)) = find(&env, &native()) else { panic!() };
+        assert_eq!(toolkit.version_string(), "12.8");
     }
 
     #[test]
     fn an_explicit_nvcc_that_does_not_exist_is_an_error() {
         let dir = temp("explicit");
         let root = fake_toolkit(&dir.join("cuda"), 13000, "lib64");
-        let env =
-            Env::fixed([("NVCC", "/nonexistent/bin/nvcc"), ("CUDA_HOME", root.to_str().unwrap())]);
+        let env = Env::fixed([("NVCC", "/nonexistent/bin/nvcc"), ("CUDA_HOME", text(&root))]);
         let error = discover(&env, &native()).unwrap_err();
         assert!(matches!(error, Error::NvccNotFound { origin: "NVCC", .. }), "{error}");
         assert!(error.to_string().contains("/nonexistent/bin/nvcc"), "{error}");
         // A bare name is looked up on PATH.
         let bin = root.join("bin");
-        let env = Env::fixed([("NVCC", "nvcc"), ("PATH", bin.to_str().unwrap())]);
+        let env = Env::fixed([("NVCC", "nvcc"), ("PATH", text(&bin))]);
         assert_eq!(found(&env).found_by, FoundBy::NvccVar);
     }
 
@@ -505,12 +600,25 @@ mod tests {
     fn native_builds_find_the_runtime_in_the_system_and_pip_layouts() {
         let dir = temp("layouts");
         for lib in ["lib64", "lib", "targets/x86_64-linux/lib", "lib/x86_64-linux-gnu"] {
-            let root = fake_toolkit(&dir.join(lib.replace('/', "_")), 12080, lib);
-            let env = Env::fixed([("CUDA_HOME", root.to_str().unwrap())]);
-            let toolkit = found(&env);
-            assert_eq!(toolkit.lib_dir, fs::canonicalize(&root).unwrap().join(lib));
-            assert_eq!(toolkit.version_string(), "12.8");
+            let root = fake_toolkit(&dir.join(lib.replace('/', "_")), 13000, lib);
+            let env = Env::fixed([("CUDA_HOME", text(&root))]);
+            assert_eq!(found(&env).lib_dir, root.join(lib));
         }
+    }
+
+    #[test]
+    fn nvcc_gets_a_library_path_only_for_folders_its_profile_does_not_search() {
+        let dir = temp("nvcc-lib");
+        let system = fake_toolkit(&dir.join("system"), 13000, "lib64");
+        let targets = fake_toolkit(&dir.join("targets"), 13000, "targets/x86_64-linux/lib");
+        let pip = fake_toolkit(&dir.join("pip"), 13000, "lib");
+        let nvcc_lib_dir = |root: &Path| {
+            let toolkit = found(&Env::fixed([("CUDA_HOME", text(root))]));
+            toolkit.nvcc_lib_dir(&native()).map(Path::to_path_buf)
+        };
+        assert_eq!(nvcc_lib_dir(&system), None);
+        assert_eq!(nvcc_lib_dir(&targets), None);
+        assert_eq!(nvcc_lib_dir(&pip), Some(pip.join("lib")));
     }
 
     #[test]
@@ -518,7 +626,7 @@ mod tests {
         let dir = temp("incomplete");
         let root = fake_toolkit(&dir.join("cuda"), 13000, "lib64");
         fs::remove_file(root.join("lib64/libcudart_static.a")).unwrap();
-        let env = Env::fixed([("CUDA_HOME", root.to_str().unwrap())]);
+        let env = Env::fixed([("CUDA_HOME", text(&root))]);
         let error = discover(&env, &native()).unwrap_err().to_string();
         assert!(error.contains("no libcudart_static.a in"), "{error}");
         assert!(error.contains("nvidia-cuda-runtime"), "{error}");
@@ -531,7 +639,7 @@ mod tests {
     fn cross_builds_need_the_targets_library_folder() {
         let dir = temp("cross");
         let root = fake_toolkit(&dir.join("cuda"), 13000, "lib64");
-        let env = Env::fixed([("CUDA_HOME", root.to_str().unwrap())]);
+        let env = Env::fixed([("CUDA_HOME", text(&root))]);
         let aarch64 = Target {
             triple: "aarch64-unknown-linux-gnu".into(),
             os: "linux".into(),
@@ -546,29 +654,6 @@ mod tests {
         fs::create_dir_all(&lib).unwrap();
         fs::write(lib.join("libcudart_static.a"), "!<arch>\n").unwrap();
         let Ok(Discovery::Found(toolkit)) = discover(&env, &aarch64) else { panic!() };
-        assert_eq!(
-            toolkit.lib_dir,
-            fs::canonicalize(&root).unwrap().join("targets/sbsa-linux/lib")
-        );
-    }
-
-    #[test]
-    fn target_from_cargo_variables() {
-        let env = Env::fixed([
-            ("TARGET", "aarch64-unknown-linux-gnu"),
-            ("HOST", "x86_64-unknown-linux-gnu"),
-            ("CARGO_CFG_TARGET_OS", "linux"),
-            ("CARGO_CFG_TARGET_ARCH", "aarch64"),
-        ]);
-        let target = Target::from_env(&env);
-        assert!(target.cross);
-        assert_eq!(target.toolkit_dir(), Some("sbsa-linux"));
-        let env = Env::fixed([
-            ("TARGET", "x86_64-unknown-linux-gnu"),
-            ("HOST", "x86_64-unknown-linux-gnu"),
-            ("CARGO_CFG_TARGET_OS", "linux"),
-            ("CARGO_CFG_TARGET_ARCH", "x86_64"),
-        ]);
-        assert!(!Target::from_env(&env).cross);
+        assert_eq!(toolkit.lib_dir, lib);
     }
 }

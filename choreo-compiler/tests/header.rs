@@ -1,12 +1,14 @@
-//! Builds the C++ test programs in `tests/header/` against `include/choreo.h` with nvcc and runs
-//! them. The programs are host code (except `device.cu`), so they run without a GPU.
+//! Builds the C++ test programs in `tests/header/` against `include/choreo.h` (the runtime header
+//! that generated code includes, shipped with this crate) with nvcc and runs them. The programs
+//! are host code (except `device.cu`), so they run without a GPU.
 //!
-//! nvcc is found through `CUDA_HOME`, then `nvcc` on `PATH`, then `ci/install-cuda` (which
-//! provisions the pinned toolkit). Without nvcc every test here fails: CI provides CUDA, and a
-//! header test that cannot build must not pass.
+//! nvcc is found as builds find it (`choreo-toolkit`: `NVCC`, `CUDA_HOME`/`CUDA_PATH`, `PATH`,
+//! the pip wheels of `python3`, the `ci/install-cuda` cache); when there is none,
+//! `ci/install-cuda` provisions the pinned toolkit. Without nvcc every test here fails: CI
+//! provides CUDA, and a header test that cannot build must not pass.
 
+use choreo_toolkit::{Discovery, Env, Target, Toolkit};
 use std::collections::BTreeMap;
-use std::env;
 use std::ffi::OsStr;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -28,33 +30,17 @@ fn programs_dir() -> PathBuf {
     manifest_dir().join("tests").join("header")
 }
 
-/// A CUDA toolkit: its root (with `include/` and `lib/` or `lib64/`) and its nvcc.
-struct Toolkit {
-    root: PathBuf,
-    nvcc: PathBuf,
-}
-
-fn toolkit_at(root: PathBuf, how: &str) -> Result<Toolkit, String> {
-    let nvcc = root.join("bin").join("nvcc");
-    if nvcc.is_file() {
-        Ok(Toolkit { root, nvcc })
-    } else {
-        Err(format!("{how} names {}, which has no bin/nvcc", root.display()))
+fn discover(env: &Env) -> Result<Option<Toolkit>, String> {
+    match choreo_toolkit::find(env, &Target::host()) {
+        Ok(Discovery::Found(toolkit)) => Ok(Some(toolkit)),
+        Ok(Discovery::Stub(_)) => Ok(None),
+        Err(error) => Err(error.to_string()),
     }
 }
 
 fn find_toolkit() -> Result<Toolkit, String> {
-    if let Some(home) = env::var_os("CUDA_HOME").filter(|home| !home.is_empty()) {
-        return toolkit_at(PathBuf::from(home), "CUDA_HOME");
-    }
-    if let Some(path) = env::var_os("PATH") {
-        for dir in env::split_paths(&path) {
-            let nvcc = dir.join("nvcc");
-            if nvcc.is_file() {
-                let root = dir.parent().map(Path::to_path_buf).unwrap_or_default();
-                return Ok(Toolkit { root, nvcc });
-            }
-        }
+    if let Some(toolkit) = discover(&Env::process())? {
+        return Ok(toolkit);
     }
     let script = manifest_dir().join("..").join("ci").join("install-cuda");
     let output = Command::new(&script)
@@ -69,7 +55,8 @@ fn find_toolkit() -> Result<Toolkit, String> {
         ));
     }
     let root = String::from_utf8_lossy(&output.stdout).trim().to_string();
-    toolkit_at(PathBuf::from(root), "ci/install-cuda")
+    discover(&Env::process().with_var("CUDA_HOME", &root))?
+        .ok_or_else(|| format!("ci/install-cuda printed {root}, which has no bin/nvcc"))
 }
 
 /// The result of compiling every program: the executable, or nvcc's complaint.
@@ -133,12 +120,7 @@ fn compile(toolkit: &Toolkit, out_dir: &Path, name: &str) -> Result<PathBuf, Str
         .arg("-I")
         .arg(manifest_dir().join("include"))
         .args(["-Xcompiler", "-Wall,-Wextra"]);
-    for lib in ["lib", "lib64"] {
-        let dir = toolkit.root.join(lib);
-        if dir.is_dir() {
-            nvcc.arg(format!("-L{}", dir.display()));
-        }
-    }
+    nvcc.arg(format!("-L{}", toolkit.lib_dir.display()));
     nvcc.arg("-o").arg(&exe).arg(&source);
     let output =
         nvcc.output().map_err(|err| format!("cannot run {}: {err}", toolkit.nvcc.display()))?;

@@ -1,0 +1,122 @@
+//! `choreoc build`: one `.co` file as a whole program, compiled with nvcc.
+
+use super::translate;
+use crate::{Options, Status};
+use choreo_compiler::compile::{CHOREO_H, CompileOptions, OutputMode, Target};
+use choreo_toolkit::{Discovery, Env, Toolkit};
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::process::Command;
+
+/// Translates in standalone mode (keeping `main`), writes the `.cu` and `choreo.h` into a fresh
+/// temporary directory `DIR` and runs
+///
+/// ```text
+/// nvcc -std=c++17 -O2 -gencode arch=compute_XX,code=sm_XX -I DIR [-L<cudart dir>] \
+///      -cudart static DIR/FILE.cu -o EXE [the arguments after --]
+/// ```
+///
+/// The `-L` is given when nvcc would not find the static runtime by itself (the pip wheels keep
+/// it in `lib`).
+pub(crate) fn run_build(options: &Options) -> Status {
+    let host = choreo_toolkit::Target::host();
+    let toolkit = match find_toolkit(options, &host) {
+        Ok(toolkit) => toolkit,
+        Err(message) => {
+            eprintln!("error: {message}");
+            return Status::Usage;
+        }
+    };
+    let arch = options.arch.unwrap_or_default();
+    let opts = CompileOptions {
+        defines: options.defines.clone(),
+        target: Target::Cuda(arch),
+        mode: OutputMode::Standalone,
+        runtime_checks: options.runtime_checks,
+        stub_wrappers: false,
+    };
+    let cu = match translate(options, &opts) {
+        Ok(compilation) => compilation.cu.unwrap_or_default(),
+        Err(status) => return status,
+    };
+    let (Some(input), Some(output)) = (options.files.first(), options.output.as_ref()) else {
+        return Status::Usage;
+    };
+    let dir = match make_temp_dir() {
+        Ok(dir) => dir,
+        Err(e) => {
+            eprintln!("error: cannot create a temporary directory: {e}");
+            return Status::Usage;
+        }
+    };
+    let stem = input.file_stem().map_or_else(|| "main".into(), |s| s.to_string_lossy().to_string());
+    let cu_path = dir.join(format!("{stem}.cu"));
+    if let Err(e) =
+        std::fs::write(&cu_path, &cu).and_then(|()| std::fs::write(dir.join("choreo.h"), CHOREO_H))
+    {
+        eprintln!("error: cannot write into '{}': {e}", dir.display());
+        let _ = std::fs::remove_dir_all(&dir);
+        return Status::Usage;
+    }
+    let mut nvcc = Command::new(&toolkit.nvcc);
+    nvcc.args(["-std=c++17", "-O2", "-gencode"]).arg(arch.gencode()).arg("-I").arg(&dir);
+    if let Some(lib_dir) = toolkit.nvcc_lib_dir(&host) {
+        let mut flag = OsString::from("-L");
+        flag.push(lib_dir);
+        nvcc.arg(flag);
+    }
+    nvcc.args(["-cudart", "static"]).arg(&cu_path).arg("-o").arg(output);
+    nvcc.args(&options.nvcc_flags);
+    match nvcc.status() {
+        Ok(status) if status.success() => {
+            let _ = std::fs::remove_dir_all(&dir);
+            Status::Ok
+        }
+        Ok(status) => {
+            eprintln!(
+                "error: nvcc failed ({status}); the generated sources are kept in {}",
+                dir.display()
+            );
+            Status::Errors
+        }
+        Err(e) => {
+            eprintln!("error: cannot run '{}': {e}", toolkit.nvcc.display());
+            let _ = std::fs::remove_dir_all(&dir);
+            Status::Usage
+        }
+    }
+}
+
+/// The toolkit, found as build scripts find it, with `--nvcc` in the place of `NVCC`.
+fn find_toolkit(options: &Options, host: &choreo_toolkit::Target) -> Result<Toolkit, String> {
+    let mut env = Env::process();
+    if let Some(nvcc) = &options.nvcc {
+        env = env.with_var("NVCC", nvcc.as_os_str());
+    }
+    match choreo_toolkit::find(&env, host) {
+        Ok(Discovery::Found(toolkit)) => Ok(toolkit),
+        Ok(Discovery::Stub(reason)) => Err(format!("nvcc (the CUDA compiler): {reason}")),
+        Err(choreo_toolkit::Error::NvccNotFound { path, .. }) if options.nvcc.is_some() => {
+            Err(format!("--nvcc {}: no such file", path.display()))
+        }
+        Err(error) => Err(error.to_string()),
+    }
+}
+
+/// A new, empty directory under the system temporary directory.
+fn make_temp_dir() -> std::io::Result<PathBuf> {
+    let base = std::env::temp_dir();
+    let pid = std::process::id();
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    for attempt in 0..100u32 {
+        let dir = base.join(format!("choreoc-build-{pid}-{nanos:09}-{attempt}"));
+        match std::fs::create_dir(&dir) {
+            Ok(()) => return Ok(dir),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(std::io::Error::other("no free temporary directory name"))
+}

@@ -1,0 +1,33 @@
+//! `choreoc emit-cu` and `choreoc emit-rs`: the outputs of one file.
+
+use super::{translate, write_output};
+use crate::{Options, Status};
+use choreo_compiler::compile::{CompileOptions, OutputMode, Target};
+
+/// `choreoc emit-cu`: the `.cu` (library mode unless `--standalone`) on stdout or to `-o`.
+pub(crate) fn run_emit_cu(options: &Options) -> Status {
+    let opts = CompileOptions {
+        defines: options.defines.clone(),
+        target: Target::Cuda(options.arch.unwrap_or_default()),
+        mode: if options.standalone { OutputMode::Standalone } else { OutputMode::Library },
+        runtime_checks: options.runtime_checks,
+        stub_wrappers: false,
+    };
+    match translate(options, &opts) {
+        Ok(compilation) => write_output(options, compilation.cu.as_deref().unwrap_or_default()),
+        Err(status) => status,
+    }
+}
+
+/// `choreoc emit-rs`: the Rust wrapper module (stubs with `--stub`) on stdout or to `-o`.
+pub(crate) fn run_emit_rs(options: &Options) -> Status {
+    let opts = CompileOptions {
+        defines: options.defines.clone(),
+        stub_wrappers: options.stub,
+        ..CompileOptions::default()
+    };
+    match translate(options, &opts) {
+        Ok(compilation) => write_output(options, compilation.rs.as_deref().unwrap_or_default()),
+        Err(status) => status,
+    }
+}

@@ -1,0 +1,77 @@
+//! Finding the CUDA toolkit, written once for choreo: `choreo-build` (compiling kernels),
+//! `choreo-sys`'s build script (linking the CUDA runtime) and `choreoc build` (compiling a
+//! whole program) all use this crate, so they agree on which toolkit a build uses.
+//!
+//! ```no_run
+//! use choreo_toolkit::{Discovery, Env, Target, cudart_link_lines, discover_runtime};
+//!
+//! // In a build script:
+//! let env = Env::process();
+//! let target = Target::from_env(&env);
+//! match discover_runtime(&env, &target) {
+//!     Ok(Discovery::Found(toolkit)) => {
+//!         for line in cudart_link_lines(&toolkit, &target) {
+//!             println!("cargo::{line}");
+//!         }
+//!     }
+//!     Ok(Discovery::Stub(reason)) => println!("cargo::warning=no CUDA runtime: {reason}"),
+//!     Err(error) => println!("cargo::warning={error}"),
+//! }
+//! for var in env.read_vars() {
+//!     println!("cargo::rerun-if-env-changed={var}");
+//! }
+//! ```
+//!
+//! # nvcc
+//!
+//! The first of:
+//!
+//! 1. `NVCC`: a path, or a bare program name looked up on `PATH`. It may be a wrapper such as
+//!    sccache outside the toolkit. One that does not exist is an error
+//!    ([`Error::NvccNotFound`]), not a reason to look further.
+//! 2. `CUDA_HOME`, then `CUDA_PATH`: `<root>/bin/nvcc`.
+//! 3. `nvcc` on `PATH`.
+//! 4. The pip wheels of `python3`: `<site-packages>/nvidia/cu13/bin/nvcc`.
+//! 5. The folder `ci/install-cuda` installs into: `$CHOREO_CUDA_CACHE`, else
+//!    `${XDG_CACHE_HOME:-$HOME/.cache}/choreo/cuda-13.0`, then `nvidia/cu13/bin/nvcc`.
+//!
+//! None of them: [`StubReason::NotFound`], listing what was searched and how to install CUDA.
+//!
+//! # The toolkit root
+//!
+//! Headers and libraries come from `CUDA_HOME`/`CUDA_PATH` (the first one set) when set;
+//! otherwise from nvcc's real location (links resolved), the folder above its `bin`. The CUDA
+//! version is `CUDART_VERSION` of `include/cuda_runtime_api.h` (or
+//! `targets/<arch>-linux/include`). `libcudart_static.a` must exist for the cargo target: for
+//! a native build in `lib64`, `lib`, `targets/<arch>-linux/lib` or `lib/<multiarch>`; for a
+//! cross build (`TARGET` ≠ `HOST`) in `targets/<arch>-linux/lib` (`sbsa-linux` for aarch64). A
+//! root without them is an error ([`Error::Toolkit`]) that says what to install.
+//!
+//! # Stub mode and versions
+//!
+//! [`find`] is the search alone. [`discover_runtime`] (choreo-sys) adds the switches
+//! `CHOREO_SYS_NO_CUDART` and `DOCS_RS` and accepts only CUDA [`CUDA_MAJOR`].x, the version
+//! choreo-sys binds; [`discover`] (choreo-build) adds `CHOREO_NVCC=skip` in front. Whenever
+//! [`discover`] finds a toolkit, [`discover_runtime`] finds the same one in the same
+//! environment, so kernels are never compiled without a runtime to link them against.
+//!
+//! # The environment
+//!
+//! Discovery reads the environment through [`Env`]: the process environment, or a fixed one
+//! in tests (which also says what `python3` would answer, so nothing is spawned).
+//! [`Env::read_vars`] lists the variables read, [`ENV_VARS`] all that discovery may read.
+
+mod discover;
+mod env;
+mod error;
+mod link;
+mod target;
+
+pub use discover::{
+    CUDA_MAJOR, Discovery, ENV_VARS, FoundBy, INSTALL_HINT, StubReason, Toolkit, cudart_version,
+    discover, discover_runtime, find,
+};
+pub use env::Env;
+pub use error::Error;
+pub use link::cudart_link_lines;
+pub use target::Target;
