@@ -23,7 +23,7 @@
 //! | E0804 | an element type the code generator does not support yet |
 //! | E0805 | a parallel level the target does not have (`group-4` needs sm_90a) |
 //! | E0806 | a target without a code generator (the CPU target, for now; reported by `compile`) |
-//! | E0807 | a returned shape that depends on values the function body computes |
+//! | E0807 | a returned shape that depends on values the function body computes (defensive: sema's `E0416` rejects mutable and per-thread values in shapes first) |
 
 pub mod abi;
 pub mod names;

@@ -141,13 +141,10 @@ fn renamed_main(text: &str, span: Span, mains: &[Span]) -> String {
     let mut last = 0;
     for m in mains.iter().filter(|m| m.start >= span.start && m.end <= span.end) {
         let (start, end) = ((m.start - span.start) as usize, (m.end - span.start) as usize);
-        match (text.get(last..start), text.get(start..end)) {
-            (Some(before), Some("main")) => {
-                out.push_str(before);
-                out.push_str(RENAMED_MAIN);
-                last = end;
-            }
-            _ => {}
+        if let (Some(before), Some("main")) = (text.get(last..start), text.get(start..end)) {
+            out.push_str(before);
+            out.push_str(RENAMED_MAIN);
+            last = end;
         }
     }
     out.push_str(text.get(last..).unwrap_or(""));
