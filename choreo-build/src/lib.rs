@@ -139,7 +139,9 @@ mod output;
 pub use choreo_toolkit::{FoundBy, StubReason, Toolkit};
 pub use error::{Error, FileDiagnostics, NvccFailure};
 
-use choreo_compiler::compile::{Arch, CompileOptions, OutputMode, Target as CompileTarget};
+use choreo_compiler::compile::{
+    Arch, CompileOptions, OutputMode, SymbolScope, Target as CompileTarget,
+};
 use choreo_compiler::diagnostics::{Severity, render_human};
 use choreo_compiler::source::SourceDb;
 use choreo_toolkit::{Discovery, Env, Target};
@@ -351,7 +353,14 @@ impl Builder {
         let (inputs, cuda_inputs) = self.inputs(cargo)?;
         let discovery = choreo_toolkit::discover(env, &target)?;
         let stub = matches!(discovery, Discovery::Stub(_));
-        let translated = self.translate(&inputs, arch, stub, cargo)?;
+        // The external symbols of each file live in (package, version, library, module): two
+        // files, libraries or crates (two versions of one included) never define one twice.
+        let scope = [
+            env.text("CARGO_PKG_NAME").unwrap_or_default(),
+            env.text("CARGO_PKG_VERSION").unwrap_or_default(),
+            name.to_owned(),
+        ];
+        let translated = self.translate(&inputs, arch, stub, &scope, cargo)?;
         let mut hand_written = read_hand_written(cuda_inputs, cargo)?;
         let mut generated = write_sources(&layout, &translated)?;
         let dump_dir =
@@ -454,14 +463,16 @@ impl Builder {
         inputs: &[Input],
         arch: Arch,
         stub: bool,
+        scope: &[String],
         cargo: &mut Cargo,
     ) -> Result<Vec<Translated>, Error> {
-        let options = CompileOptions {
+        let mut options = CompileOptions {
             defines: self.defines.clone(),
             target: CompileTarget::Cuda(arch),
             mode: OutputMode::Library,
             runtime_checks: self.runtime_checks,
             stub_wrappers: stub,
+            symbol_scope: None,
         };
         let mut translated = Vec::new();
         let mut failed = Vec::new();
@@ -473,6 +484,9 @@ impl Builder {
             }
             let mut db = SourceDb::new();
             let file = db.add(input.path.display().to_string(), text);
+            options.symbol_scope = Some(SymbolScope::new(
+                scope.iter().map(String::as_str).chain([input.module.as_str()]),
+            ));
             let compilation = choreo_compiler::compile::compile(&db, file, &options);
             let errors = compilation.diagnostics.iter().filter(|d| d.is_error()).count();
             let mut warnings = 0;

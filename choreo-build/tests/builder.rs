@@ -102,10 +102,14 @@ fn compiles_each_file_once_and_then_only_what_changed() {
             "{file}"
         );
     }
-    // The archive holds both extern "C" entries.
+    // The archive holds both extern "C" entries, mangled with the package, version, library
+    // and module (this test's package is choreo-build).
     if let Ok(nm) = Command::new("nm").arg(&library.path).output() {
         let symbols = String::from_utf8_lossy(&nm.stdout);
-        for entry in ["__choreo_rs_scale", "__choreo_rs_add_one"] {
+        for entry in [
+            "__choreo_rs_12choreo_build50_1_07kernels5scale5scale",
+            "__choreo_rs_12choreo_build50_1_07kernels7add_one7add_one",
+        ] {
             assert!(symbols.lines().any(|l| l.ends_with(&format!(" T {entry}"))), "{symbols}");
         }
     }
@@ -240,7 +244,8 @@ fn hand_written_cu_files_share_the_library_and_the_object_cache() {
     // One library holds all three (`ar` keeps base names only: they must differ too).
     let library = first.library.clone().unwrap();
     if let Some(symbols) = symbols(&library.path) {
-        for symbol in ["__choreo_rs_add_one", "hand_a", "hand_b"] {
+        let add_one = "__choreo_rs_12choreo_build50_1_07kernels4util7add_one";
+        for symbol in [add_one, "hand_a", "hand_b"] {
             assert!(symbols.lines().any(|l| l.ends_with(&format!(" T {symbol}"))), "{symbols}");
         }
     }

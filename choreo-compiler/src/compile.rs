@@ -19,6 +19,7 @@ use crate::emit::cuda::{CudaOptions, emit_cuda};
 use crate::emit::rust::{RustOptions, emit_rust};
 use crate::frontend::parse_file;
 use crate::hir;
+pub use crate::lower::SymbolScope;
 use crate::lower::{Plan, lower};
 use crate::preprocess::PreprocessOptions;
 use crate::sema;
@@ -46,6 +47,10 @@ pub struct CompileOptions {
     /// Whether the Rust wrappers are stubs that return `Err(choreo::Error::NotBuilt)` (a build
     /// that compiles no kernels) instead of calling the `extern "C"` entries (default false).
     pub stub_wrappers: bool,
+    /// Where the file's external symbols live ([`SymbolScope`]); `None`: the file's stem.
+    /// `choreo-build` passes (package, version, library, module), so files and crates linked
+    /// together never define the same symbol.
+    pub symbol_scope: Option<SymbolScope>,
 }
 
 impl Default for CompileOptions {
@@ -56,6 +61,7 @@ impl Default for CompileOptions {
             mode: OutputMode::Library,
             runtime_checks: true,
             stub_wrappers: false,
+            symbol_scope: None,
         }
     }
 }
@@ -111,7 +117,11 @@ pub fn compile(db: &SourceDb, file: FileId, opts: &CompileOptions) -> Compilatio
     if diags.has_errors() {
         return Compilation::failed(Some(program), None, diags);
     }
-    let plan = lower(&program, opts.target, &mut diags);
+    let scope = match &opts.symbol_scope {
+        Some(scope) => scope.clone(),
+        None => SymbolScope::for_file_name(db.file(file).name()),
+    };
+    let plan = lower(&program, opts.target, &scope, &mut diags);
     if diags.has_errors() {
         return Compilation::failed(Some(program), Some(plan), diags);
     }

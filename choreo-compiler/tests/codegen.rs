@@ -129,10 +129,15 @@ fn standalone_mode_keeps_main_and_library_mode_renames_it() {
     let library = translate(&path, &CompileOptions::default());
     let standalone =
         translate(&path, &CompileOptions { mode: OutputMode::Standalone, ..Default::default() });
-    assert!(library.contains("int __choreo_unused_main() {"), "library mode renames main");
+    // The new name is unique to the file (its scope), so several files with a `main` link
+    // into one program.
+    assert!(
+        library.contains("int __choreo_unused_main_19launch_sync_default() {"),
+        "library mode renames main"
+    );
     assert!(!library.contains("int main()"));
     assert!(standalone.contains("int main() {"), "standalone mode keeps main");
-    assert!(!standalone.contains("__choreo_unused_main()"));
+    assert!(!standalone.contains("__choreo_unused_main_19launch_sync_default()"));
 }
 
 #[test]

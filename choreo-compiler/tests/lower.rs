@@ -114,7 +114,8 @@ fn the_entry_lists_c_parameters_in_abi_order() {
     let f = function(
         "__co__ f16 g(f32 [N, 4] x, f16 k, stream s) {\n  parallel p by N : block { x.at(p, 0) = 0.0f; }\n  return k;\n}\n",
     );
-    assert_eq!(f.entry.symbol, "__choreo_rs_g");
+    // The entry is mangled with the file (`t.co`) and the function.
+    assert_eq!(f.entry.symbol, "__choreo_rs_1t1g");
     assert_eq!(
         f.entry.params,
         [

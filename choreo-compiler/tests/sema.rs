@@ -65,7 +65,8 @@ fn accept_with_captures(src: &str) -> (hir::Function, Vec<Capture>) {
     let c = accepted(src);
     let function = single_function(&c);
     let mut diags = Diagnostics::new();
-    let plan = lower::lower(&c.program, Target::default(), &mut diags);
+    let plan =
+        lower::lower(&c.program, Target::default(), &lower::SymbolScope::default(), &mut diags);
     assert!(diags.is_empty(), "lowering reported:\n{}", render_human(&c.db, &diags.into_vec()));
     let captures = plan.functions[0].kernels[0].captures.clone();
     (function, captures)

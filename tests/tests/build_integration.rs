@@ -44,6 +44,15 @@ impl Fixture {
             .replace("@NAME@", name)
             .replace("@WORKSPACE@", workspace.to_str().expect("UTF-8 workspace path"));
         fs::write(&manifest, text).unwrap();
+        // The program calls its kernel's `extern "C"` entry, whose symbol is mangled with the
+        // package name (and version, library and module).
+        let main_rs = dir.join("src/main.rs");
+        if let Ok(text) = fs::read_to_string(&main_rs) {
+            let scope =
+                choreo_compiler::compile::SymbolScope::new([name, "0.1.0", "kernels", "add_one"]);
+            fs::write(&main_rs, text.replace("@ADD_ONE_ENTRY@", &scope.entry_symbol("add_one")))
+                .unwrap();
+        }
         // The workspace's lock file pins the same dependency versions (offline); cargo trims it.
         fs::copy(workspace.join("Cargo.lock"), dir.join("Cargo.lock")).unwrap();
         let fixture = Fixture { dir, name: name.to_owned() };

@@ -31,8 +31,11 @@ const ELEMENTS: usize = 1024;
 const BATCH: usize = 200;
 
 unsafe extern "C" {
-    // The C entry that the generated wrapper `bench::add` calls (see emit::cuda: device
-    // pointers with their extents, the stream, an error message buffer).
+    // The C entry that the generated wrapper `bench::add` calls (see choreo-compiler's
+    // lower/abi.rs: device pointers with their extents, the stream, an error message buffer).
+    // Its symbol is mangled with (package, version, library, module, function); a wrong name
+    // fails the link.
+    #[link_name = "__choreo_rs_12choreo_bench50_1_05bench5bench3add"]
     fn __choreo_rs_add(
         s: sys::cudaStream_t,
         a: *const f32,

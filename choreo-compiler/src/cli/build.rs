@@ -34,6 +34,7 @@ pub(crate) fn run_build(options: &Options) -> Status {
         mode: OutputMode::Standalone,
         runtime_checks: options.runtime_checks,
         stub_wrappers: false,
+        symbol_scope: None,
     };
     let cu = match translate(options, &opts) {
         Ok(compilation) => compilation.cu.unwrap_or_default(),

@@ -12,6 +12,7 @@ pub(crate) fn run_emit_cu(options: &Options) -> Status {
         mode: if options.standalone { OutputMode::Standalone } else { OutputMode::Library },
         runtime_checks: options.runtime_checks,
         stub_wrappers: false,
+        symbol_scope: None,
     };
     match translate(options, &opts) {
         Ok(compilation) => write_output(options, compilation.cu.as_deref().unwrap_or_default()),

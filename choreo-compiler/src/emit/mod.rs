@@ -10,7 +10,8 @@ pub mod rust;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum OutputMode {
     /// For linking into another program (the `build.rs` path): a host `main` function defined
-    /// in the `.co` file is renamed to `__choreo_unused_main` (see [`cuda`]).
+    /// in the `.co` file is renamed to `__choreo_unused_main_<scope>` (see
+    /// [`crate::lower::SymbolScope::renamed_main`]).
     #[default]
     Library,
     /// A complete program (`choreoc build`): the host text is kept as written, `main` included.

@@ -29,7 +29,7 @@ pub mod abi;
 pub mod names;
 
 pub use abi::{AbiParam, Entry};
-pub use names::{Names, Symbols};
+pub use names::{Names, SymbolScope, Symbols};
 
 use crate::diagnostics::{Diagnostic, Diagnostics};
 use crate::hir::visit::{self, Visitor, Walk};
@@ -39,13 +39,15 @@ use crate::hir::{
 };
 use crate::source::Span;
 use crate::target::Target;
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// The plan of a file: one [`FunctionPlan`] per [`hir::Item::Function`], in order.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Plan {
     /// What the plan is for.
     pub target: Target,
+    /// Where the file's external symbols live.
+    pub scope: SymbolScope,
     /// The functions, in the order of `program.functions()`.
     pub functions: Vec<FunctionPlan>,
 }
@@ -159,13 +161,19 @@ pub enum AfterLaunch {
     Track,
 }
 
-/// Lowers every function of `program` for `target`. Errors go to `diags`; the plan is only
-/// meaningful when none was reported.
-pub fn lower(program: &hir::Program, target: Target, diags: &mut Diagnostics) -> Plan {
-    let mut seen: HashSet<&str> = HashSet::new();
+/// Lowers every function of `program` for `target`, with its external symbols in `scope`.
+/// Errors go to `diags`; the plan is only meaningful when none was reported.
+pub fn lower(
+    program: &hir::Program,
+    target: Target,
+    scope: &SymbolScope,
+    diags: &mut Diagnostics,
+) -> Plan {
+    let mut seen: HashMap<&str, Span> = HashMap::new();
     let mut functions = Vec::new();
     for f in program.functions() {
-        if !seen.insert(f.name.as_str()) {
+        if let Some(first) = seen.get(f.name.as_str()) {
+            // Their entries would be the same symbol (the scope is the file's).
             diags.push(
                 Diagnostic::error(
                     "E0803",
@@ -173,15 +181,23 @@ pub fn lower(program: &hir::Program, target: Target, diags: &mut Diagnostics) ->
                     format!("a __co__ function named '{}' is already defined in this file", f.name),
                 )
                 .with_label("second definition")
+                .with_secondary(*first, "first definition")
                 .with_help("give each __co__ function of a file its own name"),
             );
+        } else {
+            seen.insert(f.name.as_str(), f.span);
         }
-        functions.push(lower_function(f, target, diags));
+        functions.push(lower_function(f, target, scope, diags));
     }
-    Plan { target, functions }
+    Plan { target, scope: scope.clone(), functions }
 }
 
-fn lower_function(f: &hir::Function, target: Target, diags: &mut Diagnostics) -> FunctionPlan {
+fn lower_function(
+    f: &hir::Function,
+    target: Target,
+    scope: &SymbolScope,
+    diags: &mut Diagnostics,
+) -> FunctionPlan {
     if !names::is_valid_function_name(&f.name) {
         diags.push(
             Diagnostic::error(
@@ -267,7 +283,7 @@ fn lower_function(f: &hir::Function, target: Target, diags: &mut Diagnostics) ->
         ReturnTy::Spanned { dims, .. } => Some(resolve_shape(f, dims, &inits, diags)),
         ReturnTy::Void | ReturnTy::Scalar(_) => None,
     };
-    let symbols = Symbols::of(f);
+    let symbols = Symbols::of(f, scope);
     let entry = abi::entry(f, symbols.entry.clone(), result_shape);
     FunctionPlan {
         symbols,

@@ -37,16 +37,78 @@ impl Names {
     }
 }
 
+/// Where a file's external symbols live (design §3): the parts that its `extern "C"` entries
+/// and its renamed host `main` are mangled with, so that two files, libraries or crates linked
+/// into one program may define `__co__` functions of the same name. `choreo-build` uses
+/// (package name, package version, library name, module name); a standalone compilation the
+/// file stem. Every other symbol of a generated file has internal linkage (`static`, an
+/// anonymous namespace) or is an identical inline definition (the support library).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct SymbolScope {
+    parts: Vec<String>,
+}
+
+impl SymbolScope {
+    /// A scope of `parts`, outermost first; each part is made a C identifier fragment
+    /// (characters other than ASCII letters, digits and `_` become `_`).
+    pub fn new<I, S>(parts: I) -> SymbolScope
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        let parts = parts
+            .into_iter()
+            .map(|p| {
+                p.as_ref()
+                    .chars()
+                    .map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '_' })
+                    .collect()
+            })
+            .collect();
+        SymbolScope { parts }
+    }
+
+    /// The scope of a file compiled on its own: its stem (`kernels/scale.co` → `scale`).
+    pub fn for_file_name(name: &str) -> SymbolScope {
+        let base = name.rsplit(['/', '\\']).next().unwrap_or(name);
+        let stem = base.split('.').next().unwrap_or(base);
+        SymbolScope::new([stem])
+    }
+
+    /// The parts, length-prefixed and concatenated (`["seed", "foo"]` → `4seed3foo`): an
+    /// unambiguous C identifier fragment (two different part lists never give the same text).
+    fn mangled(&self, last: Option<&str>) -> String {
+        let mut out = String::new();
+        for part in self.parts.iter().map(String::as_str).chain(last) {
+            out.push_str(&part.len().to_string());
+            out.push_str(part);
+        }
+        out
+    }
+
+    /// The `extern "C"` entry symbol of the `__co__` function `function` in this scope.
+    pub fn entry_symbol(&self, function: &str) -> String {
+        format!("__choreo_rs_{}", self.mangled(Some(function)))
+    }
+
+    /// The name a host `main` definition gets in a library build (unique per scope, so the
+    /// files of one program never define it twice).
+    pub fn renamed_main(&self) -> String {
+        format!("__choreo_unused_main_{}", self.mangled(None))
+    }
+}
+
 /// The symbols the backends define for one `__co__` function `f` (runtime-abi §4).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Symbols {
-    /// The C++ wrapper with the upstream signature: the function's own name.
+    /// The C++ wrapper with the upstream signature: the function's own name (internal linkage).
     pub wrapper: String,
     /// The entry checks: `__choreo_check_<f>`.
     pub check: String,
     /// The body on device pointers: `__choreo_core_<f>`.
     pub core: String,
-    /// The `extern "C"` entry that the Rust wrapper calls: `__choreo_rs_<f>`.
+    /// The `extern "C"` entry that the Rust wrapper calls, the one external symbol of the
+    /// function: `__choreo_rs_<mangled scope and f>` (e.g. `__choreo_rs_4seed3foo`).
     pub entry: String,
     /// One per kernel, by [`hir::KernelId`]: `__choreo_device_<f>`, with the kernel's number
     /// appended when the function has several.
@@ -54,8 +116,8 @@ pub struct Symbols {
 }
 
 impl Symbols {
-    /// The symbols of `f`.
-    pub fn of(f: &hir::Function) -> Symbols {
+    /// The symbols of `f` in `scope`.
+    pub fn of(f: &hir::Function, scope: &SymbolScope) -> Symbols {
         let name = &f.name;
         let kernels = (0..f.kernel_count)
             .map(|k| {
@@ -70,7 +132,7 @@ impl Symbols {
             wrapper: name.clone(),
             check: format!("__choreo_check_{name}"),
             core: format!("__choreo_core_{name}"),
-            entry: format!("__choreo_rs_{name}"),
+            entry: scope.entry_symbol(name),
             kernels,
         }
     }
@@ -277,6 +339,22 @@ mod tests {
         assert_eq!(sanitize("x_"), "x_v");
         assert_eq!(sanitize("threadIdx"), "threadIdxv");
         assert!(!sanitize("__choreo_frame").contains("__"));
+    }
+
+    #[test]
+    fn scopes_mangle_unambiguously() {
+        let scope = SymbolScope::new(["my-app", "0.1.0", "kernels", "seed"]);
+        assert_eq!(scope.mangled(Some("foo")), "6my_app50_1_07kernels4seed3foo");
+        // Different splits of the same characters stay apart.
+        assert_ne!(
+            SymbolScope::new(["ab", "c"]).mangled(None),
+            SymbolScope::new(["a", "bc"]).mangled(None)
+        );
+        assert_eq!(
+            SymbolScope::for_file_name("k/scale.co").renamed_main(),
+            "__choreo_unused_main_5scale"
+        );
+        assert_eq!(SymbolScope::for_file_name("a.b.co"), SymbolScope::new(["a"]));
     }
 
     #[test]

@@ -186,7 +186,11 @@ impl FnEmitter<'_, '_> {
             &format!("// C++ wrapper (upstream signature): {}", comment_text(&f.co_signature)),
         );
         let wrapper = self.plan.symbols.wrapper.clone();
-        self.w.line(span, &format!("{ret} {wrapper}({}) {{", params.join(", ")));
+        // Internal linkage: C++ code of the same file calls it; two files may both define one.
+        self.w.line(
+            span,
+            &format!("[[maybe_unused]] static {ret} {wrapper}({}) {{", params.join(", ")),
+        );
         self.w.indent += 1;
         if device {
             self.w.line(span, "#if defined(__CHOREO_ENABLE_CUDA_RUNTIME_ENV_CHECK__)");

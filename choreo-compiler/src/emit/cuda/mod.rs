@@ -20,8 +20,9 @@
 //! 2. The `.co` file in source order. Host C++ text, `__device__` declarations and `__cok__`
 //!    blocks are copied verbatim, each preceded by a `#line` directive naming the `.co` file,
 //!    so nvcc reports errors in them at their `.co` lines. In [`OutputMode::Library`] the
-//!    definition of the global `main` function is renamed to [`RENAMED_MAIN`]: only the `main`
-//!    identifiers the preprocessor recorded
+//!    definition of the global `main` function is renamed to
+//!    [`crate::lower::SymbolScope::renamed_main`]: only the `main` identifiers the preprocessor
+//!    recorded
 //!    ([`crate::preprocess::Preprocessed::main_definitions`]), which keeps the line structure
 //!    and lets the file link into another program; a `main` without a `return` then draws a
 //!    "missing return" warning from the host compiler.
@@ -91,9 +92,6 @@ pub struct CudaOptions {
     pub runtime_checks: bool,
 }
 
-/// The name a host `main` definition gets in library mode.
-pub const RENAMED_MAIN: &str = "__choreo_unused_main";
-
 /// Writes the `.cu` text of a checked, lowered file. Internal inconsistencies (which a correct
 /// `sema` and `lower` never produce) are reported as `E0801` errors; the text is then not
 /// usable.
@@ -106,15 +104,18 @@ pub fn emit_cuda(
     diags: &mut Diagnostics,
 ) -> String {
     let mut w = Writer::new(db, file);
-    w.raw(&support::prelude(db.file(file).name(), options));
+    w.raw(&support::prelude(db.file(file).name(), &plan.scope.renamed_main(), options));
     let mut plans = plan.functions.iter();
     for item in &program.items {
         match item {
             hir::Item::Host(span) => {
                 let text = match options.mode {
-                    OutputMode::Library => {
-                        renamed_main(db.snippet(*span), *span, &program.main_definitions)
-                    }
+                    OutputMode::Library => renamed_main(
+                        db.snippet(*span),
+                        *span,
+                        &program.main_definitions,
+                        &plan.scope.renamed_main(),
+                    ),
                     OutputMode::Standalone => db.snippet(*span).to_string(),
                 };
                 w.verbatim(*span, &text);
@@ -135,15 +136,15 @@ pub fn emit_cuda(
 }
 
 /// `text` (the host region `span`) with the `main` identifiers among `mains` replaced by
-/// [`RENAMED_MAIN`].
-fn renamed_main(text: &str, span: Span, mains: &[Span]) -> String {
+/// `renamed`.
+fn renamed_main(text: &str, span: Span, mains: &[Span], renamed: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut last = 0;
     for m in mains.iter().filter(|m| m.start >= span.start && m.end <= span.end) {
         let (start, end) = ((m.start - span.start) as usize, (m.end - span.start) as usize);
         if let (Some(before), Some("main")) = (text.get(last..start), text.get(start..end)) {
             out.push_str(before);
-            out.push_str(RENAMED_MAIN);
+            out.push_str(renamed);
             last = end;
         }
     }
@@ -345,13 +346,13 @@ mod tests {
         let span = Span { file, start: 100, end: 100 + text.len() as u32 };
         let main = Span { file, start: 100 + 21, end: 100 + 25 };
         assert_eq!(
-            renamed_main(text, span, &[main]),
-            "// int main() {}\nint __choreo_unused_main(int argc) {\n  return main2();\n}\n"
+            renamed_main(text, span, &[main], "m_"),
+            "// int main() {}\nint m_(int argc) {\n  return main2();\n}\n"
         );
         // A span of another region, or one that is not `main`, changes nothing.
         let elsewhere = Span { file, start: 0, end: 4 };
-        assert_eq!(renamed_main(text, span, &[elsewhere]), text);
+        assert_eq!(renamed_main(text, span, &[elsewhere], "m_"), text);
         let wrong = Span { file, start: 100, end: 104 };
-        assert_eq!(renamed_main(text, span, &[wrong]), text);
+        assert_eq!(renamed_main(text, span, &[wrong], "m_"), text);
     }
 }

@@ -19,8 +19,10 @@ fn main() {
 
 #[cfg(kernels_built)]
 unsafe extern "C" {
-    // The entry of `add_one` (ABI: choreo_compiler::emit::cuda): device pointer, extent, error
-    // buffer.
+    // The entry of `add_one` (ABI: choreo-compiler's lower/abi.rs): device pointer, extent,
+    // error buffer. Its symbol is mangled with the package, version, library and module; the
+    // test writes it in (see build_integration.rs).
+    #[link_name = "@ADD_ONE_ENTRY@"]
     fn __choreo_rs_add_one(
         v: *mut f32,
         v_e0: u64,
