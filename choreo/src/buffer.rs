@@ -364,6 +364,18 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
         Device::from_raw_ordinal(self.device)
     }
 
+    /// The device ordinal of the memory.
+    pub(crate) fn device_ordinal(&self) -> i32 {
+        self.device
+    }
+
+    /// The device addresses the buffer occupies, `start..end` in bytes (empty for a buffer
+    /// that allocated nothing).
+    pub(crate) fn address_range(&self) -> std::ops::Range<usize> {
+        let start = self.pointer as usize;
+        start..start + self.bytes()
+    }
+
     /// `true` when no recorded GPU access to the buffer is pending; does not block.
     pub fn is_idle(&self) -> Result<bool> {
         self.lock_tracking().is_idle()

@@ -7,7 +7,7 @@
 //! GPU fault it is unknown whether the work still touches them.
 
 use std::ffi::c_void;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError, TryLockError};
 
 use choreo_sys as sys;
 
@@ -94,6 +94,8 @@ pub(crate) fn bury(events: Vec<Arc<Event>>, released: Release) {
     match state_of(&events) {
         State::Done => release(released),
         State::Busy => {
+            // Memory waits here past its owner: free it at exit at the latest.
+            crate::at_exit::register();
             GRAVEYARD
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
@@ -120,5 +122,34 @@ pub(crate) fn sweep() {
     }
     if !still_busy.is_empty() {
         GRAVEYARD.lock().unwrap_or_else(PoisonError::into_inner).extend(still_busy);
+    }
+}
+
+/// At process exit (see `at_exit`): waits for the work of every buried allocation and frees it,
+/// then waits for the frees themselves. Skipped when another thread holds the graveyard;
+/// allocations whose events report an error stay leaked.
+pub(crate) fn drain_at_exit() {
+    let graves = match GRAVEYARD.try_lock() {
+        Ok(mut graves) => std::mem::take(&mut *graves),
+        Err(TryLockError::Poisoned(poisoned)) => std::mem::take(&mut *poisoned.into_inner()),
+        Err(TryLockError::WouldBlock) => return,
+    };
+    let mut devices: Vec<i32> = Vec::new();
+    for grave in graves {
+        if grave.events.iter().any(|event| event.synchronize().is_err()) {
+            continue;
+        }
+        if let Release::Device { device, pooled: true, .. } = grave.release {
+            if !devices.contains(&device) {
+                devices.push(device);
+            }
+        }
+        release(grave.release);
+    }
+    // `cudaFreeAsync` frees in the order of the free stream: let those frees happen.
+    for device in devices {
+        if let Ok(streams) = internal_streams(device) {
+            let _ = streams.free.synchronize();
+        }
     }
 }

@@ -18,7 +18,7 @@ use choreo_sys as sys;
 
 use crate::elem::DeviceRepr;
 use crate::error::{check_cuda, check_deferred};
-use crate::one_or_many::OneOrMany;
+use crate::one_or_many::{InlineList, OneOrMany};
 use crate::stream::Stream;
 use crate::tracking::Recorded;
 use crate::{DeviceBuffer, DeviceTensor, Error, Pending, Result};
@@ -75,25 +75,140 @@ pub fn check_extent(param: &'static str, dim: usize, expected: usize, got: usize
 /// not be recorded makes later conflicting accesses synchronise the device instead (see
 /// [`DeviceBuffer`]), so a failure costs time, never memory safety. A buffer written on several
 /// streams keeps the events of all of them as its last write.
+///
+/// # Checks before anything is launched
+///
+/// - All work streams belong to one device ([`WorkStreams::new`]), and every buffer handed out
+///   lives on that device: otherwise [`Error::InvalidArgument`] names the buffer and both
+///   devices (a kernel cannot address another device's memory through these pointers).
+/// - No buffer handed out for writing overlaps another buffer of the same call (read or
+///   written): otherwise [`Error::InvalidArgument`] says that the two arguments alias. The
+///   borrow checker already keeps one `DeviceTensor` from being passed as `&` and `&mut`; this
+///   check keeps memory reached by other ways (views, foreign memory, sub-buffers) from making
+///   a data race in safe code. Two reads of the same memory are fine.
+///
+/// Both are a few comparisons per buffer; the first four buffers of a call are kept inline, so
+/// the common call allocates nothing for them. When a check fails, the buffers handed out
+/// before stay counted as accessed but unrecorded (their next conflicting access synchronises
+/// the device once): the error path costs time, never safety.
 #[derive(Debug)]
 pub struct WorkStreams<'s> {
     /// Distinct streams, in the order given.
     streams: OneOrMany<&'s Stream>,
+    /// The device of the streams, where every buffer of the call must live.
+    device: i32,
+    /// The buffers handed out so far, for the aliasing check.
+    handouts: InlineList<Handout, 4>,
     /// One event per stream, recorded after the entry call (see [`WorkStreams::call_events`]).
     call_events: Option<OneOrMany<Recorded>>,
     /// The first recording error.
     error: Option<Error>,
 }
 
+/// A device buffer that a kernel call hands to its entry: the device addresses it occupies,
+/// how the call uses it, and how errors name it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Handout {
+    /// Device addresses, `start..end` in bytes (`start == end` for a buffer without memory).
+    start: usize,
+    end: usize,
+    /// Whether the call writes the buffer.
+    write: bool,
+    /// The parameter's name, when the wrapper passed it.
+    param: Option<&'static str>,
+    /// The element type's Choreo name and the element count, to describe unnamed buffers.
+    elem: &'static str,
+    len: usize,
+}
+
+impl Handout {
+    /// How errors name the buffer: its parameter, else its place among the call's buffers.
+    fn describe(&self, position: usize) -> String {
+        match self.param {
+            Some(param) => format!("`{param}`"),
+            None => format!(
+                "device buffer #{position} of the call ({} × {}, device range {:#x}..{:#x})",
+                self.len, self.elem, self.start, self.end
+            ),
+        }
+    }
+
+    /// `true` when both occupy some common device address and at least one is written.
+    fn aliases(&self, other: &Handout) -> bool {
+        let overlap = self.start < self.end
+            && other.start < other.end
+            && self.start < other.end
+            && other.start < self.end;
+        overlap && (self.write || other.write)
+    }
+}
+
+/// The error for `new`, the `new_position`-th buffer of a call (counted from 1), when it
+/// aliases one of the `earlier` buffers of the same call; `None` when it aliases none.
+fn alias_error<'h>(
+    earlier: impl IntoIterator<Item = &'h Handout>,
+    new: &Handout,
+    new_position: usize,
+) -> Option<Error> {
+    let (index, old) = earlier.into_iter().enumerate().find(|(_, old)| old.aliases(new))?;
+    let written = match (old.write, new.write) {
+        (true, true) => "both are written",
+        (true, false) => "the first is written",
+        _ => "the second is written",
+    };
+    Some(Error::InvalidArgument(format!(
+        "arguments alias: the device memory of {} overlaps that of {}, and {written} by the \
+         same kernel call (a call must not write memory that another of its arguments reads or \
+         writes); nothing was launched",
+        old.describe(index + 1),
+        new.describe(new_position),
+    )))
+}
+
+/// [`Error::InvalidArgument`] when `what` (a buffer on device `buffer_device`) is used by a
+/// kernel call on device `call_device`.
+fn device_error(what: &str, buffer_device: i32, call_device: i32) -> Result<()> {
+    if buffer_device == call_device {
+        return Ok(());
+    }
+    Err(Error::InvalidArgument(format!(
+        "{what} is on device {buffer_device}, but the kernel call runs on device {call_device} \
+         (the device of its streams); copy the data to device {call_device} or call with \
+         streams of device {buffer_device}; nothing was launched"
+    )))
+}
+
+/// [`Error::InvalidArgument`] unless every stream (given by its device, in order) belongs to
+/// the device of the first.
+fn same_device(devices: impl IntoIterator<Item = i32>) -> Result<i32> {
+    let mut first = None;
+    for (index, device) in devices.into_iter().enumerate() {
+        match first {
+            None => first = Some(device),
+            Some(first) if first != device => {
+                return Err(Error::InvalidArgument(format!(
+                    "the streams of one kernel call must belong to one device: stream #1 is on \
+                     device {first}, stream #{} on device {device}; nothing was launched",
+                    index + 1
+                )));
+            }
+            Some(_) => {}
+        }
+    }
+    first.ok_or_else(|| Error::InvalidArgument("a kernel call needs at least one stream".into()))
+}
+
 impl<'s> WorkStreams<'s> {
     /// The work streams, without duplicates (the same stream passed twice counts once; so do
-    /// two handles of the legacy default stream). At least one stream is required.
+    /// two handles of the legacy default stream). At least one stream is required, and all
+    /// must belong to one device (else [`Error::InvalidArgument`]).
     ///
     /// Fails with a deferred error of an earlier drop, if there is one (checked here once for
     /// the whole call).
     pub fn new(streams: &[&'s Stream]) -> Result<Self> {
         check_deferred()?;
         let mut unique: OneOrMany<&'s Stream> = OneOrMany::default();
+        let mut devices: OneOrMany<i32> = OneOrMany::default();
         for &stream in streams {
             let key = stream.key()?;
             let mut seen = false;
@@ -102,12 +217,17 @@ impl<'s> WorkStreams<'s> {
             }
             if !seen {
                 unique.push(stream);
+                devices.push(stream.device_ordinal()?);
             }
         }
-        if unique.as_slice().is_empty() {
-            return Err(Error::InvalidArgument("a kernel call needs at least one stream".into()));
-        }
-        Ok(WorkStreams { streams: unique, call_events: None, error: None })
+        let device = same_device(devices.as_slice().iter().copied())?;
+        Ok(WorkStreams {
+            streams: unique,
+            device,
+            handouts: InlineList::default(),
+            call_events: None,
+            error: None,
+        })
     }
 
     /// The streams, first one first.
@@ -121,9 +241,56 @@ impl<'s> WorkStreams<'s> {
         self.streams()[0]
     }
 
+    /// Checks `buffer` against the call's device and the buffers handed out before, then
+    /// remembers it.
+    fn hand_out<T: DeviceRepr>(
+        &mut self,
+        param: Option<&'static str>,
+        buffer: &DeviceBuffer<T>,
+        write: bool,
+    ) -> Result<()> {
+        let range = buffer.address_range();
+        let handout = Handout {
+            start: range.start,
+            end: range.end,
+            write,
+            param,
+            elem: T::CHOREO_TYPE,
+            len: buffer.len(),
+        };
+        let position = self.handouts.len() + 1;
+        device_error(&handout.describe(position), buffer.device_ordinal(), self.device)?;
+        if let Some(error) = alias_error(self.handouts.iter(), &handout, position) {
+            return Err(error);
+        }
+        self.handouts.push(handout);
+        Ok(())
+    }
+
     /// Orders every work stream after the last write to `buffer` and returns its device
     /// address for device work that only reads it. Pair with [`WorkStreams::record_read`].
-    pub fn read_ptr<T: DeviceRepr>(&self, buffer: &DeviceBuffer<T>) -> Result<*const T> {
+    ///
+    /// Fails with [`Error::InvalidArgument`] when `buffer` is on another device than the
+    /// streams, or overlaps a buffer that the call writes (see the type's docs).
+    pub fn read_ptr<T: DeviceRepr>(&mut self, buffer: &DeviceBuffer<T>) -> Result<*const T> {
+        self.read_ptr_of(None, buffer)
+    }
+
+    /// [`WorkStreams::read_ptr`] for the argument of parameter `param`, which errors name.
+    pub fn read_param_ptr<T: DeviceRepr>(
+        &mut self,
+        param: &'static str,
+        buffer: &DeviceBuffer<T>,
+    ) -> Result<*const T> {
+        self.read_ptr_of(Some(param), buffer)
+    }
+
+    fn read_ptr_of<T: DeviceRepr>(
+        &mut self,
+        param: Option<&'static str>,
+        buffer: &DeviceBuffer<T>,
+    ) -> Result<*const T> {
+        self.hand_out(param, buffer, false)?;
         let mut pointer = std::ptr::null();
         for stream in self.streams() {
             pointer = buffer.ptr_for_read_unchecked(stream)?;
@@ -137,7 +304,28 @@ impl<'s> WorkStreams<'s> {
     /// With several streams, the first one is ordered through the buffer and the others wait
     /// for an event recorded on it right after (which covers the same accesses, and the work
     /// enqueued on the first stream before them).
-    pub fn write_ptr<T: DeviceRepr>(&self, buffer: &mut DeviceBuffer<T>) -> Result<*mut T> {
+    ///
+    /// Fails with [`Error::InvalidArgument`] when `buffer` is on another device than the
+    /// streams, or overlaps another buffer of the call (see the type's docs).
+    pub fn write_ptr<T: DeviceRepr>(&mut self, buffer: &mut DeviceBuffer<T>) -> Result<*mut T> {
+        self.write_ptr_of(None, buffer)
+    }
+
+    /// [`WorkStreams::write_ptr`] for the argument of parameter `param`, which errors name.
+    pub fn write_param_ptr<T: DeviceRepr>(
+        &mut self,
+        param: &'static str,
+        buffer: &mut DeviceBuffer<T>,
+    ) -> Result<*mut T> {
+        self.write_ptr_of(Some(param), buffer)
+    }
+
+    fn write_ptr_of<T: DeviceRepr>(
+        &mut self,
+        param: Option<&'static str>,
+        buffer: &mut DeviceBuffer<T>,
+    ) -> Result<*mut T> {
+        self.hand_out(param, buffer, true)?;
         let first = self.first();
         let pointer = buffer.ptr_for_write_unchecked(first)?;
         if let Some(others) = self.streams().get(1..).filter(|others| !others.is_empty()) {
@@ -442,6 +630,76 @@ mod tests {
         assert_eq!(extent::finish("f", 0, Some(48)), Ok(48));
         assert!(matches!(extent::finish("f", 0, Some(-1)), Err(Error::InvalidArgument(_))));
         assert!(matches!(extent::finish("f", 0, None), Err(Error::InvalidArgument(_))));
+    }
+
+    fn handout(start: usize, end: usize, write: bool, param: Option<&'static str>) -> Handout {
+        Handout { start, end, write, param, elem: "f32", len: (end - start) / 4 }
+    }
+
+    #[test]
+    fn a_written_buffer_must_not_overlap_any_other_buffer_of_the_call() {
+        let x = handout(0x1000, 0x1100, false, Some("x"));
+        let y = handout(0x2000, 0x2100, true, Some("y"));
+        // Disjoint buffers, read or written, are fine.
+        assert!(alias_error([&x], &y, 2).is_none());
+        // The same memory read twice is fine.
+        assert!(alias_error([&x], &x, 2).is_none());
+        // Read and written, written twice, partly overlapping, in either order: aliasing.
+        let y_over_x = handout(0x1080, 0x1180, true, Some("y"));
+        let read_x_as_z = handout(0x10f0, 0x1100, false, Some("z"));
+        for (earlier, new) in [(&x, &y_over_x), (&y_over_x, &read_x_as_z), (&y, &y)] {
+            match alias_error([earlier], new, 2) {
+                Some(Error::InvalidArgument(message)) => {
+                    assert!(message.starts_with("arguments alias"), "{message}");
+                    let (a, b) = (earlier.param.unwrap(), new.param.unwrap());
+                    assert!(message.contains(&format!("`{a}`")), "{message}");
+                    assert!(message.contains(&format!("`{b}`")), "{message}");
+                }
+                other => panic!("{earlier:?} and {new:?}: expected aliasing, got {other:?}"),
+            }
+        }
+        // Ranges that only touch do not overlap.
+        let after_x = handout(0x1100, 0x1200, true, Some("w"));
+        assert!(alias_error([&x, &y], &after_x, 3).is_none());
+        // Buffers without memory (zero length, null) alias nothing, not even each other.
+        let empty = handout(0, 0, true, None);
+        let empty_inside_x = handout(0x1010, 0x1010, true, None);
+        assert!(alias_error([&x, &empty], &empty, 3).is_none());
+        assert!(alias_error([&x], &empty_inside_x, 2).is_none());
+    }
+
+    #[test]
+    fn unnamed_aliases_are_described_by_position_type_and_range() {
+        let a = handout(0x1000, 0x1100, false, None);
+        let b = handout(0x2000, 0x2100, false, None);
+        let c = handout(0x10f0, 0x1200, true, None);
+        let Some(Error::InvalidArgument(message)) = alias_error([&a, &b], &c, 3) else {
+            panic!("expected aliasing");
+        };
+        assert!(message.contains("device buffer #1 of the call (64 × f32"), "{message}");
+        assert!(message.contains("device buffer #3 of the call (68 × f32"), "{message}");
+        assert!(message.contains("the second is written"), "{message}");
+    }
+
+    #[test]
+    fn buffers_and_streams_of_a_call_must_share_one_device() {
+        assert_eq!(device_error("`x`", 0, 0), Ok(()));
+        match device_error("`x`", 1, 0) {
+            Err(Error::InvalidArgument(message)) => {
+                assert!(message.starts_with("`x` is on device 1"), "{message}");
+                assert!(message.contains("runs on device 0"), "{message}");
+            }
+            other => panic!("expected a device error, got {other:?}"),
+        }
+        assert_eq!(same_device([3]), Ok(3));
+        assert_eq!(same_device([0, 0, 0]), Ok(0));
+        match same_device([0, 0, 1]) {
+            Err(Error::InvalidArgument(message)) => {
+                assert!(message.contains("stream #3 on device 1"), "{message}");
+            }
+            other => panic!("expected a device error, got {other:?}"),
+        }
+        assert!(matches!(same_device([]), Err(Error::InvalidArgument(_))));
     }
 
     #[test]

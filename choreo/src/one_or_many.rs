@@ -1,9 +1,11 @@
-//! [`OneOrMany`]: a list that keeps a single element inline.
+//! Small lists that keep their first elements inline: [`OneOrMany`] (one element) and
+//! [`InlineList`] (`N` elements).
 //!
 //! Kernel calls almost always run on one stream, so the per-call lists of the runtime (the work
 //! streams, the events recorded after the call, the events of its `Pending`) usually hold one
 //! element; keeping it inline saves a heap allocation per list and call (measured: the wrapper
-//! layer's host time is part of every launch, see `docs/performance.md`).
+//! layer's host time is part of every launch, see `docs/performance.md`). The device buffers a
+//! call hands out (for the aliasing check) are a few more: [`InlineList`] keeps four inline.
 
 /// A list of `T` that stores zero or one element without allocating.
 #[derive(Clone, Debug, Default)]
@@ -69,9 +71,59 @@ impl<T> IntoIterator for OneOrMany<T> {
     }
 }
 
+/// A list of `Copy` values that stores its first `N` elements inline, without allocating.
+#[derive(Clone, Debug)]
+pub(crate) struct InlineList<T: Copy + Default, const N: usize> {
+    /// Number of elements (inline and spilled).
+    len: usize,
+    /// The first `min(len, N)` elements.
+    inline: [T; N],
+    /// The elements after the first `N`.
+    spilled: Vec<T>,
+}
+
+impl<T: Copy + Default, const N: usize> Default for InlineList<T, N> {
+    fn default() -> Self {
+        InlineList { len: 0, inline: [T::default(); N], spilled: Vec::new() }
+    }
+}
+
+impl<T: Copy + Default, const N: usize> InlineList<T, N> {
+    /// Appends `value` (allocates only once more than `N` elements are held).
+    pub(crate) fn push(&mut self, value: T) {
+        match self.inline.get_mut(self.len) {
+            Some(slot) => *slot = value,
+            None => self.spilled.push(value),
+        }
+        self.len += 1;
+    }
+
+    /// The number of elements.
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// The elements, in the order pushed.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &T> {
+        self.inline[..self.len.min(N)].iter().chain(&self.spilled)
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::OneOrMany;
+    use super::{InlineList, OneOrMany};
+
+    #[test]
+    fn inline_list_spills_past_its_inline_capacity_in_order() {
+        let mut list: InlineList<u32, 2> = InlineList::default();
+        assert_eq!(list.iter().count(), 0);
+        list.push(1);
+        list.push(2);
+        assert!(list.spilled.capacity() == 0, "two elements fit inline");
+        list.push(3);
+        list.push(4);
+        assert_eq!(list.iter().copied().collect::<Vec<_>>(), [1, 2, 3, 4]);
+    }
 
     #[test]
     fn keeps_order_from_zero_to_many() {

@@ -5,11 +5,12 @@
 //! 10 ms for 16 MiB). So pinned memory is allocated in power-of-two blocks that are kept for
 //! reuse when released, like PyTorch's caching host allocator: the cache never exceeds the
 //! peak of pinned memory in use at once (per block size), and
-//! [`release_cached_pinned_memory`] gives it back to the system.
+//! [`release_cached_pinned_memory`] gives it back to the system. At process exit the cache is
+//! freed by the runtime's exit handler (see `at_exit`), so leak checkers do not report it.
 
 use std::ffi::c_void;
 use std::ptr::NonNull;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Mutex, PoisonError, TryLockError};
 
 use choreo_sys as sys;
 
@@ -71,6 +72,8 @@ pub(crate) fn acquire(bytes: usize) -> Result<PinnedBlock> {
     let status = unsafe { sys::cudaHostAlloc(&mut raw, block_bytes, sys::cudaHostAllocPortable) };
     check(status, "cudaHostAlloc")?;
     let pointer = NonNull::new(raw.cast::<u8>()).ok_or(Error::OutOfHostMemory { bytes })?;
+    // The block will be cached when released: free the cache at exit.
+    crate::at_exit::register();
     Ok(PinnedBlock { pointer, bytes: block_bytes })
 }
 
@@ -110,4 +113,25 @@ pub fn release_cached_pinned_memory() -> Result<usize> {
         }
     }
     result.map(|()| freed)
+}
+
+/// Frees the cached blocks at process exit (see `at_exit`): skipped when another thread holds
+/// the cache; stops at the first CUDA failure (e.g. a runtime that is shutting down), leaving
+/// the rest leaked.
+pub(crate) fn release_at_exit() {
+    let blocks: Vec<PinnedBlock> = {
+        let mut cache = match CACHE.try_lock() {
+            Ok(cache) => cache,
+            Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
+            Err(TryLockError::WouldBlock) => return,
+        };
+        cache.cached_bytes = 0;
+        cache.free.iter_mut().flat_map(std::mem::take).collect()
+    };
+    // After a failure the rest stays allocated (a `PinnedBlock` has no destructor).
+    for block in blocks {
+        if block.free().is_err() {
+            break;
+        }
+    }
 }

@@ -1,4 +1,4 @@
-// Kernels for the runtime's GPU tests (tests/tests/runtime_gpu.rs), compiled by tests/build.rs.
+// Kernels for the GPU tests (tests/tests/*_gpu.rs), compiled by tests/build.rs.
 //
 // Every launcher is `extern "C"`, takes the stream to launch on, and returns the launch status
 // instead of aborting, like the entry points that choreo generates.
@@ -70,6 +70,31 @@ __global__ void wait_then_write_kernel(volatile uint32_t* gate, uint32_t* out, s
     }
 }
 
+// One side of a rendezvous of two kernels on two streams, over four words of mapped pinned
+// memory `[arrived 0, arrived 1, met 0, met 1]`: announces its arrival (`me` is 0 or 1), waits
+// until the other side has arrived or `timeout_ns` have passed, and sets `met me` only if it
+// saw the other side. Both sides meet only if they run at the same time, so afterwards
+// `met 0 && met 1` proves that the device ran the two kernels concurrently; a device that
+// runs one kernel at a time (as compute-sanitizer does) leaves one side unmet.
+__global__ void rendezvous_kernel(volatile uint32_t* words, unsigned me,
+                                  unsigned long long timeout_ns) {
+    if (threadIdx.x != 0 || blockIdx.x != 0) return;
+    words[me] = 1;
+    __threadfence_system();
+    const unsigned other = 1 - me;
+    const unsigned long long start = globaltimer_ns();
+    while (words[other] == 0) {
+        if (globaltimer_ns() - start >= timeout_ns) return;
+        __nanosleep(1000);
+    }
+    words[2 + me] = 1;
+    __threadfence_system();
+}
+
+// Executes a trap instruction: the kernel fails, and the CUDA context is unusable afterwards
+// (a sticky error: every later CUDA call of the process fails).
+__global__ void trap_kernel() { __trap(); }
+
 __global__ void add_one_kernel(uint32_t* data, size_t n) {
     for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n;
          i += static_cast<size_t>(gridDim.x) * blockDim.x) {
@@ -106,6 +131,19 @@ extern "C" cudaError_t choreo_test_wait_then_write(uint32_t* gate, uint32_t* out
                                                    cudaStream_t stream) {
     clear_last_error();
     wait_then_write_kernel<<<blocks_for(n), kThreads, 0, stream>>>(gate, out, n, timeout_ns, value);
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t choreo_test_rendezvous(uint32_t* words, unsigned me, uint64_t timeout_ns,
+                                              cudaStream_t stream) {
+    clear_last_error();
+    rendezvous_kernel<<<1, 32, 0, stream>>>(words, me, timeout_ns);
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t choreo_test_trap(cudaStream_t stream) {
+    clear_last_error();
+    trap_kernel<<<1, 1, 0, stream>>>();
     return cudaGetLastError();
 }
 

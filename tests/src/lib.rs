@@ -10,10 +10,22 @@
 //! Without the kernels every launcher returns [`Error::NotBuilt`], so tests that need them fail
 //! with a clear message instead of passing.
 //!
+//! Nothing here depends on how fast the GPU or the host is, so the tests pass unchanged under
+//! compute-sanitizer's slowdown: orderings are checked with device-side evidence (gates that
+//! only the host opens, event and stream queries, event timestamps compared with each other),
+//! waits for the device have no deadline but device-side timeouts that report failure, and
+//! checks that need two kernels to run at the same time first ask the device whether it runs
+//! kernels concurrently at all ([`concurrent_kernels`]).
+//!
 //! [`co`] holds the wrappers that `choreo-build` generates from `co/*.co` (the kernels of the
 //! wrapper tests, `tests/wrappers_gpu.rs`, and of the compile-fail tests).
 
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::task::{Context, Poll, Wake, Waker};
+use std::thread::{self, Thread};
 use std::time::Duration;
 
 use choreo::{DeviceBuffer, Error, Result, Stream};
@@ -50,6 +62,13 @@ mod ffi {
             value: u32,
             stream: cudaStream_t,
         ) -> cudaError_t;
+        pub fn choreo_test_rendezvous(
+            words: *mut u32,
+            me: u32,
+            timeout_ns: u64,
+            stream: cudaStream_t,
+        ) -> cudaError_t;
+        pub fn choreo_test_trap(stream: cudaStream_t) -> cudaError_t;
         pub fn choreo_test_add_one(data: *mut u32, n: usize, stream: cudaStream_t) -> cudaError_t;
         pub fn choreo_test_saxpy(
             a: f32,
@@ -135,26 +154,106 @@ pub fn spin_then_write(
     }
 }
 
-/// `true` when `CHOREO_TEST_SANITIZER` is set: the tests run under compute-sanitizer, which
-/// serialises kernels, so a kernel held at a [`Gate`] would block every other kernel. Gates are
-/// then created open, and checks that need concurrent kernels are skipped.
-pub fn serialized_execution() -> bool {
-    std::env::var_os("CHOREO_TEST_SANITIZER").is_some()
-}
+/// How long a gated kernel waits for its gate before it gives up (and reports it). A hang
+/// guard, not a measure of anything: a kernel only waits this long when the host blocked on it
+/// (which the test then reports as a failure, see [`Gate::timed_out`]).
+pub const GATE_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// How long a gated kernel waits for its gate before it gives up (and reports it).
-pub const GATE_TIMEOUT: Duration = Duration::from_secs(20);
+/// Words of mapped pinned memory that kernels poll and the host writes (gates, rendezvous).
+///
+/// They come from slabs that are never freed while the process runs (freeing pinned memory
+/// waits for every running kernel, and a kernel may still poll a word). At exit, a handler
+/// sets every word (so no kernel waits any more), waits for the device and frees the slabs, so
+/// compute-sanitizer's leak check finds nothing.
+mod mapped {
+    use super::*;
+
+    /// Words per slab.
+    const SLAB_WORDS: usize = 4096;
+
+    struct Slabs {
+        /// Slab start addresses.
+        slabs: Vec<usize>,
+        /// Words handed out of the last slab.
+        used: usize,
+    }
+
+    static SLABS: Mutex<Slabs> = Mutex::new(Slabs { slabs: Vec::new(), used: SLAB_WORDS });
+
+    unsafe extern "C" {
+        fn atexit(function: extern "C" fn()) -> std::ffi::c_int;
+    }
+
+    /// `count` (at most a slab's) fresh zeroed words, never handed out again.
+    pub(super) fn words(count: usize) -> Result<*mut AtomicU32> {
+        assert!(count <= SLAB_WORDS);
+        let mut slabs = SLABS.lock().unwrap_or_else(PoisonError::into_inner);
+        if slabs.used + count > SLAB_WORDS {
+            let mut raw = std::ptr::null_mut();
+            // SAFETY: `raw` is a valid pointer slot. Pinned memory is mapped into the device's
+            // address space at the same address (unified addressing on 64-bit Linux).
+            let status = unsafe {
+                choreo::sys::cudaHostAlloc(
+                    &mut raw,
+                    SLAB_WORDS * size_of::<u32>(),
+                    choreo::sys::cudaHostAllocPortable | choreo::sys::cudaHostAllocMapped,
+                )
+            };
+            choreo::check_cuda(status, "cudaHostAlloc")?;
+            // SAFETY: the slab holds SLAB_WORDS u32, is page aligned and ours alone.
+            unsafe { std::ptr::write_bytes(raw.cast::<u32>(), 0, SLAB_WORDS) };
+            if slabs.slabs.is_empty() {
+                // After the CUDA runtime initialised, so this runs before its teardown.
+                // SAFETY: the C library's atexit; `release` never unwinds.
+                let _ = unsafe { atexit(release) };
+            }
+            slabs.slabs.push(raw as usize);
+            slabs.used = 0;
+        }
+        let start = slabs.slabs.last().copied().unwrap_or_default() as *mut AtomicU32;
+        // SAFETY: `used + count <= SLAB_WORDS`, inside the slab; AtomicU32 has the layout of
+        // u32 and the words are initialised (zeroed).
+        let words = unsafe { start.add(slabs.used) };
+        slabs.used += count;
+        Ok(words)
+    }
+
+    /// The exit handler: opens everything, waits for the device, frees the slabs.
+    extern "C" fn release() {
+        let _ = std::panic::catch_unwind(|| {
+            let Ok(slabs) = SLABS.try_lock() else { return };
+            for &slab in &slabs.slabs {
+                for index in 0..SLAB_WORDS {
+                    // SAFETY: inside a live slab of initialised words.
+                    unsafe { &*(slab as *const AtomicU32).add(index) }.store(1, Ordering::SeqCst);
+                }
+            }
+            // SAFETY: no arguments; afterwards no kernel uses the slabs.
+            if !unsafe { choreo::sys::cudaDeviceSynchronize() }.is_success() {
+                return;
+            }
+            for &slab in &slabs.slabs {
+                // SAFETY: each slab came from cudaHostAlloc and is freed once, after the device
+                // finished everything that could read it.
+                let _ = unsafe { choreo::sys::cudaFreeHost(slab as *mut std::ffi::c_void) };
+            }
+        });
+    }
+}
 
 /// Two words of mapped pinned memory that gated kernels poll: `[open, timed_out]`. The host
 /// opens the gate; a kernel that waited [`GATE_TIMEOUT`] in vain proceeds and sets
-/// `timed_out`. Dropping the gate opens it (so a failing test does not leave kernels waiting);
-/// its memory is then leaked, since freeing pinned memory would wait for those kernels.
-/// Under [`serialized_execution`] gates are created open.
+/// `timed_out`. Dropping the gate opens it (so a failing test does not leave kernels waiting).
+///
+/// Gates make "the kernel is still running" a fact instead of a matter of timing: until the
+/// host opens the gate, the kernel cannot finish. A test must not block on gated work before
+/// it opens the gate; if the host (or the runtime under test) blocks anyway, the kernel gives
+/// up after the timeout and [`Gate::timed_out`] says so.
 pub struct Gate {
     words: *mut AtomicU32,
 }
 
-// SAFETY: the words are atomics in memory owned by the gate (leaked on drop, never freed).
+// SAFETY: the words are atomics in memory that is never freed while the process runs.
 unsafe impl Send for Gate {}
 // SAFETY: see `Send`; all access goes through the atomics.
 unsafe impl Sync for Gate {}
@@ -162,29 +261,7 @@ unsafe impl Sync for Gate {}
 impl Gate {
     /// A closed gate.
     pub fn closed() -> Result<Gate> {
-        let mut raw = std::ptr::null_mut();
-        // SAFETY: `raw` is a valid pointer slot. Pinned memory is mapped into the device's
-        // address space at the same address (unified addressing on 64-bit Linux).
-        let status = unsafe {
-            choreo::sys::cudaHostAlloc(
-                &mut raw,
-                2 * size_of::<u32>(),
-                choreo::sys::cudaHostAllocPortable | choreo::sys::cudaHostAllocMapped,
-            )
-        };
-        choreo::check_cuda(status, "cudaHostAlloc")?;
-        let words = raw.cast::<AtomicU32>();
-        // SAFETY: the allocation holds two u32, is page aligned, and is ours alone; AtomicU32
-        // has the layout of u32.
-        unsafe {
-            words.write(AtomicU32::new(0));
-            words.add(1).write(AtomicU32::new(0));
-        }
-        let gate = Gate { words };
-        if serialized_execution() {
-            gate.open();
-        }
-        Ok(gate)
+        Ok(Gate { words: mapped::words(2)? })
     }
 
     fn word(&self, index: usize) -> &AtomicU32 {
@@ -211,6 +288,83 @@ impl Gate {
 impl Drop for Gate {
     fn drop(&mut self) {
         self.open();
+    }
+}
+
+/// How long each side of [`concurrent_kernels`]' rendezvous waits for the other.
+const RENDEZVOUS_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Whether this device, in this process, runs kernels of two streams at the same time: two
+/// hand-written kernels on two fresh streams try to meet (each waits for the other, with a
+/// device-side timeout). Asked once per process; the answer is printed.
+///
+/// Checks that two streams of a kernel call overlap need this: on a device that runs one
+/// kernel at a time (compute-sanitizer serialises kernels) nothing can overlap, whatever the
+/// runtime does. When the answer is `true`, overlap is required; the device proved it can.
+pub fn concurrent_kernels() -> Result<bool> {
+    static ANSWER: OnceLock<Result<bool, String>> = OnceLock::new();
+    let answer = ANSWER.get_or_init(|| {
+        let answer = rendezvous().map_err(|error| error.to_string());
+        match &answer {
+            Ok(true) => println!("the device runs kernels of two streams concurrently"),
+            Ok(false) => println!(
+                "the device ran two kernels of two streams one after the other (their \
+                 rendezvous timed out): checks of overlap are not possible in this process"
+            ),
+            Err(error) => println!("the rendezvous of two kernels failed: {error}"),
+        }
+        answer
+    });
+    answer.clone().map_err(Error::InvalidArgument)
+}
+
+fn rendezvous() -> Result<bool> {
+    #[cfg(not(choreo_test_kernels))]
+    {
+        Err(not_built("choreo_tests::concurrent_kernels"))
+    }
+    #[cfg(choreo_test_kernels)]
+    {
+        let words = mapped::words(4)?;
+        let streams = [Stream::new()?, Stream::new()?];
+        for (me, stream) in (0..).zip(&streams) {
+            let _device = stream.bind_device()?;
+            // SAFETY: `words` are four words of mapped pinned memory that are never freed while
+            // the process runs; the stream is valid.
+            let status = unsafe {
+                ffi::choreo_test_rendezvous(
+                    words.cast(),
+                    me,
+                    nanoseconds(RENDEZVOUS_TIMEOUT),
+                    stream.as_raw(),
+                )
+            };
+            choreo::check_cuda(status, "choreo_test_rendezvous")?;
+        }
+        for stream in &streams {
+            stream.synchronize()?;
+        }
+        // SAFETY: as above; the kernels have finished.
+        let met = |side: usize| unsafe { &*words.add(2 + side) }.load(Ordering::SeqCst) != 0;
+        Ok(met(0) && met(1))
+    }
+}
+
+/// Launches a kernel that executes a trap instruction. The kernel fails, and with it the CUDA
+/// context: every later CUDA call of the process fails (a "sticky" error). Only for a test
+/// process of its own.
+pub fn trap(stream: &Stream) -> Result<()> {
+    #[cfg(not(choreo_test_kernels))]
+    {
+        let _ = stream;
+        Err(not_built("choreo_tests::trap"))
+    }
+    #[cfg(choreo_test_kernels)]
+    {
+        let _device = stream.bind_device()?;
+        // SAFETY: a kernel without parameters on a valid stream.
+        let status = unsafe { ffi::choreo_test_trap(stream.as_raw()) };
+        choreo::check_cuda(status, "choreo_test_trap")
     }
 }
 
@@ -268,6 +422,13 @@ pub fn warm_up_kernels() -> Result<()> {
     add_one(&stream, &mut words)?;
     saxpy(&stream, 1.0, &floats, &mut more_floats)?;
     f32_to_fp8(&stream, Fp8Format::E4M3, &floats, &mut bytes)?;
+    #[cfg(choreo_test_kernels)]
+    {
+        let scratch = mapped::words(4)?;
+        // SAFETY: as in `rendezvous`; a zero timeout returns at once.
+        let status = unsafe { ffi::choreo_test_rendezvous(scratch.cast(), 0, 0, stream.as_raw()) };
+        choreo::check_cuda(status, "choreo_test_rendezvous")?;
+    }
     let values = words.to_vec(&stream)?;
     if values.iter().any(|&value| value != 3) {
         return Err(Error::InvalidArgument(format!("warm-up kernels computed {:?}", &values[..4])));
@@ -533,7 +694,7 @@ impl Random {
     }
 }
 
-/// Wakes a parked thread (the waker of [`block_on`]).
+/// Wakes a parked thread.
 pub struct ThreadWaker(pub std::thread::Thread);
 
 impl std::task::Wake for ThreadWaker {
@@ -542,23 +703,67 @@ impl std::task::Wake for ThreadWaker {
     }
 }
 
-/// A minimal executor: polls on the current thread, parks between polls. Returns the output
-/// and the number of polls; panics if the future takes longer than `limit`.
-pub fn block_on<F: std::future::Future + ?Sized>(
-    mut future: std::pin::Pin<&mut F>,
-    limit: Duration,
-) -> (F::Output, usize) {
-    let waker = std::task::Waker::from(std::sync::Arc::new(ThreadWaker(std::thread::current())));
-    let mut context = std::task::Context::from_waker(&waker);
-    let started = std::time::Instant::now();
+/// The waker of [`block_on`]: notes the wake-up and unparks the polling thread.
+struct Notified {
+    woken: AtomicBool,
+    /// Set by the watchdog once the device has finished all work.
+    device_idle: AtomicBool,
+    thread: Thread,
+}
+
+impl Wake for Notified {
+    fn wake(self: Arc<Self>) {
+        self.woken.store(true, Ordering::SeqCst);
+        self.thread.unpark();
+    }
+}
+
+/// A minimal executor: polls on the current thread and parks until the future's waker is
+/// called. Returns the output and the number of polls.
+///
+/// It checks the future's wake-ups without any deadline: once the future is pending, a
+/// watchdog thread waits for the whole device (`cudaDeviceSynchronize` returns after the host
+/// callbacks enqueued on streams have run, and the callback is what wakes a
+/// [`choreo::Pending`]'s future). If the device is idle and the waker was never called, the
+/// future missed its wake-up: panics, saying whether the future was complete anyway.
+pub fn block_on<F: Future + ?Sized>(mut future: Pin<&mut F>) -> (F::Output, usize) {
+    let notified = Arc::new(Notified {
+        woken: AtomicBool::new(false),
+        device_idle: AtomicBool::new(false),
+        thread: thread::current(),
+    });
+    let waker = Waker::from(Arc::clone(&notified));
+    let mut context = Context::from_waker(&waker);
+    let mut watchdog = None;
     let mut polls = 0;
     loop {
         polls += 1;
-        if let std::task::Poll::Ready(output) = future.as_mut().poll(&mut context) {
+        notified.woken.store(false, Ordering::SeqCst);
+        if let Poll::Ready(output) = future.as_mut().poll(&mut context) {
             return (output, polls);
         }
-        let elapsed = started.elapsed();
-        assert!(elapsed < limit, "the future was not woken within {limit:?}");
-        std::thread::park_timeout(limit - elapsed);
+        if watchdog.is_none() {
+            let device = choreo::Device::current().expect("the current device");
+            let notified = Arc::clone(&notified);
+            watchdog = Some(thread::spawn(move || {
+                let synchronized = device.synchronize();
+                notified.device_idle.store(true, Ordering::SeqCst);
+                notified.thread.unpark();
+                synchronized
+            }));
+        }
+        while !notified.woken.load(Ordering::SeqCst) {
+            if notified.device_idle.load(Ordering::SeqCst) && !notified.woken.load(Ordering::SeqCst)
+            {
+                let synchronized = watchdog.take().map(|watchdog| watchdog.join());
+                let ready = future.as_mut().poll(&mut context).is_ready();
+                panic!(
+                    "the device finished all its work (synchronize: {synchronized:?}) but the \
+                     future's waker was not called after poll {polls}; the future is {}",
+                    if ready { "complete: a missing wake-up" } else { "still not complete" }
+                );
+            }
+            thread::park();
+        }
     }
 }

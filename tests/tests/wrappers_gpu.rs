@@ -1,13 +1,16 @@
 //! GPU tests of the generated kernel wrappers (`choreo_tests::co`, from `co/*.co`): every
 //! parameter kind, symbolic dimensions, shape errors before any launch, runtime checks,
 //! synchronous vs asynchronous semantics, two streams overlapping, `then`, `.await`, and
-//! `mem::forget` of a guard (run the binary under `compute-sanitizer --tool memcheck` too).
-//! Results are checked against CPU references on fresh random data; outputs are poisoned first.
+//! `mem::forget` of a guard. Results are checked against CPU references on fresh random data;
+//! outputs are poisoned first.
 //!
-//! All but one are `#[ignore]`d: run them with `--ignored` on a machine with a GPU. Without a
-//! GPU, or when the kernels were not compiled (stub build), they fail with a message saying so;
-//! they never pass vacuously. Timing assertions are skipped when `CHOREO_TEST_SANITIZER` is set
-//! (serialised execution under compute-sanitizer).
+//! All but one are `#[ignore]`d: run them with `--ignored` on a machine with a GPU, and under
+//! compute-sanitizer with `SANITIZE=all gpu-bundle/run-all` (see ci/bundle-gpu-tests). Without
+//! a GPU, or when the kernels were not compiled (stub build), they fail with a message saying
+//! so; they never pass vacuously. No check depends on how fast anything runs: work is held
+//! back with gates that only the host opens, and orderings are read from the device (stream
+//! and event queries, event timestamps compared with each other), so the tests pass unchanged
+//! under the sanitizer's slowdown.
 //!
 //! `shape_errors_come_before_any_cuda_call` needs the compiled kernels but no GPU: the shape
 //! checks of a wrapper with only host data run before its first CUDA call.
@@ -15,14 +18,16 @@
 use std::future::IntoFuture;
 use std::pin::pin;
 use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use choreo::{
-    DeviceRepr, DeviceTensor, Error, HostTensor, HostView, HostViewMut, Stream, bf16, f16,
+    DeviceBuffer, DeviceRepr, DeviceTensor, Error, HostTensor, HostView, HostViewMut, Stream, bf16,
+    f16,
 };
 use choreo_tests::co::{kinds, seed, timing};
 use choreo_tests::{
-    CO_KERNELS_BUILT, Random, assert_no_deferred_error, block_on, serialized_execution,
+    CO_KERNELS_BUILT, Gate, KERNELS_BUILT, Random, assert_no_deferred_error, block_on,
+    concurrent_kernels, spin_then_write, wait_then_write, warm_up_kernels,
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -42,12 +47,24 @@ fn require_kernels() {
     }
 }
 
-/// Fails the test unless a GPU and the compiled kernels are available; serialises GPU tests.
+/// Fails the test unless a GPU and the compiled kernels (the Choreo ones and the hand-written
+/// test kernels) are available; serialises GPU tests.
 fn require_gpu() -> MutexGuard<'static, ()> {
     require_kernels();
+    if !KERNELS_BUILT {
+        panic!(
+            "the hand-written test kernels were not built (no nvcc when choreo-tests was built)"
+        );
+    }
     let guard = GPU_TESTS.lock().unwrap_or_else(PoisonError::into_inner);
     if let Err(error) = choreo::init() {
         panic!("this test needs a CUDA GPU: {error}");
+    }
+    // Loads the hand-written kernels before a test holds one at a gate (see the function).
+    static WARM_UP: OnceLock<Result<(), String>> = OnceLock::new();
+    let warm_up = WARM_UP.get_or_init(|| warm_up_kernels().map_err(|error| error.to_string()));
+    if let Err(error) = warm_up {
+        panic!("the test kernels do not run: {error}");
     }
     guard
 }
@@ -75,44 +92,13 @@ fn lcg(start: u32, iters: i32) -> u32 {
     (0..iters).fold(start, |x, _| x.wrapping_mul(1664525).wrapping_add(1013904223))
 }
 
-/// Loop iterations of the spin kernels per millisecond on this GPU (measured once, with
-/// events, on a synchronous spin of one block).
-fn iterations_per_ms() -> f64 {
-    static RATE: OnceLock<f64> = OnceLock::new();
-    *RATE.get_or_init(|| {
-        let stream = Stream::new().unwrap();
-        let mut out = DeviceTensor::<u32, 1>::zeros([1]).unwrap();
-        let mut sink = DeviceTensor::<u32, 1>::zeros([1]).unwrap();
-        // Warm-up (module loading), then a measured run.
-        timing::spin_sync(&stream, &mut out, &mut sink, 1000, 0).unwrap();
-        let iters = 2_000_000;
-        let start = stream.record_event().unwrap();
-        timing::spin_sync(&stream, &mut out, &mut sink, iters, 0).unwrap();
-        let end = stream.record_event().unwrap();
-        end.synchronize().unwrap();
-        let ms = f64::from(start.elapsed_ms(&end).unwrap()).max(0.01);
-        let rate = f64::from(iters) / ms;
-        println!("spin kernels: {rate:.0} iterations per ms");
-        rate
-    })
-}
+/// Iterations of the spin kernels for long work: 2^25 dependent steps of the LCG, tens of
+/// milliseconds on an H200. Long spins make ordering mistakes show; no check depends on their
+/// length except where a test says so.
+const LONG_SPIN: i32 = 1 << 25;
 
-/// Iterations for a spin of about `ms` milliseconds (longer under compute-sanitizer scaling,
-/// see `CHOREO_TEST_SPIN_SCALE`).
-fn iterations_for(ms: f64) -> i32 {
-    let scale = std::env::var("CHOREO_TEST_SPIN_SCALE")
-        .ok()
-        .and_then(|text| text.parse::<f64>().ok())
-        .unwrap_or(1.0)
-        .max(1.0);
-    (iterations_per_ms() * ms * scale).clamp(1.0, f64::from(i32::MAX)) as i32
-}
-
-/// Milliseconds between two events.
-fn elapsed_ms(start: &choreo::Event, end: &choreo::Event) -> f64 {
-    end.synchronize().unwrap();
-    f64::from(start.elapsed_ms(end).unwrap())
-}
+/// Iterations of the spin kernels for work whose length does not matter.
+const SHORT_SPIN: i32 = 1000;
 
 // ---------------------------------------------------------------------------------------------
 // Parameter kinds and results
@@ -379,79 +365,96 @@ fn failed_runtime_checks_are_errors_not_aborts() {
 // Synchronous and asynchronous semantics
 // ---------------------------------------------------------------------------------------------
 
+/// A synchronous wrapper returns only once its work is done. Ahead of it on the same stream, a
+/// hand-written kernel busy-waits 300 ms of device time: a wrapper that returned without
+/// waiting would find its stream still busy for that long.
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn synchronous_wrappers_have_finished_when_they_return() {
     let _gpu = require_gpu();
     let stream = Stream::new().unwrap();
-    let iters = iterations_for(50.0);
     let mut out = upload(&[0u32; 4]);
     let mut sink = upload(&[0u32; 4]);
-    timing::spin_sync(&stream, &mut out, &mut sink, iters, 11).unwrap();
+    let mut ahead = DeviceBuffer::<u32>::zeroed(1).unwrap();
+    spin_then_write(&stream, &mut ahead, Duration::from_millis(300), 1).unwrap();
+    timing::spin_sync(&stream, &mut out, &mut sink, SHORT_SPIN, 11).unwrap();
     assert!(stream.query().unwrap(), "the stream still has work");
     assert!(out.buffer().is_idle().unwrap(), "`out` still has pending accesses");
+    assert!(ahead.is_idle().unwrap(), "the work ahead of the call is not done");
     assert_eq!(download(&out), vec![11; 4]);
-    assert_eq!(download(&sink), vec![lcg(1, iters); 4]);
+    assert_eq!(download(&sink), vec![lcg(1, SHORT_SPIN); 4]);
     // The seed's synchronous function.
+    spin_then_write(&stream, &mut ahead, Duration::from_millis(300), 2).unwrap();
     let a = vec![1.0f32; 100];
     seed::bar(&stream, a.as_slice().into()).unwrap();
     assert!(stream.query().unwrap());
 }
 
+/// An asynchronous wrapper returns while its work is still to run: its stream is held by a
+/// gated kernel that only the host opens, so the work cannot finish before the wrapper
+/// returns (a wrapper that waited would hang until the gate timed out).
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn asynchronous_wrappers_return_before_the_work_is_done() {
     let _gpu = require_gpu();
     let stream = Stream::new().unwrap();
-    let iters = iterations_for(50.0);
     let mut out = upload(&[0u32; 4]);
     let mut sink = upload(&[0u32; 4]);
-    let started = Instant::now();
-    let pending = timing::spin_async(&stream, &mut out, &mut sink, iters, 7).unwrap();
-    let returned_after = started.elapsed();
-    let complete = pending.is_complete().unwrap();
-    if !serialized_execution() {
-        assert!(!complete, "a ~50 ms kernel finished before the wrapper returned");
-        assert!(returned_after < Duration::from_millis(25), "returned after {returned_after:?}");
-    }
+    let gate = Gate::closed().unwrap();
+    let mut held = DeviceBuffer::<u32>::zeroed(1).unwrap();
+    wait_then_write(&stream, &gate, &mut held, 1).unwrap();
+    let pending = timing::spin_async(&stream, &mut out, &mut sink, SHORT_SPIN, 7).unwrap();
+    assert!(!gate.timed_out(), "the wrapper waited for the device");
+    assert!(!pending.is_complete().unwrap(), "the work finished before its stream was released");
+    gate.open();
     pending.wait().unwrap();
     assert_eq!(download(&out), vec![7; 4]);
-    assert_eq!(download(&sink), vec![lcg(1, iters); 4]);
+    assert_eq!(download(&sink), vec![lcg(1, SHORT_SPIN); 4]);
     // A scalar result of an asynchronous function is delivered by the guard.
     let pending = timing::spin_count(&stream, &mut out, 1000).unwrap();
     assert_eq!(pending.wait().unwrap(), 8);
     assert_no_deferred_error();
 }
 
+/// The two launches of `spin_pair` (stream `s0` and stream `s1`) do not wait for each other:
+/// with a long spin on one stream and a one-step spin on the other, the short one finishes
+/// first, in both arrangements; had one stream waited for the other, the short spin would end
+/// after the long one whenever it is on the waiting stream. The end of each stream is an event
+/// timestamp (device time), compared with the other: a relative order, not a duration. Both
+/// streams start from one event, so neither starts early.
+///
+/// Overlap needs a device that runs kernels of two streams at the same time, which this
+/// process first asks of it (`concurrent_kernels`); a device that runs one kernel at a time
+/// (compute-sanitizer) cannot show it, and then only the results are checked.
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn two_streams_run_concurrently() {
     let _gpu = require_gpu();
     let (s0, s1) = (Stream::new().unwrap(), Stream::new().unwrap());
-    let iters = iterations_for(20.0);
     let mut a = upload(&[0u32; 2]);
     let mut b = upload(&[0u32; 2]);
-    let mut sink = upload(&[0u32; 2]);
-    // One spin alone.
-    timing::spin_sync(&s0, &mut a, &mut sink, 1000, 0).unwrap();
-    let start = s0.record_event().unwrap();
-    timing::spin_sync(&s0, &mut a, &mut sink, iters, 0).unwrap();
-    let end = s0.record_event().unwrap();
-    let one = elapsed_ms(&start, &end);
-    // Two spins of the same length on two streams, started together.
-    let start = s0.record_event().unwrap();
-    s1.wait_event(&start).unwrap();
-    let pending = timing::spin_two(&s0, &s1, &mut a, &mut b, iters).unwrap();
-    let end0 = s0.record_event().unwrap();
-    let end1 = s1.record_event().unwrap();
-    pending.wait().unwrap();
-    let both = elapsed_ms(&start, &end0).max(elapsed_ms(&start, &end1));
-    println!("one spin: {one:.2} ms, two spins on two streams: {both:.2} ms");
-    if !serialized_execution() {
-        assert!(both < 1.5 * one, "no overlap: one spin {one:.2} ms, two {both:.2} ms");
+    let concurrent = concurrent_kernels().unwrap();
+    for (iters_a, iters_b) in [(LONG_SPIN, 1), (1, LONG_SPIN)] {
+        let start = s0.record_event().unwrap();
+        s1.wait_event(&start).unwrap();
+        let pending = timing::spin_pair(&s0, &s1, &mut a, &mut b, iters_a, iters_b).unwrap();
+        let end0 = s0.record_event().unwrap();
+        let end1 = s1.record_event().unwrap();
+        pending.wait().unwrap();
+        end0.synchronize().unwrap();
+        end1.synchronize().unwrap();
+        let (t0, t1) = (start.elapsed_ms(&end0).unwrap(), start.elapsed_ms(&end1).unwrap());
+        println!("s0 spins {iters_a}, s1 spins {iters_b}: s0 ends at {t0:.3} ms, s1 at {t1:.3} ms");
+        if concurrent {
+            if iters_a > iters_b {
+                assert!(t1 < t0, "s1's short spin ended after s0's long one: s1 waited for s0");
+            } else {
+                assert!(t0 < t1, "s0's short spin ended after s1's long one: s0 waited for s1");
+            }
+        }
+        assert_eq!(download(&a), vec![lcg(1, iters_a); 2]);
+        assert_eq!(download(&b), vec![lcg(7, iters_b); 2]);
     }
-    assert_eq!(download(&a), vec![lcg(1, iters); 2]);
-    assert_eq!(download(&b), vec![lcg(7, iters); 2]);
     // The seed itself (its results stay on the device; it must run and complete).
     let mut random = Random::fresh("seed");
     let (x, y) = (random.f32s(1000), random.f32s(300));
@@ -467,7 +470,7 @@ fn two_streams_run_concurrently() {
 fn tensors_written_on_two_streams_are_read_after_both_writes() {
     let _gpu = require_gpu();
     let (s0, s1, s2) = (Stream::new().unwrap(), Stream::new().unwrap(), Stream::new().unwrap());
-    let iters = iterations_for(30.0);
+    let iters = LONG_SPIN / 4;
     for round in 0..3 {
         let mut a = upload(&[0u32; 2]);
         let mut b = upload(&[0u32; 2]);
@@ -492,6 +495,9 @@ fn tensors_written_on_two_streams_are_read_after_both_writes() {
     assert_no_deferred_error();
 }
 
+/// `then` makes another stream wait for a guard's work without blocking the host: the work is
+/// held behind a gated kernel that only the host opens, so a marker on the other stream cannot
+/// complete before the gate opens.
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn then_orders_another_stream_after_the_work() {
@@ -499,13 +505,16 @@ fn then_orders_another_stream_after_the_work() {
     let (s0, s1) = (Stream::new().unwrap(), Stream::new().unwrap());
     let mut out = upload(&[0u32; 4]);
     let mut sink = upload(&[0u32; 4]);
-    let pending = timing::spin_async(&s0, &mut out, &mut sink, iterations_for(50.0), 3).unwrap();
+    let gate = Gate::closed().unwrap();
+    let mut held = DeviceBuffer::<u32>::zeroed(1).unwrap();
+    wait_then_write(&s0, &gate, &mut held, 1).unwrap();
+    let pending = timing::spin_async(&s0, &mut out, &mut sink, SHORT_SPIN, 3).unwrap();
     pending.then(&s1).unwrap();
     let mut marker = choreo::Event::new().unwrap();
     marker.record(&s1).unwrap();
-    if !serialized_execution() {
-        assert!(!marker.query().unwrap(), "s1 did not wait for the spin");
-    }
+    assert!(!marker.query().unwrap(), "s1 did not wait for the work");
+    assert!(!gate.timed_out(), "`then` or the wrapper waited for the device");
+    gate.open();
     marker.synchronize().unwrap();
     assert!(pending.is_complete().unwrap(), "s1 passed the marker before the work was done");
     pending.wait().unwrap();
@@ -521,9 +530,10 @@ fn awaiting_a_guard_delivers_inout_data_and_the_result() {
     let before = random.f32s(n);
     let mut acc = before.clone();
     let twice = {
-        let pending = timing::spin_inout(acc.as_mut_slice().into(), iterations_for(20.0)).unwrap();
+        let pending = timing::spin_inout(acc.as_mut_slice().into(), LONG_SPIN).unwrap();
         let mut future = pin!(pending.into_future());
-        let (result, polls) = block_on(future.as_mut(), Duration::from_secs(20));
+        // `block_on` fails if the device finishes without the future's waker being called.
+        let (result, polls) = block_on(future.as_mut());
         println!("awaited in {polls} polls");
         result.unwrap()
     };
@@ -538,7 +548,7 @@ fn awaiting_a_guard_delivers_inout_data_and_the_result() {
 fn forgetting_a_guard_then_dropping_its_buffers_is_safe() {
     let _gpu = require_gpu();
     let stream = Stream::new().unwrap();
-    let iters = iterations_for(50.0);
+    let iters = LONG_SPIN;
     let mut out = upload(&[0u32; 256]);
     let mut sink = upload(&[0u32; 256]);
     let pending = timing::spin_async(&stream, &mut out, &mut sink, iters, 5).unwrap();

@@ -1,0 +1,212 @@
+//! GPU tests of bad input at the Rust boundary of the generated wrappers: each kind of wrong
+//! argument gives a specific `Err` before anything is launched, and leaves the arguments as
+//! they were.
+//!
+//! - a tensor of the wrong shape: `Error::Shape` naming the parameter and the dimension;
+//! - data of the wrong length: `Error::Length` when the view or tensor is made, or
+//!   `Error::Shape` for a rank-1 argument against a constant extent;
+//! - a tensor of another device, a stream of another device, streams of two devices:
+//!   `Error::InvalidArgument` naming both devices (these need two GPUs:
+//!   `#[ignore = "needs two CUDA GPUs"]`, and their names end in `two_gpus` so that
+//!   `gpu-bundle/run-all` leaves them out on a machine with one GPU);
+//! - device buffers that alias within one call: `Error::InvalidArgument` ("arguments alias").
+//!
+//! Two more cases live elsewhere: a tensor whose buffer was moved out is a compile error
+//! (`compile_fail/moved_tensor.rs`), and a call after a sticky CUDA error has its own test
+//! process (`sticky_error_gpu.rs`), since the error poisons the process's CUDA context.
+
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use choreo::kernels::WorkStreams;
+use choreo::{Device, DeviceBuffer, DeviceRepr, DeviceTensor, Error, HostTensor, HostView, Stream};
+use choreo_tests::CO_KERNELS_BUILT;
+use choreo_tests::co::{kinds, timing};
+
+/// Serialises the GPU tests of this binary.
+static GPU_TESTS: Mutex<()> = Mutex::new(());
+
+/// Fails the test unless the kernels were compiled and `devices` GPUs are available;
+/// serialises GPU tests.
+fn require_gpus(devices: usize) -> MutexGuard<'static, ()> {
+    if !CO_KERNELS_BUILT {
+        panic!("the Choreo test kernels were not compiled (stub build: no nvcc when built)");
+    }
+    let guard = GPU_TESTS.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Err(error) = choreo::init() {
+        panic!("this test needs a CUDA GPU: {error}");
+    }
+    let count = Device::count().unwrap();
+    if count < devices {
+        panic!("this test needs {devices} CUDA GPUs; this machine has {count}");
+    }
+    guard
+}
+
+fn upload<T: DeviceRepr>(data: &[T]) -> DeviceTensor<T, 1> {
+    DeviceTensor::from_host(&Stream::default_stream(), data.into()).expect("upload")
+}
+
+fn download<T: DeviceRepr>(tensor: &DeviceTensor<T, 1>) -> Vec<T> {
+    tensor.to_host(&Stream::default_stream()).expect("download").into_vec()
+}
+
+/// The message of an `Error::InvalidArgument`, or a panic naming what came instead.
+#[track_caller]
+fn invalid_argument<T: std::fmt::Debug>(result: choreo::Result<T>) -> String {
+    match result {
+        Err(Error::InvalidArgument(message)) => message,
+        other => panic!("expected Error::InvalidArgument, got {other:?}"),
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_tensor_of_the_wrong_shape_is_a_shape_error() {
+    let _gpu = require_gpus(1);
+    // `axpy(global f32 [N] x, global f32 [N] y, f32 a)`: N is bound by `x`.
+    let x = upload(&[1.0f32; 64]);
+    let mut y = upload(&[5.0f32; 65]);
+    match kinds::axpy(&x, &mut y, 2.0) {
+        Err(Error::Shape { param: "y", dim: 0, expected: 64, got: 65 }) => {}
+        other => panic!("expected a shape error for `y`, got {other:?}"),
+    }
+    assert_eq!(download(&y), vec![5.0; 65], "nothing may have been launched");
+    // Rank 2: `gemv(f32 [M, N] a, f32 [N] x, f32 [M] &y)` with `x` one too long.
+    let a = HostTensor::new(vec![1.0f32; 6], [2, 3]).unwrap();
+    let mut out = [7.0f32; 2];
+    match kinds::gemv((&a).into(), [1.0f32; 4].as_slice().into(), out.as_mut_slice().into()) {
+        Err(Error::Shape { param: "x", dim: 0, expected: 3, got: 4 }) => {}
+        other => panic!("expected a shape error for `x`, got {other:?}"),
+    }
+    assert_eq!(out, [7.0; 2], "`y` must not be written");
+    choreo_tests::assert_no_deferred_error();
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn data_of_the_wrong_length_is_a_length_error() {
+    let _gpu = require_gpus(1);
+    // Views and tensors check their element count against their shape when they are made,
+    // so a wrapper never sees data of the wrong length.
+    let seven = [1.0f32; 7];
+    assert_eq!(HostView::new(&seven, [2, 3]).unwrap_err(), Error::Length { expected: 6, got: 7 });
+    assert_eq!(
+        HostTensor::new(vec![1.0f32; 5], [2, 3]).unwrap_err(),
+        Error::Length { expected: 6, got: 5 }
+    );
+    let buffer = DeviceBuffer::<f32>::zeroed(7).unwrap();
+    assert_eq!(
+        DeviceTensor::from_buffer(buffer, [2, 3]).unwrap_err(),
+        Error::Length { expected: 6, got: 7 }
+    );
+    // A rank-1 argument is its own shape: against a constant extent (`s32 [4]` of `kinds`)
+    // a wrong length is a shape error naming the parameter.
+    let stream = Stream::new().unwrap();
+    let n = 16;
+    let g = upload(&vec![1.0f32; n]);
+    let mut out = upload(&vec![3.0f32; n]);
+    let mut acc = vec![0.0f32; n];
+    let result = kinds::kinds(
+        vec![1.0f32; n].as_slice().into(),
+        acc.as_mut_slice().into(),
+        &g,
+        &mut out,
+        1.0,
+        choreo::f16::ONE,
+        choreo::bf16::ONE,
+        false,
+        [0i32; 5].as_slice().into(),
+        0,
+        &stream,
+    );
+    match result {
+        Err(Error::Shape { param: "anon_0", dim: 0, expected: 4, got: 5 }) => {}
+        other => panic!("expected a shape error for the unnamed `s32 [4]`, got {other:?}"),
+    }
+    assert_eq!(download(&out), vec![3.0; n], "nothing may have been launched");
+    assert_eq!(acc, vec![0.0; n]);
+    choreo_tests::assert_no_deferred_error();
+}
+
+/// Device buffers that overlap within one call are refused before anything is launched when
+/// one of them is written. Safe code cannot pass one tensor as `&` and `&mut` to a wrapper
+/// (`compile_fail/same_tensor_in_and_out.rs`), so this drives the wrappers' own bookkeeping,
+/// `WorkStreams`, with one buffer handed out twice, as a wrapper would hand out two views of
+/// one allocation.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn aliased_device_arguments_are_refused_before_launch() {
+    let _gpu = require_gpus(1);
+    let stream = Stream::new().unwrap();
+    let mut t = upload(&[4u32; 64]);
+    let other = upload(&[1u32; 64]);
+
+    // Read and then written in the same call.
+    let mut work = WorkStreams::new(&[&stream]).unwrap();
+    work.read_ptr(other.buffer()).unwrap();
+    work.read_ptr(t.buffer()).unwrap();
+    let message = invalid_argument(work.write_ptr(t.buffer_mut()));
+    assert!(message.starts_with("arguments alias"), "{message}");
+    assert!(message.contains("device buffer #2") && message.contains("device buffer #3"));
+    drop(work);
+    // Written twice, named by the wrapper.
+    let mut work = WorkStreams::new(&[&stream]).unwrap();
+    work.write_param_ptr("out", t.buffer_mut()).unwrap();
+    let message = invalid_argument(work.write_param_ptr("acc", t.buffer_mut()));
+    assert!(message.contains("`out`") && message.contains("`acc`"), "{message}");
+    drop(work);
+    // Read twice: no conflict.
+    let mut work = WorkStreams::new(&[&stream]).unwrap();
+    work.read_ptr(t.buffer()).unwrap();
+    work.read_ptr(t.buffer()).unwrap();
+    drop(work);
+
+    // Nothing was launched, and the buffers stay usable (their unrecorded accesses cost a
+    // device synchronisation, never correctness).
+    assert_eq!(download(&t), vec![4; 64]);
+    timing::spin_sync(&stream, &mut t, &mut upload(&[0u32; 64]), 1, 9).unwrap();
+    assert_eq!(download(&t), vec![9; 64]);
+    assert_eq!(download(&other), vec![1; 64]);
+    choreo_tests::assert_no_deferred_error();
+}
+
+#[test]
+#[ignore = "needs two CUDA GPUs"]
+fn a_tensor_of_another_device_is_refused_two_gpus() {
+    let _gpu = require_gpus(2);
+    Device::set(0).unwrap();
+    let device_1 = Stream::new_on_device(Device::new(1).unwrap()).unwrap();
+    let foreign = DeviceTensor::from_host(&device_1, [1.0f32; 64].as_slice().into()).unwrap();
+    let mut local = upload(&[5.0f32; 64]);
+    // `axpy` runs on the current device (0); `x` lives on device 1.
+    let message = invalid_argument(kinds::axpy(&foreign, &mut local, 2.0));
+    assert!(message.contains("is on device 1") && message.contains("runs on device 0"));
+    assert_eq!(download(&local), vec![5.0; 64], "nothing may have been launched");
+    // A written tensor of another device.
+    let mut foreign = foreign;
+    let message = invalid_argument(kinds::axpy(&local, &mut foreign, 2.0));
+    assert!(message.contains("is on device 1") && message.contains("runs on device 0"));
+    let back = foreign.to_host(&device_1).unwrap().into_vec();
+    assert_eq!(back, vec![1.0; 64], "nothing may have been launched");
+    choreo_tests::assert_no_deferred_error();
+}
+
+#[test]
+#[ignore = "needs two CUDA GPUs"]
+fn a_stream_of_another_device_is_refused_two_gpus() {
+    let _gpu = require_gpus(2);
+    Device::set(0).unwrap();
+    let on_0 = Stream::new().unwrap();
+    let on_1 = Stream::new_on_device(Device::new(1).unwrap()).unwrap();
+    let mut out = upload(&[3u32; 8]);
+    let mut sink = upload(&[3u32; 8]);
+    // Tensors of device 0, the call's stream of device 1.
+    let message = invalid_argument(timing::spin_sync(&on_1, &mut out, &mut sink, 1, 9));
+    assert!(message.contains("is on device 0") && message.contains("runs on device 1"));
+    // The two streams of one call on two devices.
+    let message = invalid_argument(timing::spin_two(&on_0, &on_1, &mut out, &mut sink, 1));
+    assert!(message.contains("must belong to one device"), "{message}");
+    assert_eq!(download(&out), vec![3; 8], "nothing may have been launched");
+    assert_eq!(download(&sink), vec![3; 8], "nothing may have been launched");
+    choreo_tests::assert_no_deferred_error();
+}
