@@ -154,8 +154,8 @@ fn global_parameters_follow_the_read_write_sets() {
     let text = emit(&manifest_dir().join("tests/fixtures/rust/global_rw.co"), false);
     assert!(text.contains("    x: &::choreo::DeviceTensor<f32, 1>,\n"));
     assert!(text.contains("    y: &mut ::choreo::DeviceTensor<f32, 1>,\n"));
-    assert!(text.contains("__choreo_work.read_ptr(x.buffer())"));
-    assert!(text.contains("__choreo_work.write_ptr(y.buffer_mut())"));
+    assert!(text.contains("__choreo_work.read_param_ptr(\"x\", x.buffer())"));
+    assert!(text.contains("__choreo_work.write_param_ptr(\"y\", y.buffer_mut())"));
     assert!(text.contains("    idx: &'a ::choreo::DeviceTensor<i32, 1>,\n"));
     assert!(text.contains("    out: &'a mut ::choreo::DeviceTensor<f32, 1>,\n"));
     // `?` and `??` extents are passed, not checked.

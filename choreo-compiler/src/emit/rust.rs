@@ -800,23 +800,30 @@ impl<'f> FnEmitter<'f> {
             return;
         }
         b.blank();
-        b.line("// Device pointers; every work stream is ordered after earlier accesses.");
+        b.line(
+            "// Device pointers; every work stream is ordered after earlier accesses, and a \
+             written",
+        );
+        b.line("// buffer that overlaps another argument is refused before anything runs.");
         for p in with_pointer {
             let data = p.device_data();
             if p.written {
                 b.line(&format!(
-                    "let __choreo_ptr_{} = __choreo_work.write_ptr({data}.buffer_mut())?;",
-                    p.tag
+                    "let __choreo_ptr_{} = __choreo_work.write_param_ptr({:?}, {data}.buffer_mut())?;",
+                    p.tag, p.tag
                 ));
             } else {
                 b.line(&format!(
-                    "let __choreo_ptr_{} = __choreo_work.read_ptr({data}.buffer())?;",
-                    p.tag
+                    "let __choreo_ptr_{} = __choreo_work.read_param_ptr({:?}, {data}.buffer())?;",
+                    p.tag, p.tag
                 ));
             }
         }
         if self.ret_spanned.is_some() {
-            b.line("let __choreo_ptr_ret = __choreo_work.write_ptr(__choreo_ret.buffer_mut())?;");
+            b.line(
+                "let __choreo_ptr_ret = __choreo_work.write_param_ptr(\"return value\", \
+                 __choreo_ret.buffer_mut())?;",
+            );
         }
     }
 
