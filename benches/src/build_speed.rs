@@ -462,12 +462,11 @@ pub fn run_front_stages(source: &Source, last: Stage) -> Result<(), String> {
     if last != Stage::Parse && !diagnostics.has_errors() {
         let program = choreo_compiler::sema::check(&db, &ast, options.target, &mut diagnostics);
         if last == Stage::Lower && !diagnostics.has_errors() {
-            black_box(choreo_compiler::lower::lower(
-                &program,
+            let lowering = choreo_compiler::lower::LowerOptions::new(
                 options.target,
-                &choreo_compiler::lower::SymbolScope::for_file_name(&source.name),
-                &mut diagnostics,
-            ));
+                choreo_compiler::lower::SymbolScope::for_file_name(&source.name),
+            );
+            black_box(choreo_compiler::lower::lower(&program, &lowering, &mut diagnostics));
         }
         black_box(program);
     }

@@ -185,6 +185,7 @@ pub struct Builder {
     nvcc_flags: Vec<String>,
     include_dirs: Vec<PathBuf>,
     runtime_checks: bool,
+    bounds_checks: bool,
     out_dir: Option<PathBuf>,
     dump_dir: Option<PathBuf>,
     lean_prelude: bool,
@@ -211,6 +212,7 @@ impl Builder {
             nvcc_flags: Vec::new(),
             include_dirs: Vec::new(),
             runtime_checks: true,
+            bounds_checks: true,
             out_dir: None,
             dump_dir: None,
             lean_prelude: true,
@@ -287,6 +289,16 @@ impl Builder {
     /// Whether the generated code checks shapes and launch bounds at run time (default true).
     pub fn runtime_checks(&mut self, enabled: bool) -> &mut Builder {
         self.runtime_checks = enabled;
+        self
+    }
+
+    /// Whether element accesses that the compiler cannot prove in bounds are checked at run
+    /// time (default true): a failing access is skipped and the call returns
+    /// `choreo::Error::OutOfBounds`. Turned off, the kernels skip the checks and the wrapper of
+    /// every function with such an access is an `unsafe fn` (the caller vouches for the
+    /// indices); proven accesses cost nothing either way.
+    pub fn bounds_checks(&mut self, enabled: bool) -> &mut Builder {
+        self.bounds_checks = enabled;
         self
     }
 
@@ -473,6 +485,7 @@ impl Builder {
             runtime_checks: self.runtime_checks,
             stub_wrappers: stub,
             symbol_scope: None,
+            bounds_checks: self.bounds_checks,
         };
         let mut translated = Vec::new();
         let mut failed = Vec::new();

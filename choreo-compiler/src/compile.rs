@@ -20,7 +20,7 @@ use crate::emit::rust::{RustOptions, emit_rust};
 use crate::frontend::parse_file;
 use crate::hir;
 pub use crate::lower::SymbolScope;
-use crate::lower::{Plan, lower};
+use crate::lower::{LowerOptions, Plan, lower};
 use crate::preprocess::PreprocessOptions;
 use crate::sema;
 use crate::source::{FileId, SourceDb, Span};
@@ -51,6 +51,10 @@ pub struct CompileOptions {
     /// `choreo-build` passes (package, version, library, module), so files and crates linked
     /// together never define the same symbol.
     pub symbol_scope: Option<SymbolScope>,
+    /// Whether element accesses that are not proven in bounds are checked at run time
+    /// (default true). Without the checks, the Rust wrapper of a function with such accesses is
+    /// an `unsafe fn`.
+    pub bounds_checks: bool,
 }
 
 impl Default for CompileOptions {
@@ -62,6 +66,7 @@ impl Default for CompileOptions {
             runtime_checks: true,
             stub_wrappers: false,
             symbol_scope: None,
+            bounds_checks: true,
         }
     }
 }
@@ -121,7 +126,13 @@ pub fn compile(db: &SourceDb, file: FileId, opts: &CompileOptions) -> Compilatio
         Some(scope) => scope.clone(),
         None => SymbolScope::for_file_name(db.file(file).name()),
     };
-    let plan = lower(&program, opts.target, &scope, &mut diags);
+    let lowering = LowerOptions {
+        target: opts.target,
+        scope,
+        bounds_checks: opts.bounds_checks,
+        runtime_checks: opts.runtime_checks,
+    };
+    let plan = lower(&program, &lowering, &mut diags);
     if diags.has_errors() {
         return Compilation::failed(Some(program), Some(plan), diags);
     }
@@ -149,7 +160,7 @@ pub fn compile(db: &SourceDb, file: FileId, opts: &CompileOptions) -> Compilatio
         stub: opts.stub_wrappers,
         module_doc_source: db.file(file).name().to_string(),
     };
-    let rs = emit_rust(&program, &plan, &rust_options);
+    let rs = emit_rust(db, &program, &plan, &rust_options);
     Compilation {
         cu: Some(cu),
         rs: Some(rs),

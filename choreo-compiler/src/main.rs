@@ -5,6 +5,7 @@
 //! choreoc parse [--dump] [--message-format=…] [-D NAME[=VALUE]]... FILE
 //! choreoc lex [--message-format=…] [-D …]... FILE
 //! choreoc emit-cu FILE.co [-D …]... [--arch sm_90a] [--standalone] [--no-runtime-checks]
+//!                [--no-bounds-checks]
 //!                 [-o OUT.cu]
 //! choreoc emit-rs FILE.co [-D …]... [--stub] [-o OUT.rs]
 //! choreoc build FILE.co -o EXE [--arch sm_90a] [-D …]... [--nvcc PATH] [--no-runtime-checks]
@@ -80,6 +81,8 @@ enum Flag {
     Standalone,
     /// `--no-runtime-checks`
     NoRuntimeChecks,
+    /// `--no-bounds-checks`
+    NoBoundsChecks,
     /// `--stub`
     Stub,
     /// `--nvcc PATH` / `--nvcc=PATH`
@@ -122,10 +125,11 @@ impl Flag {
             ),
             Flag::Dump => row("--dump", &["print the syntax tree on stdout"]),
             Flag::IrDump => row(
-                "--dump=hir|plan",
+                "--dump=hir|plan|bounds",
                 &[
-                    "after the diagnostics, print the checked program (hir)",
-                    "or the lowered plan (plan) on stdout",
+                    "after the diagnostics, print the checked program (hir),",
+                    "the lowered plan (plan), or which element accesses are",
+                    "proven in bounds and which are checked at run time (bounds)",
                 ],
             ),
             Flag::SyntaxOnly => row(
@@ -153,6 +157,13 @@ impl Flag {
             Flag::NoRuntimeChecks => row(
                 "--no-runtime-checks",
                 &["leave out the entry and launch checks of the generated code"],
+            ),
+            Flag::NoBoundsChecks => row(
+                "--no-bounds-checks",
+                &[
+                    "do not check at run time the element accesses that are not",
+                    "proven in bounds (their Rust wrappers become unsafe fns)",
+                ],
             ),
             Flag::Stub => row(
                 "--stub",
@@ -227,8 +238,15 @@ const COMMANDS: &[Command] = &[
         name: "emit-cu",
         summary: "translate one .co file and print the .cu",
         usage: "FILE.co [-D NAME[=VALUE]]... [--arch sm_90a] [--standalone] \
-                [--no-runtime-checks] [-o OUT.cu]",
-        flags: &[Flag::Define, Flag::Arch, Flag::Standalone, Flag::NoRuntimeChecks, Flag::Output],
+                [--no-runtime-checks] [--no-bounds-checks] [-o OUT.cu]",
+        flags: &[
+            Flag::Define,
+            Flag::Arch,
+            Flag::Standalone,
+            Flag::NoRuntimeChecks,
+            Flag::NoBoundsChecks,
+            Flag::Output,
+        ],
         files: Arity::One,
         output_required: false,
         notes: "",
@@ -239,8 +257,8 @@ const COMMANDS: &[Command] = &[
     Command {
         name: "emit-rs",
         summary: "translate one .co file and print its Rust wrapper module",
-        usage: "FILE.co [-D NAME[=VALUE]]... [--stub] [-o OUT.rs]",
-        flags: &[Flag::Define, Flag::Stub, Flag::Output],
+        usage: "FILE.co [-D NAME[=VALUE]]... [--stub] [--no-bounds-checks] [-o OUT.rs]",
+        flags: &[Flag::Define, Flag::Stub, Flag::NoBoundsChecks, Flag::Output],
         files: Arity::One,
         output_required: false,
         notes: "The module holds the items that choreo-build puts in <OUT_DIR>/choreo/<name>/<stem>.rs\n\
@@ -253,13 +271,14 @@ const COMMANDS: &[Command] = &[
         name: "build",
         summary: "translate one .co file as a whole program and compile it with nvcc",
         usage: "FILE.co -o EXE [--arch sm_90a] [-D NAME[=VALUE]]... [--nvcc PATH] \
-                [--no-runtime-checks] [-- EXTRA NVCC FLAGS...]",
+                [--no-runtime-checks] [--no-bounds-checks] [-- EXTRA NVCC FLAGS...]",
         flags: &[
             Flag::Output,
             Flag::Define,
             Flag::Arch,
             Flag::Nvcc,
             Flag::NoRuntimeChecks,
+            Flag::NoBoundsChecks,
             Flag::NvccFlags,
         ],
         files: Arity::One,
@@ -302,6 +321,8 @@ enum IrDump {
     Hir,
     /// The lowered plan (`Compilation::plan`).
     Plan,
+    /// The verdicts of the bounds analysis (`lower::bounds::report`).
+    Bounds,
 }
 
 /// Parsed options of a subcommand.
@@ -314,6 +335,7 @@ struct Options {
     arch: Option<Arch>,
     standalone: bool,
     runtime_checks: bool,
+    bounds_checks: bool,
     stub: bool,
     nvcc: Option<PathBuf>,
     output: Option<PathBuf>,
@@ -439,6 +461,7 @@ fn parse_options(command: &'static Command, args: &[OsString]) -> Result<Options
         arch: None,
         standalone: false,
         runtime_checks: true,
+        bounds_checks: true,
         stub: false,
         nvcc: None,
         output: None,
@@ -496,13 +519,16 @@ fn parse_options(command: &'static Command, args: &[OsString]) -> Result<Options
             options.ir_dump = Some(match text.strip_prefix("--dump=") {
                 Some("hir") => IrDump::Hir,
                 Some("plan") => IrDump::Plan,
+                Some("bounds") => IrDump::Bounds,
                 Some(other) => {
                     return Err(usage(format!(
-                        "invalid value '{other}' for '--dump' (expected hir or plan)"
+                        "invalid value '{other}' for '--dump' (expected hir, plan or bounds)"
                     )));
                 }
                 None => {
-                    return Err(usage("'--dump' needs a value: --dump=hir or --dump=plan".into()));
+                    return Err(usage(
+                        "'--dump' needs a value: --dump=hir, --dump=plan or --dump=bounds".into(),
+                    ));
                 }
             });
         } else if accepts(Flag::SyntaxOnly) && text == "--syntax-only" {
@@ -518,6 +544,8 @@ fn parse_options(command: &'static Command, args: &[OsString]) -> Result<Options
             options.standalone = true;
         } else if accepts(Flag::NoRuntimeChecks) && text == "--no-runtime-checks" {
             options.runtime_checks = false;
+        } else if accepts(Flag::NoBoundsChecks) && text == "--no-bounds-checks" {
+            options.bounds_checks = false;
         } else if accepts(Flag::Stub) && text == "--stub" {
             options.stub = true;
         } else if accepts(Flag::Nvcc) && (text == "--nvcc" || text.starts_with("--nvcc=")) {

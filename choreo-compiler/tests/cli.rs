@@ -316,8 +316,11 @@ fn usage_errors_exit_two_with_a_message() {
         (&["--frob"], "unknown option '--frob'"),
         (&["check"], "no input file given"),
         (&["check", "--frob", &f], "unknown option '--frob' for 'choreoc check'"),
-        (&["check", "--dump", &f], "'--dump' needs a value: --dump=hir or --dump=plan"),
-        (&["check", "--dump=x", &f], "invalid value 'x' for '--dump' (expected hir or plan)"),
+        (&["check", "--dump", &f], "'--dump' needs a value: --dump=hir, --dump=plan or"),
+        (
+            &["check", "--dump=x", &f],
+            "invalid value 'x' for '--dump' (expected hir, plan or bounds)",
+        ),
         (&["parse", "--dump=plan", &f], "unknown option '--dump=plan' for 'choreoc parse'"),
         (&["emit-rs", "--arch", "sm_80", &f], "unknown option '--arch' for 'choreoc emit-rs'"),
         (&["check", "--message-format=xml", &f], "invalid value 'xml' for '--message-format'"),
@@ -435,4 +438,25 @@ fn check_dumps_the_checked_program_or_the_plan() {
     let out = choreoc(["check".as_ref(), "--dump=plan".as_ref(), bad.as_os_str()]);
     assert_eq!((code(&out), stdout(&out)), (1, String::new()), "{}", show(&out));
     assert!(stderr(&out).contains("E0204"), "{}", show(&out));
+}
+
+/// `check --dump=bounds` says which element accesses are proven in bounds and which are
+/// checked at run time (with where and which dimension).
+#[test]
+fn check_dumps_the_bounds_analysis() {
+    let dir = TempDir::new("check-bounds");
+    let file = dir.file(
+        "k.co",
+        "__co__ void k(global f32 [N] x, global f32 [?] y) {\n  parallel p by N : block {\n    \
+         x.at(p) = y.at(p);\n  }\n}\n",
+    );
+    let out = choreoc(["check".as_ref(), "--dump=bounds".as_ref(), file.as_os_str()]);
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    let text = stdout(&out);
+    assert!(
+        text.starts_with("2 element accesses: 1 proven in bounds, 1 checked at run time\n"),
+        "{text}"
+    );
+    assert!(text.contains("k: 'y' at "), "{text}");
+    assert!(text.contains("k.co:3:15: checked at run time: dimension 0 (i < extent)"), "{text}");
 }

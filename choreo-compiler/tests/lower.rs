@@ -222,3 +222,103 @@ fn the_cpu_target_lowers_but_has_no_code_generator_yet() {
     assert!(out.cu.is_none() && out.rs.is_none());
     assert!(out.diagnostics.iter().any(|d| d.code == "E0806"), "{:?}", out.diagnostics);
 }
+
+// -- bounds of element accesses -------------------------------------------------------------
+
+/// Per access (in source order), per dimension: `(below, above)` — which sides of
+/// `0 <= index < extent` are checked at run time.
+fn checks(src: &str) -> Vec<Vec<(bool, bool)>> {
+    function(src)
+        .accesses
+        .iter()
+        .map(|a| a.checks.iter().map(|c| (c.below, c.above)).collect())
+        .collect()
+}
+
+#[test]
+fn parallel_indices_within_their_extent_are_proven() {
+    let src = "__co__ void f(global f32 [N] x, global f32 [N, 64] y) {\n  parallel p by N : block, t by 64 : thread { y.at(p, t) = x.at(p); }\n}\n";
+    assert_eq!(checks(src), [vec![(false, false)], vec![(false, false), (false, false)]]);
+    assert!(!function(src).guards);
+}
+
+#[test]
+fn a_guard_in_the_kernel_proves_the_access_it_encloses() {
+    // The tiling idiom: more threads than elements, each one guarded by `i < N`.
+    let src = "__co__ void f(global f32 [N] x) {\n  parallel p by cdiv(N, 256) : block, t by 256 : thread {\n    i = p * 256 + t;\n    if (i < N) x.at(i) = 0.0f;\n  }\n}\n";
+    assert_eq!(checks(src), [vec![(false, false)]]);
+    // Without the guard, the last block overshoots: checked at run time (above only).
+    let src = "__co__ void f(global f32 [N] x) {\n  parallel p by cdiv(N, 256) : block, t by 256 : thread {\n    x.at(p * 256 + t) = 0.0f;\n  }\n}\n";
+    assert_eq!(checks(src), [vec![(false, true)]]);
+}
+
+#[test]
+fn divisions_and_remainders_of_indices_have_ranges() {
+    let src = "__co__ void f(global f32 [16, 4] x) {\n  parallel t by 64 : thread { x.at(t % 16, t / 16) = 1.0f; }\n}\n";
+    assert_eq!(checks(src), [vec![(false, false), (false, false)]]);
+}
+
+#[test]
+fn an_extent_of_another_buffer_proves_nothing() {
+    // `i < |x|` says nothing about `y`, which may be shorter.
+    let src = "__co__ void f(global f32 [?] x, global f32 [?] y) {\n  parallel p by cdiv(x.span(0), 64) : block, t by 64 : thread {\n    i = p * 64 + t;\n    if (i < x.span(0)) y.at(i) = x.at(i);\n  }\n}\n";
+    assert_eq!(checks(src), [vec![(false, false)], vec![(false, true)]]);
+    let f = function(src);
+    assert!(f.guards && !f.unchecked);
+    assert!(f.kernels[0].guards);
+    assert_eq!(f.entry.params.iter().filter(|p| **p == AbiParam::BoundsRecord).count(), 1);
+}
+
+#[test]
+fn checked_positive_bounds_are_facts() {
+    // `N > 0` is checked at entry (a parallel bound), so `N - 1 >= 0` holds in the kernel.
+    let src = "__co__ void f(global f32 [N] x, global f32 [M] y) {\n  parallel p by N : block { x.at(N - 1) = 0.0f; y.at(M - 1) = 0.0f; }\n}\n";
+    assert_eq!(checks(src), [vec![(false, false)], vec![(true, false)]]);
+}
+
+#[test]
+fn host_loop_indices_bound_the_kernels_they_launch() {
+    let src = "__co__ void f(global f32 [4, 32] a) {\n  foreach {r} in [4] {\n    parallel t by 32 { a.at(r, t) = 0.0f; }\n  }\n}\n";
+    assert_eq!(checks(src), [vec![(false, false), (false, false)]]);
+}
+
+#[test]
+fn an_index_out_of_bounds_in_every_launch_is_an_error() {
+    let mut db = SourceDb::new();
+    let src =
+        "__co__ void zero8(global f32 [8] x) { parallel p by 16 : block { x.at(p) = 0.0f; } }\n";
+    let file = db.add("zero8.co", src.to_string());
+    let out = compile(&db, file, &CompileOptions::default());
+    let text = render_human(&db, &out.diagnostics);
+    assert!(out.cu.is_none(), "{text}");
+    assert!(text.contains("error[E0712]: index out of bounds: the index of dimension 0 of 'x' takes the values 0 to 15, but the extent is 8"), "{text}");
+    assert!(text.contains("zero8.co:1:71"), "{text}");
+    // Guarded, or with a run-time extent, it is not an error.
+    for ok in [
+        "__co__ void zero8(global f32 [8] x) { parallel p by 16 : block { if (p < 8) x.at(p) = 0.0f; } }\n",
+        "__co__ void zeron(global f32 [N] x) { parallel p by 16 : block { x.at(p) = 0.0f; } }\n",
+    ] {
+        let file = db.add("ok.co", ok.to_string());
+        let out = compile(&db, file, &CompileOptions::default());
+        assert!(!out.has_errors(), "{}", render_human(&db, &out.diagnostics));
+    }
+}
+
+#[test]
+fn without_bounds_checks_an_unproven_access_makes_the_wrapper_unsafe() {
+    let src =
+        "__co__ void zeron(global f32 [N] x) { parallel p by 16 : block { x.at(p) = 0.0f; } }\n";
+    let mut db = SourceDb::new();
+    let file = db.add("zeron.co", src.to_string());
+    let checked = compile(&db, file, &CompileOptions::default());
+    let unchecked =
+        compile(&db, file, &CompileOptions { bounds_checks: false, ..CompileOptions::default() });
+    let (checked_rs, unchecked_rs) = (checked.rs.expect("rs"), unchecked.rs.expect("rs"));
+    assert!(checked_rs.contains("pub fn zeron("), "{checked_rs}");
+    assert!(checked_rs.contains("Error::OutOfBounds"), "{checked_rs}");
+    assert!(unchecked_rs.contains("pub unsafe fn zeron("), "{unchecked_rs}");
+    assert!(unchecked_rs.contains("# Safety"), "{unchecked_rs}");
+    let (checked_cu, unchecked_cu) = (checked.cu.expect("cu"), unchecked.cu.expect("cu"));
+    assert!(checked_cu.contains("::__choreo_in_bounds(__choreo_bounds, 0u, 0u"), "guarded write");
+    assert!(!unchecked_cu.contains("::__choreo_in_bounds(__choreo_bounds,"), "no guard");
+}

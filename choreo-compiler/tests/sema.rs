@@ -65,8 +65,11 @@ fn accept_with_captures(src: &str) -> (hir::Function, Vec<Capture>) {
     let c = accepted(src);
     let function = single_function(&c);
     let mut diags = Diagnostics::new();
-    let plan =
-        lower::lower(&c.program, Target::default(), &lower::SymbolScope::default(), &mut diags);
+    let plan = lower::lower(
+        &c.program,
+        &lower::LowerOptions::new(Target::default(), lower::SymbolScope::default()),
+        &mut diags,
+    );
     assert!(diags.is_empty(), "lowering reported:\n{}", render_human(&c.db, &diags.into_vec()));
     let captures = plan.functions[0].kernels[0].captures.clone();
     (function, captures)
@@ -575,8 +578,9 @@ fn element_access_flattens_bounded_ituples() {
         "__co__ void f(f32 [2, 8] a) {\n  parallel t = {x, y} by [2, 8] { a.at(t) = 1.0f; }\n}\n",
     );
     let th = inner(&kernels(&f)[0].body)[0];
-    let StmtKind::Assign { target: Place::Elem { buffer: BufferRef::Param(_), indices }, .. } =
-        &th.body[0].kind
+    let StmtKind::Assign {
+        target: Place::Elem { buffer: BufferRef::Param(_), indices, .. }, ..
+    } = &th.body[0].kind
     else {
         panic!("element assignment")
     };

@@ -76,6 +76,23 @@ pub enum Error {
         /// What the check says, e.g. `The 1st bound item of parallelby is invalid (k.co:3:17): got 0`.
         message: String,
     },
+    /// An element access of a generated kernel failed its run-time bounds check: the access was
+    /// skipped (no memory outside the argument was touched) and the call's results are not
+    /// delivered. The first failing access of the call is reported.
+    OutOfBounds {
+        /// The `__co__` function whose kernel made the access.
+        function: &'static str,
+        /// The buffer accessed (a parameter or a buffer of the function).
+        param: &'static str,
+        /// The zero-based dimension whose index was out of range.
+        dim: usize,
+        /// The index.
+        index: i64,
+        /// The extent of that dimension.
+        extent: i64,
+        /// Where the access is written, `file:line:col` of the `.co` file.
+        location: &'static str,
+    },
     /// A host allocation of this many bytes failed or would overflow.
     OutOfHostMemory {
         /// The size that was requested.
@@ -170,6 +187,11 @@ impl fmt::Display for Error {
             Error::RuntimeCheck { function, message } => {
                 write!(f, "runtime check failed in `{function}`: {message}")
             }
+            Error::OutOfBounds { function, param, dim, index, extent, location } => write!(
+                f,
+                "element access out of bounds in `{function}`: index {index} of dimension {dim} \
+                 of `{param}` (extent {extent}) at {location}; the access was skipped"
+            ),
             Error::OutOfHostMemory { bytes } => {
                 write!(f, "out of host memory: could not allocate {bytes} bytes")
             }

@@ -462,6 +462,85 @@ pub fn return_tensor<T: DeviceRepr, const R: usize>(
     DeviceTensor::zeros(shape)
 }
 
+/// An element access of a generated function that is checked at run time, by its access
+/// number: what [`Error::OutOfBounds`] names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BoundsSite {
+    /// The buffer accessed.
+    pub param: &'static str,
+    /// `file:line:col` of the access in the `.co` file.
+    pub location: &'static str,
+}
+
+/// The bounds record of a call of a function with run-time bounds checks: 32 bytes of device
+/// memory, zeroed, in which its kernels note the first element access that failed its check
+/// (layout: `choreo_compiler::lower::abi::BOUNDS_RECORD` — flag and access number, dimension,
+/// index, extent). The wrapper passes [`BoundsRecord::buffer_mut`] through
+/// [`WorkStreams::write_param_ptr`] and reads the record once the call's work is done.
+#[derive(Debug)]
+pub struct BoundsRecord {
+    words: DeviceTensor<u64, 1>,
+    function: &'static str,
+    sites: &'static [BoundsSite],
+}
+
+impl BoundsRecord {
+    /// A zeroed record on `stream`, for a call of `function` whose checked accesses are `sites`.
+    pub fn new(
+        stream: &Stream,
+        function: &'static str,
+        sites: &'static [BoundsSite],
+    ) -> Result<BoundsRecord> {
+        let _device = stream.bind_device()?;
+        Ok(BoundsRecord { words: DeviceTensor::zeros_on(stream, [4])?, function, sites })
+    }
+
+    /// The record's device memory.
+    pub fn buffer_mut(&mut self) -> &mut DeviceBuffer<u64> {
+        self.words.buffer_mut()
+    }
+
+    /// Reads the record on `stream` (blocking; ordered after the call's work by the buffer's
+    /// tracking) and fails with [`Error::OutOfBounds`] when a check failed.
+    pub fn check(&self, stream: &Stream) -> Result<()> {
+        let words = self.words.to_host(stream)?;
+        decode_bounds(self.function, self.sites, words.as_slice())
+    }
+
+    /// [`BoundsRecord::check`] without blocking: completes when the copy on `stream` has, with
+    /// the check's result.
+    pub fn check_async(&self, stream: &Stream) -> Result<Pending<'static, ()>> {
+        let (function, sites) = (self.function, self.sites);
+        Ok(self
+            .words
+            .to_host_async(stream)?
+            .map(move |words| decode_bounds(function, sites, words.as_slice())))
+    }
+}
+
+/// [`Error::OutOfBounds`] from a bounds record's words, when its flag is set.
+fn decode_bounds(
+    function: &'static str,
+    sites: &'static [BoundsSite],
+    words: &[u64],
+) -> Result<()> {
+    let word = |i: usize| words.get(i).copied().unwrap_or(0);
+    // Little-endian: the low half of the first word is `flag`, the high half `access`.
+    if word(0) & 0xffff_ffff == 0 {
+        return Ok(());
+    }
+    let access = (word(0) >> 32) as usize;
+    let site = sites.get(access).copied().unwrap_or(BoundsSite { param: "?", location: "?" });
+    Err(Error::OutOfBounds {
+        function,
+        param: site.param,
+        dim: (word(1) & 0xffff_ffff) as usize,
+        index: word(2) as i64,
+        extent: word(3) as i64,
+        location: site.location,
+    })
+}
+
 /// `work` followed by `copy` (a copy back to the host): complete when both are, with the value
 /// of `work`.
 pub fn join_unit<'a, T: 'a>(work: Pending<'a, T>, copy: Pending<'a, ()>) -> Pending<'a, T> {
@@ -603,6 +682,28 @@ pub mod extent {
 mod tests {
     use super::extent::{self, S32, U32};
     use super::*;
+
+    #[test]
+    fn a_bounds_record_decodes_to_the_access_it_names() {
+        static SITES: [BoundsSite; 2] = [
+            BoundsSite { param: "x", location: "k.co:3:5" },
+            BoundsSite { param: "y", location: "k.co:4:5" },
+        ];
+        assert_eq!(decode_bounds("f", &SITES, &[0, 0, 0, 0]), Ok(()));
+        let negative = (-3i64) as u64;
+        let words = [1 | (1 << 32), 2, negative, 8];
+        assert_eq!(
+            decode_bounds("f", &SITES, &words),
+            Err(Error::OutOfBounds {
+                function: "f",
+                param: "y",
+                dim: 2,
+                index: -3,
+                extent: 8,
+                location: "k.co:4:5"
+            })
+        );
+    }
 
     #[test]
     fn extents_are_checked_by_dimension() {

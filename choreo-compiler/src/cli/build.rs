@@ -35,6 +35,7 @@ pub(crate) fn run_build(options: &Options) -> Status {
         runtime_checks: options.runtime_checks,
         stub_wrappers: false,
         symbol_scope: None,
+        bounds_checks: options.bounds_checks,
     };
     let cu = match translate(options, &opts) {
         Ok(compilation) => compilation.cu.unwrap_or_default(),

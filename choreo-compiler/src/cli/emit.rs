@@ -13,6 +13,7 @@ pub(crate) fn run_emit_cu(options: &Options) -> Status {
         runtime_checks: options.runtime_checks,
         stub_wrappers: false,
         symbol_scope: None,
+        bounds_checks: options.bounds_checks,
     };
     match translate(options, &opts) {
         Ok(compilation) => write_output(options, compilation.cu.as_deref().unwrap_or_default()),
@@ -25,6 +26,7 @@ pub(crate) fn run_emit_rs(options: &Options) -> Status {
     let opts = CompileOptions {
         defines: options.defines.clone(),
         stub_wrappers: options.stub,
+        bounds_checks: options.bounds_checks,
         ..CompileOptions::default()
     };
     match translate(options, &opts) {

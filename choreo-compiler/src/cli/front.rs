@@ -17,10 +17,16 @@ fn preprocess_options(options: &Options) -> PreprocessOptions {
 /// What `check --dump=hir|plan` prints: the checked program or the lowered plan, when the
 /// pipeline got that far. (For now their `Debug` form; the one place to swap in readable
 /// dumps.)
-pub(crate) fn ir_dump(which: IrDump, compilation: &Compilation) -> Option<String> {
+pub(crate) fn ir_dump(which: IrDump, db: &SourceDb, compilation: &Compilation) -> Option<String> {
     match which {
         IrDump::Hir => compilation.program.as_ref().map(|program| format!("{program:#?}\n")),
         IrDump::Plan => compilation.plan.as_ref().map(|plan| format!("{plan:#?}\n")),
+        IrDump::Bounds => match (&compilation.program, &compilation.plan) {
+            (Some(program), Some(plan)) => {
+                Some(choreo_compiler::lower::bounds::report(db, program, plan))
+            }
+            _ => None,
+        },
     }
 }
 
@@ -46,7 +52,7 @@ pub(crate) fn run_check(options: &Options) -> Status {
             CompileOptions { defines: options.defines.clone(), ..Default::default() };
         let compilation = compile(&db, file, &compile_options);
         status = status.max(report(options, &db, file, &compilation.diagnostics));
-        if let Some(text) = options.ir_dump.and_then(|which| ir_dump(which, &compilation)) {
+        if let Some(text) = options.ir_dump.and_then(|which| ir_dump(which, &db, &compilation)) {
             print_stdout(&text);
         }
     }

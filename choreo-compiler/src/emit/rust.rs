@@ -66,6 +66,7 @@ use crate::hir::{
     ReturnTy, SymId, Ty, UnOp,
 };
 use crate::lower::{AbiParam, FunctionPlan, Plan, StreamRef};
+use crate::source::SourceDb;
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
@@ -80,7 +81,7 @@ pub struct RustOptions {
 }
 
 /// The Rust module text (items only) of a checked, lowered, error-free program. Deterministic.
-pub fn emit_rust(program: &hir::Program, plan: &Plan, opts: &RustOptions) -> String {
+pub fn emit_rust(db: &SourceDb, program: &hir::Program, plan: &Plan, opts: &RustOptions) -> String {
     let mut out = String::new();
     let source = doc_text(&opts.module_doc_source);
     let _ = writeln!(
@@ -97,7 +98,7 @@ pub fn emit_rust(program: &hir::Program, plan: &Plan, opts: &RustOptions) -> Str
     }
     for (f, plan) in program.functions().zip(&plan.functions) {
         out.push('\n');
-        match FnEmitter::new(f, plan, opts) {
+        match FnEmitter::new(db, f, plan, opts) {
             Ok(e) => e.emit(&mut out),
             Err(reason) => {
                 let _ = writeln!(
@@ -245,6 +246,7 @@ impl ParamInfo<'_> {
 
 /// Writes one wrapper.
 struct FnEmitter<'f> {
+    db: &'f SourceDb,
     f: &'f Function,
     plan: &'f FunctionPlan,
     stub: bool,
@@ -262,6 +264,7 @@ struct FnEmitter<'f> {
 
 impl<'f> FnEmitter<'f> {
     fn new(
+        db: &'f SourceDb,
         f: &'f Function,
         plan: &'f FunctionPlan,
         opts: &RustOptions,
@@ -335,6 +338,7 @@ impl<'f> FnEmitter<'f> {
             }
         };
         let mut emitter = FnEmitter {
+            db,
             f,
             plan,
             stub: opts.stub,
@@ -496,11 +500,31 @@ impl<'f> FnEmitter<'f> {
              parallel bound that is not positive), with the check's message;"
                 .into(),
         );
+        if self.plan.guards {
+            doc.push(
+                "- `Error::OutOfBounds` when an element access that the compiler could not prove \
+                 in bounds fails its run-time check (the access is skipped, no memory outside \
+                 the arguments is touched, and no result is delivered);"
+                    .into(),
+            );
+        }
         doc.push(
             "- `Error::Cuda`, `Error::NoDevice`, … when a CUDA call fails, `Error::NotBuilt` in \
              a stub build."
                 .into(),
         );
+        if self.plan.unchecked {
+            doc.push(String::new());
+            doc.push("# Safety".into());
+            doc.push(String::new());
+            doc.push(
+                "The kernels were compiled without run-time bounds checks, and some element \
+                 accesses are not proven in bounds by the compiler: the caller must make sure \
+                 every index the function computes is within its buffer, or the kernels read or \
+                 write memory outside the arguments."
+                    .into(),
+            );
+        }
         let mut in_code = false;
         for entry in doc {
             if entry.starts_with("```") {
@@ -560,7 +584,9 @@ impl<'f> FnEmitter<'f> {
         }
         let name = rust_ident(&self.f.name);
         let generics = lifetime.map_or(String::new(), |l| format!("<{l}>"));
-        let _ = writeln!(out, "pub fn {name}{generics}(");
+        // Unchecked accesses make the call unsound for some arguments: the caller vouches.
+        let unsafety = if self.plan.unchecked { "unsafe " } else { "" };
+        let _ = writeln!(out, "pub {unsafety}fn {name}{generics}(");
         let borrow = lifetime.map_or("&".to_string(), |l| format!("&{l} "));
         let view_lifetime = lifetime.unwrap_or("'_");
         for p in &self.params {
@@ -636,6 +662,9 @@ impl<'f> FnEmitter<'f> {
         if self.ret_spanned.is_some() {
             b.line("__choreo_work.record_write(__choreo_ret.buffer_mut());");
         }
+        if self.plan.guards {
+            b.line("__choreo_work.record_write(__choreo_bounds.buffer_mut());");
+        }
         b.line(&format!("__choreo_message.result(__choreo_status, {:?})?;", f.name));
         b.line("__choreo_work.recorded()?;");
         b.blank();
@@ -678,6 +707,7 @@ impl<'f> FnEmitter<'f> {
                 AbiParam::ResultScalar { ty } => {
                     format!("__choreo_ret: *mut {},", abi_scalar(ty).unwrap_or("u8"))
                 }
+                AbiParam::BoundsRecord => "__choreo_bounds: *mut u64,".to_string(),
                 AbiParam::Message => "__choreo_err: *mut ::core::ffi::c_char,".to_string(),
                 AbiParam::MessageCapacity => "__choreo_err_cap: usize,".to_string(),
             };
@@ -768,6 +798,43 @@ impl<'f> FnEmitter<'f> {
     }
 
     fn device_data(&self, b: &mut Body) {
+        if self.plan.guards {
+            b.blank();
+            b.line(
+                "// The accesses checked at run time, by number, and the record where the \
+                 kernels note",
+            );
+            b.line("// the first one that fails (it is skipped, and the call fails).");
+            let sites: Vec<String> = self
+                .plan
+                .accesses
+                .iter()
+                .map(|a| {
+                    let name = match a.buffer {
+                        hir::BufferRef::Param(p) => self.f.param(p).map_or("?", |p| &p.name),
+                        hir::BufferRef::Local(v) => self.f.local(v).map_or("?", |l| &l.name),
+                    };
+                    format!(
+                        "::choreo::kernels::BoundsSite {{ param: {name:?}, location: {:?} }}",
+                        doc_text(&self.db.location(a.span))
+                    )
+                })
+                .collect();
+            b.line(&format!(
+                "static __CHOREO_SITES: [::choreo::kernels::BoundsSite; {}] = [",
+                sites.len()
+            ));
+            b.indent += 1;
+            for site in sites {
+                b.line(&format!("{site},"));
+            }
+            b.indent -= 1;
+            b.line("];");
+            b.line(&format!(
+                "let mut __choreo_bounds = ::choreo::kernels::BoundsRecord::new(__choreo_staging, {:?}, &__CHOREO_SITES)?;",
+                self.f.name
+            ));
+        }
         let uploads: Vec<&ParamInfo<'_>> = self.params.iter().filter(|p| p.uploaded).collect();
         if uploads.is_empty() && self.ret_spanned.is_none() {
             return;
@@ -796,7 +863,7 @@ impl<'f> FnEmitter<'f> {
     fn pointers(&self, b: &mut Body) {
         let with_pointer: Vec<&ParamInfo<'_>> =
             self.params.iter().filter(|p| p.has_pointer).collect();
-        if with_pointer.is_empty() && self.ret_spanned.is_none() {
+        if with_pointer.is_empty() && self.ret_spanned.is_none() && !self.plan.guards {
             return;
         }
         b.blank();
@@ -823,6 +890,12 @@ impl<'f> FnEmitter<'f> {
             b.line(
                 "let __choreo_ptr_ret = __choreo_work.write_param_ptr(\"return value\", \
                  __choreo_ret.buffer_mut())?;",
+            );
+        }
+        if self.plan.guards {
+            b.line(
+                "let __choreo_ptr_bounds = __choreo_work.write_param_ptr(\"bounds record\", \
+                 __choreo_bounds.buffer_mut())?;",
             );
         }
     }
@@ -885,6 +958,7 @@ impl<'f> FnEmitter<'f> {
                 AbiParam::Stream { param } => format!("{}.as_raw(),", self.abi_param(param).ident),
                 AbiParam::ResultData { .. } => "__choreo_ptr_ret,".to_string(),
                 AbiParam::ResultScalar { .. } => "&mut __choreo_value,".to_string(),
+                AbiParam::BoundsRecord => "__choreo_ptr_bounds,".to_string(),
                 AbiParam::Message => "__choreo_message.as_mut_ptr(),".to_string(),
                 AbiParam::MessageCapacity => "__choreo_message.capacity(),".to_string(),
             };
@@ -912,6 +986,10 @@ impl<'f> FnEmitter<'f> {
     }
 
     fn sync_results(&self, b: &mut Body) {
+        if self.plan.guards {
+            b.line("// A failed bounds check fails the call before anything is delivered.");
+            b.line("__choreo_bounds.check(__choreo_staging)?;");
+        }
         let copies: Vec<&ParamInfo<'_>> = self.copied_back().collect();
         if !copies.is_empty() {
             b.line("// `&` data back into the caller's views (blocking).");
@@ -936,6 +1014,13 @@ impl<'f> FnEmitter<'f> {
         b.line("// copies back go to runtime-owned pinned staging now and into the caller's views");
         b.line("// in `wait()`.");
         b.line("let __choreo_pending = __choreo_work.pending(|| Ok(()))?;");
+        if self.plan.guards {
+            b.line("// A failed bounds check fails `wait()`.");
+            b.line(
+                "let __choreo_pending = ::choreo::kernels::join_unit(__choreo_pending, \
+                 __choreo_bounds.check_async(__choreo_work.first())?);",
+            );
+        }
         for p in self.copied_back() {
             b.line(&format!(
                 "let __choreo_pending = ::choreo::kernels::join_unit(__choreo_pending, __choreo_dev_{}.copy_to_host_async(__choreo_work.first(), {})?);",

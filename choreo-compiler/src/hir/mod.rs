@@ -88,6 +88,12 @@ pub struct SymId(pub u32);
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct KernelId(pub u32);
 
+/// An element access (`x.at(…)` read or written) of a function: its number in source order,
+/// from 0 ([`Function::access_count`] of them). Lowering decides per access whether it is
+/// proven in bounds or guarded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct AccessId(pub u32);
+
 /// An intra-block level of a kernel: its number within the kernel, in pre-order (an enclosing
 /// level before the levels nested in it), from 0 ([`InnerParallel::id`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -122,6 +128,13 @@ impl KernelId {
 }
 
 impl LevelId {
+    /// The index as `usize`.
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+impl AccessId {
     /// The index as `usize`.
     pub fn index(self) -> usize {
         self.0 as usize
@@ -169,6 +182,8 @@ pub struct Function {
     /// Number of device-entry parallel-bys (kernel launches), i.e. 1 + the largest
     /// [`ParallelTree::id`].
     pub kernel_count: u32,
+    /// Number of element accesses, i.e. 1 + the largest [`AccessId`].
+    pub access_count: u32,
     /// The body (host code; kernels are [`StmtKind::Parallel`] statements).
     pub body: Vec<Stmt>,
 }
@@ -848,6 +863,8 @@ pub enum HExprKind {
         buffer: BufferRef,
         /// The indices (`indices.len()` = rank).
         indices: Vec<HExpr>,
+        /// The access's number.
+        id: AccessId,
     },
     /// A math built-in (spec §18); `ty` is the result type.
     Math {
@@ -1136,6 +1153,8 @@ pub enum Place {
         buffer: BufferRef,
         /// The flattened indices.
         indices: Vec<HExpr>,
+        /// The access's number.
+        id: AccessId,
     },
 }
 

@@ -75,7 +75,7 @@ pub fn walk_stmt<'a, V: Visitor<'a> + ?Sized>(v: &mut V, s: &'a Stmt) {
         StmtKind::Assign { target, op: _, value } => {
             match target {
                 Place::Var(_) => {}
-                Place::Elem { buffer, indices } => {
+                Place::Elem { buffer, indices, id: _ } => {
                     v.buffer(*buffer);
                     for i in indices {
                         walk_expr(v, i);
@@ -175,7 +175,7 @@ pub fn walk_expr<'a, V: Visitor<'a> + ?Sized>(v: &mut V, e: &'a HExpr) {
             walk_expr(v, then_value);
             walk_expr(v, else_value);
         }
-        HExprKind::At { buffer, indices } => {
+        HExprKind::At { buffer, indices, id: _ } => {
             v.buffer(*buffer);
             for i in indices {
                 walk_expr(v, i);

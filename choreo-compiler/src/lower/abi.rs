@@ -21,6 +21,10 @@
 //! caller from [`Entry::result_shape`]; a returned value whose element count differs is a
 //! failed runtime check); for a scalar return, [`AbiParam::ResultScalar`]: `T* ret`, a host
 //! pointer that receives the value (`uint16_t*` bits for `f16`/`bf16`); nothing for `void`.
+//! Then, in functions with run-time bounds checks, [`AbiParam::BoundsRecord`]
+//! `__choreo_bounds_record* bounds`: a zeroed device record (layout in [`BOUNDS_RECORD`]) where
+//! the kernels note the first access that failed its check; the caller reads it when the work
+//! is done and fails the call when its flag is set.
 //! Last come [`AbiParam::Message`] `char* err` and [`AbiParam::MessageCapacity`]
 //! `size_t err_cap`: a buffer that receives a NUL-terminated message (truncated to `err_cap`)
 //! when the result is -1; it may be null when `err_cap` is 0.
@@ -39,6 +43,12 @@
 //! stream, after every launch of the call).
 
 use crate::hir::{self, Dim, ElemTy, ParamId, ParamKind, ReturnTy};
+
+/// The layout of the bounds record, in C (32 bytes, 8-aligned): `flag` is set (to 1) by the first
+/// failing check, which then fills in the rest: the access number (`hir::AccessId`), the
+/// dimension, the index and the extent.
+pub const BOUNDS_RECORD: &str = "struct __choreo_bounds_record { unsigned int flag; unsigned int \
+    access; unsigned int dim; unsigned int reserved; long long index; long long extent; };";
 
 /// The entry of one function.
 #[derive(Debug, Clone, PartialEq)]
@@ -103,6 +113,11 @@ pub enum AbiParam {
     Message,
     /// `size_t`: the capacity of the message buffer.
     MessageCapacity,
+    /// `__choreo_bounds_record*`: a device record, zeroed by the caller, in which the kernels
+    /// note the first element access that failed its run-time bounds check (the access was
+    /// skipped). Only in functions with such checks ([`super::FunctionPlan::guards`]); the
+    /// caller reads it when the call's device work has finished.
+    BoundsRecord,
 }
 
 impl AbiParam {
@@ -118,6 +133,7 @@ pub(super) fn entry(
     f: &hir::Function,
     symbol: String,
     result_shape: Option<Result<Vec<Dim>, String>>,
+    bounds_record: bool,
 ) -> Entry {
     let mut params = Vec::new();
     for (i, p) in f.params.iter().enumerate() {
@@ -142,6 +158,9 @@ pub(super) fn entry(
         ReturnTy::Void => {}
         ReturnTy::Scalar(ty) => params.push(AbiParam::ResultScalar { ty: *ty }),
         ReturnTy::Spanned { elem, .. } => params.push(AbiParam::ResultData { elem: *elem }),
+    }
+    if bounds_record {
+        params.push(AbiParam::BoundsRecord);
     }
     params.push(AbiParam::Message);
     params.push(AbiParam::MessageCapacity);

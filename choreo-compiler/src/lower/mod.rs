@@ -23,12 +23,15 @@
 //! | E0804 | an element type the code generator does not support yet |
 //! | E0805 | a parallel level the target does not have (`group-4` needs sm_90a) |
 //! | E0806 | a target without a code generator (the CPU target, for now; reported by `compile`) |
+//! | E0712 | an element index out of bounds for some of the values it takes in every launch |
 //! | E0807 | a returned shape that depends on values the function body computes (defensive: sema's `E0416` rejects mutable and per-thread values in shapes first) |
 
 pub mod abi;
+pub mod bounds;
 pub mod names;
 
 pub use abi::{AbiParam, Entry};
+pub use bounds::{AccessPlan, DimCheck};
 pub use names::{Names, SymbolScope, Symbols};
 
 use crate::diagnostics::{Diagnostic, Diagnostics};
@@ -70,6 +73,16 @@ pub struct FunctionPlan {
     pub leaves_async_work: bool,
     /// The `extern "C"` entry.
     pub entry: Entry,
+    /// Every element access, indexed by [`hir::AccessId`]: which of its index bounds are
+    /// proven and which are checked at run time.
+    pub accesses: Vec<AccessPlan>,
+    /// Whether the function checks some access at run time: its kernels record the first
+    /// violation in the call's bounds record (`AbiParam::BoundsRecord`), and the call fails
+    /// with it.
+    pub guards: bool,
+    /// Whether some access is neither proven nor checked (bounds checks turned off): calling
+    /// the function is only sound when the caller guarantees the indices.
+    pub unchecked: bool,
 }
 
 /// A stream of a call.
@@ -134,6 +147,8 @@ pub struct KernelPlan {
     pub threads_per_block: Dim,
     /// The intra-block levels, indexed by [`hir::LevelId`].
     pub levels: Vec<LevelPlan>,
+    /// Whether the kernel checks some access at run time (it receives the bounds record).
+    pub guards: bool,
 }
 
 /// An intra-block level of a kernel's nest.
@@ -161,14 +176,32 @@ pub enum AfterLaunch {
     Track,
 }
 
-/// Lowers every function of `program` for `target`, with its external symbols in `scope`.
-/// Errors go to `diags`; the plan is only meaningful when none was reported.
-pub fn lower(
-    program: &hir::Program,
-    target: Target,
-    scope: &SymbolScope,
-    diags: &mut Diagnostics,
-) -> Plan {
+/// What lowering is asked for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LowerOptions {
+    /// The target.
+    pub target: Target,
+    /// Where the file's external symbols live.
+    pub scope: SymbolScope,
+    /// Whether element accesses that are not proven in bounds are checked at run time (default
+    /// true). Without the checks such a function is unsafe to call.
+    pub bounds_checks: bool,
+    /// Whether the entry checks of spec §19.2 are generated (default true); the bounds analysis
+    /// may then rely on what they check (positive bounds).
+    pub runtime_checks: bool,
+}
+
+impl LowerOptions {
+    /// Checked lowering for `target`, symbols in `scope`.
+    pub fn new(target: Target, scope: SymbolScope) -> LowerOptions {
+        LowerOptions { target, scope, bounds_checks: true, runtime_checks: true }
+    }
+}
+
+/// Lowers every function of `program` as `options` say. Errors go to `diags`; the plan is
+/// only meaningful when none was reported.
+pub fn lower(program: &hir::Program, options: &LowerOptions, diags: &mut Diagnostics) -> Plan {
+    let (target, scope) = (options.target, &options.scope);
     let mut seen: HashMap<&str, Span> = HashMap::new();
     let mut functions = Vec::new();
     for f in program.functions() {
@@ -187,17 +220,17 @@ pub fn lower(
         } else {
             seen.insert(f.name.as_str(), f.span);
         }
-        functions.push(lower_function(f, target, scope, diags));
+        functions.push(lower_function(f, options, diags));
     }
     Plan { target, scope: scope.clone(), functions }
 }
 
 fn lower_function(
     f: &hir::Function,
-    target: Target,
-    scope: &SymbolScope,
+    options: &LowerOptions,
     diags: &mut Diagnostics,
 ) -> FunctionPlan {
+    let (target, scope) = (options.target, &options.scope);
     if !names::is_valid_function_name(&f.name) {
         diags.push(
             Diagnostic::error(
@@ -240,6 +273,7 @@ fn lower_function(
                     after: AfterLaunch::DeviceSync,
                     threads_per_block: Dim::Const(1),
                     levels: Vec::new(),
+                    guards: false,
                 }
             })
         })
@@ -283,8 +317,22 @@ fn lower_function(
         ReturnTy::Spanned { dims, .. } => Some(resolve_shape(f, dims, &inits, diags)),
         ReturnTy::Void | ReturnTy::Scalar(_) => None,
     };
+    let accesses = bounds::analyse(f, options.runtime_checks, diags);
+    let any_guarded = accesses.iter().any(AccessPlan::guarded);
+    let guards = options.bounds_checks && any_guarded;
+    let mut kernels = kernels;
+    if guards {
+        for tree in hir::kernels(&f.body) {
+            let guarded = access_ids(&tree.body)
+                .iter()
+                .any(|id| accesses.get(id.index()).is_some_and(AccessPlan::guarded));
+            if let Some(k) = kernels.get_mut(tree.id.index()) {
+                k.guards = guarded;
+            }
+        }
+    }
     let symbols = Symbols::of(f, scope);
-    let entry = abi::entry(f, symbols.entry.clone(), result_shape);
+    let entry = abi::entry(f, symbols.entry.clone(), result_shape, guards);
     FunctionPlan {
         symbols,
         names: names::assign_names(f),
@@ -293,7 +341,33 @@ fn lower_function(
         streams,
         memory,
         entry,
+        accesses,
+        guards,
+        unchecked: any_guarded && !options.bounds_checks,
     }
+}
+
+/// The element accesses in `body`.
+fn access_ids(body: &[Stmt]) -> Vec<hir::AccessId> {
+    struct Accesses(Vec<hir::AccessId>);
+    impl<'a> Visitor<'a> for Accesses {
+        fn stmt(&mut self, s: &'a Stmt) -> Walk {
+            if let StmtKind::Assign { target: hir::Place::Elem { id, .. }, .. } = &s.kind {
+                self.0.push(*id);
+            }
+            Walk::Continue
+        }
+
+        fn expr(&mut self, e: &'a HExpr) -> Walk {
+            if let HExprKind::At { id, .. } = &e.kind {
+                self.0.push(*id);
+            }
+            Walk::Continue
+        }
+    }
+    let mut accesses = Accesses(Vec::new());
+    visit::walk_stmts(&mut accesses, body);
+    accesses.0
 }
 
 fn internal(span: Span, what: &str) -> Diagnostic {
@@ -470,6 +544,7 @@ impl HostWalk<'_, '_> {
             after,
             threads_per_block,
             levels,
+            guards: false,
         };
         match self.kernels.get_mut(tree.id.index()) {
             Some(slot @ None) => *slot = Some(plan),

@@ -189,8 +189,9 @@ impl Checker<'_> {
                             "element read in host code",
                         );
                     }
+                    let id = self.next_access();
                     Val::Scalar(HExpr {
-                        kind: HExprKind::At { buffer, indices },
+                        kind: HExprKind::At { buffer, indices, id },
                         ty: Ty::Scalar(elem),
                         span,
                     })

@@ -266,6 +266,8 @@ pub(crate) struct Checker<'a> {
     pub(crate) streams: BTreeSet<ParamId>,
     pub(crate) has_parallel: bool,
     pub(crate) kernel_count: u32,
+    /// Element accesses so far (the next [`hir::AccessId`]).
+    pub(crate) access_count: u32,
     pub(crate) has_inout: bool,
     /// Names of symbolic dimensions → id (for clash checks).
     pub(crate) sym_names: HashMap<String, SymId>,
@@ -300,6 +302,7 @@ impl<'a> Checker<'a> {
             streams: BTreeSet::new(),
             has_parallel: false,
             kernel_count: 0,
+            access_count: 0,
             has_inout: false,
             sym_names: HashMap::new(),
             consts: HashMap::new(),
@@ -354,6 +357,7 @@ impl<'a> Checker<'a> {
             streams: self.streams.into_iter().collect(),
             has_parallel: self.has_parallel,
             kernel_count: self.kernel_count,
+            access_count: self.access_count,
             body,
         }
     }
@@ -422,6 +426,12 @@ impl<'a> Checker<'a> {
             returned: false,
         });
         id
+    }
+
+    /// The id of a new element access.
+    pub(crate) fn next_access(&mut self) -> hir::AccessId {
+        self.access_count += 1;
+        hir::AccessId(self.access_count - 1)
     }
 
     /// The place of a scalar declared in the current region.

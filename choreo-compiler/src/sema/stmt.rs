@@ -579,8 +579,9 @@ impl Checker<'_> {
                 self.mark_access(buffer, op != AssignOp::Assign, true);
                 let v = self.check_scalar(&a.value, "an assigned value");
                 let Some(value) = self.assigned_value(v, elem, op, a, "element") else { return };
+                let id = self.next_access();
                 out.push(stmt(
-                    StmtKind::Assign { target: Place::Elem { buffer, indices }, op, value },
+                    StmtKind::Assign { target: Place::Elem { buffer, indices, id }, op, value },
                     a.span,
                 ));
             }

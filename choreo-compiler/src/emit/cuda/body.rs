@@ -60,21 +60,26 @@ impl FnEmitter<'_, '_> {
                 self.decl_buffer(span, *var, init.as_ref());
             }
             StmtKind::Assign { target, op, value } => {
-                let (target_text, tt) = match target {
+                let (target_text, tt, guard) = match target {
                     Place::Var(v) => {
                         let t = self.f.local(*v).and_then(|l| scalar_of(&l.ty));
-                        (self.names().local(*v).to_string(), t)
+                        (self.names().local(*v).to_string(), t, None)
                     }
-                    Place::Elem { buffer, indices } => {
+                    Place::Elem { buffer, indices, id } => {
                         let t = self.elem_of_buffer(*buffer);
-                        (self.element(span, *buffer, indices), t)
+                        let guard = self.bounds_guard(*id, *buffer, indices);
+                        (self.element(span, *buffer, indices), t, guard)
                     }
                 };
                 let Some(tt) = tt else {
                     return self.bug(span, "an assignment to something that is not scalar");
                 };
                 let text = self.assignment(&target_text, tt, *op, value);
-                self.w.line(span, &text);
+                match guard {
+                    // A write that fails its check is skipped (and noted: the call fails).
+                    Some(guard) => self.w.line(span, &format!("if ({guard}) {text}")),
+                    None => self.w.line(span, &text),
+                }
             }
             StmtKind::Block(body) => {
                 self.block(span, "", body, region);

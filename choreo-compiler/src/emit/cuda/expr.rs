@@ -3,7 +3,7 @@
 
 use super::FnEmitter;
 use super::types::{
-    comparison_type, conv, float_literal, int_literal, is_half, is_narrow_int, scalar_of,
+    comparison_type, conv, cpp_elem, float_literal, int_literal, is_half, is_narrow_int, scalar_of,
     strip_outer_parens,
 };
 use super::writer::c_escape;
@@ -76,7 +76,17 @@ impl FnEmitter<'_, '_> {
                 let b = self.converted(b, rt);
                 format!("(({a} + {b} - 1) / {b})")
             }
-            HExprKind::At { buffer, indices } => self.element(e.span, *buffer, indices),
+            HExprKind::At { buffer, indices, id } => {
+                let element = self.element(e.span, *buffer, indices);
+                match self.bounds_guard(*id, *buffer, indices) {
+                    // A skipped read gives zero; the call fails anyway.
+                    Some(guard) => {
+                        let elem = cpp_elem(self.elem_of_buffer(*buffer).unwrap_or(ElemTy::S32));
+                        format!("({guard} ? {element} : {elem}{{}})")
+                    }
+                    None => element,
+                }
+            }
             HExprKind::Math { func, args } => self.math(e, *func, args),
             HExprKind::Cast { to, operand, .. } => {
                 let from = scalar_of(&operand.ty).unwrap_or(*to);

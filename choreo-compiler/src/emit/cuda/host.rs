@@ -2,7 +2,7 @@
 //! pointers), the C++ wrapper with the upstream signature, and the `extern "C"` entry.
 
 use super::types::cpp_elem;
-use super::writer::comment_text;
+use super::writer::{c_escape, comment_text};
 use super::{FnEmitter, Region};
 use crate::hir::{self, Dim, ElemTy, ParamId, ParamKind, ReturnTy};
 use crate::lower::{AbiParam, AfterLaunch};
@@ -96,6 +96,9 @@ impl FnEmitter<'_, '_> {
         }
         if let Some(t) = self.ret_pointer_type() {
             out.push(format!("{t} __choreo_ret"));
+        }
+        if self.plan.guards {
+            out.push("__choreo_bounds_record* __choreo_bounds".to_string());
         }
         if !self.plan.memory.returned_params.is_empty() {
             out.push("int* __choreo_returned_param".to_string());
@@ -331,6 +334,16 @@ impl FnEmitter<'_, '_> {
         if let Some(pointer) = result_pointer {
             core_args.push(pointer);
         }
+        if self.plan.guards {
+            // The kernels note the first access that fails its bounds check here.
+            self.w.line(span, "__choreo_buffer __choreo_bounds__mem(__frame);");
+            self.w.line(
+                span,
+                "choreo::abend_true(::__choreo_bounds_alloc(__frame, &__choreo_bounds__mem.ptr));",
+            );
+            core_args
+                .push("static_cast<__choreo_bounds_record*>(__choreo_bounds__mem.ptr)".to_string());
+        }
         if !self.plan.memory.returned_params.is_empty() {
             self.w.line(span, "int __choreo_returned_param = -1;");
             core_args.push("&__choreo_returned_param".to_string());
@@ -379,6 +392,20 @@ impl FnEmitter<'_, '_> {
                     "choreo::abend_true(__frame.to_host(__choreo_result.data(), __choreo_result__mem.ptr, __choreo_result.bytes()));",
                 );
             }
+            // Asynchronous work may still run: the C++ API does not wait for it, so only a
+            // function without it reports a failed bounds check (the access was skipped either
+            // way).
+            if self.plan.guards && !self.plan.leaves_async_work {
+                let sites = self.bounds_sites();
+                self.w.line(
+                    span,
+                    &format!("static const char* const __choreo_sites[] = {{{sites}}};"),
+                );
+                self.w.line(
+                    span,
+                    "::__choreo_bounds_check(__frame, __choreo_bounds__mem.ptr, __choreo_sites, sizeof __choreo_sites / sizeof *__choreo_sites);",
+                );
+            }
         }
         self.w.indent -= 1;
         self.w.line(span, "}");
@@ -388,6 +415,27 @@ impl FnEmitter<'_, '_> {
         }
         self.w.indent -= 1;
         self.w.line(span, "}");
+    }
+
+    /// The accesses of the function as C string literals, by access number: the buffer and the
+    /// `.co` location (for the message of a failed bounds check).
+    fn bounds_sites(&self) -> String {
+        let sites: Vec<String> = self
+            .plan
+            .accesses
+            .iter()
+            .map(|a| {
+                let name = match a.buffer {
+                    hir::BufferRef::Param(p) => self.f.param(p).map_or("?", |p| p.name.as_str()),
+                    hir::BufferRef::Local(v) => self.f.local(v).map_or("?", |l| l.name.as_str()),
+                };
+                format!(
+                    "\"{}\"",
+                    c_escape(&format!("'{name}' at {}", self.db.location(a.span)), true)
+                )
+            })
+            .collect();
+        sites.join(", ")
     }
 
     /// The returned shape as the caller computes it (host locals resolved by lowering).
@@ -452,6 +500,10 @@ impl FnEmitter<'_, '_> {
                 AbiParam::ResultScalar { ty } => {
                     params.push(format!("{}* __choreo_ret", cpp_elem(ty)));
                     core_args.push("__choreo_ret".to_string());
+                }
+                AbiParam::BoundsRecord => {
+                    params.push("__choreo_bounds_record* __choreo_bounds".to_string());
+                    core_args.push("__choreo_bounds".to_string());
                 }
                 AbiParam::Message => params.push("char* __choreo_err".to_string()),
                 AbiParam::MessageCapacity => {

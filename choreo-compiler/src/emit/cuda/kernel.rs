@@ -75,7 +75,11 @@ impl FnEmitter<'_, '_> {
     pub(super) fn kernel(&mut self, tree: &hir::ParallelTree) {
         let Some((k, symbol)) = self.kernel_plan(tree) else { return };
         let span = tree.span;
-        let params: Vec<String> = k.captures.iter().map(|c| self.capture_decl(span, *c)).collect();
+        let mut params: Vec<String> =
+            k.captures.iter().map(|c| self.capture_decl(span, *c)).collect();
+        if k.guards {
+            params.push("__choreo_bounds_record* __choreo_bounds".to_string());
+        }
         self.w.resync();
         self.w.line(
             span,
@@ -212,6 +216,9 @@ impl FnEmitter<'_, '_> {
         self.w.line(span, &format!("__choreo_launch.stream = {stream};"));
         let mut args = vec!["&__choreo_launch".to_string(), symbol];
         args.extend(k.captures.iter().map(|c| self.capture_arg(*c)));
+        if k.guards {
+            args.push("__choreo_bounds".to_string());
+        }
         self.w.line(span, &format!("__CHOREO_TRY(cudaLaunchKernelEx({}));", args.join(", ")));
         let after = match k.after {
             AfterLaunch::DeviceSync => "__CHOREO_TRY(cudaDeviceSynchronize());".to_string(),

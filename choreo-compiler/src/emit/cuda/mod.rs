@@ -298,6 +298,38 @@ impl FnEmitter<'_, '_> {
         }
     }
 
+    /// The run-time bounds check of access `id` (its dimensions that are not proven), as a
+    /// condition that notes a failure in the call's bounds record; `None` when the access is
+    /// proven in bounds or checks are off.
+    fn bounds_guard(
+        &mut self,
+        id: hir::AccessId,
+        buffer: BufferRef,
+        indices: &[HExpr],
+    ) -> Option<String> {
+        if !self.plan.guards {
+            return None;
+        }
+        let checks = self.plan.accesses.get(id.index())?.checks.clone();
+        let dims = self.dims_of_buffer(buffer);
+        let mut parts = Vec::new();
+        for (d, ((check, index), extent)) in checks.iter().zip(indices).zip(&dims).enumerate() {
+            if !(check.below || check.above) {
+                continue;
+            }
+            let t = scalar_of(&index.ty).unwrap_or(ElemTy::S32);
+            let i = self.expr(index);
+            let i = if t.is_int() { i } else { conv(&i, t, ElemTy::S64) };
+            let x = self.dim_raw(extent);
+            parts.push(format!(
+                "::__choreo_in_bounds(__choreo_bounds, {}u, {d}u, static_cast<long long>({i}), \
+                 static_cast<long long>({x}))",
+                id.0
+            ));
+        }
+        (!parts.is_empty()).then(|| parts.join(" && "))
+    }
+
     /// `ptr[offset]` for a row-major element access.
     fn element(&mut self, span: Span, buffer: BufferRef, indices: &[HExpr]) -> String {
         let dims = self.dims_of_buffer(buffer);

@@ -328,6 +328,33 @@ __host__ __device__ inline T __choreo_alignup(T x, T a) { return (x + a - 1) / a
 template <typename T>
 __host__ __device__ inline T __choreo_aligndown(T x, T a) { return x / a * a; }
 
+// The record of the first element access of a call that failed its run-time bounds check
+// (choreo-compiler's lower/abi.rs, BOUNDS_RECORD): zeroed by the caller, read when the call's
+// device work has finished.
+struct __choreo_bounds_record {
+  unsigned int flag;
+  unsigned int access;
+  unsigned int dim;
+  unsigned int reserved;
+  long long index;
+  long long extent;
+};
+
+// Whether 0 <= index < extent. When not, the access is skipped by the caller and noted in
+// `record` (the first failure of the call wins), so the call fails instead of touching memory
+// it was not given.
+__device__ inline bool __choreo_in_bounds(__choreo_bounds_record* record, unsigned int access,
+                                          unsigned int dim, long long index, long long extent) {
+  if (index >= 0 && index < extent) return true;
+  if (record != nullptr && atomicCAS(&record->flag, 0u, 1u) == 0u) {
+    record->access = access;
+    record->dim = dim;
+    record->index = index;
+    record->extent = extent;
+  }
+  return false;
+}
+
 }  // namespace CHOREO_SUPPORT_NS
 using namespace CHOREO_SUPPORT_NS;
 
@@ -362,6 +389,25 @@ cudaError_t __choreo_fill(__choreo_frame& frame, T* data, std::uint64_t count, T
   err = cudaLaunchKernelEx(&config, __choreo_fill_kernel<T>, data, count, value);
   if (err == cudaSuccess) err = cudaStreamSynchronize(stream);
   return err;
+}
+
+// A zeroed bounds record of a call of a C++ wrapper (device memory of the frame).
+inline cudaError_t __choreo_bounds_alloc(__choreo_frame& frame, void** ptr) {
+  cudaError_t err = frame.alloc(ptr, sizeof(__choreo_bounds_record));
+  const __choreo_bounds_record zero = {};
+  if (err == cudaSuccess) err = frame.to_device(*ptr, &zero, sizeof zero);
+  return err;
+}
+
+// After the call's device work: a failed bounds check fails the call, with the access it
+// noted (`sites` names the accesses by number).
+inline void __choreo_bounds_check(__choreo_frame& frame, const void* record,
+                                  const char* const* sites, std::size_t site_count) {
+  __choreo_bounds_record copy = {};
+  if (!frame.cuda(frame.to_host(&copy, record, sizeof copy)) || copy.flag == 0) return;
+  const char* site = copy.access < site_count ? sites[copy.access] : "an element access";
+  frame.check_failed("element access out of bounds: %s, dimension %u: index %lld, extent %lld",
+                     site, copy.dim, copy.index, copy.extent);
 }
 
 }  // namespace

@@ -1,0 +1,881 @@
+//! Static range analysis of element accesses: for every `x.at(i0, …)` of a kernel, per
+//! dimension, whether `0 <= i < extent` is proven, must be checked at run time, or is provably
+//! violated (a located error).
+//!
+//! Indices are put in a linear form over *atoms*: the indices of parallel levels and loops
+//! (each with its range), symbolic dimensions and parameter extents (never negative), scalar
+//! parameters and host locals, and host-computable subexpressions that are not linear (`cdiv(N,
+//! 64)`, `n / 2`), kept whole and compared structurally. Immutable device locals are replaced
+//! by their initial values. A side of a dimension is proven when its linear bound is
+//! non-negative after replacing every index by the end of its range that minimises it, either
+//! on its own or after subtracting one fact of an enclosing condition (`if (i < N)` gives
+//! `N - i - 1 >= 0` in its then-branch, `while` conditions in their body). So
+//! `i = p * 256 + t; if (i < N) out.at(i) = …` and `parallel p by N { x.at(p) }` are proven;
+//! `parallel p by 16 { x.at(p) }` on `f32 [8] x` is an error (the access is reached for every
+//! `p` in every launch); `x.at(p)` on `f32 [N] x` with `p` in `[0, 16)` is checked at run time.
+//!
+//! The analysis is exact arithmetic on mathematical integers: it only looks at signed index
+//! expressions (`s32`, `s64`, bounded values), so unsigned wrap-around cannot fool it, and it
+//! assumes signed index arithmetic does not overflow (undefined behaviour in C++ anyway).
+
+use super::internal;
+use crate::diagnostics::{Diagnostic, Diagnostics};
+use crate::hir::{
+    AccessId, BinOp, BufferRef, Check, CheckKind, Dim, ElemTy, Function, HExpr, HExprKind,
+    LocalPlace, ParamId, ParamKind, Place, Stmt, StmtKind, SymId, Ty, UnOp, VarId,
+};
+use crate::source::Span;
+use std::collections::{BTreeMap, HashMap};
+
+/// What lowering decided for one element access.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AccessPlan {
+    /// The buffer accessed.
+    pub buffer: BufferRef,
+    /// The access (`x.at(…)` or the assigned element).
+    pub span: Span,
+    /// Per dimension: which sides of `0 <= index < extent` are checked at run time (none:
+    /// proven statically).
+    pub checks: Vec<DimCheck>,
+}
+
+impl AccessPlan {
+    /// Whether some side of some dimension is checked at run time.
+    pub fn guarded(&self) -> bool {
+        self.checks.iter().any(|c| c.below || c.above)
+    }
+}
+
+/// The run-time checks of one dimension of an access.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct DimCheck {
+    /// `0 <= index` is not proven.
+    pub below: bool,
+    /// `index < extent` is not proven.
+    pub above: bool,
+}
+
+/// A readable account of the bounds analysis of a file (`choreoc check --dump=bounds`): one
+/// summary line, then one line per access that is checked at run time.
+pub fn report(
+    db: &crate::source::SourceDb,
+    program: &crate::hir::Program,
+    plan: &super::Plan,
+) -> String {
+    let mut total = 0;
+    let mut checked = Vec::new();
+    for (f, fp) in program.functions().zip(&plan.functions) {
+        for a in &fp.accesses {
+            total += 1;
+            if !a.guarded() {
+                continue;
+            }
+            let name = match a.buffer {
+                BufferRef::Param(p) => f.param(p).map_or("?", |p| p.name.as_str()),
+                BufferRef::Local(v) => f.local(v).map_or("?", |l| l.name.as_str()),
+            };
+            let dims: Vec<String> = a
+                .checks
+                .iter()
+                .enumerate()
+                .filter(|(_, c)| c.below || c.above)
+                .map(|(d, c)| {
+                    let sides = match (c.below, c.above) {
+                        (true, true) => "0 <= i < extent",
+                        (true, false) => "0 <= i",
+                        _ => "i < extent",
+                    };
+                    format!("dimension {d} ({sides})")
+                })
+                .collect();
+            checked.push(format!(
+                "  {}: '{name}' at {}: checked at run time: {}\n",
+                f.name,
+                db.location(a.span),
+                dims.join(", ")
+            ));
+        }
+    }
+    let mut out = format!(
+        "{} element accesses: {} proven in bounds, {} checked at run time\n",
+        total,
+        total - checked.len(),
+        checked.len()
+    );
+    for line in checked {
+        out.push_str(&line);
+    }
+    out
+}
+
+/// The plans of every access of `f`, indexed by [`AccessId`]; `E0712` for accesses that are
+/// out of bounds in every launch.
+pub(super) fn analyse(
+    f: &Function,
+    entry_checks: bool,
+    diags: &mut Diagnostics,
+) -> Vec<AccessPlan> {
+    let mut a = Analysis {
+        f,
+        diags,
+        plans: vec![None; f.access_count as usize],
+        ranges: HashMap::new(),
+        host_ranges: HashMap::new(),
+        entry_facts: Vec::new(),
+        inits: HashMap::new(),
+        facts: Vec::new(),
+        derived: std::cell::RefCell::new(HashMap::new()),
+        conditional: 0,
+        checks: entry_checks,
+    };
+    a.entry_facts = a.positive_facts(&f.entry_checks);
+    a.host_stmts(&f.body);
+    let Analysis { plans, diags, .. } = a;
+    plans
+        .into_iter()
+        .enumerate()
+        .map(|(i, plan)| {
+            plan.unwrap_or_else(|| {
+                diags.push(internal(f.span, &format!("element access {i} is not in a kernel")));
+                AccessPlan {
+                    buffer: BufferRef::Param(ParamId(0)),
+                    span: f.span,
+                    checks: Vec::new(),
+                }
+            })
+        })
+        .collect()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Linear forms
+// ---------------------------------------------------------------------------------------------
+
+/// What a linear form is built of.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+enum Atom {
+    /// A parallel, `with` or loop index (with a range while it is in scope).
+    Index(VarId),
+    /// A device value that is not linear but has a range: `e / c` or `e % c` of a linear `e`
+    /// and a positive constant `c`, by its structure.
+    Derived(String),
+    /// A symbolic dimension (never negative).
+    Sym(SymId),
+    /// An anonymous extent of a parameter (never negative).
+    Extent(ParamId, u32),
+    /// A scalar parameter.
+    Param(ParamId),
+    /// An immutable host local.
+    Host(VarId),
+    /// A host-computable expression that is not linear, by its structure.
+    Opaque(String),
+}
+
+impl Atom {
+    fn never_negative(&self) -> bool {
+        matches!(self, Atom::Sym(_) | Atom::Extent(..))
+    }
+}
+
+/// `c + Σ coefficient · atom` over mathematical integers.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+struct Lin {
+    c: i128,
+    terms: BTreeMap<Atom, i128>,
+}
+
+impl Lin {
+    fn constant(c: i128) -> Lin {
+        Lin { c, terms: BTreeMap::new() }
+    }
+
+    fn atom(a: Atom) -> Lin {
+        Lin { c: 0, terms: BTreeMap::from([(a, 1)]) }
+    }
+
+    fn scaled(&self, k: i128) -> Option<Lin> {
+        let mut out = Lin { c: self.c.checked_mul(k)?, terms: BTreeMap::new() };
+        for (a, c) in &self.terms {
+            let c = c.checked_mul(k)?;
+            if c != 0 {
+                out.terms.insert(a.clone(), c);
+            }
+        }
+        Some(out)
+    }
+
+    fn plus(&self, other: &Lin) -> Option<Lin> {
+        let mut out = self.clone();
+        out.c = out.c.checked_add(other.c)?;
+        for (a, c) in &other.terms {
+            let entry = out.terms.entry(a.clone()).or_insert(0);
+            *entry = entry.checked_add(*c)?;
+            if *entry == 0 {
+                out.terms.remove(a);
+            }
+        }
+        Some(out)
+    }
+
+    fn minus(&self, other: &Lin) -> Option<Lin> {
+        self.plus(&other.scaled(-1)?)
+    }
+
+    fn as_constant(&self) -> Option<i128> {
+        self.terms.is_empty().then_some(self.c)
+    }
+
+    fn has_index(&self) -> bool {
+        self.terms.keys().any(|a| matches!(a, Atom::Index(_) | Atom::Derived(_)))
+    }
+}
+
+/// The range of an index atom: `lo <= v < hi`.
+#[derive(Debug, Clone)]
+struct Range {
+    lo: Lin,
+    hi: Lin,
+    /// Whether every value of the range is taken in every launch (for errors, not proofs).
+    exhaustive: bool,
+}
+
+// ---------------------------------------------------------------------------------------------
+// The walk
+// ---------------------------------------------------------------------------------------------
+
+struct Analysis<'a, 'd> {
+    f: &'a Function,
+    diags: &'d mut Diagnostics,
+    plans: Vec<Option<AccessPlan>>,
+    ranges: HashMap<VarId, Range>,
+    /// The ranges of host loop indices around the current statement (a kernel inside the loop
+    /// sees one value of the range).
+    host_ranges: HashMap<VarId, Range>,
+    /// The facts that hold in every kernel: positive parallel bounds and extents, checked at
+    /// function entry (only when the runtime checks are generated).
+    entry_facts: Vec<Lin>,
+    /// Whether the runtime checks (entry and launch checks) are generated.
+    checks: bool,
+    /// Immutable device locals with their initial values.
+    inits: HashMap<VarId, &'a HExpr>,
+    /// Facts of the enclosing conditions, each `>= 0`.
+    facts: Vec<Lin>,
+    /// The numeric ranges `[lo, hi)` of the derived atoms met so far, by key.
+    derived: std::cell::RefCell<HashMap<String, (i128, i128)>>,
+    /// Enclosing contexts that may skip an access for some index values (branches, loops
+    /// that may not run or may leave early).
+    conditional: u32,
+}
+
+impl<'a> Analysis<'a, '_> {
+    /// Host code: only the kernels matter.
+    fn host_stmts(&mut self, stmts: &'a [Stmt]) {
+        for s in stmts {
+            match &s.kind {
+                StmtKind::Parallel(tree) => {
+                    self.ranges = self.host_ranges.clone();
+                    self.inits.clear();
+                    self.facts = self.entry_facts.clone();
+                    let launch = self.positive_facts(&tree.launch_checks);
+                    self.facts.extend(launch);
+                    self.conditional = 0;
+                    self.binder(&tree.block.vars, &tree.block.extents);
+                    self.stmts(&tree.body);
+                    self.ranges.clear();
+                }
+                StmtKind::For { var, start, end, step, reset: _, body } => {
+                    // A host loop around a launch: the kernel sees one index of its range.
+                    let (lo, hi) = (self.lin(start, 0), self.lin(end, 0));
+                    let saved = self.host_ranges.remove(var);
+                    if let (Some(lo), Some(hi)) = (lo, hi) {
+                        let exhaustive = *step == 1
+                            && lo.as_constant().zip(hi.as_constant()).is_some_and(|(l, h)| h > l)
+                            && !leaves_early(body);
+                        self.host_ranges.insert(*var, Range { lo, hi, exhaustive });
+                    }
+                    self.host_stmts(body);
+                    self.host_ranges.remove(var);
+                    if let Some(r) = saved {
+                        self.host_ranges.insert(*var, r);
+                    }
+                }
+                StmtKind::Block(body) | StmtKind::While { body, .. } => self.host_stmts(body),
+                StmtKind::If { then_body, else_body, .. } => {
+                    self.host_stmts(then_body);
+                    self.host_stmts(else_body);
+                }
+                StmtKind::Let { .. }
+                | StmtKind::DeclBuffer { .. }
+                | StmtKind::Assign { .. }
+                | StmtKind::Break
+                | StmtKind::Continue
+                | StmtKind::Print { .. }
+                | StmtKind::Return(_)
+                | StmtKind::InnerParallel(_)
+                | StmtKind::Check(_)
+                | StmtKind::SyncGlobal
+                | StmtKind::SyncBlock => {}
+            }
+        }
+    }
+
+    /// `value - 1 >= 0` for every `value > 0` among `checks`, which ran before the kernel
+    /// (when the runtime checks are generated).
+    fn positive_facts(&self, checks: &[Check]) -> Vec<Lin> {
+        if !self.checks {
+            return Vec::new();
+        }
+        checks
+            .iter()
+            .filter_map(|check| match &check.kind {
+                CheckKind::Positive(value) => self.lin(value, 0)?.minus(&Lin::constant(1)),
+                CheckKind::ParamExtent { .. }
+                | CheckKind::SymbolConsistent { .. }
+                | CheckKind::MaxThreads { .. } => None,
+            })
+            .collect()
+    }
+
+    /// The indices of a parallel level: each takes every value of `[0, extent)`.
+    fn binder(&mut self, vars: &[Option<VarId>], extents: &[Dim]) {
+        for (v, d) in vars.iter().zip(extents) {
+            if let (Some(v), Some(hi)) = (v, self.dim(d)) {
+                self.ranges.insert(*v, Range { lo: Lin::constant(0), hi, exhaustive: true });
+            }
+        }
+    }
+
+    fn stmts(&mut self, stmts: &'a [Stmt]) {
+        for s in stmts {
+            self.stmt(s);
+        }
+    }
+
+    /// Device code: every access is planned where it is, with the ranges and facts in scope.
+    fn stmt(&mut self, s: &'a Stmt) {
+        match &s.kind {
+            StmtKind::Let { var, init } => {
+                if let Some(e) = init {
+                    self.expr(e);
+                    if self.f.local(*var).is_some_and(|l| !l.mutable) {
+                        self.inits.insert(*var, e);
+                    }
+                }
+            }
+            StmtKind::Assign { target, op: _, value } => {
+                self.expr(value);
+                if let Place::Elem { buffer, indices, id } = target {
+                    for i in indices {
+                        self.expr(i);
+                    }
+                    self.access(*id, *buffer, indices, s.span);
+                }
+            }
+            StmtKind::Block(body) => self.stmts(body),
+            StmtKind::If { cond, then_body, else_body } => {
+                self.expr(cond);
+                self.branch(cond, true, then_body);
+                self.branch(cond, false, else_body);
+            }
+            StmtKind::While { cond, body } => {
+                self.expr(cond);
+                self.branch(cond, true, body);
+            }
+            StmtKind::For { var, start, end, step, reset: _, body } => {
+                self.expr(start);
+                self.expr(end);
+                let (lo, hi) = (self.lin(start, 0), self.lin(end, 0));
+                let counts = lo
+                    .as_ref()
+                    .and_then(Lin::as_constant)
+                    .zip(hi.as_ref().and_then(Lin::as_constant));
+                // Every value is taken, and the body runs, when the loop is a fixed, non-empty
+                // count of single steps that nothing leaves early.
+                let exhaustive =
+                    *step == 1 && counts.is_some_and(|(lo, hi)| hi > lo) && !leaves_early(body);
+                let saved = self.ranges.remove(var);
+                if let (Some(lo), Some(hi)) = (lo, hi) {
+                    self.ranges.insert(*var, Range { lo, hi, exhaustive });
+                }
+                if !exhaustive {
+                    self.conditional += 1;
+                }
+                self.stmts(body);
+                if !exhaustive {
+                    self.conditional -= 1;
+                }
+                self.ranges.remove(var);
+                if let Some(r) = saved {
+                    self.ranges.insert(*var, r);
+                }
+            }
+            StmtKind::Print { newline: _, args } => {
+                for a in args {
+                    self.expr(a);
+                }
+            }
+            StmtKind::InnerParallel(inner) => {
+                self.binder(&inner.binder.vars, &inner.binder.extents);
+                self.stmts(&inner.body);
+            }
+            StmtKind::Break
+            | StmtKind::Continue
+            | StmtKind::SyncBlock
+            | StmtKind::SyncGlobal
+            | StmtKind::Return(_)
+            | StmtKind::Check(_)
+            | StmtKind::DeclBuffer { .. }
+            | StmtKind::Parallel(_) => {}
+        }
+    }
+
+    /// A branch taken when `cond` is `positive`.
+    fn branch(&mut self, cond: &'a HExpr, positive: bool, body: &'a [Stmt]) {
+        let before = self.facts.len();
+        self.facts_of(cond, positive);
+        self.conditional += 1;
+        self.stmts(body);
+        self.conditional -= 1;
+        self.facts.truncate(before);
+    }
+
+    /// Plans the accesses inside an expression.
+    fn expr(&mut self, e: &'a HExpr) {
+        match &e.kind {
+            HExprKind::At { buffer, indices, id } => {
+                for i in indices {
+                    self.expr(i);
+                }
+                self.access(*id, *buffer, indices, e.span);
+            }
+            HExprKind::Unary { operand, .. }
+            | HExprKind::Cast { operand, .. }
+            | HExprKind::CppCast { operand, .. } => self.expr(operand),
+            HExprKind::Binary { lhs, rhs, .. } | HExprKind::Cdiv(lhs, rhs) => {
+                self.expr(lhs);
+                self.expr(rhs);
+            }
+            HExprKind::Ternary { cond, then_value, else_value } => {
+                self.expr(cond);
+                self.expr(then_value);
+                self.expr(else_value);
+            }
+            HExprKind::Math { args, .. } | HExprKind::Ituple(args) => {
+                for a in args {
+                    self.expr(a);
+                }
+            }
+            HExprKind::Int(_)
+            | HExprKind::Float(_)
+            | HExprKind::Bool(_)
+            | HExprKind::Str(_)
+            | HExprKind::Var(_)
+            | HExprKind::Param(_)
+            | HExprKind::SymDim(_)
+            | HExprKind::ParamExtent { .. }
+            | HExprKind::Mdspan(_)
+            | HExprKind::Error => {}
+        }
+    }
+
+    /// Decides the checks of one access.
+    fn access(&mut self, id: AccessId, buffer: BufferRef, indices: &'a [HExpr], span: Span) {
+        let dims = self.buffer_dims(buffer);
+        let mut checks = Vec::with_capacity(indices.len());
+        for (d, (index, extent)) in indices.iter().zip(dims.iter()).enumerate() {
+            let idx = self.lin(index, 0);
+            let ext = self.dim(extent);
+            let below = match &idx {
+                Some(i) => !self.proves_nonneg(i),
+                None => true,
+            };
+            let above = match (&idx, &ext) {
+                (Some(i), Some(x)) => match x.minus(i).and_then(|g| g.plus(&Lin::constant(-1))) {
+                    Some(g) => !self.proves_nonneg(&g),
+                    None => true,
+                },
+                _ => true,
+            };
+            if (below || above) && self.conditional == 0 {
+                if let (Some(i), Some(x)) = (&idx, ext.as_ref().and_then(Lin::as_constant)) {
+                    self.report_if_always_out(i, x, d, buffer, index.span);
+                }
+            }
+            checks.push(DimCheck { below, above });
+        }
+        match self.plans.get_mut(id.index()) {
+            Some(slot) => *slot = Some(AccessPlan { buffer, span, checks }),
+            None => self.diags.push(internal(span, "an element access numbered out of range")),
+        }
+    }
+
+    /// `E0712` when an index reached for every value of its range in every launch leaves
+    /// `[0, extent)`.
+    fn report_if_always_out(
+        &mut self,
+        index: &Lin,
+        extent: i128,
+        dim: usize,
+        buffer: BufferRef,
+        span: Span,
+    ) {
+        let (Some(min), Some(max)) =
+            (self.exact_bound(index, false), self.exact_bound(index, true))
+        else {
+            return;
+        };
+        if min >= 0 && max < extent {
+            return;
+        }
+        let name = match buffer {
+            BufferRef::Param(p) => self.f.param(p).map_or("?".to_string(), |p| p.name.clone()),
+            BufferRef::Local(v) => self.f.local(v).map_or("?".to_string(), |l| l.name.clone()),
+        };
+        self.diags.push(
+            Diagnostic::error(
+                "E0712",
+                span,
+                format!(
+                    "index out of bounds: the index of dimension {dim} of '{name}' takes the \
+                     values {min} to {max}, but the extent is {extent}"
+                ),
+            )
+            .with_label(format!("out of bounds for some values (valid: 0 to {})", extent - 1))
+            .with_help(
+                "guard the access (e.g. `if (i < extent)`) or change the parallel bounds or \
+                 the loop so that every index is in range",
+            ),
+        );
+    }
+
+    /// The smallest (`max: false`) or largest value `index` takes, when every index in it
+    /// ranges over constants and takes all of them.
+    fn exact_bound(&self, index: &Lin, max: bool) -> Option<i128> {
+        let mut total = index.c;
+        for (atom, c) in &index.terms {
+            let Atom::Index(v) = atom else { return None };
+            let r = self.ranges.get(v).filter(|r| r.exhaustive)?;
+            let (lo, hi) = (r.lo.as_constant()?, r.hi.as_constant()?);
+            if hi <= lo {
+                return None;
+            }
+            let end = if (*c > 0) == max { hi - 1 } else { lo };
+            total = total.checked_add(c.checked_mul(end)?)?;
+        }
+        Some(total)
+    }
+
+    /// The smallest value of `g` over the ranges of its indices, when they are constants.
+    fn numeric_min(&self, g: &Lin) -> Option<i128> {
+        self.numeric_end(g, false)
+    }
+
+    /// The largest value of `g` over the ranges of its indices, when they are constants.
+    fn numeric_max(&self, g: &Lin) -> Option<i128> {
+        self.numeric_end(g, true)
+    }
+
+    fn numeric_end(&self, g: &Lin, max: bool) -> Option<i128> {
+        let mut total = g.c;
+        for (atom, c) in &g.terms {
+            let (lo, hi) = match atom {
+                Atom::Index(v) => {
+                    let r = self.ranges.get(v)?;
+                    (r.lo.as_constant()?, r.hi.as_constant()?)
+                }
+                Atom::Derived(k) => self.derived.borrow().get(k).copied()?,
+                // Extents and symbols are never negative: a lower bound of 0.
+                a if a.never_negative() && (*c > 0) != max => (0, 1),
+                _ => return None,
+            };
+            if hi <= lo {
+                return None;
+            }
+            let end = if (*c > 0) == max { hi - 1 } else { lo };
+            total = total.checked_add(c.checked_mul(end)?)?;
+        }
+        Some(total)
+    }
+
+    // -- proofs ---------------------------------------------------------------------------
+
+    /// Whether `g >= 0` holds wherever the code runs.
+    fn proves_nonneg(&self, g: &Lin) -> bool {
+        self.lower_bound_nonneg(g)
+            || self.facts.iter().any(|f| g.minus(f).is_some_and(|d| self.lower_bound_nonneg(&d)))
+    }
+
+    /// Whether `g >= 0` follows from the ranges of its indices and the signs of its atoms.
+    fn lower_bound_nonneg(&self, g: &Lin) -> bool {
+        let mut g = g.clone();
+        // Index ranges may mention enclosing indices (a loop from `p * 4`): a few rounds.
+        for _ in 0..8 {
+            if !g.has_index() {
+                break;
+            }
+            let mut next = Lin::constant(g.c);
+            for (atom, c) in &g.terms {
+                let term = match atom {
+                    Atom::Derived(k) => {
+                        let Some((lo, hi)) = self.derived.borrow().get(k).copied() else {
+                            return false;
+                        };
+                        let end = if *c > 0 { lo } else { hi - 1 };
+                        Lin::constant(end).scaled(*c)
+                    }
+                    Atom::Index(v) => {
+                        let Some(r) = self.ranges.get(v) else { return false };
+                        let end = if *c > 0 {
+                            r.lo.clone()
+                        } else {
+                            match r.hi.plus(&Lin::constant(-1)) {
+                                Some(end) => end,
+                                None => return false,
+                            }
+                        };
+                        end.scaled(*c)
+                    }
+                    other => Lin::atom(other.clone()).scaled(*c),
+                };
+                match term.and_then(|t| next.plus(&t)) {
+                    Some(sum) => next = sum,
+                    None => return false,
+                }
+            }
+            g = next;
+        }
+        !g.has_index() && g.c >= 0 && g.terms.iter().all(|(a, c)| *c >= 0 && a.never_negative())
+    }
+
+    /// The facts `cond == positive` gives, each `>= 0`.
+    fn facts_of(&mut self, cond: &HExpr, positive: bool) {
+        match &cond.kind {
+            HExprKind::Unary { op: UnOp::Not, operand } => self.facts_of(operand, !positive),
+            HExprKind::Binary { op: BinOp::And, lhs, rhs } if positive => {
+                self.facts_of(lhs, true);
+                self.facts_of(rhs, true);
+            }
+            HExprKind::Binary { op: BinOp::Or, lhs, rhs } if !positive => {
+                self.facts_of(lhs, false);
+                self.facts_of(rhs, false);
+            }
+            HExprKind::Binary { op, lhs, rhs } => {
+                let (Some(a), Some(b)) = (self.lin(lhs, 0), self.lin(rhs, 0)) else { return };
+                // `a < b` ⇔ `b - a - 1 >= 0`, `a <= b` ⇔ `b - a >= 0`; a negated comparison is
+                // the opposite one.
+                let op = if positive { Some(*op) } else { negated(*op) };
+                let one = Lin::constant(1);
+                let facts: Vec<Option<Lin>> = match op {
+                    Some(BinOp::Lt) => vec![b.minus(&a).and_then(|d| d.minus(&one))],
+                    Some(BinOp::Le) => vec![b.minus(&a)],
+                    Some(BinOp::Gt) => vec![a.minus(&b).and_then(|d| d.minus(&one))],
+                    Some(BinOp::Ge) => vec![a.minus(&b)],
+                    Some(BinOp::Eq) => vec![a.minus(&b), b.minus(&a)],
+                    _ => Vec::new(),
+                };
+                self.facts.extend(facts.into_iter().flatten());
+            }
+            _ => {}
+        }
+    }
+
+    // -- linear forms of expressions ------------------------------------------------------
+
+    fn dim(&self, d: &Dim) -> Option<Lin> {
+        match d {
+            Dim::Const(c) => Some(Lin::constant(i128::from(*c))),
+            Dim::Sym(s) => Some(Lin::atom(Atom::Sym(*s))),
+            Dim::Dynamic { param, dim } => Some(Lin::atom(Atom::Extent(*param, *dim))),
+            Dim::Expr(e) => self.lin(e, 0),
+        }
+    }
+
+    fn buffer_dims(&self, b: BufferRef) -> Vec<Dim> {
+        match b {
+            BufferRef::Param(p) => self.f.param(p).map(|p| p.dims.clone()).unwrap_or_default(),
+            BufferRef::Local(v) => match self.f.local(v).map(|l| &l.ty) {
+                Some(Ty::Spanned(t)) => t.dims.clone(),
+                _ => Vec::new(),
+            },
+        }
+    }
+
+    /// The linear form of a signed integer expression, or `None` when it has none the analysis
+    /// can use (unsigned arithmetic, data, mutable values, non-linear device values).
+    fn lin(&self, e: &HExpr, depth: u32) -> Option<Lin> {
+        if depth > 32 || !signed(&e.ty) && !matches!(e.kind, HExprKind::Int(_)) {
+            return None;
+        }
+        let host = || self.host_computable(e, 0).then(|| Lin::atom(Atom::Opaque(key(e))));
+        match &e.kind {
+            HExprKind::Int(v) => Some(Lin::constant(*v)),
+            HExprKind::Var(v) => {
+                if self.ranges.contains_key(v) {
+                    return Some(Lin::atom(Atom::Index(*v)));
+                }
+                let local = self.f.local(*v)?;
+                match local.place {
+                    LocalPlace::HostScalar if !local.mutable => Some(Lin::atom(Atom::Host(*v))),
+                    LocalPlace::DeviceScalar if !local.mutable => {
+                        self.lin(self.inits.get(v)?, depth + 1)
+                    }
+                    _ => None,
+                }
+            }
+            HExprKind::Param(p) => match self.f.param(*p)?.kind {
+                ParamKind::Scalar(_) => Some(Lin::atom(Atom::Param(*p))),
+                _ => None,
+            },
+            HExprKind::SymDim(s) => Some(Lin::atom(Atom::Sym(*s))),
+            HExprKind::ParamExtent { param, dim } => Some(Lin::atom(Atom::Extent(*param, *dim))),
+            HExprKind::Unary { op: UnOp::Neg, operand } => self.lin(operand, depth + 1)?.scaled(-1),
+            HExprKind::Binary { op: BinOp::Add, lhs, rhs } => {
+                self.lin(lhs, depth + 1)?.plus(&self.lin(rhs, depth + 1)?)
+            }
+            HExprKind::Binary { op: BinOp::Sub, lhs, rhs } => {
+                self.lin(lhs, depth + 1)?.minus(&self.lin(rhs, depth + 1)?)
+            }
+            HExprKind::Binary { op: BinOp::Mul, lhs, rhs } => {
+                let (a, b) = (self.lin(lhs, depth + 1), self.lin(rhs, depth + 1));
+                match (a.as_ref().and_then(Lin::as_constant), b.as_ref().and_then(Lin::as_constant))
+                {
+                    (Some(k), _) => b?.scaled(k),
+                    (_, Some(k)) => a?.scaled(k),
+                    _ => host(),
+                }
+            }
+            HExprKind::Binary { op: op @ (BinOp::Div | BinOp::Rem), lhs, rhs } => {
+                if self.host_computable(e, 0) {
+                    return host();
+                }
+                // A device value divided by a positive constant: an atom with a range.
+                let divisor = self.lin(rhs, depth + 1)?.as_constant().filter(|c| *c > 0)?;
+                let dividend = self.lin(lhs, depth + 1)?;
+                let (lo, hi) = (self.numeric_min(&dividend)?, self.numeric_max(&dividend));
+                if lo < 0 {
+                    return None;
+                }
+                let range = match op {
+                    BinOp::Div => (lo / divisor, hi.map(|hi| hi / divisor + 1)),
+                    _ => (0, Some(hi.map_or(divisor, |hi| (hi + 1).min(divisor)))),
+                };
+                let (lo, hi) = (range.0, range.1?);
+                let k = key(e);
+                self.derived.borrow_mut().insert(k.clone(), (lo, hi));
+                Some(Lin::atom(Atom::Derived(k)))
+            }
+            HExprKind::Cast { to, operand, .. }
+                if matches!(to, ElemTy::S32 | ElemTy::S64) && signed(&operand.ty) =>
+            {
+                // Widening (or same-width) between signed types keeps the value.
+                let from = operand.ty.scalar().unwrap_or(ElemTy::S32);
+                if from.int_bits() <= to.int_bits() { self.lin(operand, depth + 1) } else { host() }
+            }
+            _ => host(),
+        }
+    }
+
+    /// Whether `e` can be computed on the host before the launch (no device values, no data).
+    fn host_computable(&self, e: &HExpr, depth: u32) -> bool {
+        if depth > 32 {
+            return false;
+        }
+        let sub = |x: &HExpr| self.host_computable(x, depth + 1);
+        match &e.kind {
+            HExprKind::Int(_) | HExprKind::Float(_) | HExprKind::Bool(_) => true,
+            HExprKind::Var(v) => {
+                !self.ranges.contains_key(v)
+                    && self
+                        .f
+                        .local(*v)
+                        .is_some_and(|l| l.place == LocalPlace::HostScalar && !l.mutable)
+            }
+            HExprKind::Param(p) => {
+                self.f.param(*p).is_some_and(|p| matches!(p.kind, ParamKind::Scalar(_)))
+            }
+            HExprKind::SymDim(_) | HExprKind::ParamExtent { .. } => true,
+            HExprKind::Unary { operand, .. } | HExprKind::Cast { operand, .. } => sub(operand),
+            HExprKind::Binary { lhs, rhs, .. } | HExprKind::Cdiv(lhs, rhs) => sub(lhs) && sub(rhs),
+            HExprKind::Ternary { cond, then_value, else_value } => {
+                sub(cond) && sub(then_value) && sub(else_value)
+            }
+            HExprKind::Math { args, .. } => args.iter().all(sub),
+            HExprKind::At { .. }
+            | HExprKind::CppCast { .. }
+            | HExprKind::Str(_)
+            | HExprKind::Ituple(_)
+            | HExprKind::Mdspan(_)
+            | HExprKind::Error => false,
+        }
+    }
+}
+
+/// The comparison that holds when `op` does not.
+fn negated(op: BinOp) -> Option<BinOp> {
+    Some(match op {
+        BinOp::Lt => BinOp::Ge,
+        BinOp::Le => BinOp::Gt,
+        BinOp::Gt => BinOp::Le,
+        BinOp::Ge => BinOp::Lt,
+        _ => return None,
+    })
+}
+
+/// Whether a value of this type is a signed integer the analysis can reason about.
+fn signed(ty: &Ty) -> bool {
+    matches!(ty, Ty::BoundedInt | Ty::Scalar(ElemTy::S32 | ElemTy::S64))
+}
+
+/// Whether `body` (not counting nested loops) may leave its loop early.
+fn leaves_early(body: &[Stmt]) -> bool {
+    body.iter().any(|s| match &s.kind {
+        StmtKind::Break | StmtKind::Continue | StmtKind::Return(_) => true,
+        StmtKind::Block(b) => leaves_early(b),
+        StmtKind::If { then_body, else_body, .. } => {
+            leaves_early(then_body) || leaves_early(else_body)
+        }
+        StmtKind::While { .. } | StmtKind::For { .. } => false,
+        StmtKind::Let { .. }
+        | StmtKind::DeclBuffer { .. }
+        | StmtKind::Assign { .. }
+        | StmtKind::Print { .. }
+        | StmtKind::Parallel(_)
+        | StmtKind::InnerParallel(_)
+        | StmtKind::Check(_)
+        | StmtKind::SyncGlobal
+        | StmtKind::SyncBlock => false,
+    })
+}
+
+/// A structural key of a host-computable expression (no spans), so that two writings of
+/// `cdiv(N, 64)` are the same atom.
+fn key(e: &HExpr) -> String {
+    let k = |x: &HExpr| key(x);
+    match &e.kind {
+        HExprKind::Int(v) => v.to_string(),
+        HExprKind::Float(v) => format!("{v:?}"),
+        HExprKind::Bool(b) => b.to_string(),
+        HExprKind::Str(s) => format!("{s:?}"),
+        HExprKind::Var(v) => format!("v{}", v.0),
+        HExprKind::Param(p) => format!("p{}", p.0),
+        HExprKind::SymDim(s) => format!("s{}", s.0),
+        HExprKind::ParamExtent { param, dim } => format!("e{}.{dim}", param.0),
+        HExprKind::Unary { op, operand } => format!("({}{})", op.as_str(), k(operand)),
+        HExprKind::Binary { op, lhs, rhs } => format!("({} {} {})", k(lhs), op.as_str(), k(rhs)),
+        HExprKind::Ternary { cond, then_value, else_value } => {
+            format!("({} ? {} : {})", k(cond), k(then_value), k(else_value))
+        }
+        HExprKind::Cdiv(a, b) => format!("cdiv({}, {})", k(a), k(b)),
+        HExprKind::At { id, .. } => format!("at{}", id.0),
+        HExprKind::Math { func, args } => {
+            format!("{}({})", func.as_str(), args.iter().map(k).collect::<Vec<_>>().join(", "))
+        }
+        HExprKind::Cast { to, operand, .. } => format!("({})({})", to.as_str(), k(operand)),
+        HExprKind::CppCast { cpp_type, operand } => format!("({cpp_type})({})", k(operand)),
+        HExprKind::Ituple(items) => {
+            format!("{{{}}}", items.iter().map(k).collect::<Vec<_>>().join(", "))
+        }
+        HExprKind::Mdspan(_) => "mdspan".to_string(),
+        HExprKind::Error => "error".to_string(),
+    }
+}
