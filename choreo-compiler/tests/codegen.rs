@@ -94,16 +94,6 @@ fn codegen_fixtures_are_accepted() {
     assert!(failures.is_empty(), "rejected fixtures:\n{}", failures.join("\n"));
 }
 
-/// Prints the `.cu` of the fixture named by `$CHOREO_FIXTURE` (a development aid:
-/// `CHOREO_FIXTURE=multi_kernel cargo test --test codegen print_fixture -- --ignored --nocapture`).
-#[test]
-#[ignore = "development aid"]
-fn print_fixture() {
-    let name = std::env::var("CHOREO_FIXTURE").expect("set CHOREO_FIXTURE to a fixture stem");
-    let path = manifest_dir().join(format!("tests/fixtures/codegen/{name}.co"));
-    println!("{}", translate(&path, &CompileOptions::default()));
-}
-
 #[test]
 fn cu_snapshots() {
     let opts = CompileOptions::default();

@@ -259,7 +259,11 @@ impl<'s> WorkStreams<'s> {
             len: buffer.len(),
         };
         let position = self.handouts.len() + 1;
-        device_error(&handout.describe(position), buffer.device_ordinal(), self.device)?;
+        // The description is formatted only for an error: this runs for every argument of
+        // every call.
+        if buffer.device_ordinal() != self.device {
+            device_error(&handout.describe(position), buffer.device_ordinal(), self.device)?;
+        }
         if let Some(error) = alias_error(self.handouts.iter(), &handout, position) {
             return Err(error);
         }

@@ -390,6 +390,19 @@ fn synchronous_wrappers_have_finished_when_they_return() {
     assert!(stream.query().unwrap());
 }
 
+/// Runs `timing::spin_async` once (and waits), so that its kernel is loaded. With CUDA's lazy
+/// module loading (the default), the first launch of a kernel loads its module, and loading
+/// waits for the kernels already running on the device: a first call made while a gated kernel
+/// holds the device would block until the gate times out. (Each GPU test runs in a process of
+/// its own, so no earlier test has loaded it.)
+fn load_spin_async(
+    stream: &Stream,
+    out: &mut DeviceTensor<u32, 1>,
+    sink: &mut DeviceTensor<u32, 1>,
+) {
+    timing::spin_async(stream, out, sink, 1, 0).unwrap().wait().unwrap();
+}
+
 /// An asynchronous wrapper returns while its work is still to run: its stream is held by a
 /// gated kernel that only the host opens, so the work cannot finish before the wrapper
 /// returns (a wrapper that waited would hang until the gate timed out).
@@ -400,6 +413,7 @@ fn asynchronous_wrappers_return_before_the_work_is_done() {
     let stream = Stream::new().unwrap();
     let mut out = upload(&[0u32; 4]);
     let mut sink = upload(&[0u32; 4]);
+    load_spin_async(&stream, &mut out, &mut sink);
     let gate = Gate::closed().unwrap();
     let mut held = DeviceBuffer::<u32>::zeroed(1).unwrap();
     wait_then_write(&stream, &gate, &mut held, 1).unwrap();
@@ -505,6 +519,7 @@ fn then_orders_another_stream_after_the_work() {
     let (s0, s1) = (Stream::new().unwrap(), Stream::new().unwrap());
     let mut out = upload(&[0u32; 4]);
     let mut sink = upload(&[0u32; 4]);
+    load_spin_async(&s0, &mut out, &mut sink);
     let gate = Gate::closed().unwrap();
     let mut held = DeviceBuffer::<u32>::zeroed(1).unwrap();
     wait_then_write(&s0, &gate, &mut held, 1).unwrap();
