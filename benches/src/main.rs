@@ -215,6 +215,12 @@ fn run_sections(args: &GpuArgs, report: &mut GpuReport) -> gpu::BenchResult<()> 
             format!("{} ({kernel})", three_digits(ratio)),
             met(ratio >= 0.90),
         ]);
+        let (add, add4) = outcome.checked_over_proven;
+        report.summary.row([
+            "bounds checks: checked ≤ 1.02 × proven kernel time".to_owned(),
+            format!("{} (add), {} (add4)", three_digits(add), three_digits(add4)),
+            met(add.max(add4) <= 1.02),
+        ]);
     }
     match choreo::take_deferred_error() {
         Some(error) => Err(error.into()),

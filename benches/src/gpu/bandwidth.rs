@@ -6,7 +6,9 @@
 //! - `add4`: four elements per thread, 256 apart, all loads before the stores;
 //!
 //! plus a hand-written 16-byte (float4) variant and a device-to-device `cudaMemcpyAsync` of
-//! 1 GiB (the copy reference). Bytes moved: 3 GiB for the adds (two reads, one write), 2 GiB
+//! 1 GiB (the copy reference), and `add_checked` / `add4_checked`: the same kernels with `c`
+//! of its own run-time extent, so that every store to `c` is bounds-checked in the kernel (the
+//! cost of the run-time checks, next to the proven kernels). Bytes moved: 3 GiB for the adds (two reads, one write), 2 GiB
 //! for the copy (one read, one write); GB/s are 10^9 bytes per second.
 
 use choreo::{DeviceTensor, Stream, sys};
@@ -24,6 +26,8 @@ pub struct Outcome {
     pub rows: Vec<Vec<String>>,
     /// The best generated kernel over the copy bandwidth (target ≥ 0.90), and its name.
     pub ours_over_copy: (f64, &'static str),
+    /// Time of `add_checked` over `add` and of `add4_checked` over `add4` (target ≤ 1.02).
+    pub checked_over_proven: (f64, f64),
 }
 
 /// Checks that `c` is exactly `a + b` (f32 addition is exact to reproduce); counts mismatches.
@@ -68,8 +72,12 @@ pub fn run(options: &Options) -> BenchResult<Outcome> {
         &'x DeviceTensor<f32, 1>,
         &'x mut DeviceTensor<f32, 1>,
     ) -> choreo::Result<choreo::Pending<'x, ()>>;
-    let generated: [(&'static str, Generated); 2] =
-        [("ours: bench::add", bench::add), ("ours: bench::add4", bench::add4)];
+    let generated: [(&'static str, Generated); 4] = [
+        ("ours: bench::add", bench::add),
+        ("ours: bench::add4", bench::add4),
+        ("ours: bench::add_checked", bench::add_checked),
+        ("ours: bench::add4_checked", bench::add4_checked),
+    ];
     for (what, kernel) in generated {
         c.copy_from_host(&s, view(&poison)?)?;
         kernel(&s, &a, &b, &mut c)?.wait()?;
@@ -124,6 +132,20 @@ pub fn run(options: &Options) -> BenchResult<Outcome> {
             Ok(())
         })
     };
+    let mut c_checked = DeviceTensor::from_host(&s, view(&poison)?)?;
+    let mut ours_add_checked = || {
+        event_ms(&s, || {
+            drop(bench::add_checked(&s, &a, &b, &mut c_checked)?);
+            Ok(())
+        })
+    };
+    let mut c4_checked = DeviceTensor::from_host(&s, view(&poison)?)?;
+    let mut ours_add4_checked = || {
+        event_ms(&s, || {
+            drop(bench::add4_checked(&s, &a, &b, &mut c4_checked)?);
+            Ok(())
+        })
+    };
     let stream = &s;
     let raw = |launch: Launch, what: &'static str| {
         move || {
@@ -146,6 +168,8 @@ pub fn run(options: &Options) -> BenchResult<Outcome> {
             &mut hand_add4,
             &mut hand_vec4,
             &mut memcpy,
+            &mut ours_add_checked,
+            &mut ours_add4_checked,
         ],
     )?;
     let gbps = |bytes: usize, ms: f64| bytes as f64 / (ms * 1e-3) / 1e9;
@@ -158,6 +182,8 @@ pub fn run(options: &Options) -> BenchResult<Outcome> {
         "hand CUDA, same kernel",
         "hand CUDA, float4 accesses",
         "cudaMemcpyAsync device to device",
+        "ours: bench::add_checked (stores bounds-checked)",
+        "ours: bench::add4_checked (stores bounds-checked)",
     ];
     let rows = names
         .iter()
@@ -175,6 +201,14 @@ pub fn run(options: &Options) -> BenchResult<Outcome> {
                     three_digits(summaries[index].median / summaries[index - 1].median)
                 );
             }
+            if index == 6 || index == 7 {
+                // Time of the checked kernel over the proven one: the checks' cost.
+                let proven = if index == 6 { 0 } else { 2 };
+                derived += &format!(
+                    "; checked/proven time {}",
+                    three_digits(summaries[index].median / summaries[proven].median)
+                );
+            }
             let name =
                 if index == 0 { format!("{name}, {elements} f32") } else { name.to_string() };
             vec![name, median, min, max, derived]
@@ -183,5 +217,7 @@ pub fn run(options: &Options) -> BenchResult<Outcome> {
     let add = gbps(add_bytes, summaries[0].median) / copy_gbps;
     let add4 = gbps(add_bytes, summaries[2].median) / copy_gbps;
     let ours_over_copy = if add4 > add { (add4, "bench::add4") } else { (add, "bench::add") };
-    Ok(Outcome { rows, ours_over_copy })
+    let checked_over_proven =
+        (summaries[6].median / summaries[0].median, summaries[7].median / summaries[2].median);
+    Ok(Outcome { rows, ours_over_copy, checked_over_proven })
 }
