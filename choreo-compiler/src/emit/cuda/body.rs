@@ -4,8 +4,8 @@ use super::types::{conv, cpp_elem, scalar_of};
 use super::writer::c_escape;
 use super::{FnEmitter, Region};
 use crate::hir::{
-    self, CheckKind, Dim, ElemTy, HExpr, HExprKind, LocalOrigin, Place, ReturnTy, Stmt, StmtKind,
-    Ty,
+    self, AssignOp, CheckKind, Dim, ElemTy, HExpr, HExprKind, LocalOrigin, Place, ReturnTy, Stmt,
+    StmtKind, Ty,
 };
 use crate::source::Span;
 
@@ -74,11 +74,27 @@ impl FnEmitter<'_, '_> {
                 let Some(tt) = tt else {
                     return self.bug(span, "an assignment to something that is not scalar");
                 };
-                let text = self.assignment(&target_text, tt, *op, value);
                 match guard {
-                    // A write that fails its check is skipped (and noted: the call fails).
-                    Some(guard) => self.w.line(span, &format!("if ({guard}) {text}")),
-                    None => self.w.line(span, &text),
+                    // A store that fails its check is skipped (and noted: the call fails). The
+                    // value is computed first, so its loads do not wait for the check.
+                    Some(guard) if *op == AssignOp::Assign => {
+                        let v = self.converted(value, tt);
+                        let t = cpp_elem(tt);
+                        self.w.line(
+                            span,
+                            &format!(
+                                "{{ const {t} __choreo_stored = {v}; if ({guard}) {target_text} = __choreo_stored; }}"
+                            ),
+                        );
+                    }
+                    Some(guard) => {
+                        let text = self.assignment(&target_text, tt, *op, value);
+                        self.w.line(span, &format!("if ({guard}) {text}"));
+                    }
+                    None => {
+                        let text = self.assignment(&target_text, tt, *op, value);
+                        self.w.line(span, &text);
+                    }
                 }
             }
             StmtKind::Block(body) => {

@@ -340,18 +340,29 @@ struct __choreo_bounds_record {
   long long extent;
 };
 
-// Whether 0 <= index < extent. When not, the access is skipped by the caller and noted in
-// `record` (the first failure of the call wins), so the call fails instead of touching memory
-// it was not given.
-__device__ inline bool __choreo_in_bounds(__choreo_bounds_record* record, unsigned int access,
-                                          unsigned int dim, long long index, long long extent) {
-  if (index >= 0 && index < extent) return true;
+// Notes a failed bounds check in `record` (the first failure of the call wins). Out of line:
+// it is the cold path of every check, kept out of the kernels' registers and code.
+__device__ inline void __choreo_note_out_of_bounds(__choreo_bounds_record* record,
+                                                         unsigned int access, unsigned int dim,
+                                                         long long index, long long extent) {
   if (record != nullptr && atomicCAS(&record->flag, 0u, 1u) == 0u) {
     record->access = access;
     record->dim = dim;
     record->index = index;
     record->extent = extent;
   }
+}
+
+// Whether 0 <= index < extent (one unsigned comparison: a negative index is a huge unsigned
+// one; extents are never negative). When not, the access is skipped by the caller and noted,
+// so the call fails instead of touching memory it was not given.
+__device__ __forceinline__ bool __choreo_in_bounds(__choreo_bounds_record* record,
+                                                   unsigned int access, unsigned int dim,
+                                                   long long index, long long extent) {
+  if (static_cast<unsigned long long>(index) < static_cast<unsigned long long>(extent)) {
+    return true;
+  }
+  __choreo_note_out_of_bounds(record, access, dim, index, extent);
   return false;
 }
 
