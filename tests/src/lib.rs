@@ -30,6 +30,17 @@ use std::time::Duration;
 
 use choreo::{DeviceBuffer, Error, Result, Stream};
 
+/// `data` as a rank-1 device tensor, copied on the default stream (panics on failure: a test
+/// helper).
+pub fn upload<T: choreo::DeviceRepr>(data: &[T]) -> choreo::DeviceTensor<T, 1> {
+    choreo::DeviceTensor::from_host(&Stream::default_stream(), data.into()).expect("upload")
+}
+
+/// The elements of a rank-1 device tensor, copied on the default stream (panics on failure).
+pub fn download<T: choreo::DeviceRepr>(tensor: &choreo::DeviceTensor<T, 1>) -> Vec<T> {
+    tensor.to_host(&Stream::default_stream()).expect("download").into_vec()
+}
+
 /// `true` when `build.rs` compiled the test kernels.
 pub const KERNELS_BUILT: bool = cfg!(choreo_test_kernels);
 

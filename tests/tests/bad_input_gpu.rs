@@ -18,9 +18,9 @@
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use choreo::kernels::WorkStreams;
-use choreo::{Device, DeviceBuffer, DeviceRepr, DeviceTensor, Error, HostTensor, HostView, Stream};
-use choreo_tests::CO_KERNELS_BUILT;
+use choreo::{Device, DeviceBuffer, DeviceTensor, Error, HostTensor, HostView, Stream};
 use choreo_tests::co::{kinds, timing};
+use choreo_tests::{CO_KERNELS_BUILT, download, upload};
 
 /// Serialises the GPU tests of this binary.
 static GPU_TESTS: Mutex<()> = Mutex::new(());
@@ -40,14 +40,6 @@ fn require_gpus(devices: usize) -> MutexGuard<'static, ()> {
         panic!("this test needs {devices} CUDA GPUs; this machine has {count}");
     }
     guard
-}
-
-fn upload<T: DeviceRepr>(data: &[T]) -> DeviceTensor<T, 1> {
-    DeviceTensor::from_host(&Stream::default_stream(), data.into()).expect("upload")
-}
-
-fn download<T: DeviceRepr>(tensor: &DeviceTensor<T, 1>) -> Vec<T> {
-    tensor.to_host(&Stream::default_stream()).expect("download").into_vec()
 }
 
 /// The message of an `Error::InvalidArgument`, or a panic naming what came instead.

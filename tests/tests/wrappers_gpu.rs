@@ -21,13 +21,12 @@ use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::Duration;
 
 use choreo::{
-    DeviceBuffer, DeviceRepr, DeviceTensor, Error, HostTensor, HostView, HostViewMut, Stream, bf16,
-    f16,
+    DeviceBuffer, DeviceTensor, Error, HostTensor, HostView, HostViewMut, Stream, bf16, f16,
 };
 use choreo_tests::co::{kinds, seed, timing};
 use choreo_tests::{
     CO_KERNELS_BUILT, Gate, KERNELS_BUILT, Random, assert_no_deferred_error, block_on,
-    concurrent_kernels, spin_then_write, wait_then_write, warm_up_kernels,
+    concurrent_kernels, download, spin_then_write, upload, wait_then_write, warm_up_kernels,
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -67,14 +66,6 @@ fn require_gpu() -> MutexGuard<'static, ()> {
         panic!("the test kernels do not run: {error}");
     }
     guard
-}
-
-fn upload<T: DeviceRepr>(data: &[T]) -> DeviceTensor<T, 1> {
-    DeviceTensor::from_host(&Stream::default_stream(), data.into()).expect("upload")
-}
-
-fn download<T: DeviceRepr>(tensor: &DeviceTensor<T, 1>) -> Vec<T> {
-    tensor.to_host(&Stream::default_stream()).expect("download").into_vec()
 }
 
 #[track_caller]

@@ -810,10 +810,7 @@ impl<'f> FnEmitter<'f> {
                 .accesses
                 .iter()
                 .map(|a| {
-                    let name = match a.buffer {
-                        hir::BufferRef::Param(p) => self.f.param(p).map_or("?", |p| &p.name),
-                        hir::BufferRef::Local(v) => self.f.local(v).map_or("?", |l| &l.name),
-                    };
+                    let name = self.f.buffer_name(a.buffer);
                     format!(
                         "::choreo::kernels::BoundsSite {{ param: {name:?}, location: {:?} }}",
                         doc_text(&self.db.location(a.span))

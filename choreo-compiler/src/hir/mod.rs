@@ -203,6 +203,15 @@ impl Function {
     pub fn sym(&self, id: SymId) -> Option<&SymDim> {
         self.sym_dims.get(id.index())
     }
+
+    /// The name of a buffer as written (a parameter's or a declared buffer's; `?` for an id
+    /// that is not in the function).
+    pub fn buffer_name(&self, buffer: BufferRef) -> &str {
+        match buffer {
+            BufferRef::Param(p) => self.param(p).map_or("?", |p| p.name.as_str()),
+            BufferRef::Local(v) => self.local(v).map_or("?", |l| l.name.as_str()),
+        }
+    }
 }
 
 /// The return type of a function (spec §7.3).

@@ -20,6 +20,7 @@
 
 use super::internal;
 use crate::diagnostics::{Diagnostic, Diagnostics};
+use crate::hir::visit::{self, Visitor, Walk};
 use crate::hir::{
     AccessId, BinOp, BufferRef, Check, CheckKind, Dim, ElemTy, Function, HExpr, HExprKind,
     LocalPlace, ParamId, ParamKind, Place, Stmt, StmtKind, SymId, Ty, UnOp, VarId,
@@ -70,10 +71,7 @@ pub fn report(
             if !a.guarded() {
                 continue;
             }
-            let name = match a.buffer {
-                BufferRef::Param(p) => f.param(p).map_or("?", |p| p.name.as_str()),
-                BufferRef::Local(v) => f.local(v).map_or("?", |l| l.name.as_str()),
-            };
+            let name = f.buffer_name(a.buffer);
             let dims: Vec<String> = a
                 .checks
                 .iter()
@@ -439,43 +437,18 @@ impl<'a> Analysis<'a, '_> {
         self.facts.truncate(before);
     }
 
-    /// Plans the accesses inside an expression.
+    /// Plans the accesses inside an expression (an index may itself read an element).
     fn expr(&mut self, e: &'a HExpr) {
-        match &e.kind {
-            HExprKind::At { buffer, indices, id } => {
-                for i in indices {
-                    self.expr(i);
+        struct Accesses<'x, 'a, 'd>(&'x mut Analysis<'a, 'd>);
+        impl<'a> Visitor<'a> for Accesses<'_, 'a, '_> {
+            fn expr(&mut self, e: &'a HExpr) -> Walk {
+                if let HExprKind::At { buffer, indices, id } = &e.kind {
+                    self.0.access(*id, *buffer, indices, e.span);
                 }
-                self.access(*id, *buffer, indices, e.span);
+                Walk::Continue
             }
-            HExprKind::Unary { operand, .. }
-            | HExprKind::Cast { operand, .. }
-            | HExprKind::CppCast { operand, .. } => self.expr(operand),
-            HExprKind::Binary { lhs, rhs, .. } | HExprKind::Cdiv(lhs, rhs) => {
-                self.expr(lhs);
-                self.expr(rhs);
-            }
-            HExprKind::Ternary { cond, then_value, else_value } => {
-                self.expr(cond);
-                self.expr(then_value);
-                self.expr(else_value);
-            }
-            HExprKind::Math { args, .. } | HExprKind::Ituple(args) => {
-                for a in args {
-                    self.expr(a);
-                }
-            }
-            HExprKind::Int(_)
-            | HExprKind::Float(_)
-            | HExprKind::Bool(_)
-            | HExprKind::Str(_)
-            | HExprKind::Var(_)
-            | HExprKind::Param(_)
-            | HExprKind::SymDim(_)
-            | HExprKind::ParamExtent { .. }
-            | HExprKind::Mdspan(_)
-            | HExprKind::Error => {}
         }
+        visit::walk_expr(&mut Accesses(self), e);
     }
 
     /// Decides the checks of one access.
@@ -527,10 +500,7 @@ impl<'a> Analysis<'a, '_> {
         if min >= 0 && max < extent {
             return;
         }
-        let name = match buffer {
-            BufferRef::Param(p) => self.f.param(p).map_or("?".to_string(), |p| p.name.clone()),
-            BufferRef::Local(v) => self.f.local(v).map_or("?".to_string(), |l| l.name.clone()),
-        };
+        let name = self.f.buffer_name(buffer);
         self.diags.push(
             Diagnostic::error(
                 "E0712",

@@ -425,10 +425,7 @@ impl FnEmitter<'_, '_> {
             .accesses
             .iter()
             .map(|a| {
-                let name = match a.buffer {
-                    hir::BufferRef::Param(p) => self.f.param(p).map_or("?", |p| p.name.as_str()),
-                    hir::BufferRef::Local(v) => self.f.local(v).map_or("?", |l| l.name.as_str()),
-                };
+                let name = self.f.buffer_name(a.buffer);
                 format!(
                     "\"{}\"",
                     c_escape(&format!("'{name}' at {}", self.db.location(a.span)), true)
