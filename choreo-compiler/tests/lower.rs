@@ -319,6 +319,6 @@ fn without_bounds_checks_an_unproven_access_makes_the_wrapper_unsafe() {
     assert!(unchecked_rs.contains("pub unsafe fn zeron("), "{unchecked_rs}");
     assert!(unchecked_rs.contains("# Safety"), "{unchecked_rs}");
     let (checked_cu, unchecked_cu) = (checked.cu.expect("cu"), unchecked.cu.expect("cu"));
-    assert!(checked_cu.contains("::__choreo_in_bounds(__choreo_bounds, 0u, 0u"), "guarded write");
-    assert!(!unchecked_cu.contains("::__choreo_in_bounds(__choreo_bounds,"), "no guard");
+    assert!(checked_cu.contains("::__choreo_in_bounds32(__choreo_bounds, 0u, 0u"), "guarded write");
+    assert!(!unchecked_cu.contains("(__choreo_bounds, "), "no guard");
 }

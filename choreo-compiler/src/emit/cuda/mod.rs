@@ -319,13 +319,25 @@ impl FnEmitter<'_, '_> {
             }
             let t = scalar_of(&index.ty).unwrap_or(ElemTy::S32);
             let i = self.expr(index);
-            let i = if t.is_int() { i } else { conv(&i, t, ElemTy::S64) };
             let x = self.dim_raw(extent);
-            parts.push(format!(
-                "::__choreo_in_bounds(__choreo_bounds, {}u, {d}u, static_cast<long long>({i}), \
-                 static_cast<long long>({x}))",
-                id.0
-            ));
+            // An `int` index against an extent that fits 32 bits (the kernels receive extents
+            // as `unsigned`) is checked with one 32-bit comparison, anything else in 64 bits.
+            let narrow =
+                t == ElemTy::S32 && extent.as_const().is_none_or(|c| u32::try_from(c).is_ok());
+            parts.push(if narrow {
+                format!(
+                    "::__choreo_in_bounds32(__choreo_bounds, {}u, {d}u, {i}, \
+                     static_cast<unsigned>({x}))",
+                    id.0
+                )
+            } else {
+                let i = if t.is_int() { i } else { conv(&i, t, ElemTy::S64) };
+                format!(
+                    "::__choreo_in_bounds(__choreo_bounds, {}u, {d}u, static_cast<long long>({i}), \
+                     static_cast<long long>({x}))",
+                    id.0
+                )
+            });
         }
         (!parts.is_empty()).then(|| parts.join(" && "))
     }

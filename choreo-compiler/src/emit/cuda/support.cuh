@@ -366,6 +366,15 @@ __device__ __forceinline__ bool __choreo_in_bounds(__choreo_bounds_record* recor
   return false;
 }
 
+// The same for an `int` index and a 32-bit extent: one 32-bit comparison.
+__device__ __forceinline__ bool __choreo_in_bounds32(__choreo_bounds_record* record,
+                                                     unsigned int access, unsigned int dim,
+                                                     int index, unsigned int extent) {
+  if (static_cast<unsigned int>(index) < extent) return true;
+  __choreo_note_out_of_bounds(record, access, dim, index, extent);
+  return false;
+}
+
 }  // namespace CHOREO_SUPPORT_NS
 using namespace CHOREO_SUPPORT_NS;
 
