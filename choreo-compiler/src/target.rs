@@ -106,6 +106,24 @@ impl Target {
         STATIC_SHARED_BYTES
     }
 
+    /// The alignment of every shared buffer in bytes (spec §1.4): 128 on sm_90 and later (what
+    /// TMA and WGMMA need), 16 below.
+    pub fn shared_alignment(self) -> u64 {
+        match self {
+            Target::Cuda(arch) if arch.sm() < 90 => 16,
+            _ => 128,
+        }
+    }
+
+    /// The bytes of `local` buffers one thread of a kernel may declare (spec §1.4: checked at
+    /// compile time; 1 KiB below sm_80, 2 KiB from sm_80).
+    pub fn local_bytes_per_thread(self) -> u64 {
+        match self {
+            Target::Cuda(arch) if arch.sm() < 80 => 1024,
+            _ => 2048,
+        }
+    }
+
     /// Shared memory one block may use at most, after opting in above
     /// [`Target::static_shared_bytes`] (`cudaFuncAttributeMaxDynamicSharedMemorySize`). The CPU
     /// target takes the largest CUDA value so that what compiles for a GPU compiles for it.

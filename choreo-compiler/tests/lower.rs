@@ -6,7 +6,7 @@
 use choreo_compiler::compile::{Arch, CompileOptions, Target, compile};
 use choreo_compiler::diagnostics::render_human;
 use choreo_compiler::hir::{Dim, ElemTy, Level, ParamId, VarId};
-use choreo_compiler::lower::{AbiParam, AfterLaunch, FunctionPlan, Plan, StreamRef};
+use choreo_compiler::lower::{self, AbiParam, AfterLaunch, FunctionPlan, Plan, StreamRef};
 use choreo_compiler::source::SourceDb;
 
 /// The plan of an accepted program (panics with the diagnostics otherwise).
@@ -321,4 +321,76 @@ fn without_bounds_checks_an_unproven_access_makes_the_wrapper_unsafe() {
     let (checked_cu, unchecked_cu) = (checked.cu.expect("cu"), unchecked.cu.expect("cu"));
     assert!(checked_cu.contains("::__choreo_in_bounds32(__choreo_bounds, 0u, 0u"), "guarded write");
     assert!(!unchecked_cu.contains("(__choreo_bounds, "), "no guard");
+}
+
+// -- shared and local memory ----------------------------------------------------------------
+
+/// The codes of the errors of a program compiled for `target`.
+fn error_codes(src: &str, target: Target) -> (Vec<&'static str>, String) {
+    let mut db = SourceDb::new();
+    let file = db.add("t.co", src.to_string());
+    let out = compile(&db, file, &CompileOptions { target, ..CompileOptions::default() });
+    let codes = out.diagnostics.iter().filter(|d| d.is_error()).map(|d| d.code).collect();
+    (codes, render_human(&db, &out.diagnostics))
+}
+
+#[test]
+fn shared_buffers_are_laid_out_in_one_aligned_pool() {
+    let f = function(
+        "__co__ void f(f32 [4, 32] a) {\n  parallel p by 4 : block {\n    shared f32 [32] s;\n    shared s32 n;\n    shared f16 [3] h;\n    parallel t by 32 : thread { s.at(t) = a.at(p, t); }\n  }\n}\n",
+    );
+    let pool = &f.kernels[0].shared;
+    let offsets: Vec<Option<u64>> = pool.slots.iter().map(|s| s.offset.as_const()).collect();
+    // 128-byte alignment on sm_90a: 32 floats (128 bytes), then 4 bytes rounded up, then 6.
+    assert_eq!(offsets, [Some(0), Some(128), Some(256)]);
+    assert_eq!(pool.bytes, Dim::Const(384));
+    assert!(!pool.opt_in, "under the 48 KiB static limit");
+    let sm80 = plan_for(
+        "__co__ void f(f32 [4] a) {\n  parallel p by 4 : block {\n    shared s32 n;\n    shared f32 [4] s;\n    parallel t by 4 : thread { s.at(t) = a.at(t); }\n  }\n}\n",
+        Target::Cuda("sm_80".parse::<Arch>().expect("arch")),
+    );
+    let pool = &sm80.functions[0].kernels[0].shared;
+    assert_eq!(pool.slots[1].offset, Dim::Const(16), "16-byte alignment below sm_90");
+}
+
+#[test]
+fn shared_memory_beyond_the_static_limit_opts_in_and_beyond_the_target_is_an_error() {
+    let big = "__co__ void f(f32 [64] a) {\n  parallel p by 1 : block {\n    shared f32 [16384] s;\n    parallel t by 64 : thread { s.at(t) = a.at(t); }\n  }\n}\n";
+    assert!(function(big).kernels[0].shared.opt_in, "64 KiB needs the opt-in");
+    let too_big = big.replace("16384", "65536");
+    let (codes, text) = error_codes(&too_big, Target::default());
+    assert_eq!(codes, ["E0808"], "{text}");
+    assert!(text.contains("262144 bytes of shared memory"), "{text}");
+    assert!(text.contains("at most 232448 bytes"), "{text}");
+    // What fits an H200 does not fit an sm_86 GPU.
+    let (codes, text) =
+        error_codes(&big.replace("16384", "32768"), Target::Cuda("sm_86".parse().expect("arch")));
+    assert_eq!(codes, ["E0808"], "{text}");
+}
+
+#[test]
+fn local_buffers_are_checked_against_the_per_thread_limit() {
+    let src = "__co__ void f(f32 [64] a) {\n  parallel p by 1 : block, t by 64 : thread {\n    local f32 [256] x;\n    local f32 [512] y;\n    x.at(0) = a.at(t);\n    y.at(0) = x.at(0);\n    a.at(t) = y.at(0);\n  }\n}\n";
+    let (codes, text) = error_codes(src, Target::default());
+    assert_eq!(codes, ["E0809"], "{text}");
+    assert!(text.contains("Used: 3072 bytes, Limit: 2048 bytes"), "{text}");
+    let (codes, text) = error_codes(&src.replace("512", "128"), Target::default());
+    assert!(codes.is_empty(), "{text}");
+}
+
+#[test]
+fn accesses_through_views_are_proven_against_the_buffer_underneath() {
+    // Tiles of a [64, 48] buffer: every coordinate is in range for every block and thread.
+    let tiles = "__co__ void f(f32 [64, 48] a, f32 [64, 48] &o) {\n  parallel p by 4 : block {\n    t0 = a.chunkat(p, _);\n    t1 = a.subspan(16, 8).step(16, 4).at(p, 2);\n    parallel t by 48 : thread { o.at(p, t) = t0.at(15, t) + t1.at(0, t % 8); }\n  }\n}\n";
+    assert!(checks(tiles).iter().flatten().all(|c| *c == (false, false)), "{:?}", checks(tiles));
+    // A flat view (explicit strides) is checked against the element count: against a
+    // run-time count at run time, and reaching past a constant one in every launch is an
+    // error (offset 3p + 3t of 24 elements, p < 2, t < 8: up to 24).
+    let flat = "__co__ void f(s32 [N] a, s32 [N] &o) {\n  parallel p by 2 : block {\n    every = a.view(8 : 3).from(p);\n    parallel t by 8 : thread { o.at(0) = every.at(t); }\n  }\n}\n";
+    let f = function(flat);
+    let every = f.accesses.iter().find(|a| a.flat).expect("a flat access");
+    assert_eq!(every.checks, [lower::DimCheck { below: false, above: true }]);
+    let (codes, text) = error_codes(&flat.replace("[N]", "[24]"), Target::default());
+    assert_eq!(codes, ["E0712"], "{text}");
+    assert!(text.contains("the element offset in 'a' (through a reshaping view) takes the values 0 to 24, but 'a' has 24 elements"), "{text}");
 }

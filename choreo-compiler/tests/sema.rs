@@ -8,9 +8,9 @@ use choreo_compiler::compile::Target;
 use choreo_compiler::diagnostics::{Diagnostic, Diagnostics, render_human};
 use choreo_compiler::frontend::parse_file;
 use choreo_compiler::hir::{
-    self, BinOp, BufferRef, Capture, CheckKind, Dim, ElemTy, HExpr, HExprKind, InnerParallel,
-    Level, LocalOrigin, LocalPlace, ParallelTree, ParamKind, Place, ReturnTy, Stmt, StmtKind,
-    SymId, Ty,
+    self, BinOp, BufferRef, Capture, CheckKind, Dim, ElemIndex, ElemTy, HExpr, HExprKind,
+    InnerParallel, Level, LocalOrigin, LocalPlace, ParallelTree, ParamKind, Place, ReturnTy, Stmt,
+    StmtKind, SymId, Ty,
 };
 use choreo_compiler::lower;
 use choreo_compiler::preprocess::PreprocessOptions;
@@ -579,7 +579,8 @@ fn element_access_flattens_bounded_ituples() {
     );
     let th = inner(&kernels(&f)[0].body)[0];
     let StmtKind::Assign {
-        target: Place::Elem { buffer: BufferRef::Param(_), indices, .. }, ..
+        target: Place::Elem { buffer: BufferRef::Param(_), index: ElemIndex::Coords(indices), .. },
+        ..
     } = &th.body[0].kind
     else {
         panic!("element assignment")

@@ -84,11 +84,13 @@ pub enum Error {
         function: &'static str,
         /// The buffer accessed (a parameter or a buffer of the function).
         param: &'static str,
-        /// The zero-based dimension whose index was out of range.
-        dim: usize,
-        /// The index.
+        /// The zero-based dimension whose index was out of range; `None` when the access went
+        /// through a view that reinterprets the layout (`span_as`, explicit strides) and
+        /// `index` is the element's offset in the whole buffer.
+        dim: Option<usize>,
+        /// The index (or the element offset).
         index: i64,
-        /// The extent of that dimension.
+        /// The extent of that dimension (or the buffer's element count).
         extent: i64,
         /// Where the access is written, `file:line:col` of the `.co` file.
         location: &'static str,
@@ -187,10 +189,18 @@ impl fmt::Display for Error {
             Error::RuntimeCheck { function, message } => {
                 write!(f, "runtime check failed in `{function}`: {message}")
             }
-            Error::OutOfBounds { function, param, dim, index, extent, location } => write!(
+            Error::OutOfBounds { function, param, dim: Some(dim), index, extent, location } => {
+                write!(
+                    f,
+                    "element access out of bounds in `{function}`: index {index} of dimension \
+                     {dim} of `{param}` (extent {extent}) at {location}; the access was skipped"
+                )
+            }
+            Error::OutOfBounds { function, param, dim: None, index, extent, location } => write!(
                 f,
-                "element access out of bounds in `{function}`: index {index} of dimension {dim} \
-                 of `{param}` (extent {extent}) at {location}; the access was skipped"
+                "element access out of bounds in `{function}`: element {index} of `{param}` \
+                 ({extent} elements, reached through a reshaping view) at {location}; the access \
+                 was skipped"
             ),
             Error::OutOfHostMemory { bytes } => {
                 write!(f, "out of host memory: could not allocate {bytes} bytes")

@@ -538,7 +538,11 @@ fn decode_bounds(
     Err(Error::OutOfBounds {
         function,
         param: site.param,
-        dim: (word(1) & 0xffff_ffff) as usize,
+        // The dimension `0xffffffff` stands for a flat element offset (a reshaping view).
+        dim: match word(1) & 0xffff_ffff {
+            0xffff_ffff => None,
+            d => Some(d as usize),
+        },
         index: word(2) as i64,
         extent: word(3) as i64,
         location: site.location,
@@ -701,7 +705,7 @@ mod tests {
             Err(Error::OutOfBounds {
                 function: "f",
                 param: "y",
-                dim: 2,
+                dim: Some(2),
                 index: -3,
                 extent: 8,
                 location: "k.co:4:5"

@@ -260,8 +260,31 @@ pub(crate) fn dim_product(dims: &[Dim], span: Span) -> Dim {
     }
 }
 
-/// `a * b` on integer operands, in their common type (folded when both are constants).
-fn int_mul(a: HExpr, b: HExpr, span: Span) -> HExpr {
+/// `a + b` on integer operands, in their common type (folded when both are constants; `x + 0`
+/// is `x`).
+pub(crate) fn add(a: HExpr, b: HExpr, span: Span) -> HExpr {
+    int_binary(BinOp::Add, a, b, span)
+}
+
+/// `a * b` on integer operands (see [`add`]; `x * 1` is `x`, `x * 0` is `0`: index expressions
+/// have no side effects).
+pub(crate) fn mul(a: HExpr, b: HExpr, span: Span) -> HExpr {
+    int_binary(BinOp::Mul, a, b, span)
+}
+
+/// `a / b` on integer operands (see [`add`]; `x / 1` is `x`).
+pub(crate) fn div(a: HExpr, b: HExpr, span: Span) -> HExpr {
+    int_binary(BinOp::Div, a, b, span)
+}
+
+/// `a % b` on integer operands (see [`add`]; `x % 1` is `0`).
+pub(crate) fn rem(a: HExpr, b: HExpr, span: Span) -> HExpr {
+    int_binary(BinOp::Rem, a, b, span)
+}
+
+/// `a op b` for an arithmetic `op` on integer operands, in their common type (bounded values
+/// count as s32), with constants folded and the identities of 0 and 1 applied.
+fn int_binary(op: BinOp, a: HExpr, b: HExpr, span: Span) -> HExpr {
     let ta = a.ty.scalar().unwrap_or(ElemTy::S32);
     let tb = b.ty.scalar().unwrap_or(ElemTy::S32);
     let common = match promote(ta, tb) {
@@ -269,16 +292,39 @@ fn int_mul(a: HExpr, b: HExpr, span: Span) -> HExpr {
         Promoted::HalfMix => ElemTy::S32,
     };
     let (a, b) = (widen(a, common), widen(b, common));
-    if let (Some(x), Some(y)) = (const_int(&a), const_int(&b)) {
-        if let Ok(Some((v, t))) = fold_int_binary(BinOp::Mul, x, y, common) {
+    let (ca, cb) = (const_int(&a), const_int(&b));
+    if let (Some(x), Some(y)) = (ca, cb) {
+        if let Ok(Some((v, t))) = fold_int_binary(op, x, y, common) {
             return HExpr { kind: HExprKind::Int(v), ty: Ty::Scalar(t), span };
         }
     }
+    let as_common = |mut e: HExpr| {
+        if e.ty.is_bounded() {
+            e.ty = Ty::Scalar(common);
+        }
+        e
+    };
+    let zero = || HExpr { kind: HExprKind::Int(0), ty: Ty::Scalar(common), span };
+    match (op, ca, cb) {
+        (BinOp::Add, Some(0), _) => return as_common(b),
+        (BinOp::Add | BinOp::Sub, _, Some(0)) => return as_common(a),
+        (BinOp::Mul, Some(1), _) => return as_common(b),
+        (BinOp::Mul | BinOp::Div, _, Some(1)) => return as_common(a),
+        (BinOp::Mul, Some(0), _) | (BinOp::Mul, _, Some(0)) | (BinOp::Rem, _, Some(1)) => {
+            return zero();
+        }
+        _ => {}
+    }
     HExpr {
-        kind: HExprKind::Binary { op: BinOp::Mul, lhs: Box::new(a), rhs: Box::new(b) },
+        kind: HExprKind::Binary { op, lhs: Box::new(a), rhs: Box::new(b) },
         ty: Ty::Scalar(common),
         span,
     }
+}
+
+/// `a * b` on integer operands (the product of two extents).
+fn int_mul(a: HExpr, b: HExpr, span: Span) -> HExpr {
+    int_binary(BinOp::Mul, a, b, span)
 }
 
 #[cfg(test)]

@@ -338,6 +338,10 @@ pub struct Local {
     /// For global buffers: whether some `return` returns it (the host wrapper then also creates
     /// a host `spanned_data` for it at the declaration, spec §11.2).
     pub returned: bool,
+    /// For spanned arrays (`shared f16 [128, 64] stage[2]`, spec §11.5): how many leading
+    /// dimensions of the type are array dimensions (0 for a plain buffer). The array is one
+    /// buffer whose type has the array dimensions first; `stage[i]` is a view of it.
+    pub array_dims: u32,
 }
 
 /// Where a local lives.
@@ -355,6 +359,14 @@ pub enum LocalPlace {
     ParallelIndex,
     /// Not materialised: a bounded-ituple name whose uses were expanded to its components.
     Expanded,
+    /// A `shared` buffer declared in a kernel (spec §11.3): one instance per block, placed in
+    /// the kernel's shared-memory pool by lowering ([`crate::lower::KernelPlan::shared`]).
+    SharedBuffer,
+    /// A `local` buffer declared in a kernel (spec §11.3): a per-thread array of constant size.
+    LocalBuffer,
+    /// A `shared` scalar declared in a kernel (spec §11.1): one per block, no initialiser,
+    /// placed in the shared-memory pool like a one-element buffer.
+    SharedScalar,
 }
 
 /// How a local was introduced.
@@ -623,10 +635,21 @@ pub enum Storage {
     Host,
     /// Device global memory (`global` parameters, buffers declared in host code).
     Global,
-    /// `shared` (tier 2).
+    /// `shared` (tier 2): per block.
     Shared,
-    /// `local` (tier 2).
+    /// `local` (tier 2): per thread.
     Local,
+}
+
+impl Storage {
+    /// The keyword (`global` for host parameters too: their device copies are global memory).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Storage::Host | Storage::Global => "global",
+            Storage::Shared => "shared",
+            Storage::Local => "local",
+        }
+    }
 }
 
 /// A spanned (shaped) type: element type, row-major dense extents, storage.
@@ -658,6 +681,13 @@ pub enum Dim {
     /// immutable host scalars (e.g. `cdiv(N, 64)`, `n`), evaluable on the host where the shape
     /// is used.
     Expr(Box<HExpr>),
+}
+
+impl Default for Dim {
+    /// The extent 0 (an empty size, e.g. a kernel without shared memory).
+    fn default() -> Dim {
+        Dim::Const(0)
+    }
 }
 
 impl Dim {
@@ -812,6 +842,134 @@ pub enum BufferRef {
     Local(VarId),
 }
 
+/// Which element of a buffer an access denotes.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ElemIndex {
+    /// One index per dimension of the buffer (s32, s64 or bounded), already flattened from
+    /// ituples and translated from view coordinates to buffer coordinates: what every view
+    /// that keeps the buffer's strides produces (`chunkat`, `subspan`, `view(…).from(…)`, …).
+    Coords(Vec<HExpr>),
+    /// The element's offset in elements from the buffer's start (s32 or s64): what a view that
+    /// reinterprets the layout produces (`span_as`, `view(… : strides)`).
+    Flat(Box<HExpr>),
+}
+
+impl ElemIndex {
+    /// The index expressions (one for [`ElemIndex::Flat`]).
+    pub fn exprs(&self) -> &[HExpr] {
+        match self {
+            ElemIndex::Coords(indices) => indices,
+            ElemIndex::Flat(offset) => std::slice::from_ref(offset),
+        }
+    }
+
+    /// The index expressions, mutably.
+    pub fn exprs_mut(&mut self) -> &mut [HExpr] {
+        match self {
+            ElemIndex::Coords(indices) => indices,
+            ElemIndex::Flat(offset) => std::slice::from_mut(offset),
+        }
+    }
+}
+
+/// Spanned data seen through a view (spec §13.3): a buffer, the extents the view has, and how
+/// its coordinates map to the buffer's elements. A whole buffer is the identity view. Views
+/// are resolved by semantic analysis: element accesses through them become [`HExprKind::At`]
+/// of the buffer; statements that move whole views (DMA) carry them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct View {
+    /// The buffer underneath.
+    pub buffer: BufferRef,
+    /// The element type.
+    pub elem: ElemTy,
+    /// Where the buffer lives.
+    pub storage: Storage,
+    /// The view's extents (its rank is `dims.len()`). Inside kernels a [`Dim::Expr`] extent of a
+    /// view may be a device expression (`view(n, 64)` with a per-thread `n`).
+    pub dims: Vec<Dim>,
+    /// How view coordinates map to the buffer.
+    pub layout: Layout,
+}
+
+/// How a [`View`]'s coordinates map to its buffer's elements.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Layout {
+    /// Buffer coordinate `b` of view element `(i_0, …)` is `origin[b]`, plus `i_k` for the view
+    /// dimension `k` with `map[k] == b` (each buffer dimension is mapped at most once, in
+    /// increasing order; an unmapped one is fixed at its origin: `sqz`, array elements).
+    Coords {
+        /// The buffer coordinates of the view's first element (one per buffer dimension).
+        origin: Vec<HExpr>,
+        /// For each view dimension, the buffer dimension it moves along.
+        map: Vec<u32>,
+    },
+    /// View element `(i_0, …)` is the buffer element at flat offset
+    /// `offset + Σ i_k · strides[k]` (row-major flattening of the buffer).
+    Flat {
+        /// The flat offset of the view's first element.
+        offset: Box<HExpr>,
+        /// The stride of each view dimension, in elements of the buffer.
+        strides: Vec<HExpr>,
+    },
+}
+
+impl View {
+    /// The identity view of a whole buffer of type `ty`.
+    pub fn whole(buffer: BufferRef, ty: &SpannedTy, span: Span) -> View {
+        let rank = ty.dims.len();
+        View {
+            buffer,
+            elem: ty.elem,
+            storage: ty.storage,
+            dims: ty.dims.clone(),
+            layout: Layout::Coords {
+                origin: vec![arith::int_lit(0, span); rank],
+                map: (0..rank as u32).collect(),
+            },
+        }
+    }
+
+    /// The expressions of the view (coordinates, offsets, strides, extents), mutably.
+    pub fn exprs_mut(&mut self) -> Vec<&mut HExpr> {
+        let mut out: Vec<&mut HExpr> = Vec::new();
+        match &mut self.layout {
+            Layout::Coords { origin, .. } => out.extend(origin.iter_mut()),
+            Layout::Flat { offset, strides } => {
+                out.push(&mut **offset);
+                out.extend(strides.iter_mut());
+            }
+        }
+        for d in self.dims.iter_mut() {
+            if let Dim::Expr(e) = d {
+                out.push(&mut **e);
+            }
+        }
+        out
+    }
+
+    /// The buffer element that view element `indices` (one per view dimension) denotes.
+    pub fn element(&self, indices: Vec<HExpr>, span: Span) -> ElemIndex {
+        match &self.layout {
+            Layout::Coords { origin, map } => {
+                let mut coords = origin.clone();
+                for (k, i) in indices.into_iter().enumerate() {
+                    if let Some(c) = map.get(k).and_then(|b| coords.get_mut(*b as usize)) {
+                        *c = arith::add(c.clone(), i, span);
+                    }
+                }
+                ElemIndex::Coords(coords)
+            }
+            Layout::Flat { offset, strides } => {
+                let mut flat = (**offset).clone();
+                for (i, s) in indices.into_iter().zip(strides) {
+                    flat = arith::add(flat, arith::mul(i, s.clone(), span), span);
+                }
+                ElemIndex::Flat(Box::new(flat))
+            }
+        }
+    }
+}
+
 /// Expression kinds.
 #[derive(Debug, Clone, PartialEq)]
 pub enum HExprKind {
@@ -865,13 +1023,14 @@ pub enum HExprKind {
     },
     /// `cdiv(a, b)` = `(a + b - 1) / b` on integers.
     Cdiv(Box<HExpr>, Box<HExpr>),
-    /// Element access `buffer.at(indices…)`; one s32 (or bounded) index per dimension, already
-    /// flattened. Inside kernels the buffer is the device pointer. Row-major, dense.
+    /// Element access `x.at(indices…)` of a buffer or a view of it (spec §12): the element of
+    /// the buffer it denotes. Inside kernels the buffer is the device pointer (or the shared or
+    /// local array). Buffers are row-major and dense.
     At {
         /// The buffer.
         buffer: BufferRef,
-        /// The indices (`indices.len()` = rank).
-        indices: Vec<HExpr>,
+        /// Which element.
+        index: ElemIndex,
         /// The access's number.
         id: AccessId,
     },
@@ -1160,8 +1319,8 @@ pub enum Place {
     Elem {
         /// The buffer.
         buffer: BufferRef,
-        /// The flattened indices.
-        indices: Vec<HExpr>,
+        /// Which element.
+        index: ElemIndex,
         /// The access's number.
         id: AccessId,
     },
@@ -1291,8 +1450,30 @@ pub enum StmtKind {
     Check(Check),
     /// `sync.global;` on the host: wait for all device work (`cudaDeviceSynchronize`).
     SyncGlobal,
-    /// `sync.shared;` / `sync.barrier : block;` in a kernel: `__syncthreads()`.
-    SyncBlock,
+    /// A barrier among threads of a kernel (spec §15): `sync.barrier : block;` / `sync.shared;`
+    /// (every thread of the block), `sync.barrier : thread;` / `: group;` (the threads of a
+    /// warp).
+    Barrier(BarrierScope),
+    /// A memory fence of a kernel (`sync.fence : …`, spec §15).
+    Fence(FenceScope),
+}
+
+/// Which threads a [`StmtKind::Barrier`] waits for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum BarrierScope {
+    /// The threads of the executing warp (`__syncwarp()`).
+    Warp,
+    /// The threads of the block (`__syncthreads()`).
+    Block,
+}
+
+/// Which observers a [`StmtKind::Fence`] orders memory operations for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum FenceScope {
+    /// The threads of the block (`__threadfence_block()`).
+    Block,
+    /// Every thread of the device (`__threadfence()`).
+    Device,
 }
 
 /// The binder of one parallel-by level, after inference and filling.

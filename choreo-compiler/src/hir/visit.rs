@@ -75,9 +75,9 @@ pub fn walk_stmt<'a, V: Visitor<'a> + ?Sized>(v: &mut V, s: &'a Stmt) {
         StmtKind::Assign { target, op: _, value } => {
             match target {
                 Place::Var(_) => {}
-                Place::Elem { buffer, indices, id: _ } => {
+                Place::Elem { buffer, index, id: _ } => {
                     v.buffer(*buffer);
-                    for i in indices {
+                    for i in index.exprs() {
                         walk_expr(v, i);
                     }
                 }
@@ -99,7 +99,11 @@ pub fn walk_stmt<'a, V: Visitor<'a> + ?Sized>(v: &mut V, s: &'a Stmt) {
             walk_expr(v, end);
             walk_stmts(v, body);
         }
-        StmtKind::Break | StmtKind::Continue | StmtKind::SyncGlobal | StmtKind::SyncBlock => {}
+        StmtKind::Break
+        | StmtKind::Continue
+        | StmtKind::SyncGlobal
+        | StmtKind::Barrier(_)
+        | StmtKind::Fence(_) => {}
         StmtKind::Print { newline: _, args } => {
             for a in args {
                 walk_expr(v, a);
@@ -175,9 +179,9 @@ pub fn walk_expr<'a, V: Visitor<'a> + ?Sized>(v: &mut V, e: &'a HExpr) {
             walk_expr(v, then_value);
             walk_expr(v, else_value);
         }
-        HExprKind::At { buffer, indices, id: _ } => {
+        HExprKind::At { buffer, index, id: _ } => {
             v.buffer(*buffer);
-            for i in indices {
+            for i in index.exprs() {
                 walk_expr(v, i);
             }
         }
@@ -236,9 +240,12 @@ pub fn for_each_expr_mut(e: &mut HExpr, f: &mut dyn FnMut(&mut HExpr)) {
             for_each_expr_mut(then_value, f);
             for_each_expr_mut(else_value, f);
         }
-        HExprKind::At { indices: args, .. }
-        | HExprKind::Math { args, .. }
-        | HExprKind::Ituple(args) => {
+        HExprKind::At { index, .. } => {
+            for a in index.exprs_mut() {
+                for_each_expr_mut(a, f);
+            }
+        }
+        HExprKind::Math { args, .. } | HExprKind::Ituple(args) => {
             for a in args {
                 for_each_expr_mut(a, f);
             }

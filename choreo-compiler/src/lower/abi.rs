@@ -47,6 +47,8 @@ use crate::hir::{self, Dim, ElemTy, ParamId, ParamKind, ReturnTy};
 /// The layout of the bounds record, in C (32 bytes, 8-aligned): `flag` is set (to 1) by the first
 /// failing check, which then fills in the rest: the access number (`hir::AccessId`), the
 /// dimension, the index and the extent.
+/// `dim` is `0xffffffff` when `index` is a flat element offset (an access through a view that
+/// reinterprets the layout, checked against the buffer's element count).
 pub const BOUNDS_RECORD: &str = "struct __choreo_bounds_record { unsigned int flag; unsigned int \
     access; unsigned int dim; unsigned int reserved; long long index; long long extent; };";
 

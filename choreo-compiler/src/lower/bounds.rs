@@ -22,8 +22,8 @@ use super::internal;
 use crate::diagnostics::{Diagnostic, Diagnostics};
 use crate::hir::visit::{self, Visitor, Walk};
 use crate::hir::{
-    AccessId, BinOp, BufferRef, Check, CheckKind, Dim, ElemTy, Function, HExpr, HExprKind,
-    LocalPlace, ParamId, ParamKind, Place, Stmt, StmtKind, SymId, Ty, UnOp, VarId,
+    AccessId, BinOp, BufferRef, Check, CheckKind, Dim, ElemIndex, ElemTy, Function, HExpr,
+    HExprKind, LocalPlace, ParamId, ParamKind, Place, Stmt, StmtKind, SymId, Ty, UnOp, VarId,
 };
 use crate::source::Span;
 use std::collections::{BTreeMap, HashMap};
@@ -36,8 +36,11 @@ pub struct AccessPlan {
     /// The access (`x.at(…)` or the assigned element).
     pub span: Span,
     /// Per dimension: which sides of `0 <= index < extent` are checked at run time (none:
-    /// proven statically).
+    /// proven statically). For a flat access ([`hir::ElemIndex::Flat`]) one entry: the
+    /// element offset against the buffer's element count.
     pub checks: Vec<DimCheck>,
+    /// Whether the access is flat (through a view that reinterprets the layout).
+    pub flat: bool,
 }
 
 impl AccessPlan {
@@ -83,7 +86,11 @@ pub fn report(
                         (true, false) => "0 <= i",
                         _ => "i < extent",
                     };
-                    format!("dimension {d} ({sides})")
+                    if a.flat {
+                        format!("element offset ({sides})")
+                    } else {
+                        format!("dimension {d} ({sides})")
+                    }
                 })
                 .collect();
             checked.push(format!(
@@ -139,6 +146,7 @@ pub(super) fn analyse(
                     buffer: BufferRef::Param(ParamId(0)),
                     span: f.span,
                     checks: Vec::new(),
+                    flat: false,
                 }
             })
         })
@@ -312,7 +320,8 @@ impl<'a> Analysis<'a, '_> {
                 | StmtKind::InnerParallel(_)
                 | StmtKind::Check(_)
                 | StmtKind::SyncGlobal
-                | StmtKind::SyncBlock => {}
+                | StmtKind::Barrier(_)
+                | StmtKind::Fence(_) => {}
             }
         }
     }
@@ -362,11 +371,11 @@ impl<'a> Analysis<'a, '_> {
             }
             StmtKind::Assign { target, op: _, value } => {
                 self.expr(value);
-                if let Place::Elem { buffer, indices, id } = target {
-                    for i in indices {
+                if let Place::Elem { buffer, index, id } = target {
+                    for i in index.exprs() {
                         self.expr(i);
                     }
-                    self.access(*id, *buffer, indices, s.span);
+                    self.access(*id, *buffer, index, s.span);
                 }
             }
             StmtKind::Block(body) => self.stmts(body),
@@ -418,7 +427,8 @@ impl<'a> Analysis<'a, '_> {
             }
             StmtKind::Break
             | StmtKind::Continue
-            | StmtKind::SyncBlock
+            | StmtKind::Barrier(_)
+            | StmtKind::Fence(_)
             | StmtKind::SyncGlobal
             | StmtKind::Return(_)
             | StmtKind::Check(_)
@@ -442,8 +452,8 @@ impl<'a> Analysis<'a, '_> {
         struct Accesses<'x, 'a, 'd>(&'x mut Analysis<'a, 'd>);
         impl<'a> Visitor<'a> for Accesses<'_, 'a, '_> {
             fn expr(&mut self, e: &'a HExpr) -> Walk {
-                if let HExprKind::At { buffer, indices, id } = &e.kind {
-                    self.0.access(*id, *buffer, indices, e.span);
+                if let HExprKind::At { buffer, index, id } = &e.kind {
+                    self.0.access(*id, *buffer, index, e.span);
                 }
                 Walk::Continue
             }
@@ -452,8 +462,14 @@ impl<'a> Analysis<'a, '_> {
     }
 
     /// Decides the checks of one access.
-    fn access(&mut self, id: AccessId, buffer: BufferRef, indices: &'a [HExpr], span: Span) {
-        let dims = self.buffer_dims(buffer);
+    fn access(&mut self, id: AccessId, buffer: BufferRef, index: &'a ElemIndex, span: Span) {
+        let (dims, flat) = match index {
+            ElemIndex::Coords(_) => (self.buffer_dims(buffer), false),
+            ElemIndex::Flat(_) => {
+                (vec![crate::hir::arith::dim_product(&self.buffer_dims(buffer), span)], true)
+            }
+        };
+        let indices = index.exprs();
         let mut checks = Vec::with_capacity(indices.len());
         for (d, (index, extent)) in indices.iter().zip(dims.iter()).enumerate() {
             let idx = self.lin(index, 0);
@@ -471,13 +487,13 @@ impl<'a> Analysis<'a, '_> {
             };
             if (below || above) && self.conditional == 0 {
                 if let (Some(i), Some(x)) = (&idx, ext.as_ref().and_then(Lin::as_constant)) {
-                    self.report_if_always_out(i, x, d, buffer, index.span);
+                    self.report_if_always_out(i, x, (!flat).then_some(d), buffer, index.span);
                 }
             }
             checks.push(DimCheck { below, above });
         }
         match self.plans.get_mut(id.index()) {
-            Some(slot) => *slot = Some(AccessPlan { buffer, span, checks }),
+            Some(slot) => *slot = Some(AccessPlan { buffer, span, checks, flat }),
             None => self.diags.push(internal(span, "an element access numbered out of range")),
         }
     }
@@ -488,7 +504,7 @@ impl<'a> Analysis<'a, '_> {
         &mut self,
         index: &Lin,
         extent: i128,
-        dim: usize,
+        dim: Option<usize>,
         buffer: BufferRef,
         span: Span,
     ) {
@@ -501,20 +517,23 @@ impl<'a> Analysis<'a, '_> {
             return;
         }
         let name = self.f.buffer_name(buffer);
-        self.diags.push(
-            Diagnostic::error(
-                "E0712",
-                span,
-                format!(
-                    "index out of bounds: the index of dimension {dim} of '{name}' takes the \
-                     values {min} to {max}, but the extent is {extent}"
-                ),
-            )
-            .with_label(format!("out of bounds for some values (valid: 0 to {})", extent - 1))
-            .with_help(
-                "guard the access (e.g. `if (i < extent)`) or change the parallel bounds or \
-                 the loop so that every index is in range",
+        let message = match dim {
+            Some(dim) => format!(
+                "index out of bounds: the index of dimension {dim} of '{name}' takes the values \
+                 {min} to {max}, but the extent is {extent}"
             ),
+            None => format!(
+                "index out of bounds: the element offset in '{name}' (through a reshaping view) \
+                 takes the values {min} to {max}, but '{name}' has {extent} elements"
+            ),
+        };
+        self.diags.push(
+            Diagnostic::error("E0712", span, message)
+                .with_label(format!("out of bounds for some values (valid: 0 to {})", extent - 1))
+                .with_help(
+                    "guard the access (e.g. `if (i < extent)`) or change the parallel bounds or \
+                 the loop so that every index is in range",
+                ),
         );
     }
 
@@ -813,7 +832,8 @@ fn leaves_early(body: &[Stmt]) -> bool {
         | StmtKind::InnerParallel(_)
         | StmtKind::Check(_)
         | StmtKind::SyncGlobal
-        | StmtKind::SyncBlock => false,
+        | StmtKind::Barrier(_)
+        | StmtKind::Fence(_) => false,
     })
 }
 

@@ -25,6 +25,8 @@
 //! | E0806 | a target without a code generator (the CPU target, for now; reported by `compile`) |
 //! | E0712 | an element index out of bounds for some of the values it takes in every launch |
 //! | E0807 | a returned shape that depends on values the function body computes (defensive: sema's `E0416` rejects mutable and per-thread values in shapes first) |
+//! | E0808 | a kernel whose shared buffers need more shared memory than the target has per block |
+//! | E0809 | a kernel whose local buffers need more memory per thread than the target allows |
 
 pub mod abi;
 pub mod bounds;
@@ -149,6 +151,36 @@ pub struct KernelPlan {
     pub levels: Vec<LevelPlan>,
     /// Whether the kernel checks some access at run time (it receives the bounds record).
     pub guards: bool,
+    /// The kernel's shared memory (spec §11.3).
+    pub shared: SharedPool,
+}
+
+/// The shared memory of a kernel: one pool per block (dynamic shared memory, its size passed
+/// at launch) in which every `shared` buffer and scalar of the kernel has its own aligned
+/// range. (No reuse yet: ranges do not overlap even when lifetimes do not.)
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct SharedPool {
+    /// The shared buffers and scalars with their byte offsets, in declaration order.
+    pub slots: Vec<SharedSlot>,
+    /// The pool's size in bytes: a constant, or an expression over host values (symbolic
+    /// shapes), evaluated before the launch.
+    pub bytes: Dim,
+    /// The alignment of every slot (and of the pool) in bytes.
+    pub alignment: u64,
+    /// The most the target allows per block; a launch whose pool may be larger than the
+    /// target's static limit opts in with `cudaFuncSetAttribute` first.
+    pub limit: u64,
+    /// Whether the size may exceed the static limit (48 KiB), so the launch opts in.
+    pub opt_in: bool,
+}
+
+/// One `shared` buffer or scalar in its kernel's pool.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SharedSlot {
+    /// The local (a [`LocalPlace::SharedBuffer`] or [`LocalPlace::SharedScalar`]).
+    pub var: VarId,
+    /// Its offset in the pool in bytes (a multiple of the pool's alignment).
+    pub offset: Dim,
 }
 
 /// An intra-block level of a kernel's nest.
@@ -274,6 +306,7 @@ fn lower_function(
                     threads_per_block: Dim::Const(1),
                     levels: Vec::new(),
                     guards: false,
+                    shared: SharedPool::default(),
                 }
             })
         })
@@ -468,8 +501,8 @@ impl<'a> Visitor<'a> for HostWalk<'a, '_> {
                 self.diags.push(internal(p.span, "an inner parallel level in host code"));
                 return Walk::Skip;
             }
-            StmtKind::SyncBlock => {
-                self.diags.push(internal(s.span, "a block barrier in host code"))
+            StmtKind::Barrier(_) | StmtKind::Fence(_) => {
+                self.diags.push(internal(s.span, "a barrier or fence in host code"))
             }
             _ => {}
         }
@@ -509,8 +542,12 @@ impl HostWalk<'_, '_> {
             captures: BTreeSet::new(),
             levels: BTreeMap::new(),
             problems: Vec::new(),
+            shared: Vec::new(),
+            local: Vec::new(),
         };
         visit::walk_stmts(&mut kernel, &tree.body);
+        let shared = shared_pool(f, self.target, tree, &kernel.shared, self.diags);
+        check_local_bytes(f, self.target, tree, &kernel.local, self.diags);
         for problem in std::mem::take(&mut kernel.problems) {
             self.diags.push(problem);
         }
@@ -545,6 +582,7 @@ impl HostWalk<'_, '_> {
             threads_per_block,
             levels,
             guards: false,
+            shared,
         };
         match self.kernels.get_mut(tree.id.index()) {
             Some(slot @ None) => *slot = Some(plan),
@@ -568,6 +606,10 @@ struct KernelWalk<'a> {
     captures: BTreeSet<Capture>,
     levels: BTreeMap<LevelId, &'a hir::InnerParallel>,
     problems: Vec<Diagnostic>,
+    /// The shared buffers and scalars declared in the kernel, in order.
+    shared: Vec<VarId>,
+    /// The local buffers declared in the kernel, in order.
+    local: Vec<VarId>,
 }
 
 impl<'a> Visitor<'a> for KernelWalk<'a> {
@@ -591,7 +633,30 @@ impl<'a> Visitor<'a> for KernelWalk<'a> {
                 self.levels.insert(inner.id, inner);
                 None
             }
-            StmtKind::DeclBuffer { .. } => Some("a global buffer declared in device code"),
+            StmtKind::DeclBuffer { var, .. } => {
+                let local = self.f.local(*var);
+                match local.map(|l| l.place) {
+                    Some(LocalPlace::SharedBuffer) => self.shared.push(*var),
+                    Some(LocalPlace::LocalBuffer) => self.local.push(*var),
+                    _ => {}
+                }
+                // The extents of a shared buffer are the kernel's to compute.
+                if let Some(Ty::Spanned(t)) = local.map(|l| &l.ty) {
+                    for d in &t.dims {
+                        visit::walk_dim(self, d);
+                    }
+                }
+                match local.map(|l| l.place) {
+                    Some(LocalPlace::SharedBuffer | LocalPlace::LocalBuffer) => None,
+                    _ => Some("a global buffer declared in device code"),
+                }
+            }
+            StmtKind::Let { var, .. }
+                if self.f.local(*var).is_some_and(|l| l.place == LocalPlace::SharedScalar) =>
+            {
+                self.shared.push(*var);
+                None
+            }
             StmtKind::Return(_) => Some("a return in device code"),
             StmtKind::Parallel(_) => Some("a kernel launch inside a kernel"),
             StmtKind::Check(_) => Some("a host check inside a kernel"),
@@ -651,7 +716,10 @@ impl<'a> Visitor<'a> for KernelWalk<'a> {
                 f.param(p).map_or(&[], |p| p.dims.as_slice())
             }
             hir::BufferRef::Local(v) => {
-                self.captures.insert(Capture::Var(v));
+                // Shared and local buffers are the kernel's own.
+                if f.local(v).is_some_and(|l| l.place == LocalPlace::GlobalBuffer) {
+                    self.captures.insert(Capture::Var(v));
+                }
                 match f.local(v).map(|l| &l.ty) {
                     Some(Ty::Spanned(t)) => t.dims.as_slice(),
                     _ => &[],
@@ -680,6 +748,123 @@ impl KernelWalk<'_> {
             },
             None => self.problems.push(internal(span, "an unknown local")),
         }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Shared and local memory
+// ---------------------------------------------------------------------------------------------
+
+/// The bytes a shared buffer or scalar takes.
+fn shared_slot_bytes(f: &hir::Function, var: VarId, span: Span) -> Dim {
+    match f.local(var).map(|l| &l.ty) {
+        Some(Ty::Spanned(t)) => {
+            let mut dims = t.dims.clone();
+            dims.push(Dim::Const(t.elem.size_bytes()));
+            hir::arith::dim_product(&dims, span)
+        }
+        Some(ty) => Dim::Const(ty.scalar().map_or(4, ElemTy::size_bytes)),
+        None => Dim::Const(0),
+    }
+}
+
+/// Lays out the shared buffers and scalars of a kernel (in declaration order, each aligned),
+/// and checks a constant total against the target (`E0808`).
+fn shared_pool(
+    f: &hir::Function,
+    target: Target,
+    tree: &hir::ParallelTree,
+    vars: &[VarId],
+    diags: &mut Diagnostics,
+) -> SharedPool {
+    let span = tree.span;
+    let alignment = target.shared_alignment();
+    let align = |d: Dim| -> Dim {
+        match d.as_const() {
+            Some(c) => Dim::Const(c.div_ceil(alignment) * alignment),
+            None => {
+                let a = hir::arith::int_lit(alignment as i128, span);
+                Dim::Expr(Box::new(HExpr {
+                    kind: HExprKind::Math {
+                        func: hir::MathFn::Alignup,
+                        args: vec![d.to_expr(span), a],
+                    },
+                    ty: Ty::Scalar(ElemTy::S32),
+                    span,
+                }))
+            }
+        }
+    };
+    let mut offset = Dim::Const(0);
+    let mut slots = Vec::with_capacity(vars.len());
+    let mut sizes = Vec::with_capacity(vars.len());
+    for &var in vars {
+        let bytes = shared_slot_bytes(f, var, span);
+        slots.push(SharedSlot { var, offset: offset.clone() });
+        sizes.push((var, bytes.clone()));
+        offset = align(match (offset.as_const(), bytes.as_const()) {
+            (Some(a), Some(b)) => Dim::Const(a.saturating_add(b)),
+            _ => Dim::from_expr(hir::arith::add(offset.to_expr(span), bytes.to_expr(span), span)),
+        });
+    }
+    let limit = target.max_shared_bytes();
+    if let Some(total) = offset.as_const() {
+        if total > limit {
+            let mut d = Diagnostic::error(
+                "E0808",
+                span,
+                format!(
+                    "this kernel needs {total} bytes of shared memory, but the target ({}) \
+                     allows at most {limit} bytes per block",
+                    target
+                ),
+            )
+            .with_label(format!("{total} bytes of shared memory needed, {limit} available"));
+            for (var, bytes) in &sizes {
+                if let (Some(l), Some(b)) = (f.local(*var), bytes.as_const()) {
+                    d = d.with_secondary(l.span, format!("'{}': {b} bytes", l.name));
+                }
+            }
+            diags.push(
+                d.with_help("use smaller tiles, fewer pipeline stages, or a narrower element type"),
+            );
+        }
+    }
+    let opt_in = offset.as_const().is_none_or(|b| b > target.static_shared_bytes());
+    SharedPool { slots, bytes: offset, alignment, limit, opt_in }
+}
+
+/// Checks the local buffers of a kernel against the target's per-thread limit (`E0809`).
+fn check_local_bytes(
+    f: &hir::Function,
+    target: Target,
+    tree: &hir::ParallelTree,
+    vars: &[VarId],
+    diags: &mut Diagnostics,
+) {
+    let limit = target.local_bytes_per_thread();
+    let mut total: u64 = 0;
+    let mut parts = Vec::new();
+    for &var in vars {
+        let Some(l) = f.local(var) else { continue };
+        let Some(bytes) = shared_slot_bytes(f, var, tree.span).as_const() else { continue };
+        total = total.saturating_add(bytes);
+        parts.push((l.span, l.name.clone(), bytes));
+    }
+    if total > limit {
+        let mut d = Diagnostic::error(
+            "E0809",
+            tree.span,
+            format!(
+                "compile-time local memory: Used: {total} bytes, Limit: {limit} bytes (local \
+                 buffers of one thread of this kernel, target {target})"
+            ),
+        )
+        .with_label(format!("{total} bytes of local buffers per thread, {limit} available"));
+        for (span, name, bytes) in parts {
+            d = d.with_secondary(span, format!("'{name}': {bytes} bytes"));
+        }
+        diags.push(d.with_help("use shared memory for large per-block data"));
     }
 }
 

@@ -7,8 +7,8 @@ use super::types::{self, Promoted};
 use super::{Checker, Val};
 use crate::ast::{self, ExprKind};
 use crate::hir::{
-    BinOp, BufferRef, Dim, ElemTy, HExpr, HExprKind, LocalOrigin, LocalPlace, MathFn, Ty, UnOp,
-    VarId,
+    BinOp, BufferRef, Dim, ElemIndex, ElemTy, HExpr, HExprKind, LocalOrigin, LocalPlace, MathFn,
+    Ty, UnOp, VarId,
 };
 use crate::source::Span;
 use crate::token;
@@ -166,10 +166,7 @@ impl Checker<'_> {
                 Val::Error
             }
             ExprKind::DimSelect { base, index } => self.check_dim_select(base, index, span),
-            ExprKind::Index { .. } => {
-                self.unsupported(span, "array element access `a[i]`", 2);
-                Val::Error
-            }
+            ExprKind::Index { .. } => self.check_array_element(e),
             ExprKind::Derive { base, ituple, items } => {
                 self.check_derive(base, *ituple, items, span)
             }
@@ -179,7 +176,7 @@ impl Checker<'_> {
                 Val::Error
             }
             ExprKind::At { base, indices } => match self.check_at(base, indices, span) {
-                Some((buffer, indices, elem)) => {
+                Some((buffer, index, elem)) => {
                     self.mark_access(buffer, true, false);
                     if !self.in_device() {
                         self.error_label(
@@ -191,17 +188,14 @@ impl Checker<'_> {
                     }
                     let id = self.next_access();
                     Val::Scalar(HExpr {
-                        kind: HExprKind::At { buffer, indices, id },
+                        kind: HExprKind::At { buffer, index, id },
                         ty: Ty::Scalar(elem),
                         span,
                     })
                 }
                 None => Val::Error,
             },
-            ExprKind::View { .. } => {
-                self.unsupported(span, "view operations", 2);
-                Val::Error
-            }
+            ExprKind::View { base, op } => self.check_view_op(base, op, span),
             ExprKind::BufferMap { .. } => {
                 self.out_of_scope(span, "`.map`/`.remap` buffer mapping");
                 Val::Error
@@ -293,6 +287,13 @@ impl Checker<'_> {
                 Val::Scalar(HExpr { kind: HExprKind::SymDim(s), ty: Ty::Scalar(ElemTy::S32), span })
             }
             Symbol::Shape(dims) => Val::Shape(dims),
+            Symbol::View(mut view) => {
+                // Spans of the expansion point at the use.
+                for e in view.exprs_mut() {
+                    e.span = span;
+                }
+                Val::View(view)
+            }
             Symbol::Tuple { items, bounded } => Val::Tuple {
                 items: items
                     .into_iter()
@@ -321,6 +322,7 @@ impl Checker<'_> {
                     .collect(),
                 bounded: true,
             },
+            (_, Ty::Spanned(t)) if local.array_dims > 0 => Val::Array(v, t.clone()),
             (_, Ty::Spanned(t)) => Val::Buffer(BufferRef::Local(v), t.clone()),
             (_, Ty::Error) => Val::Error,
             (_, ty) => Val::Scalar(HExpr { kind: HExprKind::Var(v), ty: ty.clone(), span }),
@@ -1008,6 +1010,10 @@ impl Checker<'_> {
                 let exprs = t.dims.iter().map(|d| dim_to_expr(d, span)).collect();
                 dims_product(self, exprs)
             }
+            Val::View(v) => {
+                let exprs = v.dims.iter().map(|d| dim_to_expr(d, span)).collect();
+                dims_product(self, exprs)
+            }
             Val::Tuple { items, .. } => dims_product(self, items),
             Val::Scalar(e) if e.ty.is_integer() => Val::Scalar(e),
             Val::Error => Val::Error,
@@ -1258,6 +1264,7 @@ impl Checker<'_> {
     pub(crate) fn check_span_of(&mut self, base: &ast::Expr, span: Span) -> Val {
         match self.check_expr(base) {
             Val::Buffer(_, t) => Val::Shape(t.dims),
+            Val::View(v) => Val::Shape(v.dims),
             Val::Shape(d) => Val::Shape(d),
             Val::Error => Val::Error,
             other => {
@@ -1283,6 +1290,7 @@ impl Checker<'_> {
         let comps: Vec<HExpr> = match &b {
             Val::Shape(d) => d.iter().map(|x| dim_to_expr(x, span)).collect(),
             Val::Buffer(_, t) => t.dims.iter().map(|x| dim_to_expr(x, span)).collect(),
+            Val::View(v) => v.dims.iter().map(|x| dim_to_expr(x, span)).collect(),
             Val::Tuple { items, .. } => items.clone(),
             Val::Error => return Val::Error,
             other => {
@@ -1364,38 +1372,15 @@ impl Checker<'_> {
 
     // -- element access -------------------------------------------------------------------------
 
-    /// Resolves `base.at(indices)`: the buffer, flattened indices and element type.
+    /// Resolves `base.at(indices)` (spec §12): the buffer, the element it denotes and the
+    /// element type. `base` is spanned data: a buffer, a view, an array element.
     pub(crate) fn check_at(
         &mut self,
         base: &ast::Expr,
         indices: &[ast::Expr],
         span: Span,
-    ) -> Option<(BufferRef, Vec<HExpr>, ElemTy)> {
-        let b = match &base.kind {
-            ExprKind::Ident(_) => self.check_expr(base),
-            ExprKind::View { .. } | ExprKind::Data(_) | ExprKind::Index { .. } => {
-                self.unsupported(base.span, "element access through views, futures or arrays", 2);
-                return None;
-            }
-            _ => self.check_expr(base),
-        };
-        let (buffer, ty) = match b {
-            Val::Buffer(r, t) => (r, t),
-            Val::Error => return None,
-            other => {
-                self.error_label(
-                    "E0426",
-                    base.span,
-                    format!(
-                        "expect '{}' a spanned type but got '{}'",
-                        self.text(base.span),
-                        other.describe()
-                    ),
-                    "not spanned data",
-                );
-                return None;
-            }
-        };
+    ) -> Option<(BufferRef, ElemIndex, ElemTy)> {
+        let view = self.check_data(base, "an element access")?;
         let mut flat = Vec::new();
         for ix in indices {
             match self.check_expr(ix) {
@@ -1403,20 +1388,20 @@ impl Checker<'_> {
                 v => flat.push(self.expect_int(v, ix.span, "an element index")),
             }
         }
-        if flat.len() != ty.dims.len() {
+        if flat.len() != view.dims.len() {
             self.error_label(
                 "E0424",
                 span,
                 format!(
                     "accessing an spanned data (rank: {}) with {} indices",
-                    ty.dims.len(),
+                    view.dims.len(),
                     flat.len()
                 ),
                 "wrong number of indices",
             );
             return None;
         }
-        for (i, (e, d)) in flat.iter().zip(ty.dims.iter()).enumerate() {
+        for (i, (e, d)) in flat.iter().zip(view.dims.iter()).enumerate() {
             if let Some(v) = fold::const_int(e) {
                 let out = v < 0 || d.as_const().is_some_and(|n| v as u64 >= n);
                 if out {
@@ -1436,7 +1421,7 @@ impl Checker<'_> {
         if flat.iter().any(|e| matches!(e.ty, Ty::Error)) {
             return None;
         }
-        Some((buffer, flat, ty.elem))
+        Some((view.buffer, view.element(flat, span), view.elem))
     }
 
     /// Records a read or write of a buffer in its access set.

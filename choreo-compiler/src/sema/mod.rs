@@ -53,6 +53,20 @@
 //! - `E0434` `?:` arms of incompatible types
 //! - `E0436` constant element index out of bounds
 //!
+//! Storage, views, spanned arrays (§11, §13.3, tier 2):
+//! - `E0437` view operation given a wrong number of factors, extents, indices or strides for
+//!   the data's rank
+//! - `E0438` `chunkat` tiling factor that is not a bounded integer (or arithmetic on one)
+//! - `E0439` view out of range: a tiling factor larger than the extent, a subspan larger than
+//!   the source, a constant tile index or view offset outside the source, an empty `modspan`
+//! - `E0440` `span_as` with a different element count, or of data that is not contiguous
+//! - `E0441` `.sqz` not directly after `.subspan`, `.span_as` or `.view`
+//! - `E0442` spanned arrays: non-constant or non-positive array dimensions, wrong number of
+//!   array indices, constant array index out of bounds, an array used without `[i]`, `[i]` on
+//!   something that is not an array
+//! - `E0443` `local` buffer whose shape is not known at compile time
+//! - `E0444` initialiser on a `shared` scalar
+//!
 //! Parameters and returns (§7):
 //! - `E0501` scalar parameter passed by reference
 //! - `E0502` `global` parameter passed by reference
@@ -101,7 +115,7 @@
 //! - `E0709` invalid range step
 //! - `E0710` `print` argument that cannot be printed
 //! - `E0711` synchronisation statement in the wrong place (`sync.global` in a kernel,
-//!   `sync.shared` on the host)
+//!   `sync.shared`, `sync.barrier`, `sync.fence` on the host)
 //!
 //! Not supported:
 //! - `E0901` construct of tier 2 or 3, not supported yet
@@ -110,7 +124,9 @@
 //! Warnings: `W0401` lossy implicit conversion, `W0402` reinterpreting implicit conversion,
 //! `W0601` nested parallel-by mixes annotated and unannotated levels, `W0602` host mutable
 //! assigned inside a parallel-by (changes a per-thread copy), `W0701` `foreach` step (upstream
-//! ignores it).
+//! ignores it), `W0403` a `chunkat`/`chunk` factor that does not divide the extent (the
+//! remainder is in no tile), `W0404` `span_as` of a view that may not be contiguous,
+//! `W0702` deprecated `sync.shared`.
 
 mod checks;
 mod expr;
@@ -120,6 +136,7 @@ mod scope;
 mod shapes;
 mod stmt;
 mod types;
+mod views;
 
 use crate::ast;
 use crate::diagnostics::{Diagnostic, Diagnostics};
@@ -173,8 +190,13 @@ pub(crate) enum Val {
     },
     /// An mdspan (a shape).
     Shape(Vec<Dim>),
-    /// Spanned data.
+    /// A whole buffer (a parameter, or a buffer declared in the function).
     Buffer(hir::BufferRef, SpannedTy),
+    /// A view of a buffer (spec §13.3), a buffer of a spanned array, or a named view.
+    View(hir::View),
+    /// A spanned array (spec §11.5): only `a[i]` makes it data. The type has the array
+    /// dimensions first.
+    Array(VarId, SpannedTy),
     /// A string literal.
     Str(String),
     /// A stream parameter.
@@ -192,6 +214,15 @@ impl Val {
             Val::Tuple { items, .. } => format!("ituple<{}>", items.len()),
             Val::Shape(dims) => format!("mdspan<{}>", dims.len()),
             Val::Buffer(_, t) => types::ty_name(&Ty::Spanned(t.clone())),
+            Val::View(v) => format!(
+                "{} (a view)",
+                types::ty_name(&Ty::Spanned(SpannedTy {
+                    elem: v.elem,
+                    dims: v.dims.clone(),
+                    storage: v.storage
+                }))
+            ),
+            Val::Array(_, t) => format!("array of {}", types::ty_name(&Ty::Spanned(t.clone()))),
             Val::Str(_) => "string".to_string(),
             Val::Stream(_) => "stream".to_string(),
             Val::Error => "<error>".to_string(),
@@ -424,6 +455,7 @@ impl<'a> Checker<'a> {
             origin,
             access: Access::default(),
             returned: false,
+            array_dims: 0,
         });
         id
     }

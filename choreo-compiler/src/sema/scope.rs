@@ -16,6 +16,9 @@ pub(crate) enum Symbol {
     Local(VarId),
     /// An immutable mdspan value (`sh : [4, 8];`), expanded at every use.
     Shape(Vec<Dim>),
+    /// A named view (`t = a.chunkat(p, _);`, spec §13.3): its coordinates were computed into
+    /// immutable locals where needed, so it is expanded at every use.
+    View(crate::hir::View),
     /// An immutable ituple value (`t = {1, 2};`), expanded at every use.
     Tuple {
         /// The components.

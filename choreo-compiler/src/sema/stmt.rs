@@ -8,8 +8,9 @@ use crate::ast::{self, ExprKind, StmtKind as A};
 use crate::diagnostics::Diagnostic;
 use crate::hir::visit::{self, Walk};
 use crate::hir::{
-    AssignOp, BufferRef, Check, CheckKind, Dim, ElemTy, HExpr, HExprKind, LocalOrigin, LocalPlace,
-    Place, ReturnTy, SpannedTy, Stmt, StmtKind, Storage, Ty, VarId,
+    self, AssignOp, BarrierScope, BufferRef, Check, CheckKind, Dim, ElemTy, FenceScope, HExpr,
+    HExprKind, LocalOrigin, LocalPlace, Place, ReturnTy, SpannedTy, Stmt, StmtKind, Storage, Ty,
+    VarId,
 };
 use crate::source::Span;
 
@@ -197,37 +198,56 @@ impl Checker<'_> {
             }
             A::Sync(storage, sspan) => match (storage, self.in_device()) {
                 (ast::Storage::Global, false) => out.push(stmt(StmtKind::SyncGlobal, span)),
-                (ast::Storage::Shared, true) => out.push(stmt(StmtKind::SyncBlock, span)),
-                (ast::Storage::Global, true) => {
-                    self.unsupported(*sspan, "`sync.global` inside a parallel-by", 2)
+                (ast::Storage::Shared, true) => {
+                    self.warn(
+                        "W0702",
+                        *sspan,
+                        "'sync.shared' is deprecated: it is `sync.barrier : block;`",
+                    );
+                    out.push(stmt(StmtKind::Barrier(BarrierScope::Block), span));
                 }
+                (ast::Storage::Global, true) => self.error_label(
+                    "E0711",
+                    span,
+                    "`sync.global` waits for the device and is only allowed in host code (use \
+                     `sync.barrier : block;` or `sync.fence : device;` in a kernel)",
+                    "inside a parallel-by",
+                ),
                 (ast::Storage::Shared, false) => self.error_label(
                     "E0711",
                     span,
                     "`sync.shared` is only allowed inside a parallel-by",
                     "host code",
                 ),
-                (ast::Storage::Local, _) => self.unsupported(*sspan, "`sync.local`", 2),
+                (ast::Storage::Local, _) => {
+                    self.out_of_scope(*sspan, "`sync.local` (unsupported synchronization)")
+                }
             },
-            A::Barrier(level) => {
-                if level.level != ast::Level::Block {
-                    self.unsupported(
-                        level.span,
-                        &format!("`sync.barrier : {}`", level.level.as_str()),
-                        2,
-                    );
-                } else if !self.in_device() {
+            A::Barrier(level) => self.check_barrier(level, span, out),
+            A::Fence { level, storage: _ } => {
+                // The storage qualifier is accepted and changes nothing (spec §15).
+                let scope = match level.level {
+                    ast::Level::Thread | ast::Level::Group | ast::Level::Group4 => {
+                        Some(FenceScope::Block)
+                    }
+                    ast::Level::Block | ast::Level::Device => Some(FenceScope::Device),
+                    ast::Level::Cluster | ast::Level::Term => None,
+                };
+                if !self.in_device() {
                     self.error_label(
                         "E0711",
                         span,
-                        "`sync.barrier : block` is only allowed inside a parallel-by",
+                        "`sync.fence` is only allowed inside a parallel-by",
                         "host code",
                     );
+                } else if let Some(scope) = scope {
+                    out.push(stmt(StmtKind::Fence(scope), span));
+                } else if level.level == ast::Level::Cluster {
+                    self.unsupported(level.span, "`sync.fence : cluster`", 3);
                 } else {
-                    out.push(stmt(StmtKind::SyncBlock, span));
+                    self.out_of_scope(level.span, "`sync.fence : term`");
                 }
             }
-            A::Fence { .. } => self.unsupported(span, "`sync.fence`", 2),
             A::FragDecl(d) => {
                 self.unsupported(span, "fragments (`frag`)", 3);
                 for item in &d.items {
@@ -281,6 +301,39 @@ impl Checker<'_> {
         }
     }
 
+    /// `sync.barrier : level;` (spec §15).
+    fn check_barrier(&mut self, level: &ast::LevelRef, span: Span, out: &mut Vec<Stmt>) {
+        if !self.in_device() {
+            self.error_label(
+                "E0711",
+                span,
+                format!(
+                    "`sync.barrier : {}` is only allowed inside a parallel-by",
+                    level.level.as_str()
+                ),
+                "host code",
+            );
+            return;
+        }
+        let scope = match level.level {
+            ast::Level::Thread | ast::Level::Group => BarrierScope::Warp,
+            ast::Level::Block => BarrierScope::Block,
+            ast::Level::Group4 | ast::Level::Cluster => {
+                let what = format!("`sync.barrier : {}`", level.level.as_str());
+                return self.unsupported(level.span, &what, 3);
+            }
+            ast::Level::Device => {
+                return self.unsupported(
+                    level.span,
+                    "`sync.barrier : device` (grid barriers of cooperative launches)",
+                    2,
+                );
+            }
+            ast::Level::Term => return self.out_of_scope(level.span, "`sync.barrier : term`"),
+        };
+        out.push(stmt(StmtKind::Barrier(scope), span));
+    }
+
     // -- declarations -----------------------------------------------------------------------
 
     fn check_scalar_decl(&mut self, d: &ast::ScalarDecl, out: &mut Vec<Stmt>) {
@@ -307,13 +360,12 @@ impl Checker<'_> {
                     );
                     return;
                 }
-                (_, true) => {
-                    self.unsupported(sspan, &format!("`{}` scalars", storage.as_str()), 2);
-                    for item in &d.items {
-                        self.declare_poisoned(&item.name);
-                    }
+                (ast::Storage::Shared, true) => {
+                    self.check_shared_scalars(d, out);
                     return;
                 }
+                // A `local` scalar is what a scalar in a kernel is anyway: per thread.
+                (ast::Storage::Local, true) => {}
             }
         }
         let declared = d.ty.map(|(t, s)| (t, types::scalar_from_ast(t), s));
@@ -421,6 +473,47 @@ impl Checker<'_> {
         }
     }
 
+    /// `shared T x, y;` in a kernel: one scalar per block, no initialiser (spec §11.1).
+    fn check_shared_scalars(&mut self, d: &ast::ScalarDecl, out: &mut Vec<Stmt>) {
+        let declared = d.ty.map(|(t, s)| (types::scalar_from_ast(t), s));
+        let Some((elem, tspan)) = declared else {
+            let Some(span) = d.items.first().map(|i| i.name.span) else { return };
+            self.error_label(
+                "E0405",
+                span,
+                "a shared scalar needs a type (e.g. `shared s32 count;`)",
+                "no type",
+            );
+            return;
+        };
+        if !self.tier1_elem(elem, tspan) {
+            return;
+        }
+        for item in &d.items {
+            if let Some(init) = &item.init {
+                let span = match init {
+                    ast::ScalarInit::Assign(e) | ast::ScalarInit::Brace(e) => e.span,
+                };
+                self.error_label(
+                    "E0444",
+                    span,
+                    "initialization is not supported for shared variables",
+                    "assign it in the kernel instead",
+                );
+            }
+            let var = self.new_local(
+                &item.name.name,
+                item.name.span,
+                Ty::Scalar(elem),
+                LocalPlace::SharedScalar,
+                true,
+                LocalOrigin::Decl,
+            );
+            self.declare_symbol(&item.name, Symbol::Local(var));
+            out.push(stmt(StmtKind::Let { var, init: None }, item.span));
+        }
+    }
+
     /// Converts for an initialisation/assignment, reporting incompatible kinds (`E0406`).
     fn convert_or_report(&mut self, e: HExpr, to: ElemTy, name: &str, span: Span) -> HExpr {
         if matches!(e.ty, Ty::Error) {
@@ -446,26 +539,25 @@ impl Checker<'_> {
 
     fn check_spanned_decl(&mut self, d: &ast::SpannedDecl, out: &mut Vec<Stmt>) {
         let first_name = d.items.first().map(|i| i.name.name.clone()).unwrap_or_default();
-        if let Some((storage @ (ast::Storage::Shared | ast::Storage::Local), sspan)) = d.storage {
-            let storage = storage.as_str();
-            if self.in_device() {
-                self.unsupported(sspan, &format!("`{storage}` storage"), 2);
-                for item in &d.items {
-                    self.declare_poisoned(&item.name);
-                }
-            } else {
+        let storage = match d.storage {
+            Some((ast::Storage::Shared, _)) => Storage::Shared,
+            Some((ast::Storage::Local, _)) => Storage::Local,
+            _ => Storage::Global,
+        };
+        if let (Some((_, sspan)), false) = (d.storage, storage == Storage::Global) {
+            if !self.in_device() {
                 self.error_label(
                     "E0433",
                     sspan,
                     format!(
-                        "{storage} variable '{first_name}` must be declared inside parallel-by."
+                        "{} variable '{first_name}` must be declared inside parallel-by.",
+                        storage.as_str()
                     ),
                     "host code",
                 );
+                return;
             }
-            return;
-        }
-        if self.in_device() {
+        } else if self.in_device() {
             let span = d.items.first().map_or(d.elem_span, |i| i.name.span);
             self.error_label(
                 "E0431",
@@ -492,12 +584,29 @@ impl Checker<'_> {
             }
             return;
         };
+        let shape_span = match &d.shape {
+            ast::Shape::List { span, .. } | ast::Shape::Auto(span) => *span,
+        };
+        if storage == Storage::Local && dims.iter().any(|d| d.as_const().is_none()) {
+            self.error_label(
+                "E0443",
+                shape_span,
+                format!(
+                    "the shape of local buffer '{first_name}' must be known at compile time \
+                     (a local buffer is a per-thread array)"
+                ),
+                "not constant",
+            );
+            for item in &d.items {
+                self.declare_poisoned(&item.name);
+            }
+            return;
+        }
         for item in &d.items {
-            if let Some(first) = item.array_dims.first() {
-                self.unsupported(first.span, "spanned arrays", 2);
+            let Some(array) = self.array_dims(&item.array_dims) else {
                 self.declare_poisoned(&item.name);
                 continue;
-            }
+            };
             let init = match &item.init {
                 None => None,
                 Some(e) => match self.check_expr(e) {
@@ -524,7 +633,9 @@ impl Checker<'_> {
                     }
                 },
             };
-            // Derived extents must be positive (spec §19.2).
+            // Derived extents must be positive (spec §19.2): checked at entry when they only
+            // depend on the parameters, else before the launch (shared buffers) or at the
+            // declaration (global buffers).
             for (i, dim) in dims.iter().enumerate() {
                 if let Dim::Expr(e) = dim {
                     let check = Check {
@@ -537,23 +648,71 @@ impl Checker<'_> {
                     };
                     if Self::entry_evaluable(e) {
                         self.entry_checks.push(check);
+                    } else if let Some(kernel) = self.kernel.as_mut() {
+                        kernel.launch_checks.push(check);
                     } else {
                         out.push(stmt(StmtKind::Check(check), item.span));
                     }
                 }
             }
-            let ty = Ty::Spanned(SpannedTy { elem, dims: dims.clone(), storage: Storage::Global });
+            let place = match storage {
+                Storage::Shared => LocalPlace::SharedBuffer,
+                Storage::Local => LocalPlace::LocalBuffer,
+                Storage::Global | Storage::Host => LocalPlace::GlobalBuffer,
+            };
+            let mut all_dims = array.clone();
+            all_dims.extend(dims.iter().cloned());
+            let ty = Ty::Spanned(SpannedTy { elem, dims: all_dims, storage });
             let var = self.new_local(
                 &item.name.name,
                 item.name.span,
                 ty,
-                LocalPlace::GlobalBuffer,
+                place,
                 false,
                 LocalOrigin::Decl,
             );
+            if let Some(local) = self.locals.get_mut(var.index()) {
+                local.array_dims = array.len() as u32;
+            }
             self.declare_symbol(&item.name, Symbol::Local(var));
             out.push(stmt(StmtKind::DeclBuffer { var, init }, item.span));
         }
+    }
+
+    /// The dimensions of a spanned array (`buf[2][3]`): positive compile-time integers
+    /// (`E0442`); empty for a plain buffer.
+    fn array_dims(&mut self, items: &[ast::Expr]) -> Option<Vec<Dim>> {
+        let mut out = Vec::with_capacity(items.len());
+        for item in items {
+            let e = self.check_int(item, "an array dimension");
+            match fold::const_int(&e) {
+                Some(v) if v > 0 => out.push(Dim::Const(v as u64)),
+                Some(v) => {
+                    self.error_label(
+                        "E0442",
+                        item.span,
+                        format!("The array dimensions should be greater than 0, but got {v}."),
+                        "not positive",
+                    );
+                    return None;
+                }
+                None if matches!(e.ty, Ty::Error) => return None,
+                None => {
+                    self.error_label(
+                        "E0442",
+                        item.span,
+                        format!(
+                            "The array dimensions should be static (compile-time known), but got \
+                             '{}'.",
+                            self.text(item.span)
+                        ),
+                        "not constant",
+                    );
+                    return None;
+                }
+            }
+        }
+        Some(out)
     }
 
     // -- assignments ------------------------------------------------------------------------
@@ -563,7 +722,7 @@ impl Checker<'_> {
         match &a.target.kind {
             ExprKind::Ident(id) => self.assign_name(id, op, a, out),
             ExprKind::At { base, indices } => {
-                let Some((buffer, indices, elem)) = self.check_at(base, indices, a.target.span)
+                let Some((buffer, index, elem)) = self.check_at(base, indices, a.target.span)
                 else {
                     let _ = self.check_expr(&a.value);
                     return;
@@ -581,12 +740,24 @@ impl Checker<'_> {
                 let Some(value) = self.assigned_value(v, elem, op, a, "element") else { return };
                 let id = self.next_access();
                 out.push(stmt(
-                    StmtKind::Assign { target: Place::Elem { buffer, indices, id }, op, value },
+                    StmtKind::Assign { target: Place::Elem { buffer, index, id }, op, value },
                     a.span,
                 ));
             }
             ExprKind::Data(_) | ExprKind::View { .. } | ExprKind::Index { .. } => {
-                self.unsupported(a.target.span, "assignment through futures, views or arrays", 2);
+                let _ = self.check_expr(&a.target);
+                let _ = self.check_expr(&a.value);
+                if op == AssignOp::Assign {
+                    self.error_label(
+                        "E0413",
+                        a.target.span,
+                        "spanned data can not be assigned as a whole (assign elements with \
+                         `.at(…)`, or copy with `dma.copy`)",
+                        "whole-data assignment",
+                    );
+                } else {
+                    self.out_of_scope(a.span, "whole-array arithmetic on spanned data");
+                }
             }
             _ => {
                 self.error_label(
@@ -813,6 +984,19 @@ impl Checker<'_> {
                 let _ = self.check_expr(&a.value);
                 immutable(self);
             }
+            Symbol::View(_) => {
+                let _ = self.check_expr(&a.value);
+                if op == AssignOp::Assign {
+                    self.error_label(
+                        "E0413",
+                        id.span,
+                        format!("`{}' is a view and can not be re-assigned.", id.name),
+                        "a view cannot be re-assigned",
+                    );
+                } else {
+                    self.out_of_scope(a.span, "whole-array arithmetic on spanned data");
+                }
+            }
         }
     }
 
@@ -857,8 +1041,19 @@ impl Checker<'_> {
                 );
                 self.declare_symbol(id, Symbol::Shape(dims));
             }
-            Val::Buffer(..) => {
-                self.unsupported(value.span, "binding spanned data to a new name (views)", 2);
+            Val::Buffer(buffer, ty) => {
+                let view = hir::View::whole(buffer, &ty, value.span);
+                self.bind_view(id, view, out);
+            }
+            Val::View(view) => self.bind_view(id, view, out),
+            Val::Array(..) => {
+                self.error_label(
+                    "E0442",
+                    value.span,
+                    "an array of buffers can not be bound to a new name (bind one of its buffers)",
+                    "an array",
+                );
+                self.declare_poisoned(id);
             }
             Val::Str(_) => {
                 self.error_label(
@@ -1329,6 +1524,7 @@ impl Checker<'_> {
                     Symbol::Sym(_) => "s32".to_string(),
                     Symbol::Shape(d) => format!("mdspan<{}>", d.len()),
                     Symbol::Tuple { items, .. } => format!("ituple<{}>", items.len()),
+                    Symbol::View(v) => format!("a view of rank {}", v.dims.len()),
                     Symbol::Local(_) => String::new(),
                 };
                 self.error_label(

@@ -4,8 +4,8 @@ use super::types::{conv, cpp_elem, scalar_of};
 use super::writer::c_escape;
 use super::{FnEmitter, Region};
 use crate::hir::{
-    self, AssignOp, CheckKind, Dim, ElemTy, HExpr, HExprKind, LocalOrigin, Place, ReturnTy, Stmt,
-    StmtKind, Ty,
+    self, AssignOp, BarrierScope, CheckKind, Dim, ElemTy, FenceScope, HExpr, HExprKind,
+    LocalOrigin, LocalPlace, Place, ReturnTy, Stmt, StmtKind, Ty,
 };
 use crate::source::Span;
 
@@ -42,6 +42,9 @@ impl FnEmitter<'_, '_> {
                 let Some(local) = self.f.local(*var) else {
                     return self.bug(span, "an unknown local");
                 };
+                if let (LocalPlace::SharedScalar, Region::Device(kernel)) = (local.place, region) {
+                    return self.decl_shared_scalar(span, *var, kernel);
+                }
                 let name = self.names().local(*var).to_string();
                 let (ty_text, t) = self.scalar_decl_type(span, &local.ty.clone());
                 let text = match init {
@@ -53,22 +56,22 @@ impl FnEmitter<'_, '_> {
                 };
                 self.w.line(span, &text);
             }
-            StmtKind::DeclBuffer { var, init } => {
-                if !host {
-                    return self.bug(span, "a global buffer declared in device code");
+            StmtKind::DeclBuffer { var, init } => match region {
+                Region::Host => self.decl_buffer(span, *var, init.as_ref()),
+                Region::Device(kernel) => {
+                    self.decl_kernel_buffer(span, *var, init.as_ref(), kernel)
                 }
-                self.decl_buffer(span, *var, init.as_ref());
-            }
+            },
             StmtKind::Assign { target, op, value } => {
                 let (target_text, tt, guard) = match target {
                     Place::Var(v) => {
                         let t = self.f.local(*v).and_then(|l| scalar_of(&l.ty));
                         (self.names().local(*v).to_string(), t, None)
                     }
-                    Place::Elem { buffer, indices, id } => {
+                    Place::Elem { buffer, index, id } => {
                         let t = self.elem_of_buffer(*buffer);
-                        let guard = self.bounds_guard(*id, *buffer, indices);
-                        (self.element(span, *buffer, indices), t, guard)
+                        let guard = self.bounds_guard(*id, *buffer, index);
+                        (self.element(span, *buffer, index), t, guard)
                     }
                 };
                 let Some(tt) = tt else {
@@ -178,12 +181,131 @@ impl FnEmitter<'_, '_> {
                 }
                 self.w.line(span, "__CHOREO_TRY(cudaDeviceSynchronize());");
             }
-            StmtKind::SyncBlock => {
+            StmtKind::Barrier(scope) => {
                 if host {
-                    return self.bug(span, "a block barrier in host code");
+                    return self.bug(span, "a barrier in host code");
                 }
-                self.w.line(span, "__syncthreads();");
+                self.w.line(
+                    span,
+                    match scope {
+                        BarrierScope::Warp => "__syncwarp();",
+                        BarrierScope::Block => "__syncthreads();",
+                    },
+                );
             }
+            StmtKind::Fence(scope) => {
+                if host {
+                    return self.bug(span, "a fence in host code");
+                }
+                self.w.line(
+                    span,
+                    match scope {
+                        FenceScope::Block => "__threadfence_block();",
+                        FenceScope::Device => "__threadfence();",
+                    },
+                );
+            }
+        }
+    }
+
+    /// The byte offset of a shared buffer or scalar in its kernel's pool, as an `int`
+    /// expression.
+    fn shared_offset(&mut self, span: Span, var: hir::VarId, kernel: hir::KernelId) -> String {
+        let slot = self
+            .plan
+            .kernels
+            .get(kernel.index())
+            .and_then(|k| k.shared.slots.iter().find(|s| s.var == var))
+            .map(|s| s.offset.clone());
+        match slot {
+            Some(offset) => self.dim_int(&offset),
+            None => {
+                self.bug(span, "a shared buffer without a place in the kernel's pool");
+                "0".to_string()
+            }
+        }
+    }
+
+    /// `shared T x;`: a reference into the pool.
+    fn decl_shared_scalar(&mut self, span: Span, var: hir::VarId, kernel: hir::KernelId) {
+        let Some(t) = self.f.local(var).and_then(|l| scalar_of(&l.ty)) else {
+            return self.bug(span, "a shared scalar that is not a scalar");
+        };
+        let name = self.names().local(var).to_string();
+        let offset = self.shared_offset(span, var, kernel);
+        let elem = cpp_elem(t);
+        self.w.line(
+            span,
+            &format!(
+                "[[maybe_unused]] {elem}& {name} = *reinterpret_cast<{elem}*>(__choreo_smem + {offset});"
+            ),
+        );
+    }
+
+    /// A `shared` or `local` buffer declared in a kernel (spec §11.3–§11.4): a pointer into
+    /// the kernel's shared pool, or a per-thread array. `{v}` fills it when execution reaches
+    /// the declaration: the threads of the block share the fill of a shared buffer and wait
+    /// for each other afterwards; each thread fills its own local buffer.
+    fn decl_kernel_buffer(
+        &mut self,
+        span: Span,
+        var: hir::VarId,
+        init: Option<&HExpr>,
+        kernel: hir::KernelId,
+    ) {
+        let Some(local) = self.f.local(var) else {
+            return self.bug(span, "an unknown buffer");
+        };
+        let (place, ty) = (local.place, local.ty.clone());
+        let Ty::Spanned(t) = ty else {
+            return self.bug(span, "a buffer declaration of a non-spanned type");
+        };
+        let name = self.names().local(var).to_string();
+        let elem = cpp_elem(t.elem);
+        let count = match t
+            .dims
+            .iter()
+            .map(Dim::as_const)
+            .try_fold(1u64, |acc, d| d.and_then(|d| acc.checked_mul(d)))
+        {
+            Some(n) => n.to_string(),
+            None => {
+                let parts: Vec<String> = t.dims.iter().map(|d| self.dim_int(d)).collect();
+                format!("({})", parts.join(" * "))
+            }
+        };
+        let value = init.map(|v| self.converted(v, t.elem));
+        match place {
+            LocalPlace::SharedBuffer => {
+                let offset = self.shared_offset(span, var, kernel);
+                self.w.line(
+                    span,
+                    &format!(
+                        "[[maybe_unused]] {elem}* const {name} = reinterpret_cast<{elem}*>(__choreo_smem + {offset});"
+                    ),
+                );
+                if let Some(value) = value {
+                    self.w.line(
+                        span,
+                        &format!(
+                            "for (int __choreo_e = static_cast<int>(threadIdx.x); __choreo_e < {count}; __choreo_e += static_cast<int>(blockDim.x)) {name}[__choreo_e] = {value};"
+                        ),
+                    );
+                    self.w.line(span, "__syncthreads();");
+                }
+            }
+            LocalPlace::LocalBuffer => {
+                self.w.line(span, &format!("{elem} {name}[{count}];"));
+                if let Some(value) = value {
+                    self.w.line(
+                        span,
+                        &format!(
+                            "for (int __choreo_e = 0; __choreo_e < {count}; ++__choreo_e) {name}[__choreo_e] = {value};"
+                        ),
+                    );
+                }
+            }
+            _ => self.bug(span, "a global buffer declared in device code"),
         }
     }
 

@@ -76,9 +76,9 @@ impl FnEmitter<'_, '_> {
                 let b = self.converted(b, rt);
                 format!("(({a} + {b} - 1) / {b})")
             }
-            HExprKind::At { buffer, indices, id } => {
-                let element = self.element(e.span, *buffer, indices);
-                match self.bounds_guard(*id, *buffer, indices) {
+            HExprKind::At { buffer, index, id } => {
+                let element = self.element(e.span, *buffer, index);
+                match self.bounds_guard(*id, *buffer, index) {
                     // A skipped read gives zero; the call fails anyway.
                     Some(guard) => {
                         let elem = cpp_elem(self.elem_of_buffer(*buffer).unwrap_or(ElemTy::S32));

@@ -107,6 +107,16 @@ impl FnEmitter<'_, '_> {
                 );
             }
         }
+        if !k.shared.slots.is_empty() {
+            // The kernel's shared pool (spec §11.3): its size is passed at launch.
+            self.w.line(
+                span,
+                &format!(
+                    "extern __shared__ __align__({}) unsigned char __choreo_smem[];",
+                    k.shared.alignment
+                ),
+            );
+        }
         self.depth = 0;
         self.stmts(&tree.body, Region::Device(tree.id));
         self.w.indent -= 1;
@@ -184,6 +194,35 @@ impl FnEmitter<'_, '_> {
         self.w.line(span, "}");
     }
 
+    /// The size of a kernel's shared pool as a host `std::uint64_t` expression. A symbolic
+    /// size is computed here in 64 bits from the extents (not from the plan's `int`
+    /// expression, which the kernel uses for offsets): the launch checks it against the limit,
+    /// so that the kernel's 32-bit offsets cannot overflow.
+    fn shared_bytes_u64(&mut self, pool: &crate::lower::SharedPool) -> String {
+        if let Some(bytes) = pool.bytes.as_const() {
+            return format!("{bytes}ull");
+        }
+        let a = pool.alignment;
+        let mut total: Option<String> = None;
+        for slot in &pool.slots {
+            let Some(local) = self.f.local(slot.var) else { continue };
+            let bytes = match &local.ty {
+                Ty::Spanned(t) => {
+                    let (dims, size) = (t.dims.clone(), t.elem.size_bytes());
+                    format!("{} * {size}ull", self.count_u64(&dims))
+                }
+                ty => format!("{}ull", ty.scalar().map_or(4, hir::ElemTy::size_bytes)),
+            };
+            let sum = match total {
+                Some(t) => format!("{t} + {bytes}"),
+                None => bytes,
+            };
+            total = Some(format!("::__choreo_alignup<std::uint64_t>({sum}, {a}ull)"));
+        }
+        let total = total.unwrap_or_else(|| "0ull".to_string());
+        total
+    }
+
     pub(super) fn launch(&mut self, tree: &hir::ParallelTree) {
         let Some((k, symbol)) = self.kernel_plan(tree) else { return };
         let span = tree.span;
@@ -210,10 +249,46 @@ impl FnEmitter<'_, '_> {
         }
         let threads = self.dim_unsigned(&k.threads_per_block);
         let stream = self.stream_name(k.stream);
+        let pool = !k.shared.slots.is_empty();
+        if pool {
+            let bytes = self.shared_bytes_u64(&k.shared);
+            self.w.line(span, &format!("const std::uint64_t __choreo_smem_bytes = {bytes};"));
+            if k.shared.bytes.as_const().is_none() {
+                let limit = k.shared.limit;
+                let message = super::writer::c_escape(
+                    &format!(
+                        "the shared buffers of the parallel-by at {} need more shared memory \
+                         than the target allows per block ({limit} bytes)",
+                        self.db.location(span)
+                    ),
+                    true,
+                );
+                self.w.line(
+                    span,
+                    &format!(
+                        "__CHOREO_CHECK(__choreo_smem_bytes <= {limit}ull, \"{message}: got %llu bytes\", static_cast<unsigned long long>(__choreo_smem_bytes));"
+                    ),
+                );
+            }
+            if k.shared.opt_in {
+                self.w.line(
+                    span,
+                    &format!(
+                        "__CHOREO_TRY(cudaFuncSetAttribute({symbol}, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(__choreo_smem_bytes)));"
+                    ),
+                );
+            }
+        }
         self.w.line(span, "cudaLaunchConfig_t __choreo_launch = {};");
         self.w.line(span, &format!("__choreo_launch.gridDim = dim3({});", grid.join(", ")));
         self.w.line(span, &format!("__choreo_launch.blockDim = dim3({threads}, 1, 1);"));
         self.w.line(span, &format!("__choreo_launch.stream = {stream};"));
+        if pool {
+            self.w.line(
+                span,
+                "__choreo_launch.dynamicSmemBytes = static_cast<std::size_t>(__choreo_smem_bytes);",
+            );
+        }
         let mut args = vec!["&__choreo_launch".to_string(), symbol];
         args.extend(k.captures.iter().map(|c| self.capture_arg(*c)));
         if k.guards {

@@ -72,7 +72,7 @@ pub mod writer;
 
 use super::OutputMode;
 use crate::diagnostics::{Diagnostic, Diagnostics};
-use crate::hir::{self, BufferRef, Dim, ElemTy, HExpr, ParamId, Ty};
+use crate::hir::{self, BufferRef, Dim, ElemIndex, ElemTy, HExpr, ParamId, Ty};
 use crate::lower::{FunctionPlan, Names, Plan};
 use crate::source::{FileId, SourceDb, Span};
 use crate::target::Arch;
@@ -305,25 +305,44 @@ impl FnEmitter<'_, '_> {
         &mut self,
         id: hir::AccessId,
         buffer: BufferRef,
-        indices: &[HExpr],
+        index: &ElemIndex,
     ) -> Option<String> {
         if !self.plan.guards {
             return None;
         }
         let checks = self.plan.accesses.get(id.index())?.checks.clone();
-        let dims = self.dims_of_buffer(buffer);
+        let (dims, flat) = match index {
+            ElemIndex::Coords(_) => (self.dims_of_buffer(buffer), false),
+            ElemIndex::Flat(_) => {
+                let count = hir::arith::dim_product(&self.dims_of_buffer(buffer), self.f.span);
+                (vec![count], true)
+            }
+        };
+        let flat_count = flat.then(|| self.flat_count(buffer));
         let mut parts = Vec::new();
-        for (d, ((check, index), extent)) in checks.iter().zip(indices).zip(&dims).enumerate() {
+        for (d, ((check, index), extent)) in checks.iter().zip(index.exprs()).zip(&dims).enumerate()
+        {
             if !(check.below || check.above) {
                 continue;
             }
+            // A flat offset is noted as dimension 0xffffffff (`lower::abi::BOUNDS_RECORD`).
+            let d = if flat { u32::MAX } else { d as u32 };
             let t = scalar_of(&index.ty).unwrap_or(ElemTy::S32);
             let i = self.expr(index);
-            let x = self.dim_raw(extent);
+            let x = match &flat_count {
+                Some(count) => count.clone(),
+                None => self.dim_raw(extent),
+            };
             // An `int` index against an extent that fits 32 bits (the kernels receive extents
-            // as `unsigned`) is checked with one 32-bit comparison, anything else in 64 bits.
-            let narrow =
-                t == ElemTy::S32 && extent.as_const().is_none_or(|c| u32::try_from(c).is_ok());
+            // as `unsigned`; an element count only when it is a constant) is checked with one
+            // 32-bit comparison, anything else in 64 bits.
+            let fits = |c: u64| u32::try_from(c).is_ok();
+            let narrow = t == ElemTy::S32
+                && if flat {
+                    extent.as_const().is_some_and(fits)
+                } else {
+                    extent.as_const().is_none_or(fits)
+                };
             parts.push(if narrow {
                 format!(
                     "::__choreo_in_bounds32(__choreo_bounds, {}u, {d}u, {i}, \
@@ -342,10 +361,34 @@ impl FnEmitter<'_, '_> {
         (!parts.is_empty()).then(|| parts.join(" && "))
     }
 
+    /// The element count of a buffer as a `long long` expression (device code).
+    fn flat_count(&mut self, buffer: BufferRef) -> String {
+        let dims = self.dims_of_buffer(buffer);
+        if let Some(n) = dims
+            .iter()
+            .map(Dim::as_const)
+            .try_fold(1u64, |acc, d| d.and_then(|d| acc.checked_mul(d)))
+        {
+            return format!("{n}ll");
+        }
+        let parts: Vec<String> =
+            dims.iter().map(|d| format!("static_cast<long long>({})", self.dim_raw(d))).collect();
+        format!("({})", parts.join(" * "))
+    }
+
     /// `ptr[offset]` for a row-major element access.
-    fn element(&mut self, span: Span, buffer: BufferRef, indices: &[HExpr]) -> String {
+    fn element(&mut self, span: Span, buffer: BufferRef, index: &ElemIndex) -> String {
         let dims = self.dims_of_buffer(buffer);
         let name = self.buffer_name(buffer);
+        let indices = match index {
+            ElemIndex::Coords(indices) => indices,
+            ElemIndex::Flat(offset) => {
+                let t = scalar_of(&offset.ty).unwrap_or(ElemTy::S32);
+                let text = self.expr(offset);
+                let text = if t.is_int() { text } else { conv(&text, t, ElemTy::S64) };
+                return format!("{name}[{text}]");
+            }
+        };
         if dims.len() != indices.len() {
             self.bug(span, "element access with a wrong number of indices");
             return format!("{name}[0]");
