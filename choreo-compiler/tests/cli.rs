@@ -361,7 +361,7 @@ fn double_dash_ends_options() {
     assert!(stderr(&out).contains("unknown option '-odd.co'"), "{}", show(&out));
 }
 
-/// `check` runs semantic analysis: a type error and an unsupported (tier-2) construct are
+/// `check` runs semantic analysis: a type error and an unsupported (tier-3) construct are
 /// reported; `--syntax-only` stops after parsing and accepts both.
 #[test]
 fn check_runs_sema_unless_syntax_only() {
@@ -372,7 +372,7 @@ fn check_runs_sema_unless_syntax_only() {
     );
     let tier2 = dir.file(
         "tier2.co",
-        "__co__ void g(f32 [4] a) {\n  parallel p by 1 : block {\n    f = dma.copy a => shared;\n  }\n}\n",
+        "__co__ void g(f32 [4] a) {\n  parallel p by 1 : block {\n    shared event e;\n  }\n}\n",
     );
     for (file, code_wanted) in [(&type_error, "E0"), (&tier2, "E0901")] {
         let out = choreoc(["check".as_ref(), file.as_os_str()]);

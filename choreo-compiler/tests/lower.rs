@@ -394,3 +394,27 @@ fn accesses_through_views_are_proven_against_the_buffer_underneath() {
     assert_eq!(codes, ["E0712"], "{text}");
     assert!(text.contains("the element offset in 'a' (through a reshaping view) takes the values 0 to 24, but 'a' has 24 elements"), "{text}");
 }
+
+// -- asynchronous copies ----------------------------------------------------------------------
+
+#[test]
+fn every_asynchronous_copy_is_waited_on_every_path() {
+    let pipeline = "__co__ void f(f32 [8, 1024] a, f32 [8, 1024] &o) {\n  parallel p by 8 : block {\n    f0 = dma.copy.async a.subspan(1, 128).at(p, 0) => shared;\n    f1 = dma.any;\n    foreach {k} in [7] {\n      f1 = dma.copy.async a.subspan(1, 128).at(p, k + 1) => shared;\n      wait f0;\n      parallel t by 128 : thread { o.at(p, k * 128 + t) = f0.data.at(0, t); }\n      sync.barrier : block;\n      swap(f0, f1);\n    }\n    wait f0;\n    parallel t by 128 : thread { o.at(p, 896 + t) = f0.data.at(0, t); }\n  }\n}\n";
+    let f = function(pipeline);
+    assert!(f.kernels[0].async_copies);
+    // Without the last wait, the copy swapped into f0 in the last iteration is never waited.
+    let (codes, text) = error_codes(
+        &pipeline.replace("    wait f0;\n    parallel", "    parallel"),
+        Target::default(),
+    );
+    assert_eq!(codes, ["E0453"], "{text}");
+    assert!(text.contains("some asyncs are not explicitly waited: 'f0'"), "{text}");
+    // Without the wait in the loop, f1 is issued again while its copy may be in flight.
+    let (codes, text) = error_codes(&pipeline.replace("      wait f0;\n", ""), Target::default());
+    assert!(codes.contains(&"E0453"), "{text}");
+    assert!(text.contains("the asynchronous DMA of 'f1' is issued again"), "{text}");
+    // A wait in one branch only leaves the copy pending on the other path.
+    let branch = "__co__ void f(f32 [64] a, f32 [64] &o, int n) {\n  parallel p by 1 : block {\n    f = dma.copy.async a => shared;\n    if (n > 0) { wait f; }\n    parallel t by 64 : thread { o.at(t) = 1.0f; }\n  }\n}\n";
+    let (codes, text) = error_codes(branch, Target::default());
+    assert_eq!(codes, ["E0453"], "{text}");
+}

@@ -609,9 +609,9 @@ fn host_mutable_assigned_in_a_kernel_warns() {
 }
 
 #[test]
-fn tier2_constructs_get_one_e0901_and_checking_continues() {
+fn unsupported_constructs_get_one_e0901_and_checking_continues() {
     let c = run(
-        "__co__ void f(f32 [4] a, int n) {\n  parallel p by 4 : block {\n    shared f32 [4] s;\n    s.at(0) = 1.0f;\n    n = 2;\n  }\n}\n",
+        "__co__ void f(f32 [4] a, int n) {\n  parallel p by 4 : block {\n    x = select(n, a, a);\n    a.at(0) = 1.0f;\n    n = 2;\n  }\n}\n",
     );
     let codes: Vec<&str> = c.diags.iter().filter(|d| d.is_error()).map(|d| d.code).collect();
     assert_eq!(codes, ["E0901", "E0403"]);
@@ -1115,10 +1115,10 @@ reject!(sync_shared_on_host, "E0711", "sync.shared", "__co__ void f(int n) {\n  
 // -- not supported --------------------------------------------------------------------------------
 
 reject!(
-    shared_storage_is_tier2,
+    events_are_tier3,
     "E0901",
-    "shared",
-    "__co__ void f(int n) {\n  parallel p by 2 : block { shared f32 [4] s; }\n}\n"
+    "shared event",
+    "__co__ void f(int n) {\n  parallel p by 2 : block { shared event e; }\n}\n"
 );
 reject!(
     with_where_is_out_of_scope,

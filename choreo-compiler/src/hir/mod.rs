@@ -367,6 +367,12 @@ pub enum LocalPlace {
     /// A `shared` scalar declared in a kernel (spec §11.1): one per block, no initialiser,
     /// placed in the shared-memory pool like a one-element buffer.
     SharedScalar,
+    /// A data future whose data is a buffer the DMA allocated (`f = dma.copy x => shared;`,
+    /// spec §14): a per-thread pointer to that buffer, so that `swap`/`rotate` and the
+    /// re-binding of a placeholder can exchange buffers at run time. Its type is the data's
+    /// (the type of `f.data`); it is declared by a [`StmtKind::Let`] without initialiser
+    /// (a null pointer until a DMA binds it).
+    Future,
 }
 
 /// How a local was introduced.
@@ -398,6 +404,12 @@ pub enum LocalOrigin {
     Tuple {
         /// The component variables, in order.
         components: Vec<VarId>,
+    },
+    /// A data future ([`LocalPlace::Future`]).
+    Future {
+        /// For an asynchronous future: the per-thread local that holds the number of the
+        /// copy group its DMA committed (what `wait` waits for; exchanged by `swap`).
+        group: Option<VarId>,
     },
 }
 
@@ -929,6 +941,15 @@ impl View {
         }
     }
 
+    /// Whether this is the identity view of its whole buffer, whose extents are `buffer_dims`.
+    pub fn is_whole(&self, buffer_dims: &[Dim]) -> bool {
+        let Layout::Coords { origin, map } = &self.layout else { return false };
+        self.dims == buffer_dims
+            && origin.iter().all(|o| matches!(o.kind, HExprKind::Int(0)))
+            && map.iter().enumerate().all(|(k, b)| *b as usize == k)
+            && map.len() == buffer_dims.len()
+    }
+
     /// The expressions of the view (coordinates, offsets, strides, extents), mutably.
     pub fn exprs_mut(&mut self) -> Vec<&mut HExpr> {
         let mut out: Vec<&mut HExpr> = Vec::new();
@@ -1456,6 +1477,93 @@ pub enum StmtKind {
     Barrier(BarrierScope),
     /// A memory fence of a kernel (`sync.fence : …`, spec §15).
     Fence(FenceScope),
+    /// A DMA copy in a kernel (spec §14).
+    Dma(Box<Dma>),
+    /// `wait f, …;` (spec §14.3): the executing thread waits until the asynchronous copies of
+    /// the futures whose group locals are `groups` have completed, then the participants
+    /// synchronise so that every one of them sees all the data.
+    Wait {
+        /// The group locals of the waited futures ([`LocalOrigin::Future::group`]).
+        groups: Vec<VarId>,
+        /// Who waits together.
+        participants: Participants,
+    },
+    /// `swap(a, b)` / `rotate(a, b, c, …)` (spec §14.3): `a` takes `b`'s data (and pending
+    /// copy group), `b` takes `c`'s, …, the last takes `a`'s.
+    Rotate {
+        /// The futures ([`LocalPlace::Future`] locals), in the written order.
+        futures: Vec<VarId>,
+        /// Their group locals, in the same order, when they are asynchronous.
+        groups: Vec<VarId>,
+    },
+    /// A whole-buffer copy between global buffers in host code (spec §14.6):
+    /// `cudaMemcpyDeviceToDevice` of the elements of the smaller one.
+    HostCopy {
+        /// The source buffer.
+        src: BufferRef,
+        /// The destination buffer.
+        dst: BufferRef,
+        /// Elements to copy (the smaller element count).
+        count: Dim,
+    },
+}
+
+/// A DMA copy (spec §14) as what it does to elements: a loop over the copied box whose
+/// iterations are shared by the participating threads. Each iteration runs `element` (the
+/// assignment of one destination element, usually from one source element) with `indices`
+/// bound to one point of the box; the bounds analysis and the emitters treat `element` as
+/// the statement it is.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Dma {
+    /// The source view (what is read).
+    pub src: View,
+    /// The destination view (what is written).
+    pub dst: View,
+    /// The loop variables, one per dimension of the box (device locals without declaration:
+    /// the emitter declares them in the loop).
+    pub indices: Vec<VarId>,
+    /// The box: the extents the loop variables run through (`[0, extent)` each).
+    pub extents: Vec<Dim>,
+    /// The assignment of one destination element ([`StmtKind::Assign`] of a
+    /// [`Place::Elem`]).
+    pub element: Stmt,
+    /// Whether the copy is asynchronous (`dma.copy.async`): it may complete later, when the
+    /// bound future is waited. The emitter may still copy at issue time.
+    pub is_async: bool,
+    /// Who executes the loop.
+    pub participants: Participants,
+    /// The future whose data is a buffer of this DMA (`=> shared`, `=> local`): made to
+    /// point at the buffer before the copy.
+    pub bind: Option<FutureBind>,
+    /// For an asynchronous copy: the future's group local, set to the copy's group.
+    pub group: Option<VarId>,
+}
+
+/// Who executes a DMA (spec §14.5) or waits for one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Participants {
+    /// Every thread of the block (a DMA in block-level code): they share the loop and
+    /// synchronise afterwards.
+    Block,
+    /// The threads of one instance of an intra-block level (a DMA in the body of a `group`
+    /// level): they share the loop and synchronise afterwards.
+    Level(LevelId),
+    /// The executing thread alone (a DMA in thread-level code, or into `local` memory).
+    Thread,
+}
+
+/// How a DMA binds its future to the buffer it allocated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct FutureBind {
+    /// The future ([`LocalPlace::Future`]).
+    pub future: VarId,
+    /// The buffer this DMA statement allocated (a shared or local buffer declared just
+    /// before it).
+    pub buffer: VarId,
+    /// Whether this DMA is the future's declaration (then it always points at `buffer`);
+    /// otherwise it re-binds a placeholder, which keeps the buffer it already has (after a
+    /// `swap`, another DMA's) and takes `buffer` only while it has none.
+    pub first: bool,
 }
 
 /// Which threads a [`StmtKind::Barrier`] waits for.

@@ -130,6 +130,19 @@ pub fn walk_stmt<'a, V: Visitor<'a> + ?Sized>(v: &mut V, s: &'a Stmt) {
             walk_stmts(v, &inner.body);
         }
         StmtKind::Check(check) => walk_check(v, check),
+        StmtKind::Dma(dma) => {
+            for d in &dma.extents {
+                walk_dim(v, d);
+            }
+            walk_stmt(v, &dma.element);
+        }
+        StmtKind::Wait { groups: _, participants: _ }
+        | StmtKind::Rotate { futures: _, groups: _ } => {}
+        StmtKind::HostCopy { src, dst, count } => {
+            v.buffer(*src);
+            v.buffer(*dst);
+            walk_dim(v, count);
+        }
     }
 }
 

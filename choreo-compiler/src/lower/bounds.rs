@@ -321,7 +321,11 @@ impl<'a> Analysis<'a, '_> {
                 | StmtKind::Check(_)
                 | StmtKind::SyncGlobal
                 | StmtKind::Barrier(_)
-                | StmtKind::Fence(_) => {}
+                | StmtKind::Fence(_)
+                | StmtKind::Dma(_)
+                | StmtKind::Wait { .. }
+                | StmtKind::Rotate { .. }
+                | StmtKind::HostCopy { .. } => {}
             }
         }
     }
@@ -425,6 +429,16 @@ impl<'a> Analysis<'a, '_> {
                 self.binder(&inner.binder.vars, &inner.binder.extents);
                 self.stmts(&inner.body);
             }
+            StmtKind::Dma(dma) => {
+                // The loop covers every point of the box (its iterations are shared by the
+                // participants): each index takes every value of `[0, extent)`.
+                let vars: Vec<Option<VarId>> = dma.indices.iter().copied().map(Some).collect();
+                self.binder(&vars, &dma.extents);
+                self.stmt(&dma.element);
+                for v in &dma.indices {
+                    self.ranges.remove(v);
+                }
+            }
             StmtKind::Break
             | StmtKind::Continue
             | StmtKind::Barrier(_)
@@ -433,7 +447,10 @@ impl<'a> Analysis<'a, '_> {
             | StmtKind::Return(_)
             | StmtKind::Check(_)
             | StmtKind::DeclBuffer { .. }
-            | StmtKind::Parallel(_) => {}
+            | StmtKind::Parallel(_)
+            | StmtKind::Wait { .. }
+            | StmtKind::Rotate { .. }
+            | StmtKind::HostCopy { .. } => {}
         }
     }
 
@@ -447,18 +464,44 @@ impl<'a> Analysis<'a, '_> {
         self.facts.truncate(before);
     }
 
-    /// Plans the accesses inside an expression (an index may itself read an element).
+    /// Plans the accesses inside an expression (an index may itself read an element). The
+    /// arms of `c ? a : b` and the right operands of `&&` and `||` are evaluated only when
+    /// the condition says so: they are planned with its facts, as conditional code.
     fn expr(&mut self, e: &'a HExpr) {
         struct Accesses<'x, 'a, 'd>(&'x mut Analysis<'a, 'd>);
         impl<'a> Visitor<'a> for Accesses<'_, 'a, '_> {
             fn expr(&mut self, e: &'a HExpr) -> Walk {
-                if let HExprKind::At { buffer, index, id } = &e.kind {
-                    self.0.access(*id, *buffer, index, e.span);
+                match &e.kind {
+                    HExprKind::At { buffer, index, id } => {
+                        self.0.access(*id, *buffer, index, e.span);
+                        Walk::Continue
+                    }
+                    HExprKind::Ternary { cond, then_value, else_value } => {
+                        self.0.expr(cond);
+                        self.0.guarded_expr(cond, true, then_value);
+                        self.0.guarded_expr(cond, false, else_value);
+                        Walk::Skip
+                    }
+                    HExprKind::Binary { op: op @ (BinOp::And | BinOp::Or), lhs, rhs } => {
+                        self.0.expr(lhs);
+                        self.0.guarded_expr(lhs, *op == BinOp::And, rhs);
+                        Walk::Skip
+                    }
+                    _ => Walk::Continue,
                 }
-                Walk::Continue
             }
         }
         visit::walk_expr(&mut Accesses(self), e);
+    }
+
+    /// Plans the accesses of `e`, evaluated only when `cond` is `positive`.
+    fn guarded_expr(&mut self, cond: &'a HExpr, positive: bool, e: &'a HExpr) {
+        let before = self.facts.len();
+        self.facts_of(cond, positive);
+        self.conditional += 1;
+        self.expr(e);
+        self.conditional -= 1;
+        self.facts.truncate(before);
     }
 
     /// Decides the checks of one access.
@@ -833,7 +876,11 @@ fn leaves_early(body: &[Stmt]) -> bool {
         | StmtKind::Check(_)
         | StmtKind::SyncGlobal
         | StmtKind::Barrier(_)
-        | StmtKind::Fence(_) => false,
+        | StmtKind::Fence(_)
+        | StmtKind::Dma(_)
+        | StmtKind::Wait { .. }
+        | StmtKind::Rotate { .. }
+        | StmtKind::HostCopy { .. } => false,
     })
 }
 

@@ -153,6 +153,9 @@ pub struct KernelPlan {
     pub guards: bool,
     /// The kernel's shared memory (spec §11.3).
     pub shared: SharedPool,
+    /// Whether the kernel has asynchronous DMAs (each thread then counts the copy groups it
+    /// commits, for `wait`).
+    pub async_copies: bool,
 }
 
 /// The shared memory of a kernel: one pool per block (dynamic shared memory, its size passed
@@ -307,6 +310,7 @@ fn lower_function(
                     levels: Vec::new(),
                     guards: false,
                     shared: SharedPool::default(),
+                    async_copies: false,
                 }
             })
         })
@@ -544,6 +548,7 @@ impl HostWalk<'_, '_> {
             problems: Vec::new(),
             shared: Vec::new(),
             local: Vec::new(),
+            async_copies: false,
         };
         visit::walk_stmts(&mut kernel, &tree.body);
         let shared = shared_pool(f, self.target, tree, &kernel.shared, self.diags);
@@ -583,6 +588,7 @@ impl HostWalk<'_, '_> {
             levels,
             guards: false,
             shared,
+            async_copies: kernel.async_copies,
         };
         match self.kernels.get_mut(tree.id.index()) {
             Some(slot @ None) => *slot = Some(plan),
@@ -610,6 +616,8 @@ struct KernelWalk<'a> {
     shared: Vec<VarId>,
     /// The local buffers declared in the kernel, in order.
     local: Vec<VarId>,
+    /// Whether the kernel has an asynchronous DMA.
+    async_copies: bool,
 }
 
 impl<'a> Visitor<'a> for KernelWalk<'a> {
@@ -657,6 +665,11 @@ impl<'a> Visitor<'a> for KernelWalk<'a> {
                 self.shared.push(*var);
                 None
             }
+            StmtKind::Dma(dma) => {
+                self.async_copies |= dma.is_async;
+                None
+            }
+            StmtKind::HostCopy { .. } => Some("a host copy inside a kernel"),
             StmtKind::Return(_) => Some("a return in device code"),
             StmtKind::Parallel(_) => Some("a kernel launch inside a kernel"),
             StmtKind::Check(_) => Some("a host check inside a kernel"),

@@ -171,8 +171,9 @@ impl Checker<'_> {
                 self.check_derive(base, *ituple, items, span)
             }
             ExprKind::Span(base) => self.check_span_of(base, span),
-            ExprKind::Data(_) | ExprKind::Mdata(_) => {
-                self.unsupported(span, "futures (`.data`/`.mdata`)", 2);
+            ExprKind::Data(base) => self.check_future_data(base, span),
+            ExprKind::Mdata(_) => {
+                self.unsupported(span, "`.mdata`", 3);
                 Val::Error
             }
             ExprKind::At { base, indices } => match self.check_at(base, indices, span) {
@@ -287,6 +288,7 @@ impl Checker<'_> {
                 Val::Scalar(HExpr { kind: HExprKind::SymDim(s), ty: Ty::Scalar(ElemTy::S32), span })
             }
             Symbol::Shape(dims) => Val::Shape(dims),
+            Symbol::Future(f) => Val::Future(f),
             Symbol::View(mut view) => {
                 // Spans of the expansion point at the use.
                 for e in view.exprs_mut() {
@@ -1265,6 +1267,10 @@ impl Checker<'_> {
         match self.check_expr(base) {
             Val::Buffer(_, t) => Val::Shape(t.dims),
             Val::View(v) => Val::Shape(v.dims),
+            Val::Future(f) => match self.future_view(&f, span) {
+                Some(v) => Val::Shape(v.dims),
+                None => Val::Error,
+            },
             Val::Shape(d) => Val::Shape(d),
             Val::Error => Val::Error,
             other => {
@@ -1380,7 +1386,21 @@ impl Checker<'_> {
         indices: &[ast::Expr],
         span: Span,
     ) -> Option<(BufferRef, ElemIndex, ElemTy)> {
-        let view = self.check_data(base, "an element access")?;
+        let view = match self.check_expr(base) {
+            Val::Future(_) => {
+                self.error_label(
+                    "E0426",
+                    base.span,
+                    format!(
+                        "expect '{0}' a spanned type but got 'future' (use `{0}.data.at(…)`)",
+                        self.text(base.span)
+                    ),
+                    "a future",
+                );
+                return None;
+            }
+            v => self.view_of(v, base.span, "an element access")?,
+        };
         let mut flat = Vec::new();
         for ix in indices {
             match self.check_expr(ix) {

@@ -67,6 +67,25 @@
 //! - `E0443` `local` buffer whose shape is not known at compile time
 //! - `E0444` initialiser on a `shared` scalar
 //!
+//! DMA, futures, `inthreads` (§10, §14, tier 2):
+//! - `E0445` DMA in a direction the GPU does not allow (§14.2: sync global → global in a
+//!   kernel; async anything but global → shared)
+//! - `E0446` DMA between different element types
+//! - `E0447` DMA between different ranks
+//! - `E0448` `.async` DMA without a named future
+//! - `E0449` DMA into a new `shared`/`local` buffer in host code, or into a new `global`
+//!   buffer in a kernel
+//! - `E0450` futures: `wait` of a synchronous future or of something that is not a future,
+//!   `swap`/`rotate` of futures of different types, scopes or kinds, a placeholder used
+//!   before a DMA binds it or bound to something else than a new buffer, a future bound to
+//!   another name
+//! - `E0451` DMA configuration: `dma.pad` paddings of the wrong rank, not constant, or with
+//!   interior padding; `dma.transp` that is not a permutation; `.load` on `dma`
+//! - `E0452` `inthreads` in host code, with a predicate that is not a strictly divergent
+//!   condition, or `.async` inside another `inthreads`
+//! - `E0453` asynchronous DMA not waited on some path before the kernel ends, or issued
+//!   again before its previous copy was waited
+//!
 //! Parameters and returns (§7):
 //! - `E0501` scalar parameter passed by reference
 //! - `E0502` `global` parameter passed by reference
@@ -126,10 +145,13 @@
 //! assigned inside a parallel-by (changes a per-thread copy), `W0701` `foreach` step (upstream
 //! ignores it), `W0403` a `chunkat`/`chunk` factor that does not divide the extent (the
 //! remainder is in no tile), `W0404` `span_as` of a view that may not be contiguous,
+//! `W0405` DMA whose source and destination shapes differ with neither inside the other,
 //! `W0702` deprecated `sync.shared`.
 
 mod checks;
+mod dma;
 mod expr;
+mod inthreads;
 use crate::hir::arith as fold;
 mod parallel;
 mod scope;
@@ -197,6 +219,8 @@ pub(crate) enum Val {
     /// A spanned array (spec §11.5): only `a[i]` makes it data. The type has the array
     /// dimensions first.
     Array(VarId, SpannedTy),
+    /// A data future (spec §5.6): `f.data` and `f.span` are its data and shape.
+    Future(scope::FutureSym),
     /// A string literal.
     Str(String),
     /// A stream parameter.
@@ -223,6 +247,7 @@ impl Val {
                 }))
             ),
             Val::Array(_, t) => format!("array of {}", types::ty_name(&Ty::Spanned(t.clone()))),
+            Val::Future(_) => "future".to_string(),
             Val::Str(_) => "string".to_string(),
             Val::Stream(_) => "stream".to_string(),
             Val::Error => "<error>".to_string(),
@@ -290,6 +315,13 @@ pub(crate) struct Checker<'a> {
     pub(crate) region: Region,
     pub(crate) loop_depth: u32,
     pub(crate) kernel: Option<KernelFrame>,
+    /// The intra-block levels enclosing the statements being checked, innermost last.
+    pub(crate) level_stack: Vec<hir::LevelId>,
+    /// How many `inthreads` enclose the statements being checked.
+    pub(crate) inthreads_depth: u32,
+    /// The initial values of immutable device scalars (what `inthreads` predicates and DMA
+    /// participation look through).
+    pub(crate) device_inits: HashMap<VarId, HExpr>,
     pub(crate) levels: HashMap<(u32, u32), LevelInfo>,
     pub(crate) ret: RetState,
     pub(crate) saw_return: bool,
@@ -326,6 +358,9 @@ impl<'a> Checker<'a> {
             region: Region::Host,
             loop_depth: 0,
             kernel: None,
+            level_stack: Vec::new(),
+            inthreads_depth: 0,
+            device_inits: HashMap::new(),
             levels: HashMap::new(),
             ret: RetState::Void,
             saw_return: false,

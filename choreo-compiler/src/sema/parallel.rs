@@ -308,6 +308,7 @@ impl Checker<'_> {
         self.scopes.truncate(depth);
         self.region = Region::Host;
         self.loop_depth = saved_loop;
+        self.check_waits(&body, span);
         match threads.as_const() {
             Some(n) if n > self.target.max_threads_per_block() => {
                 self.error_label(
@@ -484,11 +485,13 @@ impl Checker<'_> {
         self.region = Region::Device(level);
         // A parallel-by body is not inside the enclosing loop (`break` cannot leave it).
         let saved_loop = std::mem::replace(&mut self.loop_depth, 0);
+        self.level_stack.push(id);
         let body = if i + 1 < p.items.len() {
             self.inner_item(p, i + 1).into_iter().collect()
         } else {
             self.check_stmts(&p.body.stmts)
         };
+        self.level_stack.pop();
         self.loop_depth = saved_loop;
         let per_instance = self.agree(&body).unwrap_or(Dim::Const(level.unit_threads()));
         let unit = level.unit_threads();

@@ -16,6 +16,8 @@ pub(crate) enum Symbol {
     Local(VarId),
     /// An immutable mdspan value (`sh : [4, 8];`), expanded at every use.
     Shape(Vec<Dim>),
+    /// A data future (spec §5.6, §14).
+    Future(FutureSym),
     /// A named view (`t = a.chunkat(p, _);`, spec §13.3): its coordinates were computed into
     /// immutable locals where needed, so it is expanded at every use.
     View(crate::hir::View),
@@ -26,6 +28,27 @@ pub(crate) enum Symbol {
         /// Whether it is bounded.
         bounded: bool,
     },
+}
+
+/// A data future: where its data is, and the copy group it waits for.
+#[derive(Debug, Clone)]
+pub(crate) struct FutureSym {
+    /// Its data.
+    pub(crate) data: FutureData,
+    /// For an asynchronous future (and a placeholder): the local holding its copy group.
+    pub(crate) group: Option<VarId>,
+    /// Whether it was declared by `dma.any`.
+    pub(crate) placeholder: bool,
+}
+
+/// Where a future's data is.
+#[derive(Debug, Clone)]
+pub(crate) enum FutureData {
+    /// A buffer the DMA allocated, through a [`crate::hir::LocalPlace::Future`] pointer local
+    /// (exchanged by `swap`; a placeholder's has no type until a DMA binds it).
+    Pointer(VarId),
+    /// The destination view the DMA wrote.
+    View(crate::hir::View),
 }
 
 /// One scope: names declared in it, with the span of each declaration.
@@ -78,6 +101,12 @@ impl Scopes {
     /// The nearest visible declaration of `name` with its span.
     pub(crate) fn lookup_with_span(&self, name: &str) -> Option<(&Symbol, Span)> {
         self.stack.iter().rev().find_map(|s| s.names.get(name)).map(|(sym, span)| (sym, *span))
+    }
+
+    /// The depth of the scope (1 = function scope) that holds the visible declaration of
+    /// `name`.
+    pub(crate) fn declaring_depth(&self, name: &str) -> Option<usize> {
+        self.stack.iter().rposition(|s| s.names.contains_key(name)).map(|i| i + 1)
     }
 
     /// Current depth (1 = function scope).

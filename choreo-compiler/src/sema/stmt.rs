@@ -260,20 +260,8 @@ impl Checker<'_> {
                     self.declare_poisoned(&item.name);
                 }
             }
-            A::Dma(d) => {
-                let tier = if d.engine == ast::DmaEngine::Tma { 3 } else { 2 };
-                self.unsupported(span, &format!("`{}` statements", d.engine.as_str()), tier);
-                if let Some(f) = &d.future {
-                    if self.scopes.lookup(&f.name).is_none() {
-                        self.declare_poisoned(f);
-                    }
-                }
-            }
-            A::DmaAny { engine, name } => {
-                let tier = if *engine == ast::DmaEngine::Tma { 3 } else { 2 };
-                self.unsupported(span, &format!("`{}.any` placeholders", engine.as_str()), tier);
-                self.declare_poisoned(name);
-            }
+            A::Dma(d) => self.check_dma(d, span, out),
+            A::DmaAny { engine, name } => self.check_dma_any(name, *engine, span, out),
             A::Mma(m) => {
                 self.unsupported(span, "MMA statements", 3);
                 match &m.kind {
@@ -285,18 +273,18 @@ impl Checker<'_> {
                 }
             }
             A::FragOp(_) => self.unsupported(span, "fragment operations", 3),
-            A::Wait(_) => self.unsupported(span, "`wait`", 2),
+            A::Wait(targets) => self.check_wait(targets, span, out),
             A::Trigger(_) => self.unsupported(span, "`trigger`", 3),
             A::Call(c) => self.unsupported(c.span, "`call` and built-in calls", 2),
             A::Assert { .. } => self.unsupported(span, "`assert`", 2),
-            A::Swap { rotate, .. } => {
-                self.unsupported(span, if *rotate { "`rotate`" } else { "`swap`" }, 2)
-            }
+            A::Swap { rotate, names } => self.check_swap(*rotate, names, span, out),
             A::Cpp(_) => self.unsupported(span, "`__cpp__`", 2),
             A::Yield => self.unsupported(span, "`yield`", 2),
             A::IntrinsicPragma { .. } => self.unsupported(span, "intrinsic registration", 2),
             A::Asm(_) => self.unsupported(span, "inline assembly", 2),
-            A::Inthreads { .. } => self.unsupported(span, "`inthreads`", 2),
+            A::Inthreads { is_async, pred, body } => {
+                self.check_inthreads(*is_async, pred, body, span, out)
+            }
             A::Apply { .. } => self.unsupported(span, "`apply`", 3),
         }
     }
@@ -458,6 +446,9 @@ impl Checker<'_> {
             };
             let place = self.scalar_place();
             let var = self.new_local(name, item.name.span, ty, place, mutable, LocalOrigin::Decl);
+            if let (LocalPlace::DeviceScalar, false, Some(init)) = (place, mutable, &init) {
+                self.device_inits.insert(var, init.clone());
+            }
             if !mutable {
                 if let Some(init) = &init {
                     if matches!(
@@ -984,6 +975,19 @@ impl Checker<'_> {
                 let _ = self.check_expr(&a.value);
                 immutable(self);
             }
+            Symbol::Future(_) => {
+                let _ = self.check_expr(&a.value);
+                self.error_label(
+                    "E0413",
+                    id.span,
+                    format!(
+                        "the future '{}' can only be re-bound by a DMA (and only when it was \
+                         declared with `dma.any`)",
+                        id.name
+                    ),
+                    "not a DMA",
+                );
+            }
             Symbol::View(_) => {
                 let _ = self.check_expr(&a.value);
                 if op == AssignOp::Assign {
@@ -1023,6 +1027,9 @@ impl Checker<'_> {
                 let ty = e.ty.clone();
                 let place = self.scalar_place();
                 let var = self.new_local(&id.name, id.span, ty, place, false, LocalOrigin::Decl);
+                if place == LocalPlace::DeviceScalar {
+                    self.device_inits.insert(var, e.clone());
+                }
                 if matches!(e.kind, HExprKind::Int(_) | HExprKind::Float(_) | HExprKind::Bool(_)) {
                     self.consts.insert(var, e.clone());
                 }
@@ -1046,6 +1053,15 @@ impl Checker<'_> {
                 self.bind_view(id, view, out);
             }
             Val::View(view) => self.bind_view(id, view, out),
+            Val::Future(_) => {
+                self.error_label(
+                    "E0450",
+                    value.span,
+                    "a future can not be bound to another name (bind its data: `x = f.data;`)",
+                    "a future",
+                );
+                self.declare_poisoned(id);
+            }
             Val::Array(..) => {
                 self.error_label(
                     "E0442",
@@ -1525,6 +1541,7 @@ impl Checker<'_> {
                     Symbol::Shape(d) => format!("mdspan<{}>", d.len()),
                     Symbol::Tuple { items, .. } => format!("ituple<{}>", items.len()),
                     Symbol::View(v) => format!("a view of rank {}", v.dims.len()),
+                    Symbol::Future(_) => "future".to_string(),
                     Symbol::Local(_) => String::new(),
                 };
                 self.error_label(

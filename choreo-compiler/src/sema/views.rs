@@ -38,6 +38,7 @@ impl Checker<'_> {
         match v {
             Val::Buffer(buffer, ty) => Some(View::whole(buffer, &ty, span)),
             Val::View(view) => Some(view),
+            Val::Future(f) => self.future_view(&f, span),
             Val::Error => None,
             Val::Array(v, _) => {
                 let name = self.locals.get(v.index()).map(|l| l.name.clone()).unwrap_or_default();
@@ -65,6 +66,20 @@ impl Checker<'_> {
                 None
             }
         }
+    }
+
+    /// Spanned data as a value: a whole buffer is the buffer itself (it can be returned),
+    /// anything else a view.
+    pub(crate) fn data_val(&self, view: View) -> Val {
+        let dims = self.buffer_dims(view.buffer);
+        let whole = view.is_whole(&dims)
+            && !matches!(view.buffer, hir::BufferRef::Local(v)
+                if self.locals.get(v.index()).is_some_and(|l| l.array_dims > 0));
+        if whole {
+            let ty = hir::SpannedTy { elem: view.elem, dims, storage: view.storage };
+            return Val::Buffer(view.buffer, ty);
+        }
+        Val::View(view)
     }
 
     /// Checks an expression that must denote spanned data.

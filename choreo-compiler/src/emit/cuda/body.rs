@@ -5,7 +5,7 @@ use super::writer::c_escape;
 use super::{FnEmitter, Region};
 use crate::hir::{
     self, AssignOp, BarrierScope, CheckKind, Dim, ElemTy, FenceScope, HExpr, HExprKind,
-    LocalOrigin, LocalPlace, Place, ReturnTy, Stmt, StmtKind, Ty,
+    LocalOrigin, LocalPlace, Participants, Place, ReturnTy, Stmt, StmtKind, Ty,
 };
 use crate::source::Span;
 
@@ -44,6 +44,16 @@ impl FnEmitter<'_, '_> {
                 };
                 if let (LocalPlace::SharedScalar, Region::Device(kernel)) = (local.place, region) {
                     return self.decl_shared_scalar(span, *var, kernel);
+                }
+                if local.place == LocalPlace::Future {
+                    // A future's data pointer: null until a DMA binds it.
+                    let elem = match &local.ty {
+                        Ty::Spanned(t) => cpp_elem(t.elem),
+                        _ => return self.bug(span, "a future without a data type"),
+                    };
+                    let name = self.names().local(*var).to_string();
+                    self.w.line(span, &format!("[[maybe_unused]] {elem}* {name} = nullptr;"));
+                    return;
                 }
                 let name = self.names().local(*var).to_string();
                 let (ty_text, t) = self.scalar_decl_type(span, &local.ty.clone());
@@ -205,6 +215,221 @@ impl FnEmitter<'_, '_> {
                     },
                 );
             }
+            StmtKind::Dma(dma) => match region {
+                Region::Device(kernel) => self.dma(span, dma, kernel),
+                Region::Host => self.bug(span, "a kernel DMA in host code"),
+            },
+            StmtKind::Wait { groups, participants } => match region {
+                Region::Device(kernel) => {
+                    let names: Vec<String> =
+                        groups.iter().map(|g| self.names().local(*g).to_string()).collect();
+                    let newest = names.iter().skip(1).fold(names.first().cloned(), |acc, g| {
+                        acc.map(|a| format!("::max({a}, {g})"))
+                    });
+                    if let Some(newest) = newest {
+                        self.w.line(
+                            span,
+                            &format!("::__choreo_cp_async_wait(__choreo_groups - {newest});"),
+                        );
+                    }
+                    self.participants_sync(span, *participants, kernel);
+                }
+                Region::Host => self.bug(span, "a wait in host code"),
+            },
+            StmtKind::Rotate { futures, groups } => {
+                for vars in [futures, groups] {
+                    let names: Vec<String> =
+                        vars.iter().map(|v| self.names().local(*v).to_string()).collect();
+                    if names.len() < 2 {
+                        continue;
+                    }
+                    // a <- b <- c <- … <- a
+                    let mut text = format!("{{ auto __choreo_first = {}; ", names[0]);
+                    for w in names.windows(2) {
+                        text.push_str(&format!("{} = {}; ", w[0], w[1]));
+                    }
+                    text.push_str(&format!("{} = __choreo_first; }}", names[names.len() - 1]));
+                    self.w.line(span, &text);
+                }
+            }
+            StmtKind::HostCopy { src, dst, count } => {
+                if !host {
+                    return self.bug(span, "a host copy in a kernel");
+                }
+                let (s, d) = (self.buffer_name(*src), self.buffer_name(*dst));
+                let elem = self.elem_of_buffer(*src).map_or("char", cpp_elem);
+                let n = self.dim_u64(count);
+                // Ordered after every launch of the call so far: the asynchronous ones are
+                // waited for, the others have finished.
+                self.w.line(span, "__CHOREO_TRY(__frame.wait_async());");
+                self.w.line(
+                    span,
+                    &format!(
+                        "__CHOREO_TRY(cudaMemcpy({d}, {s}, static_cast<std::size_t>({n}) * sizeof({elem}), cudaMemcpyDeviceToDevice));"
+                    ),
+                );
+            }
+        }
+    }
+
+    /// The synchronisation of the participants of a DMA or a wait: the block's threads, the
+    /// threads of a warp (or of a larger level instance: the whole block, which reaches it
+    /// together), or nobody for one thread.
+    fn participants_sync(&mut self, span: Span, p: Participants, kernel: hir::KernelId) {
+        let line = match p {
+            Participants::Block => "__syncthreads();",
+            Participants::Level(level) => {
+                let threads = self
+                    .plan
+                    .kernels
+                    .get(kernel.index())
+                    .and_then(|k| k.levels.get(level.index()))
+                    .and_then(|l| l.threads_per_instance.as_const());
+                if threads.is_some_and(|t| t <= 32) { "__syncwarp();" } else { "__syncthreads();" }
+            }
+            Participants::Thread => return,
+        };
+        self.w.line(span, line);
+    }
+
+    /// A DMA of a kernel (spec §14.5, §14.7): the participants share a loop over the copied
+    /// box (consecutive threads take consecutive elements of the innermost dimension, so
+    /// global accesses coalesce); an asynchronous copy global → shared issues one `cp.async`
+    /// per element and commits them as one group; a synchronous one ends with the
+    /// participants' barrier.
+    fn dma(&mut self, span: Span, dma: &hir::Dma, kernel: hir::KernelId) {
+        if let Some(b) = dma.bind {
+            let (f, buf) = (
+                self.names().local(b.future).to_string(),
+                self.names().local(b.buffer).to_string(),
+            );
+            let line = if b.first {
+                format!("{f} = {buf};")
+            } else {
+                format!("if ({f} == nullptr) {f} = {buf};")
+            };
+            self.w.line(span, &line);
+        }
+        let (tid, threads) = match dma.participants {
+            Participants::Block => {
+                let threads = self
+                    .plan
+                    .kernels
+                    .get(kernel.index())
+                    .and_then(|k| k.threads_per_block.as_const())
+                    .map_or("static_cast<int>(blockDim.x)".to_string(), |t| t.to_string());
+                ("static_cast<int>(threadIdx.x)".to_string(), threads)
+            }
+            Participants::Level(level) => {
+                let per = self
+                    .plan
+                    .kernels
+                    .get(kernel.index())
+                    .and_then(|k| k.levels.get(level.index()))
+                    .map(|l| l.threads_per_instance.clone())
+                    .unwrap_or(Dim::Const(1));
+                let t = self.dim_int(&per);
+                (format!("static_cast<int>(threadIdx.x) % {t}"), t)
+            }
+            Participants::Thread => ("0".to_string(), "1".to_string()),
+        };
+        let extents: Vec<String> = dma.extents.iter().map(|d| self.dim_int(d)).collect();
+        let count = match dma
+            .extents
+            .iter()
+            .map(Dim::as_const)
+            .try_fold(1u64, |acc, d| d.and_then(|d| acc.checked_mul(d)))
+        {
+            Some(n) => n.to_string(),
+            None => format!("({})", extents.join(" * ")),
+        };
+        let cp_async = if dma.is_async { self.cp_async_width(dma) } else { None };
+        self.w.line(
+            span,
+            &format!(
+                "for (int __choreo_e = {tid}; __choreo_e < {count}; __choreo_e += {threads}) {{"
+            ),
+        );
+        self.w.indent += 1;
+        for (k, v) in dma.indices.iter().enumerate() {
+            let name = self.names().local(*v).to_string();
+            let below = &extents[k + 1..];
+            let mut value = match below.len() {
+                0 => "__choreo_e".to_string(),
+                1 => format!("__choreo_e / {}", below[0]),
+                _ => format!("__choreo_e / ({})", below.join(" * ")),
+            };
+            if k > 0 {
+                value = format!("{value} % {}", extents[k]);
+            }
+            self.w.line(span, &format!("[[maybe_unused]] const int {name} = {value};"));
+        }
+        match cp_async {
+            Some(bytes) => self.cp_async_element(&dma.element, bytes),
+            None => self.stmt(&dma.element, Region::Device(kernel)),
+        }
+        self.w.indent -= 1;
+        self.w.line(span, "}");
+        match (dma.is_async, cp_async) {
+            (true, Some(_)) => self.w.line(span, "::__choreo_cp_async_commit();"),
+            (true, None) => {}
+            (false, _) => self.participants_sync(span, dma.participants, kernel),
+        }
+        if let Some(g) = dma.group {
+            let g = self.names().local(g).to_string();
+            // A copy made at issue is complete: its group is the last one committed.
+            let line = if cp_async.is_some() {
+                format!("{g} = ++__choreo_groups;")
+            } else {
+                format!("{g} = __choreo_groups;")
+            };
+            self.w.line(span, &line);
+        }
+    }
+
+    /// The bytes one `cp.async` moves for an asynchronous DMA, when it can use them: an
+    /// element copy global → shared of one element type of 4, 8 or 16 bytes on sm_80+.
+    fn cp_async_width(&self, dma: &hir::Dma) -> Option<u64> {
+        if !self.options.arch_has_cp_async() {
+            return None;
+        }
+        let StmtKind::Assign { target: Place::Elem { .. }, op: AssignOp::Assign, value } =
+            &dma.element.kind
+        else {
+            return None;
+        };
+        let HExprKind::At { .. } = &value.kind else { return None };
+        let direct = matches!(dma.src.storage, hir::Storage::Host | hir::Storage::Global)
+            && dma.dst.storage == hir::Storage::Shared
+            && dma.src.elem == dma.dst.elem;
+        let bytes = dma.src.elem.size_bytes();
+        (direct && matches!(bytes, 4 | 8 | 16)).then_some(bytes)
+    }
+
+    /// One element of an asynchronous copy: `cp.async` from the source element's address to
+    /// the destination element's, behind the bounds checks of both.
+    fn cp_async_element(&mut self, element: &Stmt, bytes: u64) {
+        let span = element.span;
+        let StmtKind::Assign { target: Place::Elem { buffer, index, id }, value, .. } =
+            &element.kind
+        else {
+            return self.bug(span, "an asynchronous copy that is not an element copy");
+        };
+        let HExprKind::At { buffer: src, index: src_index, id: src_id } = &value.kind else {
+            return self.bug(span, "an asynchronous copy that is not an element copy");
+        };
+        let dst = self.element(span, *buffer, index);
+        let from = self.element(span, *src, src_index);
+        let guards: Vec<String> =
+            [self.bounds_guard(*src_id, *src, src_index), self.bounds_guard(*id, *buffer, index)]
+                .into_iter()
+                .flatten()
+                .collect();
+        let copy = format!("::__choreo_cp_async<{bytes}>(&{dst}, &{from});");
+        if guards.is_empty() {
+            self.w.line(span, &copy);
+        } else {
+            self.w.line(span, &format!("if ({}) {copy}", guards.join(" && ")));
         }
     }
 

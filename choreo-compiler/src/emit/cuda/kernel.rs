@@ -117,6 +117,10 @@ impl FnEmitter<'_, '_> {
                 ),
             );
         }
+        if k.async_copies {
+            // The copy groups this thread committed (`dma.copy.async`), for `wait`.
+            self.w.line(span, "[[maybe_unused]] int __choreo_groups = 0;");
+        }
         self.depth = 0;
         self.stmts(&tree.body, Region::Device(tree.id));
         self.w.indent -= 1;
@@ -219,8 +223,7 @@ impl FnEmitter<'_, '_> {
             };
             total = Some(format!("::__choreo_alignup<std::uint64_t>({sum}, {a}ull)"));
         }
-        let total = total.unwrap_or_else(|| "0ull".to_string());
-        total
+        total.unwrap_or_else(|| "0ull".to_string())
     }
 
     pub(super) fn launch(&mut self, tree: &hir::ParallelTree) {

@@ -79,6 +79,13 @@ use crate::target::Arch;
 use types::{conv, scalar_of};
 use writer::{Writer, comment_text};
 
+impl CudaOptions {
+    /// Whether the architecture has `cp.async` (sm_80 and later).
+    pub fn arch_has_cp_async(&self) -> bool {
+        self.arch.sm() >= 80
+    }
+}
+
 /// What the CUDA emitter needs to know besides the program.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct CudaOptions {

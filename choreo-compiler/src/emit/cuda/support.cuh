@@ -328,6 +328,51 @@ __host__ __device__ inline T __choreo_alignup(T x, T a) { return (x + a - 1) / a
 template <typename T>
 __host__ __device__ inline T __choreo_aligndown(T x, T a) { return x / a * a; }
 
+// Asynchronous copies global -> shared (`dma.copy.async`, sm_80+): one `cp.async` of 4, 8 or
+// 16 bytes per call; a DMA commits its copies as one group, and `wait` waits until the groups
+// committed after the waited one are the only ones that may still be pending.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#define CHOREO_CP_ASYNC 1
+#endif
+template <int Bytes>
+__device__ __forceinline__ void __choreo_cp_async(void* smem, const void* gmem) {
+#ifdef CHOREO_CP_ASYNC
+  const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  if constexpr (Bytes == 16) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(gmem) : "memory");
+  } else {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"(dst), "l"(gmem), "n"(Bytes)
+                 : "memory");
+  }
+#else
+  struct __align__(Bytes) chunk { unsigned char b[Bytes]; };
+  *static_cast<chunk*>(smem) = *static_cast<const chunk*>(gmem);
+#endif
+}
+__device__ __forceinline__ void __choreo_cp_async_commit() {
+#ifdef CHOREO_CP_ASYNC
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+#endif
+}
+// Waits until at most `newer` groups committed by this thread are pending (the number of
+// groups committed after the one waited for; more than 7 waits for a little more).
+__device__ __forceinline__ void __choreo_cp_async_wait(int newer) {
+#ifdef CHOREO_CP_ASYNC
+  switch (newer) {
+    case 0: asm volatile("cp.async.wait_group 0;\n" ::: "memory"); break;
+    case 1: asm volatile("cp.async.wait_group 1;\n" ::: "memory"); break;
+    case 2: asm volatile("cp.async.wait_group 2;\n" ::: "memory"); break;
+    case 3: asm volatile("cp.async.wait_group 3;\n" ::: "memory"); break;
+    case 4: asm volatile("cp.async.wait_group 4;\n" ::: "memory"); break;
+    case 5: asm volatile("cp.async.wait_group 5;\n" ::: "memory"); break;
+    case 6: asm volatile("cp.async.wait_group 6;\n" ::: "memory"); break;
+    default: asm volatile("cp.async.wait_group 7;\n" ::: "memory"); break;
+  }
+#else
+  (void)newer;
+#endif
+}
+
 // The record of the first element access of a call that failed its run-time bounds check
 // (choreo-compiler's lower/abi.rs, BOUNDS_RECORD): zeroed by the caller, read when the call's
 // device work has finished.

@@ -1,0 +1,138 @@
+//! `inthreads` / `inthreads.async` (spec §10): a block of code that only some threads run.
+//!
+//! The predicate must be *strictly divergent*: a comparison of a value that depends on a
+//! parallel index (directly, or through immutable locals computed from one) with a value that
+//! is the same for every thread (constants, parameters, symbolic dimensions, immutable host
+//! values), or `&&`/`||` of such comparisons. `inthreads` becomes `if (pred) { body }`
+//! followed by a barrier of the block (none for `.async`), so every thread of the block must
+//! reach a non-async `inthreads`.
+
+use super::{Checker, Region};
+use crate::ast;
+use crate::hir::visit::{self, Walk};
+use crate::hir::{
+    BarrierScope, BinOp, ElemTy, HExpr, HExprKind, LocalPlace, Stmt, StmtKind, Ty, UnOp,
+};
+use crate::source::Span;
+
+/// What an operand of a predicate comparison depends on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Dependence {
+    /// The same value in every thread.
+    Uniform,
+    /// A parallel index (or a value computed from one).
+    Divergent,
+    /// Something that may change or differ per thread in other ways (mutable or per-thread
+    /// values, data).
+    Unusable,
+}
+
+impl Checker<'_> {
+    /// `inthreads[.async] (pred) { body }`.
+    pub(crate) fn check_inthreads(
+        &mut self,
+        is_async: Option<Span>,
+        pred: &ast::Expr,
+        body: &ast::Block,
+        span: Span,
+        out: &mut Vec<Stmt>,
+    ) {
+        if !matches!(self.region, Region::Device(_)) {
+            self.error_label(
+                "E0452",
+                span,
+                "inthreads can not be declared in global scope.",
+                "host code",
+            );
+            return;
+        }
+        if let (Some(a), true) = (is_async, self.inthreads_depth > 0) {
+            self.error_label(
+                "E0452",
+                a,
+                "inner inthreads can not be declared as async.",
+                "inside another inthreads",
+            );
+        }
+        let cond = self.check_scalar(pred, "an inthreads predicate");
+        if !matches!(cond.ty, Ty::Error) {
+            if cond.ty != Ty::Scalar(ElemTy::Bool) {
+                self.error_label(
+                    "E0452",
+                    pred.span,
+                    format!(
+                        "requires a predication expression but got '{}'.",
+                        super::types::ty_name(&cond.ty)
+                    ),
+                    "not a condition",
+                );
+            } else if !self.strictly_divergent(&cond) {
+                self.error_label(
+                    "E0452",
+                    pred.span,
+                    "inthreads' predicate must be strictly divergent.",
+                    "every comparison must set a parallel index against a value every thread \
+                     shares",
+                );
+            }
+        }
+        self.inthreads_depth += 1;
+        let then_body = self.check_block_scoped(body);
+        self.inthreads_depth -= 1;
+        out.push(Stmt { kind: StmtKind::If { cond, then_body, else_body: Vec::new() }, span });
+        if is_async.is_none() {
+            out.push(Stmt { kind: StmtKind::Barrier(BarrierScope::Block), span });
+        }
+    }
+
+    /// Whether a predicate is a strictly divergent condition (see the module doc).
+    fn strictly_divergent(&self, e: &HExpr) -> bool {
+        match &e.kind {
+            HExprKind::Binary { op: BinOp::And | BinOp::Or, lhs, rhs } => {
+                self.strictly_divergent(lhs) && self.strictly_divergent(rhs)
+            }
+            HExprKind::Unary { op: UnOp::Not, operand } => self.strictly_divergent(operand),
+            HExprKind::Binary {
+                op: BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge | BinOp::Eq | BinOp::Ne,
+                lhs,
+                rhs,
+            } => matches!(
+                (self.dependence(lhs), self.dependence(rhs)),
+                (Dependence::Divergent, Dependence::Uniform)
+                    | (Dependence::Uniform, Dependence::Divergent)
+            ),
+            _ => false,
+        }
+    }
+
+    /// What a value depends on.
+    fn dependence(&self, e: &HExpr) -> Dependence {
+        let mut dep = Dependence::Uniform;
+        visit::for_each_expr(e, |x| {
+            let here = match &x.kind {
+                HExprKind::Var(v) => match self.locals.get(v.index()) {
+                    Some(l) if l.mutable => Dependence::Unusable,
+                    Some(l) => match l.place {
+                        LocalPlace::ParallelIndex => Dependence::Divergent,
+                        LocalPlace::DeviceScalar => match self.device_inits.get(v) {
+                            Some(init) => self.dependence(init),
+                            None => Dependence::Unusable,
+                        },
+                        LocalPlace::HostScalar => Dependence::Uniform,
+                        _ => Dependence::Unusable,
+                    },
+                    None => Dependence::Unusable,
+                },
+                HExprKind::At { .. } | HExprKind::Error => Dependence::Unusable,
+                _ => Dependence::Uniform,
+            };
+            dep = match (dep, here) {
+                (Dependence::Unusable, _) | (_, Dependence::Unusable) => Dependence::Unusable,
+                (Dependence::Divergent, _) | (_, Dependence::Divergent) => Dependence::Divergent,
+                _ => Dependence::Uniform,
+            };
+            Walk::Continue
+        });
+        dep
+    }
+}
