@@ -17,6 +17,10 @@ pub struct File {
     /// The `main` identifiers of the global `main` function definitions in the host text
     /// (see [`crate::preprocess::Preprocessed::main_definitions`]).
     pub main_definitions: Vec<Span>,
+    /// The macro expansions inside `__co__` functions: the invocation and the text it became
+    /// (for notes on diagnostics at an invocation, see
+    /// [`crate::diagnostics::Diagnostics::note_macro_expansions`]).
+    pub macro_expansions: Vec<(Span, String)>,
 }
 
 /// One top-level region (spec §1.1).

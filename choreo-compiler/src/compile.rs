@@ -118,7 +118,9 @@ pub fn compile(db: &SourceDb, file: FileId, opts: &CompileOptions) -> Compilatio
     if diags.has_errors() {
         return Compilation::failed(None, None, diags);
     }
+    let after_parse = diags.len();
     let program = sema::check(db, &ast, opts.target, &mut diags);
+    diags.note_macro_expansions(after_parse, &ast.macro_expansions);
     if diags.has_errors() {
         return Compilation::failed(Some(program), None, diags);
     }
@@ -132,7 +134,9 @@ pub fn compile(db: &SourceDb, file: FileId, opts: &CompileOptions) -> Compilatio
         bounds_checks: opts.bounds_checks,
         runtime_checks: opts.runtime_checks,
     };
+    let after_sema = diags.len();
     let plan = lower(&program, &lowering, &mut diags);
+    diags.note_macro_expansions(after_sema, &ast.macro_expansions);
     if diags.has_errors() {
         return Compilation::failed(Some(program), Some(plan), diags);
     }

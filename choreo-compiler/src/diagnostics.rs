@@ -203,6 +203,32 @@ impl Diagnostics {
     pub fn len(&self) -> usize {
         self.items.len()
     }
+
+    /// Adds to every diagnostic from number `first` on whose primary span touches a macro
+    /// invocation of `expansions` (invocation, expanded text) a note with what the macro
+    /// expanded to, so that an error in `#define N (1 << 28)` used as `f32 [N]` shows the
+    /// text behind `N`.
+    pub fn note_macro_expansions(&mut self, first: usize, expansions: &[(Span, String)]) {
+        for d in self.items.iter_mut().skip(first) {
+            let at = d.primary.span;
+            for (invocation, text) in expansions {
+                let touches = invocation.file == at.file
+                    && invocation.start <= at.end
+                    && at.start <= invocation.end
+                    && invocation.start < invocation.end;
+                if touches {
+                    let mut shown: String = text.chars().take(160).collect();
+                    if shown.len() < text.len() {
+                        shown.push('…');
+                    }
+                    let note = format!("in a macro expansion: this is `{shown}`");
+                    if !d.notes.contains(&note) {
+                        d.notes.push(note);
+                    }
+                }
+            }
+        }
+    }
 }
 
 impl IntoIterator for Diagnostics {

@@ -69,7 +69,7 @@ use std::fmt::Write as _;
 pub fn dump_file(db: &SourceDb, file: &File) -> String {
     let dumper = Dumper { db };
     // `main_definitions` are facts about the host text, not syntax: not dumped.
-    let File { items, main_definitions: _ } = file;
+    let File { items, main_definitions: _, macro_expansions: _ } = file;
     let mut root = Node::new("file").multiline();
     for item in items {
         root.push(dumper.item(item));
@@ -1160,6 +1160,7 @@ mod tests {
         let ast = File {
             items: vec![Item::Host(host), Item::CoFunction(function), Item::Host(tail)],
             main_definitions: Vec::new(),
+            macro_expansions: Vec::new(),
         };
         let expected = r##"(file
   (host 1:1-2:1 "#include <x>\n")

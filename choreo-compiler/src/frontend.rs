@@ -40,13 +40,16 @@ pub fn parse_preprocessed(pre: &Preprocessed, diags: &mut Diagnostics) -> ast::F
 /// `pre` has no `__co__` function.
 fn lex_and_parse(pre: &Preprocessed, diags: &mut Diagnostics) -> ast::File {
     let intrinsics = IntrinsicNames::from_preprocessed(pre);
+    let first = diags.len();
     let mut items = Vec::with_capacity(pre.regions.len());
+    let mut macro_expansions = Vec::new();
     for region in &pre.regions {
         match region {
             Region::Host { span } => items.push(ast::Item::Host(*span)),
             Region::Device { span } => items.push(ast::Item::Device(*span)),
             Region::Cok { span, body } => items.push(ast::Item::Cok { span: *span, body: *body }),
             Region::CoFunction { text, .. } => {
+                macro_expansions.extend(text.generated());
                 let tokens = lexer::lex(text, &intrinsics, diags);
                 if let Some(function) = parser::parse_tokens(&tokens, diags) {
                     items.push(ast::Item::CoFunction(function));
@@ -54,7 +57,8 @@ fn lex_and_parse(pre: &Preprocessed, diags: &mut Diagnostics) -> ast::File {
             }
         }
     }
-    ast::File { items, main_definitions: pre.main_definitions.clone() }
+    diags.note_macro_expansions(first, &macro_expansions);
+    ast::File { items, main_definitions: pre.main_definitions.clone(), macro_expansions }
 }
 
 #[cfg(test)]
@@ -165,7 +169,8 @@ mod tests {
             }
         }
         assert_eq!(diags, expected_diags.into_vec(), "same diagnostics in the same order");
-        assert_eq!(ast, ast::File { items: expected_items, main_definitions: Vec::new() });
+        assert_eq!(ast.items, expected_items);
+        assert!(ast.main_definitions.is_empty());
     }
 
     #[test]

@@ -212,6 +212,22 @@ pub struct Segment {
 }
 
 impl Expanded {
+    /// The pieces produced by macro expansion (or rewritten directives): each invocation with
+    /// the text it became.
+    pub fn generated(&self) -> Vec<(Span, String)> {
+        let mut out = Vec::new();
+        for (i, seg) in self.segments.iter().enumerate() {
+            if seg.verbatim {
+                continue;
+            }
+            let end = self.segments.get(i + 1).map_or(self.text.len(), |n| n.out_start as usize);
+            if let Some(text) = self.text.get(seg.out_start as usize..end) {
+                out.push((seg.origin, text.trim().to_string()));
+            }
+        }
+        out
+    }
+
     /// Maps an output byte range back to the original file.
     ///
     /// Bytes of verbatim pieces map byte for byte; a range touching an expansion covers the

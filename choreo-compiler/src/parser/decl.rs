@@ -110,24 +110,97 @@ impl Parser<'_, '_> {
         {
             return Ok(ParamDim::Symbol(self.expect_ident("a name")?));
         }
-        Ok(ParamDim::Const(self.nested(|p| p.const_sum())?))
+        if self.at_punct(Punct::Minus) {
+            // A leading negative literal is a syntax error (spec §7.2); minus signs inside
+            // parentheses are ordinary constant arithmetic.
+            return Err(self.bad_param_dim());
+        }
+        Ok(ParamDim::Const(self.nested(|p| p.const_expr())?))
     }
 
-    fn const_sum(&mut self) -> PResult<Expr> {
-        self.binary_chain(&[(Punct::Plus, BinaryOp::Add), (Punct::Minus, BinaryOp::Sub)], |p| {
-            p.const_product()
+    /// Reports `E0332` at the current token: it cannot start or continue a parameter
+    /// dimension.
+    fn bad_param_dim(&mut self) -> super::Reported {
+        let start = self.span();
+        let message = format!(
+            "syntax error, unexpected {} in a parameter dimension: a dimension is a name, '?', \
+             '??' or a constant integer expression",
+            self.kind()
+        );
+        self.report(
+            Diagnostic::error("E0332", start, message)
+                .with_label("not allowed here")
+                .with_help("symbolic dimensions can not be combined in parameter types (write 'M', not 'M + 1'), and extents are positive"),
+        );
+        super::Reported
+    }
+
+    /// A constant integer expression of a parameter dimension: integer literals combined with
+    /// every integer operator of the language (`?:`, `|| &&`, comparisons, shifts, `+ - * / %`,
+    /// `& ^ |`, unary `- ~ !`) at their usual precedence levels (spec §4.5), so that macros
+    /// such as `#define N (1 << 28)` can size a parameter.
+    fn const_expr(&mut self) -> PResult<Expr> {
+        let cond = self.const_binary(2)?;
+        if self.eat_punct(Punct::Question).is_none() {
+            return Ok(cond);
+        }
+        let then_value = self.nested(|p| p.const_expr())?;
+        self.expect_punct(Punct::Colon)?;
+        let else_value = self.nested(|p| p.const_expr())?;
+        let span = cond.span.to(else_value.span);
+        Ok(Expr {
+            span,
+            kind: ExprKind::Ternary {
+                cond: Box::new(cond),
+                then_value: Box::new(then_value),
+                else_value: Box::new(else_value),
+            },
         })
     }
 
-    fn const_product(&mut self) -> PResult<Expr> {
-        self.binary_chain(
-            &[
-                (Punct::Star, BinaryOp::Mul),
-                (Punct::Slash, BinaryOp::Div),
-                (Punct::Percent, BinaryOp::Rem),
-            ],
-            |p| p.const_atom(),
-        )
+    /// Binary operators of level `min` and tighter (bounded operators and `#` are not
+    /// integer operators: they end the expression).
+    fn const_binary(&mut self, min: u8) -> PResult<Expr> {
+        let (mut lhs, mut depth) = self.measured(|p| p.const_unary())?;
+        while let Some(op) = super::expr::binary_op(self.kind()) {
+            let level = op.level();
+            let integer = !matches!(
+                op,
+                BinaryOp::Compose
+                    | BinaryOp::BoundedAdd
+                    | BinaryOp::BoundedSub
+                    | BinaryOp::BoundedMul
+                    | BinaryOp::BoundedDiv
+                    | BinaryOp::BoundedRem
+            );
+            if level < min || !integer {
+                break;
+            }
+            self.bump();
+            let (rhs, rhs_depth) = self.measured(|p| p.nested(|p| p.const_binary(level + 1)))?;
+            depth = self.chain_link(depth.max(rhs_depth))?;
+            let span = lhs.span.to(rhs.span);
+            lhs = Expr {
+                span,
+                kind: ExprKind::Binary { op, lhs: Box::new(lhs), rhs: Box::new(rhs) },
+            };
+        }
+        Ok(lhs)
+    }
+
+    /// `- x`, `~ x`, `! x` or an atom.
+    fn const_unary(&mut self) -> PResult<Expr> {
+        let start = self.span();
+        let op = match self.kind() {
+            TokenKind::Punct(Punct::Minus) => crate::ast::UnaryOp::Neg,
+            TokenKind::Punct(Punct::Tilde) => crate::ast::UnaryOp::BitNot,
+            TokenKind::Punct(Punct::Bang) => crate::ast::UnaryOp::Not,
+            _ => return self.const_atom(),
+        };
+        self.bump();
+        let operand = self.nested(|p| p.const_unary())?;
+        let span = start.to(operand.span);
+        Ok(Expr { span, kind: ExprKind::Unary { op, operand: Box::new(operand) } })
     }
 
     fn const_atom(&mut self) -> PResult<Expr> {
@@ -140,23 +213,12 @@ impl Parser<'_, '_> {
             }
             TokenKind::Punct(Punct::LParen) => {
                 self.bump();
-                let inner = self.nested(|p| p.const_sum())?;
+                let inner = self.nested(|p| p.const_expr())?;
                 self.expect_punct(Punct::RParen)?;
                 Ok(Expr { span: self.since(start), kind: inner.kind })
             }
             TokenKind::Error | TokenKind::Eof => Err(self.unexpected("a dimension")),
-            kind => {
-                let message = format!(
-                    "syntax error, unexpected {kind} in a parameter dimension: a dimension is a \
-                     name, '?', '??' or a constant integer expression"
-                );
-                self.report(
-                    Diagnostic::error("E0332", start, message)
-                        .with_label("not allowed here")
-                        .with_help("symbolic dimensions can not be combined in parameter types (write 'M', not 'M + 1'), and extents are positive"),
-                );
-                Err(super::Reported)
-            }
+            _ => Err(self.bad_param_dim()),
         }
     }
 

@@ -22,30 +22,62 @@ pub(crate) enum ConstDim {
 }
 
 pub(crate) fn eval_const_dim(e: &ast::Expr) -> ConstDim {
+    // C semantics on 64-bit integers (the widest type a literal of a dimension has).
+    let value = |e: &ast::Expr| match eval_const_dim(e) {
+        ConstDim::Value(v) => Ok(v as i64),
+        other => Err(other),
+    };
+    let v = |x: i64| ConstDim::Value(i128::from(x));
     match &e.kind {
         ExprKind::Int(lit) => ConstDim::Value(lit.value),
-        ExprKind::Unary { op: ast::UnaryOp::Neg, operand } => match eval_const_dim(operand) {
-            ConstDim::Value(v) => ConstDim::Value(-v),
-            other => other,
+        ExprKind::Unary { op, operand } => {
+            let x = match value(operand) {
+                Ok(x) => x,
+                Err(other) => return other,
+            };
+            match op {
+                ast::UnaryOp::Neg => v(x.wrapping_neg()),
+                ast::UnaryOp::BitNot => v(!x),
+                ast::UnaryOp::Not => v(i64::from(x == 0)),
+                _ => ConstDim::NotConstant(e.span),
+            }
+        }
+        ExprKind::Ternary { cond, then_value, else_value } => match value(cond) {
+            Ok(c) => eval_const_dim(if c != 0 { then_value } else { else_value }),
+            Err(other) => other,
         },
         ExprKind::Binary { op, lhs, rhs } => {
-            let a = match eval_const_dim(lhs) {
-                ConstDim::Value(v) => v,
-                other => return other,
+            let x = match value(lhs) {
+                Ok(x) => x,
+                Err(other) => return other,
             };
-            let b = match eval_const_dim(rhs) {
-                ConstDim::Value(v) => v,
-                other => return other,
+            let y = match value(rhs) {
+                Ok(y) => y,
+                Err(other) => return other,
             };
-            let (x, y) = (a as i64, b as i64);
             match op {
-                ast::BinaryOp::Add => ConstDim::Value(x.wrapping_add(y) as i128),
-                ast::BinaryOp::Sub => ConstDim::Value(x.wrapping_sub(y) as i128),
-                ast::BinaryOp::Mul => ConstDim::Value(x.wrapping_mul(y) as i128),
-                ast::BinaryOp::Div if y == 0 => ConstDim::DivByZero(e.span),
-                ast::BinaryOp::Rem if y == 0 => ConstDim::DivByZero(e.span),
-                ast::BinaryOp::Div => ConstDim::Value(x.wrapping_div(y) as i128),
-                ast::BinaryOp::Rem => ConstDim::Value(x.wrapping_rem(y) as i128),
+                ast::BinaryOp::Add => v(x.wrapping_add(y)),
+                ast::BinaryOp::Sub => v(x.wrapping_sub(y)),
+                ast::BinaryOp::Mul => v(x.wrapping_mul(y)),
+                ast::BinaryOp::Div | ast::BinaryOp::Rem if y == 0 => ConstDim::DivByZero(e.span),
+                ast::BinaryOp::Div => v(x.wrapping_div(y)),
+                ast::BinaryOp::Rem => v(x.wrapping_rem(y)),
+                ast::BinaryOp::Shl | ast::BinaryOp::Shr if !(0..64).contains(&y) => {
+                    ConstDim::NotConstant(rhs.span)
+                }
+                ast::BinaryOp::Shl => v(x.wrapping_shl(y as u32)),
+                ast::BinaryOp::Shr => v(x >> y),
+                ast::BinaryOp::BitAnd => v(x & y),
+                ast::BinaryOp::BitOr => v(x | y),
+                ast::BinaryOp::BitXor => v(x ^ y),
+                ast::BinaryOp::Eq => v(i64::from(x == y)),
+                ast::BinaryOp::Ne => v(i64::from(x != y)),
+                ast::BinaryOp::Lt => v(i64::from(x < y)),
+                ast::BinaryOp::Le => v(i64::from(x <= y)),
+                ast::BinaryOp::Gt => v(i64::from(x > y)),
+                ast::BinaryOp::Ge => v(i64::from(x >= y)),
+                ast::BinaryOp::And => v(i64::from(x != 0 && y != 0)),
+                ast::BinaryOp::Or => v(i64::from(x != 0 || y != 0)),
                 _ => ConstDim::NotConstant(e.span),
             }
         }
