@@ -525,6 +525,21 @@ impl<'f> FnEmitter<'f> {
                     .into(),
             );
         }
+        if self.plan.foreign {
+            if !self.plan.unchecked {
+                doc.push(String::new());
+                doc.push("# Safety".into());
+            }
+            doc.push(String::new());
+            doc.push(
+                "The function runs C++ that the compiler cannot check; the caller must make sure \
+                 it only touches memory the function is given and is free of data races:"
+                    .into(),
+            );
+            for (span, what) in &self.f.foreign_code {
+                doc.push(format!("- {what} at {}", doc_text(&self.db.location(*span))));
+            }
+        }
         let mut in_code = false;
         for entry in doc {
             if entry.starts_with("```") {
@@ -585,7 +600,7 @@ impl<'f> FnEmitter<'f> {
         let name = rust_ident(&self.f.name);
         let generics = lifetime.map_or(String::new(), |l| format!("<{l}>"));
         // Unchecked accesses make the call unsound for some arguments: the caller vouches.
-        let unsafety = if self.plan.unchecked { "unsafe " } else { "" };
+        let unsafety = if self.plan.unchecked || self.plan.foreign { "unsafe " } else { "" };
         let _ = writeln!(out, "pub {unsafety}fn {name}{generics}(");
         let borrow = lifetime.map_or("&".to_string(), |l| format!("&{l} "));
         let view_lifetime = lifetime.unwrap_or("'_");

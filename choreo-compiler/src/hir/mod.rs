@@ -186,6 +186,10 @@ pub struct Function {
     pub access_count: u32,
     /// The body (host code; kernels are [`StmtKind::Parallel`] statements).
     pub body: Vec<Stmt>,
+    /// The C++ the function runs that the compiler cannot check (`call`, intrinsics,
+    /// `__cpp__`, inline assembly), in source order: where, and what. Calling such a function
+    /// is only sound when that code is.
+    pub foreign_code: Vec<(Span, String)>,
 }
 
 impl Function {
@@ -766,6 +770,8 @@ pub enum Ty {
     Spanned(SpannedTy),
     /// A stream parameter.
     Stream,
+    /// The address of an element of this type (print and call arguments only).
+    Pointer(ElemTy),
     /// A string literal (print arguments only).
     String,
     /// No value.
@@ -1083,8 +1089,113 @@ pub enum HExprKind {
     Ituple(Vec<HExpr>),
     /// An mdspan value `[a, b, …]` (extents); only as a print argument.
     Mdspan(Vec<Dim>),
+    /// The address of an element, `&x.at(i)` or the first element of spanned data passed to
+    /// a call (`ty` is [`Ty::Pointer`]): print and call/asm arguments only.
+    Address {
+        /// The buffer.
+        buffer: BufferRef,
+        /// Which element.
+        index: ElemIndex,
+    },
+    /// `nullptr` (call arguments only; `ty` is [`Ty::Pointer`] of `u8`).
+    Null,
+    /// A call of C++ device code (spec §17.1–§17.2): `call f<targs>(args)` or a registered
+    /// intrinsic, emitted as written. `ty` is the type the caller declared for the result
+    /// (`Void` for a call statement, `bool` as an `if` condition).
+    Call {
+        /// The callee, as C++ text (`my_sum`, `ns::f`).
+        callee: String,
+        /// Its template arguments (`my_sum<16>`), empty when none were written.
+        targs: Vec<TemplateArg>,
+        /// The arguments (spanned data is passed as the address of its first element).
+        args: Vec<HExpr>,
+    },
+    /// `__atomic_op(x.at(i), v…)` (spec §18): atomically updates the element and gives its
+    /// old value (`ty` is the element type).
+    Atomic {
+        /// The operation.
+        op: AtomicOp,
+        /// The buffer.
+        buffer: BufferRef,
+        /// The element.
+        index: ElemIndex,
+        /// The access's number (bounds checked like any element access).
+        id: AccessId,
+        /// The operands after the element (converted to the element type).
+        args: Vec<HExpr>,
+    },
     /// Placeholder for an expression that produced an error (never in an error-free program).
     Error,
+}
+
+/// A template argument of a C++ call (spec §17.1).
+#[derive(Debug, Clone, PartialEq)]
+pub enum TemplateArg {
+    /// A scalar type.
+    Type(ElemTy),
+    /// A compile-time integer.
+    Int(i128),
+    /// A C++ name, as written (`ns::value`).
+    Name(String),
+}
+
+/// Atomic operations (spec §18).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum AtomicOp {
+    /// `__atomic_add`
+    Add,
+    /// `__atomic_sub`
+    Sub,
+    /// `__atomic_exch`
+    Exch,
+    /// `__atomic_min`
+    Min,
+    /// `__atomic_max`
+    Max,
+    /// `__atomic_and`
+    And,
+    /// `__atomic_or`
+    Or,
+    /// `__atomic_xor`
+    Xor,
+    /// `__atomic_cas(x, compare, value)`
+    Cas,
+}
+
+impl AtomicOp {
+    /// The Choreo spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AtomicOp::Add => "__atomic_add",
+            AtomicOp::Sub => "__atomic_sub",
+            AtomicOp::Exch => "__atomic_exch",
+            AtomicOp::Min => "__atomic_min",
+            AtomicOp::Max => "__atomic_max",
+            AtomicOp::And => "__atomic_and",
+            AtomicOp::Or => "__atomic_or",
+            AtomicOp::Xor => "__atomic_xor",
+            AtomicOp::Cas => "__atomic_cas",
+        }
+    }
+
+    /// The element types the operation supports (spec §18).
+    pub fn supports(self, t: ElemTy) -> bool {
+        use ElemTy::*;
+        match self {
+            AtomicOp::Add => matches!(t, S32 | U32 | U64 | F32 | F64 | F16),
+            AtomicOp::Sub => matches!(t, S32 | U32),
+            AtomicOp::Exch => matches!(t, S32 | U32 | U64 | F32),
+            AtomicOp::Min | AtomicOp::Max | AtomicOp::And | AtomicOp::Or | AtomicOp::Xor => {
+                matches!(t, S32 | U32 | S64 | U64)
+            }
+            AtomicOp::Cas => matches!(t, S32 | U32 | U64 | U16),
+        }
+    }
+
+    /// The number of operands after the element.
+    pub fn operands(self) -> usize {
+        if self == AtomicOp::Cas { 2 } else { 1 }
+    }
 }
 
 /// Unary operators.
@@ -1496,6 +1607,23 @@ pub enum StmtKind {
         /// Their group locals, in the same order, when they are asynchronous.
         groups: Vec<VarId>,
     },
+    /// An expression evaluated for its effect: a call statement or an atomic whose old value
+    /// is not used (device code).
+    Eval(HExpr),
+    /// `__cpp__("…")` (spec §17.3): the text, emitted verbatim where the statement is.
+    Cpp(String),
+    /// Inline assembly (spec §17.4), device code.
+    Asm(Box<Asm>),
+    /// `__bar_arrive(id, n)` / `__bar_sync(id, n)`: PTX named barriers (`bar.arrive` /
+    /// `bar.sync`), device code.
+    NamedBarrier {
+        /// `bar.sync` (wait) rather than `bar.arrive`.
+        sync: bool,
+        /// The barrier number (0–15; 15 is reserved by the compiler).
+        id: HExpr,
+        /// The number of threads (a multiple of 32).
+        threads: HExpr,
+    },
     /// A whole-buffer copy between global buffers in host code (spec §14.6):
     /// `cudaMemcpyDeviceToDevice` of the elements of the smaller one.
     HostCopy {
@@ -1506,6 +1634,46 @@ pub enum StmtKind {
         /// Elements to copy (the smaller element count).
         count: Dim,
     },
+}
+
+/// Inline assembly (spec §17.4).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Asm {
+    /// `volatile`.
+    pub volatile: bool,
+    /// The template, as written (escapes processed).
+    pub template: String,
+    /// Output operands: a mutable scalar or an element (an element is written back from a
+    /// temporary after the asm).
+    pub outputs: Vec<AsmOutput>,
+    /// Input operands.
+    pub inputs: Vec<AsmInput>,
+    /// Clobbers.
+    pub clobbers: Vec<String>,
+}
+
+/// An output operand of inline assembly.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AsmOutput {
+    /// `[name]`, if written.
+    pub name: Option<String>,
+    /// The constraint (`=r`, `+r`, …).
+    pub constraint: String,
+    /// Where the output goes.
+    pub place: Place,
+    /// The place's scalar type.
+    pub ty: ElemTy,
+}
+
+/// An input operand of inline assembly.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AsmInput {
+    /// `[name]`, if written.
+    pub name: Option<String>,
+    /// The constraint (`r`, `l`, `n`, …).
+    pub constraint: String,
+    /// The value.
+    pub value: HExpr,
 }
 
 /// A DMA copy (spec §14) as what it does to elements: a loop over the copied box whose

@@ -73,15 +73,7 @@ pub fn walk_stmt<'a, V: Visitor<'a> + ?Sized>(v: &mut V, s: &'a Stmt) {
             }
         }
         StmtKind::Assign { target, op: _, value } => {
-            match target {
-                Place::Var(_) => {}
-                Place::Elem { buffer, index, id: _ } => {
-                    v.buffer(*buffer);
-                    for i in index.exprs() {
-                        walk_expr(v, i);
-                    }
-                }
-            }
+            walk_place(v, target);
             walk_expr(v, value);
         }
         StmtKind::Block(body) => walk_stmts(v, body),
@@ -143,6 +135,33 @@ pub fn walk_stmt<'a, V: Visitor<'a> + ?Sized>(v: &mut V, s: &'a Stmt) {
             v.buffer(*dst);
             walk_dim(v, count);
         }
+        StmtKind::Eval(e) => walk_expr(v, e),
+        StmtKind::Cpp(_) => {}
+        StmtKind::Asm(asm) => {
+            for o in &asm.outputs {
+                walk_place(v, &o.place);
+            }
+            for i in &asm.inputs {
+                walk_expr(v, &i.value);
+            }
+        }
+        StmtKind::NamedBarrier { sync: _, id, threads } => {
+            walk_expr(v, id);
+            walk_expr(v, threads);
+        }
+    }
+}
+
+/// Walks an assignment target: the buffer and the index expressions of an element.
+pub fn walk_place<'a, V: Visitor<'a> + ?Sized>(v: &mut V, place: &'a Place) {
+    match place {
+        Place::Var(_) => {}
+        Place::Elem { buffer, index, id: _ } => {
+            v.buffer(*buffer);
+            for i in index.exprs() {
+                walk_expr(v, i);
+            }
+        }
     }
 }
 
@@ -179,6 +198,7 @@ pub fn walk_expr<'a, V: Visitor<'a> + ?Sized>(v: &mut V, e: &'a HExpr) {
         | HExprKind::Param(_)
         | HExprKind::SymDim(_)
         | HExprKind::ParamExtent { .. }
+        | HExprKind::Null
         | HExprKind::Error => {}
         HExprKind::Unary { op: _, operand }
         | HExprKind::Cast { to: _, operand, implicit: _ }
@@ -192,10 +212,24 @@ pub fn walk_expr<'a, V: Visitor<'a> + ?Sized>(v: &mut V, e: &'a HExpr) {
             walk_expr(v, then_value);
             walk_expr(v, else_value);
         }
-        HExprKind::At { buffer, index, id: _ } => {
+        HExprKind::At { buffer, index, id: _ } | HExprKind::Address { buffer, index } => {
             v.buffer(*buffer);
             for i in index.exprs() {
                 walk_expr(v, i);
+            }
+        }
+        HExprKind::Atomic { op: _, buffer, index, id: _, args } => {
+            v.buffer(*buffer);
+            for i in index.exprs() {
+                walk_expr(v, i);
+            }
+            for a in args {
+                walk_expr(v, a);
+            }
+        }
+        HExprKind::Call { callee: _, targs: _, args } => {
+            for a in args {
+                walk_expr(v, a);
             }
         }
         HExprKind::Math { func: _, args } | HExprKind::Ituple(args) => {
@@ -240,6 +274,7 @@ pub fn for_each_expr_mut(e: &mut HExpr, f: &mut dyn FnMut(&mut HExpr)) {
         | HExprKind::Param(_)
         | HExprKind::SymDim(_)
         | HExprKind::ParamExtent { .. }
+        | HExprKind::Null
         | HExprKind::Error => {}
         HExprKind::Unary { operand, .. }
         | HExprKind::Cast { operand, .. }
@@ -253,8 +288,21 @@ pub fn for_each_expr_mut(e: &mut HExpr, f: &mut dyn FnMut(&mut HExpr)) {
             for_each_expr_mut(then_value, f);
             for_each_expr_mut(else_value, f);
         }
-        HExprKind::At { index, .. } => {
+        HExprKind::At { index, .. } | HExprKind::Address { index, .. } => {
             for a in index.exprs_mut() {
+                for_each_expr_mut(a, f);
+            }
+        }
+        HExprKind::Atomic { index, args, .. } => {
+            for a in index.exprs_mut() {
+                for_each_expr_mut(a, f);
+            }
+            for a in args {
+                for_each_expr_mut(a, f);
+            }
+        }
+        HExprKind::Call { args, .. } => {
+            for a in args {
                 for_each_expr_mut(a, f);
             }
         }

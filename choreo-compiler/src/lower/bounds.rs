@@ -325,7 +325,11 @@ impl<'a> Analysis<'a, '_> {
                 | StmtKind::Dma(_)
                 | StmtKind::Wait { .. }
                 | StmtKind::Rotate { .. }
-                | StmtKind::HostCopy { .. } => {}
+                | StmtKind::HostCopy { .. }
+                | StmtKind::Eval(_)
+                | StmtKind::Cpp(_)
+                | StmtKind::Asm(_)
+                | StmtKind::NamedBarrier { .. } => {}
             }
         }
     }
@@ -429,6 +433,24 @@ impl<'a> Analysis<'a, '_> {
                 self.binder(&inner.binder.vars, &inner.binder.extents);
                 self.stmts(&inner.body);
             }
+            StmtKind::Eval(e) => self.expr(e),
+            StmtKind::NamedBarrier { sync: _, id, threads } => {
+                self.expr(id);
+                self.expr(threads);
+            }
+            StmtKind::Asm(asm) => {
+                for i in &asm.inputs {
+                    self.expr(&i.value);
+                }
+                for o in &asm.outputs {
+                    if let Place::Elem { buffer, index, id } = &o.place {
+                        for i in index.exprs() {
+                            self.expr(i);
+                        }
+                        self.access(*id, *buffer, index, s.span);
+                    }
+                }
+            }
             StmtKind::Dma(dma) => {
                 // The loop covers every point of the box (its iterations are shared by the
                 // participants): each index takes every value of `[0, extent)`.
@@ -450,7 +472,8 @@ impl<'a> Analysis<'a, '_> {
             | StmtKind::Parallel(_)
             | StmtKind::Wait { .. }
             | StmtKind::Rotate { .. }
-            | StmtKind::HostCopy { .. } => {}
+            | StmtKind::HostCopy { .. }
+            | StmtKind::Cpp(_) => {}
         }
     }
 
@@ -472,7 +495,8 @@ impl<'a> Analysis<'a, '_> {
         impl<'a> Visitor<'a> for Accesses<'_, 'a, '_> {
             fn expr(&mut self, e: &'a HExpr) -> Walk {
                 match &e.kind {
-                    HExprKind::At { buffer, index, id } => {
+                    HExprKind::At { buffer, index, id }
+                    | HExprKind::Atomic { buffer, index, id, .. } => {
                         self.0.access(*id, *buffer, index, e.span);
                         Walk::Continue
                     }
@@ -735,7 +759,16 @@ impl<'a> Analysis<'a, '_> {
     /// The linear form of a signed integer expression, or `None` when it has none the analysis
     /// can use (unsigned arithmetic, data, mutable values, non-linear device values).
     fn lin(&self, e: &HExpr, depth: u32) -> Option<Lin> {
-        if depth > 32 || !signed(&e.ty) && !matches!(e.kind, HExprKind::Int(_)) {
+        if depth > 32 {
+            return None;
+        }
+        if let Some(range) = masked_range(e) {
+            // Whatever the operand (data included), the result lies in a known range.
+            let k = key(e);
+            self.derived.borrow_mut().insert(k.clone(), range);
+            return Some(Lin::atom(Atom::Derived(k)));
+        }
+        if !signed(&e.ty) && !matches!(e.kind, HExprKind::Int(_)) {
             return None;
         }
         let host = || self.host_computable(e, 0).then(|| Lin::atom(Atom::Opaque(key(e))));
@@ -833,12 +866,37 @@ impl<'a> Analysis<'a, '_> {
             }
             HExprKind::Math { args, .. } => args.iter().all(sub),
             HExprKind::At { .. }
+            | HExprKind::Atomic { .. }
+            | HExprKind::Call { .. }
+            | HExprKind::Address { .. }
+            | HExprKind::Null
             | HExprKind::CppCast { .. }
             | HExprKind::Str(_)
             | HExprKind::Ituple(_)
             | HExprKind::Mdspan(_)
             | HExprKind::Error => false,
         }
+    }
+}
+
+/// The range `[lo, hi)` of an integer that is reduced by a constant whatever its operand is:
+/// `x % c` of an unsigned `x` and `x & m` of any integer `x`, for constants `c > 0`, `m >= 0`
+/// (a histogram bin `bins.at(v % 64)`, a ring slot `ring.at(k & 7)`).
+fn masked_range(e: &HExpr) -> Option<(i128, i128)> {
+    let HExprKind::Binary { op, lhs, rhs } = &e.kind else { return None };
+    let constant = match rhs.kind {
+        HExprKind::Int(c) => c,
+        _ => return None,
+    };
+    let integer = |t: &Ty| t.is_integer();
+    if !integer(&lhs.ty) || !integer(&e.ty) {
+        return None;
+    }
+    let unsigned = lhs.ty.scalar().is_some_and(|t| t.is_int() && !t.is_signed_int());
+    match op {
+        BinOp::Rem if unsigned && constant > 0 => Some((0, constant)),
+        BinOp::BitAnd if constant >= 0 => Some((0, constant + 1)),
+        _ => None,
     }
 }
 
@@ -880,7 +938,11 @@ fn leaves_early(body: &[Stmt]) -> bool {
         | StmtKind::Dma(_)
         | StmtKind::Wait { .. }
         | StmtKind::Rotate { .. }
-        | StmtKind::HostCopy { .. } => false,
+        | StmtKind::HostCopy { .. }
+        | StmtKind::Eval(_)
+        | StmtKind::Cpp(_)
+        | StmtKind::Asm(_)
+        | StmtKind::NamedBarrier { .. } => false,
     })
 }
 
@@ -903,7 +965,10 @@ fn key(e: &HExpr) -> String {
             format!("({} ? {} : {})", k(cond), k(then_value), k(else_value))
         }
         HExprKind::Cdiv(a, b) => format!("cdiv({}, {})", k(a), k(b)),
-        HExprKind::At { id, .. } => format!("at{}", id.0),
+        HExprKind::At { id, .. } | HExprKind::Atomic { id, .. } => format!("at{}", id.0),
+        HExprKind::Address { .. } => "address".to_string(),
+        HExprKind::Null => "null".to_string(),
+        HExprKind::Call { callee, .. } => format!("call {callee}"),
         HExprKind::Math { func, args } => {
             format!("{}({})", func.as_str(), args.iter().map(k).collect::<Vec<_>>().join(", "))
         }

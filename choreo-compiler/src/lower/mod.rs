@@ -85,6 +85,10 @@ pub struct FunctionPlan {
     /// Whether some access is neither proven nor checked (bounds checks turned off): calling
     /// the function is only sound when the caller guarantees the indices.
     pub unchecked: bool,
+    /// Whether the function runs C++ the compiler cannot check (`call`, intrinsics,
+    /// `__cpp__`, inline assembly; `hir::Function::foreign_code` lists them): calling it is
+    /// only sound when that code is.
+    pub foreign: bool,
 }
 
 /// A stream of a call.
@@ -381,6 +385,7 @@ fn lower_function(
         accesses,
         guards,
         unchecked: any_guarded && !options.bounds_checks,
+        foreign: !f.foreign_code.is_empty(),
     }
 }
 
@@ -447,6 +452,7 @@ fn check_types(f: &hir::Function, diags: &mut Diagnostics) {
             | Ty::Ituple(_)
             | Ty::Mdspan(_)
             | Ty::Stream
+            | Ty::Pointer(_)
             | Ty::String
             | Ty::Void
             | Ty::Error => {}

@@ -115,7 +115,12 @@ impl Checker<'_> {
             }
             ExprKind::Str(s) => Val::Str(s.value.clone()),
             ExprKind::Null => {
-                self.unsupported(span, "`nullptr`", 2);
+                self.error_label(
+                    "E0454",
+                    span,
+                    "`nullptr` is only allowed as an argument of `call` or inline assembly",
+                    "not a value here",
+                );
                 Val::Error
             }
             ExprKind::Wildcard => {
@@ -145,10 +150,7 @@ impl Checker<'_> {
                 self.check_ternary(cond, then_value, else_value, span)
             }
             ExprKind::UpperBound(id) => self.check_upper_bound(id, span),
-            ExprKind::AddressOf(_) => {
-                self.unsupported(span, "address-of `&`", 2);
-                Val::Error
-            }
+            ExprKind::AddressOf(inner) => self.check_address_of(inner, span),
             ExprKind::Count(inner) => self.check_count(inner, span),
             ExprKind::SizeOf(t) => {
                 let elem = types::scalar_from_ast(*t);
@@ -161,10 +163,7 @@ impl Checker<'_> {
                 self.unsupported(span, "`select`", 2);
                 Val::Error
             }
-            ExprKind::Call(_) => {
-                self.unsupported(span, "`call` and built-in calls", 2);
-                Val::Error
-            }
+            ExprKind::Call(c) => self.check_call(c, None),
             ExprKind::DimSelect { base, index } => self.check_dim_select(base, index, span),
             ExprKind::Index { .. } => self.check_array_element(e),
             ExprKind::Derive { base, ituple, items } => {

@@ -4,8 +4,9 @@
 //! parallel index (directly, or through immutable locals computed from one) with a value that
 //! is the same for every thread (constants, parameters, symbolic dimensions, immutable host
 //! values), or `&&`/`||` of such comparisons. `inthreads` becomes `if (pred) { body }`
-//! followed by a barrier of the block (none for `.async`), so every thread of the block must
-//! reach a non-async `inthreads`.
+//! followed by a barrier of the block (none for `.async`, and none for an `inthreads` inside
+//! another: only the outermost synchronises), so every thread of the block must reach an
+//! outermost non-async `inthreads`.
 
 use super::{Checker, Region};
 use crate::ast;
@@ -80,7 +81,10 @@ impl Checker<'_> {
         let then_body = self.check_block_scoped(body);
         self.inthreads_depth -= 1;
         out.push(Stmt { kind: StmtKind::If { cond, then_body, else_body: Vec::new() }, span });
-        if is_async.is_none() {
+        // Only the outermost `inthreads` synchronises the block: an inner one runs in the
+        // threads the outer one selected, so a block barrier there would wait for threads
+        // that never come (the outer one's barrier, if any, covers the inner one's writes).
+        if is_async.is_none() && self.inthreads_depth == 0 {
             out.push(Stmt { kind: StmtKind::Barrier(BarrierScope::Block), span });
         }
     }

@@ -86,6 +86,16 @@
 //! - `E0453` asynchronous DMA not waited on some path before the kernel ends, or issued
 //!   again before its previous copy was waited
 //!
+//! Calls into C++ and built-ins (§17, §18):
+//! - `E0454` `call` outside a parallel-by, a call result with no declared type, an argument
+//!   that cannot cross into C++ (mdspan, ituple, event), a template argument that is not a
+//!   compile-time constant, `nullptr` outside an argument
+//! - `E0455` atomics: outside a parallel-by, wrong argument count, first argument not an
+//!   element of shared or global data, element type the operation does not support
+//! - `E0456` named barriers (`__bar_sync`/`__bar_arrive`: barrier 0–14, thread count a
+//!   positive multiple of 32) and inline assembly (device only; outputs are mutable scalars or
+//!   elements)
+//!
 //! Parameters and returns (§7):
 //! - `E0501` scalar parameter passed by reference
 //! - `E0502` `global` parameter passed by reference
@@ -148,6 +158,7 @@
 //! `W0405` DMA whose source and destination shapes differ with neither inside the other,
 //! `W0702` deprecated `sync.shared`.
 
+mod calls;
 mod checks;
 mod dma;
 mod expr;
@@ -317,6 +328,8 @@ pub(crate) struct Checker<'a> {
     pub(crate) kernel: Option<KernelFrame>,
     /// The intra-block levels enclosing the statements being checked, innermost last.
     pub(crate) level_stack: Vec<hir::LevelId>,
+    /// The C++ the function runs that the compiler cannot check, in order.
+    pub(crate) foreign: Vec<(Span, String)>,
     /// How many `inthreads` enclose the statements being checked.
     pub(crate) inthreads_depth: u32,
     /// The initial values of immutable device scalars (what `inthreads` predicates and DMA
@@ -360,6 +373,7 @@ impl<'a> Checker<'a> {
             kernel: None,
             level_stack: Vec::new(),
             inthreads_depth: 0,
+            foreign: Vec::new(),
             device_inits: HashMap::new(),
             levels: HashMap::new(),
             ret: RetState::Void,
@@ -425,6 +439,7 @@ impl<'a> Checker<'a> {
             kernel_count: self.kernel_count,
             access_count: self.access_count,
             body,
+            foreign_code: self.foreign,
         }
     }
 

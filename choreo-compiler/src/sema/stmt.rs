@@ -148,7 +148,7 @@ impl Checker<'_> {
                 out.push(stmt(kind, span));
             }
             A::If { cond, then_body, else_body } => {
-                let c = self.check_expr(cond);
+                let c = self.check_expr_as(cond, Some(ElemTy::Bool));
                 let c = match c {
                     Val::Scalar(e) => e,
                     Val::Error => Self::error_expr(cond.span),
@@ -275,13 +275,14 @@ impl Checker<'_> {
             A::FragOp(_) => self.unsupported(span, "fragment operations", 3),
             A::Wait(targets) => self.check_wait(targets, span, out),
             A::Trigger(_) => self.unsupported(span, "`trigger`", 3),
-            A::Call(c) => self.unsupported(c.span, "`call` and built-in calls", 2),
+            A::Call(c) => self.check_call_stmt(c, span, out),
             A::Assert { .. } => self.unsupported(span, "`assert`", 2),
             A::Swap { rotate, names } => self.check_swap(*rotate, names, span, out),
-            A::Cpp(_) => self.unsupported(span, "`__cpp__`", 2),
+            A::Cpp(text) => self.check_cpp(&text.value, span, out),
             A::Yield => self.unsupported(span, "`yield`", 2),
-            A::IntrinsicPragma { .. } => self.unsupported(span, "intrinsic registration", 2),
-            A::Asm(_) => self.unsupported(span, "inline assembly", 2),
+            // The parser scoped the registration: the calls it allows arrive as `call`s.
+            A::IntrinsicPragma { .. } => {}
+            A::Asm(a) => self.check_asm(a, span, out),
             A::Inthreads { is_async, pred, body } => {
                 self.check_inthreads(*is_async, pred, body, span, out)
             }
@@ -371,7 +372,8 @@ impl Checker<'_> {
                 Some(ast::ScalarInit::Assign(e)) | Some(ast::ScalarInit::Brace(e)) => Some(e),
                 None => None,
             };
-            let init_val = init_expr.map(|e| (self.check_expr(e), e.span));
+            let init_val =
+                init_expr.map(|e| (self.check_expr_as(e, declared.map(|(_, t, _)| t)), e.span));
             let name = &item.name.name;
             let (ty, init) = match (declared, init_val) {
                 (None, None) => {
@@ -506,7 +508,13 @@ impl Checker<'_> {
     }
 
     /// Converts for an initialisation/assignment, reporting incompatible kinds (`E0406`).
-    fn convert_or_report(&mut self, e: HExpr, to: ElemTy, name: &str, span: Span) -> HExpr {
+    pub(crate) fn convert_or_report(
+        &mut self,
+        e: HExpr,
+        to: ElemTy,
+        name: &str,
+        span: Span,
+    ) -> HExpr {
         if matches!(e.ty, Ty::Error) {
             return e;
         }
@@ -727,7 +735,8 @@ impl Checker<'_> {
                     );
                 }
                 self.mark_access(buffer, op != AssignOp::Assign, true);
-                let v = self.check_scalar(&a.value, "an assigned value");
+                let v = self.check_expr_as(&a.value, Some(elem));
+                let v = self.expect_scalar(v, a.value.span, "an assigned value");
                 let Some(value) = self.assigned_value(v, elem, op, a, "element") else { return };
                 let id = self.next_access();
                 out.push(stmt(
@@ -914,7 +923,7 @@ impl Checker<'_> {
                         ),
                     );
                 }
-                let v_val = self.check_expr(&a.value);
+                let v_val = self.check_expr_as(&a.value, Some(to));
                 let value = match v_val {
                     Val::Scalar(e) => e,
                     Val::Error => return,

@@ -66,6 +66,7 @@ pub(crate) fn ty_name(t: &Ty) -> String {
     match t {
         Ty::Scalar(e) => e.as_str().to_string(),
         Ty::BoundedInt => "bounded int".to_string(),
+        Ty::Pointer(e) => format!("{}*", e.as_str()),
         Ty::BoundedItuple(r) => format!("bounded ituple<{r}>"),
         Ty::Ituple(r) => format!("ituple<{r}>"),
         Ty::Mdspan(r) => format!("mdspan<{r}>"),

@@ -252,6 +252,23 @@ impl FnEmitter<'_, '_> {
                     self.w.line(span, &text);
                 }
             }
+            StmtKind::Eval(e) => {
+                let text = self.expr(e);
+                self.w.line(span, &format!("{text};"));
+            }
+            StmtKind::Cpp(text) => self.w.line(span, text),
+            StmtKind::Asm(asm) => self.asm(span, asm),
+            StmtKind::NamedBarrier { sync, id, threads } => {
+                let (id, n) =
+                    (self.converted(id, ElemTy::S32), self.converted(threads, ElemTy::S32));
+                let op = if *sync { "bar.sync" } else { "bar.arrive" };
+                self.w.line(
+                    span,
+                    &format!(
+                        "asm volatile(\"{op} %0, %1;\" :: \"r\"({id}), \"r\"({n}) : \"memory\");"
+                    ),
+                );
+            }
             StmtKind::HostCopy { src, dst, count } => {
                 if !host {
                     return self.bug(span, "a host copy in a kernel");
@@ -269,6 +286,73 @@ impl FnEmitter<'_, '_> {
                     ),
                 );
             }
+        }
+    }
+
+    /// Inline assembly (spec §17.4): element outputs go through temporaries written back
+    /// after the asm (behind their bounds checks).
+    fn asm(&mut self, span: Span, asm: &hir::Asm) {
+        let mut before = Vec::new();
+        let mut after = Vec::new();
+        let mut outputs = Vec::new();
+        for (k, o) in asm.outputs.iter().enumerate() {
+            let name = o.name.as_ref().map_or(String::new(), |n| format!("[{n}] "));
+            let constraint = c_escape(&o.constraint, false);
+            let target = match &o.place {
+                Place::Var(v) => self.names().local(*v).to_string(),
+                Place::Elem { buffer, index, id } => {
+                    let element = self.element(span, *buffer, index);
+                    let guard = self.bounds_guard(*id, *buffer, index);
+                    let temp = format!("__choreo_asm_out{k}");
+                    let t = cpp_elem(o.ty);
+                    let read = o.constraint.starts_with('+');
+                    let init = match (&guard, read) {
+                        (Some(g), true) => format!("({g} ? {element} : {t}{{}})"),
+                        (None, true) => element.clone(),
+                        (_, false) => format!("{t}{{}}"),
+                    };
+                    before.push(format!("{t} {temp} = {init};"));
+                    after.push(match &guard {
+                        Some(g) => format!("if ({g}) {element} = {temp};"),
+                        None => format!("{element} = {temp};"),
+                    });
+                    temp
+                }
+            };
+            outputs.push(format!("{name}\"{constraint}\"({target})"));
+        }
+        let inputs: Vec<String> = asm
+            .inputs
+            .iter()
+            .map(|i| {
+                let name = i.name.as_ref().map_or(String::new(), |n| format!("[{n}] "));
+                let value = self.expr(&i.value);
+                format!("{name}\"{}\"({value})", c_escape(&i.constraint, false))
+            })
+            .collect();
+        let clobbers: Vec<String> =
+            asm.clobbers.iter().map(|c| format!("\"{}\"", c_escape(c, false))).collect();
+        let volatile = if asm.volatile { " volatile" } else { "" };
+        let mut text = format!(
+            "asm{volatile}(\"{}\" : {} : {}",
+            c_escape(&asm.template, false),
+            outputs.join(", "),
+            inputs.join(", ")
+        );
+        if !clobbers.is_empty() {
+            text.push_str(&format!(" : {}", clobbers.join(", ")));
+        }
+        text.push_str(");");
+        if before.is_empty() {
+            self.w.line(span, &text);
+        } else {
+            self.w.line(span, "{");
+            self.w.indent += 1;
+            for line in before.iter().chain(std::iter::once(&text)).chain(&after) {
+                self.w.line(span, line);
+            }
+            self.w.indent -= 1;
+            self.w.line(span, "}");
         }
     }
 

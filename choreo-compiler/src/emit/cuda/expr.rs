@@ -8,9 +8,43 @@ use super::types::{
 };
 use super::writer::c_escape;
 use crate::hir::{
-    AssignOp, BinOp, ElemTy, HExpr, HExprKind, LocalOrigin, LocalPlace, MathFn, ParamKind, Ty, UnOp,
+    AssignOp, AtomicOp, BinOp, ElemTy, HExpr, HExprKind, LocalOrigin, LocalPlace, MathFn,
+    ParamKind, TemplateArg, Ty, UnOp,
 };
 use crate::source::Span;
+
+/// `atomicOp(&element, args…)` with the pointer type CUDA's overloads take (`int`,
+/// `unsigned`, `unsigned long long`, `long long`, `float`, `double`, `__half`,
+/// `unsigned short`).
+fn atomic_call(op: AtomicOp, elem: ElemTy, element: &str, args: &[String]) -> String {
+    let name = match op {
+        AtomicOp::Add => "atomicAdd",
+        AtomicOp::Sub => "atomicSub",
+        AtomicOp::Exch => "atomicExch",
+        AtomicOp::Min => "atomicMin",
+        AtomicOp::Max => "atomicMax",
+        AtomicOp::And => "atomicAnd",
+        AtomicOp::Or => "atomicOr",
+        AtomicOp::Xor => "atomicXor",
+        AtomicOp::Cas => "atomicCAS",
+    };
+    let cuda_type = match elem {
+        ElemTy::S32 => "int",
+        ElemTy::U32 => "unsigned int",
+        ElemTy::U64 => "unsigned long long",
+        ElemTy::S64 => "long long",
+        ElemTy::U16 => "unsigned short int",
+        ElemTy::F32 => "float",
+        ElemTy::F64 => "double",
+        _ => "__half",
+    };
+    let elem_cpp = cpp_elem(elem);
+    let args: Vec<String> = args.iter().map(|a| format!("static_cast<{cuda_type}>({a})")).collect();
+    format!(
+        "static_cast<{elem_cpp}>({name}(reinterpret_cast<{cuda_type}*>(&{element}), {}))",
+        args.join(", ")
+    )
+}
 
 impl FnEmitter<'_, '_> {
     pub(super) fn expr(&mut self, e: &HExpr) -> String {
@@ -88,6 +122,39 @@ impl FnEmitter<'_, '_> {
                 }
             }
             HExprKind::Math { func, args } => self.math(e, *func, args),
+            HExprKind::Address { buffer, index } => {
+                let element = self.element(e.span, *buffer, index);
+                format!("(&{element})")
+            }
+            HExprKind::Null => "nullptr".to_string(),
+            HExprKind::Call { callee, targs, args } => {
+                let args: Vec<String> = args.iter().map(|a| self.expr(a)).collect();
+                let targs: Vec<String> = targs
+                    .iter()
+                    .map(|t| match t {
+                        TemplateArg::Type(t) => cpp_elem(*t).to_string(),
+                        TemplateArg::Int(v) => v.to_string(),
+                        TemplateArg::Name(n) => n.clone(),
+                    })
+                    .collect();
+                let targs = if targs.is_empty() {
+                    String::new()
+                } else {
+                    format!("<{}>", targs.join(", "))
+                };
+                format!("{callee}{targs}({})", args.join(", "))
+            }
+            HExprKind::Atomic { op, buffer, index, id, args } => {
+                let elem = self.elem_of_buffer(*buffer).unwrap_or(ElemTy::S32);
+                let element = self.element(e.span, *buffer, index);
+                let args: Vec<String> = args.iter().map(|a| self.converted(a, elem)).collect();
+                let call = atomic_call(*op, elem, &element, &args);
+                match self.bounds_guard(*id, *buffer, index) {
+                    // A skipped update gives zero; the call fails anyway.
+                    Some(guard) => format!("({guard} ? {call} : {}{{}})", cpp_elem(elem)),
+                    None => call,
+                }
+            }
             HExprKind::Cast { to, operand, .. } => {
                 let from = scalar_of(&operand.ty).unwrap_or(*to);
                 let inner = self.expr(operand);

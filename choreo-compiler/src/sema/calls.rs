@@ -1,0 +1,516 @@
+//! Calls into C++ and built-in calls (spec §17, §18): `call f<targs>(args)`, registered
+//! intrinsics, `__atomic_*`, `__bar_arrive`/`__bar_sync`, `__cpp__`, inline asm, `&x.at(i)`,
+//! `nullptr`.
+//!
+//! A device function, an intrinsic, `__cpp__` text and inline assembly are C++ the compiler
+//! cannot check: each use is recorded in [`hir::Function::foreign_code`], and the Rust wrapper
+//! of a function that has one is `unsafe` to call. Atomics are element accesses like any other
+//! (bounds-checked).
+
+use super::fold;
+use super::{Checker, Val};
+use crate::ast::{self, ExprKind};
+use crate::hir::{
+    self, AsmInput, AsmOutput, AtomicOp, ElemTy, HExpr, HExprKind, LocalPlace, Place, Stmt,
+    StmtKind, Storage, TemplateArg, Ty,
+};
+use crate::source::Span;
+
+fn atomic_op(op: crate::token::AtomicOp) -> AtomicOp {
+    use crate::token::AtomicOp as T;
+    match op {
+        T::Add => AtomicOp::Add,
+        T::Sub => AtomicOp::Sub,
+        T::Exch => AtomicOp::Exch,
+        T::Min => AtomicOp::Min,
+        T::Max => AtomicOp::Max,
+        T::And => AtomicOp::And,
+        T::Or => AtomicOp::Or,
+        T::Xor => AtomicOp::Xor,
+        T::Cas => AtomicOp::Cas,
+    }
+}
+
+fn path_text(p: &ast::Path) -> String {
+    p.segments.iter().map(|s| s.name.as_str()).collect::<Vec<_>>().join("::")
+}
+
+impl Checker<'_> {
+    /// An expression whose type the context gives: a C++ call's result takes it (spec §17.1:
+    /// a call initialises or is assigned to a typed variable, or is an `if` condition).
+    pub(crate) fn check_expr_as(&mut self, e: &ast::Expr, ty: Option<ElemTy>) -> Val {
+        match &e.kind {
+            ExprKind::Call(c) => self.check_call(c, ty),
+            _ => self.check_expr(e),
+        }
+    }
+
+    /// A call used as a value whose type the context gives (`result`: the declared type of
+    /// the variable it initialises or is assigned to, `bool` as a condition; `None` where no
+    /// type is known, which only atomics allow).
+    pub(crate) fn check_call(&mut self, c: &ast::Call, result: Option<ElemTy>) -> Val {
+        match &c.kind {
+            ast::CallKind::Device(path) | ast::CallKind::Intrinsic(path) => {
+                let Some(e) = self.foreign_call(c, path) else { return Val::Error };
+                match result {
+                    Some(t) => Val::Scalar(HExpr { ty: Ty::Scalar(t), ..e }),
+                    None => {
+                        self.error_label(
+                            "E0454",
+                            c.span,
+                            "the result of a call needs a declared type: capture it in a typed \
+                             variable (`mutable f32 s = call f(…);`)",
+                            "result type unknown",
+                        );
+                        Val::Error
+                    }
+                }
+            }
+            ast::CallKind::Atomic(op, _) => match self.atomic(c, atomic_op(*op)) {
+                Some(e) => Val::Scalar(e),
+                None => Val::Error,
+            },
+            ast::CallKind::BarArrive(_) | ast::CallKind::BarSync(_) => {
+                self.error_label(
+                    "E0454",
+                    c.span,
+                    "`__bar_arrive` / `__bar_sync` are statements and have no value",
+                    "not a value",
+                );
+                Val::Error
+            }
+            ast::CallKind::Lib(_) => {
+                self.out_of_scope(c.span, "`__lib_*` library calls");
+                Val::Error
+            }
+        }
+    }
+
+    /// A call statement.
+    pub(crate) fn check_call_stmt(&mut self, c: &ast::Call, span: Span, out: &mut Vec<Stmt>) {
+        let kind = match &c.kind {
+            ast::CallKind::Device(path) | ast::CallKind::Intrinsic(path) => {
+                match self.foreign_call(c, path) {
+                    Some(e) => StmtKind::Eval(e),
+                    None => return,
+                }
+            }
+            ast::CallKind::Atomic(op, _) => match self.atomic(c, atomic_op(*op)) {
+                Some(e) => StmtKind::Eval(e),
+                None => return,
+            },
+            ast::CallKind::BarArrive(_) | ast::CallKind::BarSync(_) => {
+                match self.named_barrier(c, matches!(c.kind, ast::CallKind::BarSync(_))) {
+                    Some(k) => k,
+                    None => return,
+                }
+            }
+            ast::CallKind::Lib(_) => return self.out_of_scope(c.span, "`__lib_*` library calls"),
+        };
+        out.push(Stmt { kind, span });
+    }
+
+    /// `call f<targs>(args)` or an intrinsic: the call expression (type `void`).
+    fn foreign_call(&mut self, c: &ast::Call, path: &ast::Path) -> Option<HExpr> {
+        if !self.in_device() {
+            self.error_label(
+                "E0454",
+                c.span,
+                "unable to call kernel function outside the parallel-by block(s).",
+                "host code",
+            );
+            return None;
+        }
+        let callee = path_text(path);
+        let mut targs = Vec::with_capacity(c.template_args.len());
+        for t in &c.template_args {
+            targs.push(self.template_arg(t)?);
+        }
+        let mut args = Vec::with_capacity(c.args.len());
+        let mut ok = true;
+        for (i, a) in c.args.iter().enumerate() {
+            match self.call_arg(a, i) {
+                Some(e) => args.push(e),
+                None => ok = false,
+            }
+        }
+        if !ok {
+            return None;
+        }
+        self.foreign.push((c.span, format!("`call {}`", path_text(path))));
+        Some(HExpr { kind: HExprKind::Call { callee, targs, args }, ty: Ty::Void, span: c.span })
+    }
+
+    /// A template argument: a scalar type, a compile-time integer, or a C++ name.
+    fn template_arg(&mut self, t: &ast::TemplateArg) -> Option<TemplateArg> {
+        match t {
+            ast::TemplateArg::Type(ty, _) => {
+                Some(TemplateArg::Type(super::types::scalar_from_ast(*ty)))
+            }
+            ast::TemplateArg::Value(e) => {
+                if let ExprKind::Path(p) = &e.kind {
+                    return Some(TemplateArg::Name(path_text(p)));
+                }
+                let v = self.check_int(e, "a template argument");
+                if matches!(v.ty, Ty::Error) {
+                    return None;
+                }
+                match fold::const_int(&v) {
+                    Some(n) => Some(TemplateArg::Int(n)),
+                    None => {
+                        self.error_label(
+                            "E0454",
+                            e.span,
+                            "a template argument must be known at compile time",
+                            "not a constant",
+                        );
+                        None
+                    }
+                }
+            }
+        }
+    }
+
+    /// One argument of a C++ call: a scalar by value, spanned data as the address of its first
+    /// element, `nullptr`, an address.
+    fn call_arg(&mut self, a: &ast::Expr, i: usize) -> Option<HExpr> {
+        if let ExprKind::Null = a.kind {
+            return Some(HExpr {
+                kind: HExprKind::Null,
+                ty: Ty::Pointer(ElemTy::U8),
+                span: a.span,
+            });
+        }
+        match self.check_expr(a) {
+            Val::Scalar(e) => (!matches!(e.ty, Ty::Error)).then_some(e),
+            v @ (Val::Buffer(..) | Val::View(_) | Val::Future(_)) => self.call_arg_from(v, a),
+            Val::Error => None,
+            other => {
+                self.error_label(
+                    "E0454",
+                    a.span,
+                    format!(
+                        "({}) argument of type '{}` can not be passed to the kernel function.",
+                        super::ordinal(i + 1),
+                        other.describe()
+                    ),
+                    "not passable",
+                );
+                None
+            }
+        }
+    }
+
+    /// `__atomic_op(x.at(i), v…)`.
+    fn atomic(&mut self, c: &ast::Call, op: AtomicOp) -> Option<HExpr> {
+        let name = op.as_str();
+        if !self.in_device() {
+            self.error_label(
+                "E0455",
+                c.span,
+                format!("'{name}' is only allowed inside a parallel-by"),
+                "host code",
+            );
+            return None;
+        }
+        let want = 1 + op.operands();
+        if c.args.len() != want {
+            self.error_label(
+                "E0455",
+                c.span,
+                format!("'{name}' expects {want} arguments but got {}", c.args.len()),
+                "wrong number of arguments",
+            );
+            return None;
+        }
+        let target = &c.args[0];
+        let ExprKind::At { base, indices } = &target.kind else {
+            let v = self.check_expr(target);
+            if !matches!(v, Val::Error) {
+                self.error_label(
+                    "E0455",
+                    target.span,
+                    format!(
+                        "'{name}' is not supported on '{}': its first argument is an element \
+                         of shared or global data (`x.at(i)`)",
+                        v.describe()
+                    ),
+                    "not an element",
+                );
+            }
+            return None;
+        };
+        let (buffer, index, elem) = self.check_at(base, indices, target.span)?;
+        let storage = self.buffer_storage(buffer);
+        if storage == Storage::Local {
+            self.error_label(
+                "E0455",
+                target.span,
+                format!("'{name}' is not supported on {} with 'local' storage", elem.as_str()),
+                "a per-thread buffer",
+            );
+            return None;
+        }
+        if !op.supports(elem) {
+            self.error_label(
+                "E0455",
+                target.span,
+                format!("'{name}' is not supported on '{}' elements", elem.as_str()),
+                "unsupported element type",
+            );
+            return None;
+        }
+        let mut args = Vec::with_capacity(op.operands());
+        for a in &c.args[1..] {
+            let v = self.check_scalar(a, "an atomic operand");
+            if matches!(v.ty, Ty::Error) {
+                return None;
+            }
+            args.push(self.convert_or_report(v, elem, name, a.span));
+        }
+        self.mark_access(buffer, true, true);
+        let id = self.next_access();
+        Some(HExpr {
+            kind: HExprKind::Atomic { op, buffer, index, id, args },
+            ty: Ty::Scalar(elem),
+            span: c.span,
+        })
+    }
+
+    /// Where a buffer lives.
+    fn buffer_storage(&self, b: hir::BufferRef) -> Storage {
+        match b {
+            hir::BufferRef::Param(_) => Storage::Global,
+            hir::BufferRef::Local(v) => match self.locals.get(v.index()).map(|l| &l.ty) {
+                Some(Ty::Spanned(t)) => t.storage,
+                _ => Storage::Global,
+            },
+        }
+    }
+
+    /// `__bar_arrive(id, n)` / `__bar_sync(id, n)`.
+    fn named_barrier(&mut self, c: &ast::Call, sync: bool) -> Option<StmtKind> {
+        let name = if sync { "__bar_sync" } else { "__bar_arrive" };
+        if !self.in_device() {
+            self.error_label(
+                "E0456",
+                c.span,
+                format!("'{name}' is only allowed inside a parallel-by"),
+                "host code",
+            );
+            return None;
+        }
+        if c.args.len() != 2 {
+            self.error_label(
+                "E0456",
+                c.span,
+                format!("'{name}' expects 2 arguments (barrier, threads) but got {}", c.args.len()),
+                "wrong number of arguments",
+            );
+            return None;
+        }
+        let id = self.check_int(&c.args[0], "a barrier number");
+        let threads = self.check_int(&c.args[1], "a thread count");
+        if matches!(id.ty, Ty::Error) || matches!(threads.ty, Ty::Error) {
+            return None;
+        }
+        if let Some(v) = fold::const_int(&id) {
+            if !(0..15).contains(&v) {
+                self.error_label(
+                    "E0456",
+                    c.args[0].span,
+                    format!("named barrier {v} is not available: use 0 to 14 (15 is reserved)"),
+                    "out of range",
+                );
+                return None;
+            }
+        }
+        if let Some(n) = fold::const_int(&threads) {
+            if n <= 0 || n % 32 != 0 {
+                self.error_label(
+                    "E0456",
+                    c.args[1].span,
+                    format!("the thread count of a named barrier must be a positive multiple of 32, but got {n}"),
+                    "not a multiple of 32",
+                );
+                return None;
+            }
+        }
+        // A thread count that does not match the warps that arrive is undefined behaviour in
+        // PTX (a hang at best): the caller vouches for it like for C++.
+        self.foreign.push((c.span, format!("`{name}`")));
+        Some(StmtKind::NamedBarrier { sync, id, threads })
+    }
+
+    /// `__cpp__("…");`
+    pub(crate) fn check_cpp(&mut self, text: &str, span: Span, out: &mut Vec<Stmt>) {
+        self.foreign.push((span, "`__cpp__`".to_string()));
+        out.push(Stmt { kind: StmtKind::Cpp(text.to_string()), span });
+    }
+
+    /// Inline assembly (spec §17.4).
+    pub(crate) fn check_asm(&mut self, a: &ast::Asm, span: Span, out: &mut Vec<Stmt>) {
+        if !self.in_device() {
+            self.error_label(
+                "E0456",
+                span,
+                "inline assembly is only allowed inside a parallel-by",
+                "host code",
+            );
+            return;
+        }
+        let mut outputs = Vec::with_capacity(a.outputs.len());
+        let mut ok = true;
+        for o in &a.outputs {
+            let name = o.name.as_ref().map(|n| n.name.clone());
+            let constraint = o.constraint.value.clone();
+            let place = match &o.expr.kind {
+                ExprKind::At { base, indices } => match self.check_at(base, indices, o.expr.span) {
+                    Some((buffer, index, elem)) => {
+                        self.mark_access(buffer, constraint.starts_with('+'), true);
+                        let id = self.next_access();
+                        Some((Place::Elem { buffer, index, id }, elem))
+                    }
+                    None => None,
+                },
+                ExprKind::Ident(id) => match self.check_expr(&o.expr) {
+                    Val::Scalar(HExpr { kind: HExprKind::Var(v), ty, .. }) => {
+                        let local = self.locals.get(v.index());
+                        let mutable = local.is_some_and(|l| {
+                            l.mutable
+                                && matches!(
+                                    l.place,
+                                    LocalPlace::DeviceScalar | LocalPlace::SharedScalar
+                                )
+                        });
+                        match (mutable, ty.scalar()) {
+                            (true, Some(t)) => Some((Place::Var(v), t)),
+                            _ => {
+                                self.error_label(
+                                    "E0456",
+                                    o.expr.span,
+                                    format!(
+                                        "the asm output '{}' must be a mutable scalar of the \
+                                         kernel or an element",
+                                        id.name
+                                    ),
+                                    "not assignable",
+                                );
+                                None
+                            }
+                        }
+                    }
+                    Val::Error => None,
+                    _ => {
+                        self.error_label(
+                            "E0456",
+                            o.expr.span,
+                            "an asm output must be a mutable scalar or an element",
+                            "not assignable",
+                        );
+                        None
+                    }
+                },
+                _ => {
+                    let _ = self.check_expr(&o.expr);
+                    self.error_label(
+                        "E0456",
+                        o.expr.span,
+                        "an asm output must be a mutable scalar or an element",
+                        "not assignable",
+                    );
+                    None
+                }
+            };
+            match place {
+                Some((place, ty)) => outputs.push(AsmOutput { name, constraint, place, ty }),
+                None => ok = false,
+            }
+        }
+        let mut inputs = Vec::with_capacity(a.inputs.len());
+        for i in &a.inputs {
+            let value = match self.check_expr(&i.expr) {
+                Val::Scalar(e) if !matches!(e.ty, Ty::Error) => e,
+                Val::Error | Val::Scalar(_) => {
+                    ok = false;
+                    continue;
+                }
+                v @ (Val::Buffer(..) | Val::View(_) | Val::Future(_)) => {
+                    match self.call_arg_from(v, &i.expr) {
+                        Some(e) => e,
+                        None => {
+                            ok = false;
+                            continue;
+                        }
+                    }
+                }
+                other => {
+                    self.error_label(
+                        "E0456",
+                        i.expr.span,
+                        format!("an asm input of type '{}' is not supported", other.describe()),
+                        "not a value",
+                    );
+                    ok = false;
+                    continue;
+                }
+            };
+            inputs.push(AsmInput {
+                name: i.name.as_ref().map(|n| n.name.clone()),
+                constraint: i.constraint.value.clone(),
+                value,
+            });
+        }
+        if !ok {
+            return;
+        }
+        self.foreign.push((span, "inline assembly".to_string()));
+        let asm = hir::Asm {
+            volatile: a.volatile.is_some(),
+            template: a.template.value.clone(),
+            outputs,
+            inputs,
+            clobbers: a.clobbers.iter().map(|c| c.value.clone()).collect(),
+        };
+        out.push(Stmt { kind: StmtKind::Asm(Box::new(asm)), span });
+    }
+
+    /// Spanned data as the address of its first element.
+    fn call_arg_from(&mut self, v: Val, e: &ast::Expr) -> Option<HExpr> {
+        let view = self.view_of(v, e.span, "an operand")?;
+        self.mark_access(view.buffer, true, true);
+        let zeros = vec![fold::int_lit(0, e.span); view.dims.len()];
+        Some(HExpr {
+            kind: HExprKind::Address { buffer: view.buffer, index: view.element(zeros, e.span) },
+            ty: Ty::Pointer(view.elem),
+            span: e.span,
+        })
+    }
+
+    /// `&x.at(i)` / `&x` of spanned data: an address (print, call and asm arguments).
+    pub(crate) fn check_address_of(&mut self, inner: &ast::Expr, span: Span) -> Val {
+        match &inner.kind {
+            ExprKind::At { base, indices } => match self.check_at(base, indices, inner.span) {
+                Some((buffer, index, elem)) => Val::Scalar(HExpr {
+                    kind: HExprKind::Address { buffer, index },
+                    ty: Ty::Pointer(elem),
+                    span,
+                }),
+                None => Val::Error,
+            },
+            _ => match self.check_expr(inner) {
+                v @ (Val::Buffer(..) | Val::View(_) | Val::Future(_)) => {
+                    match self.call_arg_from(v, inner) {
+                        Some(e) => Val::Scalar(HExpr { span, ..e }),
+                        None => Val::Error,
+                    }
+                }
+                Val::Error => Val::Error,
+                _ => {
+                    self.unsupported(span, "the address of a scalar", 2);
+                    Val::Error
+                }
+            },
+        }
+    }
+}
