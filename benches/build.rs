@@ -1,21 +1,31 @@
-//! Translates the Choreo side of the GPU benchmarks (`kernels/bench.co`) and compiles it, with
-//! its hand-written CUDA twin (`kernels/reference.cu`), into one static library with the same
-//! nvcc and flags, so the two sides differ only in how they were written.
+//! Translates the Choreo side of the GPU benchmarks and compiles it, with its hand-written CUDA
+//! twin, into static libraries with the same nvcc and flags, so the two sides differ only in how
+//! they were written:
+//!
+//! - `bench`: `kernels/bench.co` and `kernels/reference.cu` (overlap, launch, bandwidth);
+//! - `tiled`: `kernels/tiled.co` and `kernels/tiled_reference.cu` (the `tiled` section: shared
+//!   tiles, asynchronous copies), a library of its own so that its generated module
+//!   (`gpu::tiled::tiled`) lives in the section's Rust module.
 //!
 //! Without nvcc (stub build) the harness still compiles; `choreo-bench gpu` then says that the
 //! kernels were not built and exits with status 1. `cfg(choreo_bench_kernels)` is set when they
-//! were.
+//! were (both libraries).
 
 use choreo_build::UnwrapOrExit as _;
 
 fn main() {
     println!("cargo::rustc-check-cfg=cfg(choreo_bench_kernels)");
-    let report = choreo_build::Builder::new()
-        .files("kernels/*.co")
+    let bench = choreo_build::Builder::new()
+        .file("kernels/bench.co")
         .cuda_file("kernels/reference.cu")
         .build("bench")
         .unwrap_or_exit();
-    if report.library.is_some() {
+    let tiled = choreo_build::Builder::new()
+        .file("kernels/tiled.co")
+        .cuda_file("kernels/tiled_reference.cu")
+        .build("tiled")
+        .unwrap_or_exit();
+    if bench.library.is_some() && tiled.library.is_some() {
         println!("cargo::rustc-cfg=choreo_bench_kernels");
     }
 }

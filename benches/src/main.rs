@@ -1,8 +1,8 @@
 //! `choreo-bench`: the benchmark harness of issue 6.
 //!
 //! ```text
-//! choreo-bench gpu [--trials N] [--warmup N] [--quick] [--only overlap,launch,bandwidth]
-//!                  [--markdown FILE]
+//! choreo-bench gpu [--trials N] [--warmup N] [--quick]
+//!                  [--only overlap,launch,bandwidth,tiled] [--markdown FILE]
 //! choreo-bench build [ARGS]        (build speed; `choreo-bench build --help`)
 //! ```
 //!
@@ -20,7 +20,7 @@ use choreo_bench::table::{Table, three_digits};
 use gpu::{BenchError, Options};
 
 const USAGE: &str = "usage: choreo-bench gpu [--trials N] [--warmup N] [--quick] \
-                     [--only overlap,launch,bandwidth] [--markdown FILE]\n       \
+                     [--only overlap,launch,bandwidth,tiled] [--markdown FILE]\n       \
                      choreo-bench build [--help | ARGS]";
 
 fn main() -> ExitCode {
@@ -39,6 +39,9 @@ fn main() -> ExitCode {
     }
 }
 
+/// The sections of `gpu`, in the order they run; all of them by default.
+const SECTIONS: [&str; 4] = ["overlap", "launch", "bandwidth", "tiled"];
+
 /// The parsed arguments of `gpu`.
 #[derive(Debug)]
 struct GpuArgs {
@@ -50,7 +53,7 @@ struct GpuArgs {
 fn parse_gpu_args(args: &[String]) -> Result<GpuArgs, String> {
     let mut parsed = GpuArgs {
         options: Options { trials: 15, warmup: 3, quick: false },
-        sections: vec!["overlap".into(), "launch".into(), "bandwidth".into()],
+        sections: SECTIONS.iter().map(|s| (*s).to_owned()).collect(),
         markdown: None,
     };
     let mut trials = None;
@@ -69,12 +72,9 @@ fn parse_gpu_args(args: &[String]) -> Result<GpuArgs, String> {
             "--quick" => parsed.options.quick = true,
             "--only" => {
                 parsed.sections = value("--only")?.split(',').map(str::to_owned).collect();
-                if let Some(bad) = parsed
-                    .sections
-                    .iter()
-                    .find(|s| !["overlap", "launch", "bandwidth"].contains(&s.as_str()))
+                if let Some(bad) = parsed.sections.iter().find(|s| !SECTIONS.contains(&s.as_str()))
                 {
-                    return Err(format!("unknown section `{bad}` (overlap, launch, bandwidth)"));
+                    return Err(format!("unknown section `{bad}` ({})", SECTIONS.join(", ")));
                 }
             }
             "--markdown" => parsed.markdown = Some(value("--markdown")?.into()),
@@ -222,6 +222,42 @@ fn run_sections(args: &GpuArgs, report: &mut GpuReport) -> gpu::BenchResult<()> 
             met(add.max(add4) <= 1.02),
         ]);
     }
+    if wants("tiled") {
+        eprintln!("choreo-bench: tiled …");
+        let outcome = gpu::tiled::run(options)?;
+        gpu::section_rows(&mut report.table, "tiled", outcome.rows);
+        let ratio = |target: &str, value: f64, goal: f64| {
+            [target.to_owned(), three_digits(value), met(value >= goal)]
+        };
+        report.summary.row(ratio(
+            "tiled transpose: ours ≥ 0.95 × hand-written",
+            outcome.transpose_over_hand,
+            0.95,
+        ));
+        report.summary.row(ratio(
+            "tiled transpose: ours ≥ 0.85 × device-to-device copy",
+            outcome.transpose_over_copy,
+            0.85,
+        ));
+        report.summary.row([
+            "tiled SGEMM: ours ≥ 0.95 × hand-written (faster twin)".to_owned(),
+            format!(
+                "{} ({} TFLOP/s)",
+                three_digits(outcome.sgemm_over_hand),
+                three_digits(outcome.sgemm_tflops)
+            ),
+            met(outcome.sgemm_over_hand >= 0.95),
+        ]);
+        report.summary.row([
+            "row softmax: ours ≥ 0.95 × hand-written".to_owned(),
+            format!(
+                "{} ({} of copy bandwidth)",
+                three_digits(outcome.softmax_over_hand),
+                three_digits(outcome.softmax_over_copy)
+            ),
+            met(outcome.softmax_over_hand >= 0.95),
+        ]);
+    }
     match choreo::take_deferred_error() {
         Some(error) => Err(error.into()),
         None => Ok(()),
@@ -241,6 +277,10 @@ mod tests {
         let parsed = parse_gpu_args(&args(&["--quick", "--only", "launch"])).unwrap();
         assert_eq!(parsed.options.trials, 3);
         assert_eq!(parsed.sections, ["launch"]);
+        let parsed = parse_gpu_args(&args(&[])).unwrap();
+        assert_eq!(parsed.sections, ["overlap", "launch", "bandwidth", "tiled"]);
+        let parsed = parse_gpu_args(&args(&["--only", "tiled,bandwidth"])).unwrap();
+        assert_eq!(parsed.sections, ["tiled", "bandwidth"]);
         let parsed = parse_gpu_args(&args(&["--trials", "7", "--markdown", "x.md"])).unwrap();
         assert_eq!((parsed.options.trials, parsed.options.quick), (7, false));
         assert!(parse_gpu_args(&args(&["--only", "nope"])).unwrap_err().contains("nope"));

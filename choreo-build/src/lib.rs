@@ -514,6 +514,15 @@ impl Builder {
                     one_line(&warning.message)
                 ));
             }
+            // A compile-time `println!` prints where cargo shows it (build-script output
+            // is hidden otherwise).
+            for note in compilation.diagnostics.iter().filter(|d| d.code == "N0701") {
+                cargo.line(&format!(
+                    "warning={}: println!: {}",
+                    db.location(note.primary.span),
+                    one_line(&note.message)
+                ));
+            }
             let rendered = render_human(&db, &compilation.diagnostics);
             match (compilation.cu, compilation.rs) {
                 (Some(cu), Some(rs)) if errors == 0 => {

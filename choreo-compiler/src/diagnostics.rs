@@ -76,6 +76,11 @@ impl Diagnostic {
         Diagnostic::new(Severity::Error, code, span, message)
     }
 
+    /// A new note at `span`: information, nothing wrong (the output of `println!`).
+    pub fn note(code: &'static str, span: Span, message: impl Into<String>) -> Diagnostic {
+        Diagnostic::new(Severity::Note, code, span, message)
+    }
+
     /// A new warning at `span`.
     pub fn warning(code: &'static str, span: Span, message: impl Into<String>) -> Diagnostic {
         Diagnostic::new(Severity::Warning, code, span, message)

@@ -418,3 +418,50 @@ fn every_asynchronous_copy_is_waited_on_every_path() {
     let (codes, text) = error_codes(branch, Target::default());
     assert_eq!(codes, ["E0453"], "{text}");
 }
+
+/// The wide-copy decision of every DMA of the program, in source order.
+fn dma_vectors(src: &str) -> Vec<Option<(u64, u64)>> {
+    use choreo_compiler::hir::{self, Stmt, StmtKind, visit};
+    struct Dmas<'a>(Vec<&'a hir::Dma>);
+    impl<'a> visit::Visitor<'a> for Dmas<'a> {
+        fn stmt(&mut self, s: &'a Stmt) -> visit::Walk {
+            if let StmtKind::Dma(d) = &s.kind {
+                self.0.push(d);
+            }
+            visit::Walk::Continue
+        }
+    }
+    let mut db = SourceDb::new();
+    let file = db.add("t.co", src.to_string());
+    let out = compile(&db, file, &CompileOptions::default());
+    assert!(!out.has_errors(), "rejected:\n{}", render_human(&db, &out.diagnostics));
+    let program = out.program.expect("a program");
+    let mut dmas = Dmas(Vec::new());
+    for item in &program.items {
+        if let hir::Item::Function(f) = item {
+            visit::walk_stmts(&mut dmas, &f.body);
+        }
+    }
+    dmas.0
+        .iter()
+        .map(|d| lower::vector::dma_vector(d, d.is_async).map(|v| (v.elems, v.bytes)))
+        .collect()
+}
+
+#[test]
+fn dmas_of_contiguous_rows_copy_16_bytes_at_a_time_and_others_element_by_element() {
+    let v = dma_vectors(
+        "__co__ void f(f32 [64, 64] a, f16 [64, 64] h, f32 [64, 6] odd, f32 [64, 4] sm, f32 [64, 64] &o) {\n  parallel p by 2 : block {\n    x = dma.copy a.chunkat(p, _) => shared;\n    y = dma.copy.async a.chunkat(p, _) => shared;\n    wait y;\n    z = dma.copy h.chunkat(p, _) => shared;\n    t = dma.transp<1, 0> a.chunkat(p, _) => shared;\n    w = dma.copy odd.chunkat(p, _) => shared;\n    c = dma.copy sm.chunkat(p, _) => local;\n    parallel q by 32 : thread { o.at(q, 0) = x.data.at(q, 0) + y.data.at(q, 0) + t.data.at(0, q) + w.data.at(q, 0); }\n  }\n}\n",
+    );
+    assert_eq!(
+        v,
+        [
+            Some((4, 16)), // f32 rows of 64: four floats per copy
+            Some((4, 16)), // the same as one 16-byte cp.async
+            Some((8, 16)), // f16: eight halves
+            None,          // a transposition reads columns
+            Some((2, 8)),  // rows of 6 floats: two at a time (8 bytes)
+            None,          // into per-thread registers
+        ]
+    );
+}

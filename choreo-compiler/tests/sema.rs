@@ -609,9 +609,31 @@ fn host_mutable_assigned_in_a_kernel_warns() {
 }
 
 #[test]
+fn maxnreg_next_to_launch_bounds_warns_and_cooperative_inner_level_warns() {
+    let c = run(
+        "__co__ void f(f32 [8, 32] a) {\n  [[launch_bounds(256, 2)]] [[maxnreg(128)]] parallel p by 8 : block {\n    parallel t by 32 : thread<cooperative> { a.at(p, t) = 1.0f; }\n  }\n}\n",
+    );
+    let codes: Vec<&str> = c.diags.iter().map(|d| d.code).collect();
+    assert_eq!(codes, ["W0603", "W0604"], "{codes:?}");
+    assert!(!c.diags.iter().any(Diagnostic::is_error));
+}
+
+#[test]
+fn compile_time_println_is_a_note_and_emits_no_code() {
+    let c = run(
+        "__co__ void f(f32 [N, 64] a, int n) {\n  s : a.span;\n  println!(\"tile \", 64 / 4, \" of \", s, \" n=\", n, \" \", {1, 2});\n  parallel p by 4 : thread { a.at(p, 0) = 1.0f; }\n}\n",
+    );
+    let notes: Vec<String> =
+        c.diags.iter().filter(|d| d.code == "N0701").map(|d| d.message.clone()).collect();
+    assert_eq!(notes, ["tile 16 of [N, 64] n=? {1, 2}"]);
+    let codes: Vec<&str> = c.diags.iter().map(|d| d.code).collect();
+    assert_eq!(codes, ["W0705", "N0701"], "{codes:?}");
+}
+
+#[test]
 fn unsupported_constructs_get_one_e0901_and_checking_continues() {
     let c = run(
-        "__co__ void f(f32 [4] a, int n) {\n  parallel p by 4 : block {\n    x = select(n, a, a);\n    a.at(0) = 1.0f;\n    n = 2;\n  }\n}\n",
+        "__co__ void f(f32 [4] a, int n) {\n  parallel p by 4 : block {\n    f = tma.copy a => shared;\n    a.at(0) = 1.0f;\n    n = 2;\n  }\n}\n",
     );
     let codes: Vec<&str> = c.diags.iter().filter(|d| d.is_error()).map(|d| d.code).collect();
     assert_eq!(codes, ["E0901", "E0403"]);

@@ -5,11 +5,14 @@
 //!   hand-written;
 //! - [`launch`]: host time per call of a generated safe wrapper vs raw `<<<>>>` launches, with
 //!   a profile of the CUDA calls a wrapper makes;
-//! - [`bandwidth`]: a generated elementwise kernel vs `cudaMemcpy` and hand-written kernels.
+//! - [`bandwidth`]: a generated elementwise kernel vs `cudaMemcpy` and hand-written kernels;
+//! - [`tiled`]: generated kernels with shared-memory tiles and asynchronous copies (transpose,
+//!   SGEMM, row softmax) vs hand-written twins, the copy and cuBLAS.
 
 pub mod bandwidth;
 pub mod launch;
 pub mod overlap;
+pub mod tiled;
 
 use std::ffi::c_void;
 use std::time::Instant;

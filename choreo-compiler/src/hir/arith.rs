@@ -315,6 +315,17 @@ fn int_binary(op: BinOp, a: HExpr, b: HExpr, span: Span) -> HExpr {
         }
         _ => {}
     }
+    // `N / N` and `N % N` of one extent (a chunk of a dimension split into as many chunks as
+    // it has elements): extents are positive wherever the expression is evaluated (a launch
+    // over a zero extent runs nothing), so the quotient is 1 and the remainder 0.
+    if matches!(op, BinOp::Div | BinOp::Rem) {
+        if let (Some(x), Some(y)) = (extent_atom(&a), extent_atom(&b)) {
+            if x == y {
+                let v = i128::from(op == BinOp::Div);
+                return HExpr { kind: HExprKind::Int(v), ty: Ty::Scalar(common), span };
+            }
+        }
+    }
     HExpr {
         kind: HExprKind::Binary { op, lhs: Box::new(a), rhs: Box::new(b) },
         ty: Ty::Scalar(common),
@@ -342,5 +353,15 @@ mod tests {
         assert_eq!(fold_int_binary(BinOp::Div, 1, 0, ElemTy::S32), Err(FoldError::DivByZero));
         assert_eq!(fold_int_binary(BinOp::Rem, 1, 0, ElemTy::U32), Err(FoldError::DivByZero));
         assert_eq!(fold_int_binary(BinOp::Shl, 1, 70, ElemTy::S32), Ok(None));
+    }
+}
+
+/// The extent an integer expression is, through conversions: a symbolic dimension or a
+/// parameter's extent.
+fn extent_atom(e: &HExpr) -> Option<&HExprKind> {
+    match &e.kind {
+        HExprKind::Cast { operand, .. } => extent_atom(operand),
+        k @ (HExprKind::SymDim(_) | HExprKind::ParamExtent { .. }) => Some(k),
+        _ => None,
     }
 }

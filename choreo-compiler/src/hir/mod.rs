@@ -377,6 +377,10 @@ pub enum LocalPlace {
     /// (the type of `f.data`); it is declared by a [`StmtKind::Let`] without initialiser
     /// (a null pointer until a DMA binds it).
     Future,
+    /// Data chosen at run time by `select(k, a, b, …)` (spec §14.3): a per-thread pointer to
+    /// one of same-typed buffers, fixed by its [`StmtKind::Let`] (whose initialiser is an
+    /// [`HExprKind::Select`]). Its type is the buffers' type.
+    Selected,
 }
 
 /// How a local was introduced.
@@ -1099,6 +1103,15 @@ pub enum HExprKind {
     },
     /// `nullptr` (call arguments only; `ty` is [`Ty::Pointer`] of `u8`).
     Null,
+    /// `select(index, a, b, …)` of same-typed data (spec §14.3): the address of the first
+    /// element of `options[index]` (each an [`HExprKind::Address`]); `index` is proven in
+    /// `[0, options.len())`. Initialises a [`LocalPlace::Selected`] pointer.
+    Select {
+        /// Which option.
+        index: Box<HExpr>,
+        /// The candidates' addresses.
+        options: Vec<HExpr>,
+    },
     /// A call of C++ device code (spec §17.1–§17.2): `call f<targs>(args)` or a registered
     /// intrinsic, emitted as written. `ty` is the type the caller declared for the result
     /// (`Void` for a call statement, `bool` as an `if` condition).
@@ -1489,6 +1502,15 @@ impl AssignOp {
     }
 }
 
+/// How a loop is unrolled (`foreach … : unroll`, `: unroll(n)`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unroll {
+    /// Completely (`#pragma unroll`).
+    Full,
+    /// By a factor of at least 1 (`#pragma unroll n`).
+    Factor(u32),
+}
+
 /// Statement kinds.
 #[derive(Debug, Clone, PartialEq)]
 pub enum StmtKind {
@@ -1554,11 +1576,25 @@ pub enum StmtKind {
         step: u64,
         /// Whether `var` must be reset to 0 after the loop (with-indices).
         reset: bool,
+        /// `foreach … : unroll[(n)]`: what the loop asks of the compiler (`#pragma unroll`).
+        unroll: Option<Unroll>,
         /// The body.
         body: Vec<Stmt>,
     },
     /// `break;` (innermost `For`/`While`).
     Break,
+    /// `yield;` (spec §9.4): the executing thread leaves the kernel.
+    Yield,
+    /// `assert(cond, "message")` whose condition is only known at run time (spec §19.1): in
+    /// host code the call fails with the message before anything after it runs; in a kernel
+    /// the failing thread prints it and traps (the device's context is then unusable, which
+    /// the runtime reports as an error of this and every later call).
+    Assert {
+        /// The condition (`bool`).
+        cond: HExpr,
+        /// The message as written.
+        message: String,
+    },
     /// `continue;`
     Continue,
     /// `print(…)` / `println(…)`: arguments concatenated without separators (spec §16); how
@@ -1683,6 +1719,9 @@ pub struct AsmInput {
 /// the statement it is.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Dma {
+    /// Whether this is a plain copy (`dma.copy`): box element `i` of the source goes to box
+    /// element `i` of the destination (not a transposition or padding).
+    pub plain: bool,
     /// The source view (what is read).
     pub src: View,
     /// The destination view (what is written).
@@ -1741,6 +1780,9 @@ pub enum BarrierScope {
     Warp,
     /// The threads of the block (`__syncthreads()`).
     Block,
+    /// Every thread of the grid (`cooperative_groups::this_grid().sync()`); only in kernels
+    /// launched cooperatively, whose blocks are all resident at once.
+    Grid,
 }
 
 /// Which observers a [`StmtKind::Fence`] orders memory operations for.
@@ -1785,6 +1827,32 @@ pub struct ParallelTree {
     pub body: Vec<Stmt>,
     /// Host checks to run right before this launch (bounds that depend on host locals).
     pub launch_checks: Vec<Check>,
+    /// `[[launch_bounds]]`, `[[maxnreg]]`, `block<cooperative>`.
+    pub attrs: KernelAttrs,
+}
+
+/// How a kernel is compiled and launched, beyond its shape (spec §8.8, §8.9).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct KernelAttrs {
+    /// `[[launch_bounds(max_threads, min_blocks, max_cluster)]]` (`__launch_bounds__`).
+    pub launch_bounds: Option<LaunchBounds>,
+    /// `[[maxnreg(n)]]`: at most `n` registers per thread (`__maxnreg__`).
+    pub max_registers: Option<u32>,
+    /// `block<cooperative>`: launched with every block resident at once, so that the blocks
+    /// can wait for each other ([`BarrierScope::Grid`]).
+    pub cooperative: bool,
+}
+
+/// The arguments of `__launch_bounds__`, resolved: `max_threads` is the written count, or
+/// the kernel's own thread count for `_`/0.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LaunchBounds {
+    /// Most threads per block the kernel is launched with.
+    pub max_threads: u32,
+    /// Fewest resident blocks per multiprocessor the compiler should allow for.
+    pub min_blocks: Option<u32>,
+    /// Most blocks per cluster.
+    pub max_cluster: Option<u32>,
 }
 
 impl ParallelTree {

@@ -86,16 +86,18 @@ pub fn walk_stmt<'a, V: Visitor<'a> + ?Sized>(v: &mut V, s: &'a Stmt) {
             walk_expr(v, cond);
             walk_stmts(v, body);
         }
-        StmtKind::For { var: _, start, end, step: _, reset: _, body } => {
+        StmtKind::For { var: _, start, end, step: _, reset: _, unroll: _, body } => {
             walk_expr(v, start);
             walk_expr(v, end);
             walk_stmts(v, body);
         }
         StmtKind::Break
         | StmtKind::Continue
+        | StmtKind::Yield
         | StmtKind::SyncGlobal
         | StmtKind::Barrier(_)
         | StmtKind::Fence(_) => {}
+        StmtKind::Assert { cond, message: _ } => walk_expr(v, cond),
         StmtKind::Print { newline: _, args } => {
             for a in args {
                 walk_expr(v, a);
@@ -207,6 +209,12 @@ pub fn walk_expr<'a, V: Visitor<'a> + ?Sized>(v: &mut V, e: &'a HExpr) {
             walk_expr(v, lhs);
             walk_expr(v, rhs);
         }
+        HExprKind::Select { index, options } => {
+            walk_expr(v, index);
+            for o in options {
+                walk_expr(v, o);
+            }
+        }
         HExprKind::Ternary { cond, then_value, else_value } => {
             walk_expr(v, cond);
             walk_expr(v, then_value);
@@ -282,6 +290,12 @@ pub fn for_each_expr_mut(e: &mut HExpr, f: &mut dyn FnMut(&mut HExpr)) {
         HExprKind::Binary { lhs, rhs, .. } | HExprKind::Cdiv(lhs, rhs) => {
             for_each_expr_mut(lhs, f);
             for_each_expr_mut(rhs, f);
+        }
+        HExprKind::Select { index, options } => {
+            for_each_expr_mut(index, f);
+            for o in options {
+                for_each_expr_mut(o, f);
+            }
         }
         HExprKind::Ternary { cond, then_value, else_value } => {
             for_each_expr_mut(cond, f);

@@ -289,7 +289,7 @@ impl<'a> Analysis<'a, '_> {
                     self.stmts(&tree.body);
                     self.ranges.clear();
                 }
-                StmtKind::For { var, start, end, step, reset: _, body } => {
+                StmtKind::For { var, start, end, step, reset: _, unroll: _, body } => {
                     // A host loop around a launch: the kernel sees one index of its range.
                     let (lo, hi) = (self.lin(start, 0), self.lin(end, 0));
                     let saved = self.host_ranges.remove(var);
@@ -315,6 +315,8 @@ impl<'a> Analysis<'a, '_> {
                 | StmtKind::Assign { .. }
                 | StmtKind::Break
                 | StmtKind::Continue
+                | StmtKind::Yield
+                | StmtKind::Assert { .. }
                 | StmtKind::Print { .. }
                 | StmtKind::Return(_)
                 | StmtKind::InnerParallel(_)
@@ -386,6 +388,7 @@ impl<'a> Analysis<'a, '_> {
                     self.access(*id, *buffer, index, s.span);
                 }
             }
+            StmtKind::Assert { cond, message: _ } => self.expr(cond),
             StmtKind::Block(body) => self.stmts(body),
             StmtKind::If { cond, then_body, else_body } => {
                 self.expr(cond);
@@ -396,7 +399,7 @@ impl<'a> Analysis<'a, '_> {
                 self.expr(cond);
                 self.branch(cond, true, body);
             }
-            StmtKind::For { var, start, end, step, reset: _, body } => {
+            StmtKind::For { var, start, end, step, reset: _, unroll: _, body } => {
                 self.expr(start);
                 self.expr(end);
                 let (lo, hi) = (self.lin(start, 0), self.lin(end, 0));
@@ -463,6 +466,7 @@ impl<'a> Analysis<'a, '_> {
             }
             StmtKind::Break
             | StmtKind::Continue
+            | StmtKind::Yield
             | StmtKind::Barrier(_)
             | StmtKind::Fence(_)
             | StmtKind::SyncGlobal
@@ -870,6 +874,7 @@ impl<'a> Analysis<'a, '_> {
             | HExprKind::Call { .. }
             | HExprKind::Address { .. }
             | HExprKind::Null
+            | HExprKind::Select { .. }
             | HExprKind::CppCast { .. }
             | HExprKind::Str(_)
             | HExprKind::Ituple(_)
@@ -919,7 +924,12 @@ fn signed(ty: &Ty) -> bool {
 /// Whether `body` (not counting nested loops) may leave its loop early.
 fn leaves_early(body: &[Stmt]) -> bool {
     body.iter().any(|s| match &s.kind {
-        StmtKind::Break | StmtKind::Continue | StmtKind::Return(_) => true,
+        // A failed assertion leaves the call (host) or the kernel (device).
+        StmtKind::Break
+        | StmtKind::Continue
+        | StmtKind::Return(_)
+        | StmtKind::Yield
+        | StmtKind::Assert { .. } => true,
         StmtKind::Block(b) => leaves_early(b),
         StmtKind::If { then_body, else_body, .. } => {
             leaves_early(then_body) || leaves_early(else_body)
@@ -968,6 +978,7 @@ fn key(e: &HExpr) -> String {
         HExprKind::At { id, .. } | HExprKind::Atomic { id, .. } => format!("at{}", id.0),
         HExprKind::Address { .. } => "address".to_string(),
         HExprKind::Null => "null".to_string(),
+        HExprKind::Select { index, .. } => format!("select({})", k(index)),
         HExprKind::Call { callee, .. } => format!("call {callee}"),
         HExprKind::Math { func, args } => {
             format!("{}({})", func.as_str(), args.iter().map(k).collect::<Vec<_>>().join(", "))

@@ -31,6 +31,7 @@
 pub mod abi;
 pub mod bounds;
 pub mod names;
+pub mod vector;
 
 pub use abi::{AbiParam, Entry};
 pub use bounds::{AccessPlan, DimCheck};
@@ -160,6 +161,10 @@ pub struct KernelPlan {
     /// Whether the kernel has asynchronous DMAs (each thread then counts the copy groups it
     /// commits, for `wait`).
     pub async_copies: bool,
+    /// Compiler hints and the launch mode (`[[launch_bounds]]`, `[[maxnreg]]`,
+    /// `<cooperative>`: launched with every block resident at once, which the launch checks
+    /// against the device's occupancy).
+    pub attrs: hir::KernelAttrs,
 }
 
 /// The shared memory of a kernel: one pool per block (dynamic shared memory, its size passed
@@ -315,6 +320,7 @@ fn lower_function(
                     guards: false,
                     shared: SharedPool::default(),
                     async_copies: false,
+                    attrs: hir::KernelAttrs::default(),
                 }
             })
         })
@@ -595,6 +601,7 @@ impl HostWalk<'_, '_> {
             guards: false,
             shared,
             async_copies: kernel.async_copies,
+            attrs: tree.attrs,
         };
         match self.kernels.get_mut(tree.id.index()) {
             Some(slot @ None) => *slot = Some(plan),

@@ -513,4 +513,91 @@ impl Checker<'_> {
             },
         }
     }
+
+    /// `__to<"C++ type">(e)` (spec §18): a verbatim C cast. Its type is a scalar when the text
+    /// names one (`float`, `int`, `unsigned`, `s32`, …); a pointer type (`float*`) gives an
+    /// address, usable as a call or asm argument. The cast is C++ the compiler cannot check.
+    pub(crate) fn check_cpp_cast(
+        &mut self,
+        cpp_type: &str,
+        type_span: Span,
+        operand: &ast::Expr,
+        span: Span,
+    ) -> Val {
+        let value = match operand.kind {
+            ExprKind::Null => {
+                HExpr { kind: HExprKind::Null, ty: Ty::Pointer(ElemTy::U8), span: operand.span }
+            }
+            _ => match self.check_expr(operand) {
+                Val::Scalar(e) if !matches!(e.ty, Ty::Error) => e,
+                Val::Error | Val::Scalar(_) => return Val::Error,
+                v @ (Val::Buffer(..) | Val::View(_) | Val::Future(_)) => {
+                    match self.call_arg_from(v, operand) {
+                        Some(e) => e,
+                        None => return Val::Error,
+                    }
+                }
+                other => {
+                    self.error_label(
+                        "E0454",
+                        operand.span,
+                        format!("a value of type '{}' can not be cast to C++", other.describe()),
+                        "not castable",
+                    );
+                    return Val::Error;
+                }
+            },
+        };
+        let ty = match cpp_scalar(cpp_type) {
+            Some(t) => Ty::Scalar(t),
+            None if cpp_type.trim_end().ends_with('*') => Ty::Pointer(ElemTy::U8),
+            None => {
+                self.diags.push(
+                    crate::diagnostics::Diagnostic::error(
+                        "E0454",
+                        type_span,
+                        format!("`{cpp_type}` is not a C++ scalar or pointer type Choreo knows"),
+                    )
+                    .with_label("unknown type")
+                    .with_help(
+                        "use a scalar (`float`, `int`, `unsigned`, `s32`, …) or a pointer type \
+                         (`float*`), or `__to<T>` for a Choreo type",
+                    ),
+                );
+                return Val::Error;
+            }
+        };
+        self.foreign.push((span, format!("`__to<\"{cpp_type}\">`")));
+        Val::Scalar(HExpr {
+            kind: HExprKind::CppCast { cpp_type: cpp_type.to_string(), operand: Box::new(value) },
+            ty,
+            span,
+        })
+    }
+}
+
+/// The scalar type a C++ type name denotes, for the names kernels commonly cast to.
+fn cpp_scalar(name: &str) -> Option<ElemTy> {
+    let words: Vec<&str> = name.split_whitespace().collect();
+    Some(match words.join(" ").as_str() {
+        "bool" => ElemTy::Bool,
+        "float" | "f32" | "choreo::f32" => ElemTy::F32,
+        "double" | "f64" | "choreo::f64" => ElemTy::F64,
+        "int" | "signed" | "signed int" | "int32_t" | "std::int32_t" | "s32" | "choreo::s32" => {
+            ElemTy::S32
+        }
+        "unsigned" | "unsigned int" | "uint32_t" | "std::uint32_t" | "u32" | "choreo::u32" => {
+            ElemTy::U32
+        }
+        "long long" | "long" | "int64_t" | "std::int64_t" | "s64" | "choreo::s64" => ElemTy::S64,
+        "unsigned long long" | "unsigned long" | "uint64_t" | "std::uint64_t" | "size_t"
+        | "std::size_t" | "u64" | "choreo::u64" => ElemTy::U64,
+        "short" | "int16_t" | "s16" => ElemTy::S16,
+        "unsigned short" | "uint16_t" | "u16" => ElemTy::U16,
+        "signed char" | "char" | "int8_t" | "s8" => ElemTy::S8,
+        "unsigned char" | "uint8_t" | "u8" => ElemTy::U8,
+        "half" | "__half" | "f16" | "choreo::f16" => ElemTy::F16,
+        "__nv_bfloat16" | "bf16" | "choreo::bf16" => ElemTy::Bf16,
+        _ => return None,
+    })
 }

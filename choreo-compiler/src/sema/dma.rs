@@ -114,7 +114,11 @@ impl Checker<'_> {
             );
             return;
         }
-        let Some(src) = self.check_data(&d.src, "a DMA source") else { return poison(self) };
+        let src = match &d.src.kind {
+            ExprKind::Select { index, items } => self.select_data(index, items, d.src.span, out),
+            _ => self.check_data(&d.src, "a DMA source"),
+        };
+        let Some(src) = src else { return poison(self) };
         let transfer = match self.transfer(&d.op, d.op_span, &src) {
             Some(t) => t,
             None => return poison(self),
@@ -159,11 +163,13 @@ impl Checker<'_> {
                 (View::whole(hir::BufferRef::Local(buffer), &t, span), Some(buffer))
             }
             (ast::DmaDest::Expr(e), None) => {
-                if let ExprKind::Select { .. } = e.kind {
-                    self.unsupported(e.span, "`select` destinations", 2);
-                    return poison(self);
-                }
-                match self.check_data(e, "a DMA destination") {
+                let dst = match &e.kind {
+                    ExprKind::Select { index, items } => {
+                        self.select_data(index, items, e.span, out)
+                    }
+                    _ => self.check_data(e, "a DMA destination"),
+                };
+                match dst {
                     Some(v) => (v, None),
                     None => return poison(self),
                 }
@@ -613,6 +619,7 @@ impl Checker<'_> {
         };
         let element = stmt(StmtKind::Assign { target, op: AssignOp::Assign, value }, span);
         Some(hir::Dma {
+            plain: matches!(t, Transfer::Copy),
             src,
             dst,
             indices,

@@ -160,7 +160,13 @@ impl Checker<'_> {
             ExprKind::Math { func, args } => self.check_math(*func, args, span),
             ExprKind::Cast { target, operand } => self.check_cast(target, operand, span),
             ExprKind::Select { .. } => {
-                self.unsupported(span, "`select`", 2);
+                self.error_label(
+                    "E0457",
+                    span,
+                    "`select` stands only as a DMA source or destination, or as data given a \
+                     name (`x = select(k, a, b);`)",
+                    "not allowed here",
+                );
                 Val::Error
             }
             ExprKind::Call(c) => self.check_call(c, None),
@@ -1107,9 +1113,8 @@ impl Checker<'_> {
 
     fn check_cast(&mut self, target: &ast::CastTarget, operand: &ast::Expr, span: Span) -> Val {
         let to = match target {
-            ast::CastTarget::Cpp(_, s) => {
-                self.unsupported(*s, "`__to<\"C++ type\">` casts", 2);
-                return Val::Error;
+            ast::CastTarget::Cpp(text, s) => {
+                return self.check_cpp_cast(&text.value, *s, operand, span);
             }
             ast::CastTarget::Type(t, s) => {
                 let to = types::scalar_from_ast(*t);

@@ -95,6 +95,9 @@
 //! - `E0456` named barriers (`__bar_sync`/`__bar_arrive`: barrier 0–14, thread count a
 //!   positive multiple of 32) and inline assembly (device only; outputs are mutable scalars or
 //!   elements)
+//! - `E0457` `select`: outside a parallel-by or where no data is named or copied, an index
+//!   that is not an integer or not provably in range, candidates of different types or that
+//!   are views
 //!
 //! Parameters and returns (§7):
 //! - `E0501` scalar parameter passed by reference
@@ -131,13 +134,16 @@
 //! - `E0614` ituple used as a parallel/with bound
 //! - `E0615` level not meaningful for the CUDA target (`term`, bare `device`)
 //! - `E0616` parallel bound not computable on the host (per-thread or bounded-current value)
+//! - `E0617` `[[launch_bounds]]` / `[[maxnreg]]` misuse: not on a block-level parallel-by,
+//!   arguments that are not compile-time integers in range, `max_threads` below the kernel's
+//!   thread count, `_` with a run-time thread count
 //!
 //! Control flow, statements (§9, §15, §16):
 //! - `E0701` `foreach` over something that is not a `with` variable
 //! - `E0702` number of binder names differs from the rank
 //! - `E0703` `_` as a binder name
 //! - `E0704` duplicate `foreach c = …` local
-//! - `E0705` `break`/`continue` outside a loop
+//! - `E0705` `break`/`continue` outside a loop, `yield` outside a parallel-by
 //! - `E0706` `while` condition is not `bool`
 //! - `E0707` range offsets that are not integers
 //! - `E0708` `if` condition is not a scalar
@@ -145,18 +151,24 @@
 //! - `E0710` `print` argument that cannot be printed
 //! - `E0711` synchronisation statement in the wrong place (`sync.global` in a kernel,
 //!   `sync.shared`, `sync.barrier`, `sync.fence` on the host)
+//! - `E0713` statically false `assert` ("choreo assertion abort: …")
+//! - `E0714` `unroll(n)` factor that is not positive or exceeds the loop's trip count
 //!
 //! Not supported:
 //! - `E0901` construct of tier 2 or 3, not supported yet
 //! - `E0902` construct not supported on the CUDA target (out of scope)
 //!
 //! Warnings: `W0401` lossy implicit conversion, `W0402` reinterpreting implicit conversion,
-//! `W0601` nested parallel-by mixes annotated and unannotated levels, `W0602` host mutable
+//! `W0601` nested parallel-by mixes annotated and unannotated levels, `W0603` `<cooperative>`
+//! on a level other than the outermost block level (ignored), `W0604` `[[maxnreg]]` next to
+//! `[[launch_bounds]]` (nvcc takes one; launch_bounds is kept), `W0602` host mutable
 //! assigned inside a parallel-by (changes a per-thread copy), `W0701` `foreach` step (upstream
 //! ignores it), `W0403` a `chunkat`/`chunk` factor that does not divide the extent (the
 //! remainder is in no tile), `W0404` `span_as` of a view that may not be contiguous,
 //! `W0405` DMA whose source and destination shapes differ with neither inside the other,
-//! `W0702` deprecated `sync.shared`.
+//! `W0702` deprecated `sync.shared`, `W0705` a `println!` argument only known at run time.
+//!
+//! Notes: `N0701` the output of a compile-time `print!`/`println!`.
 
 mod calls;
 mod checks;
@@ -282,6 +294,8 @@ pub(crate) struct KernelFrame {
     pub(crate) levels: u32,
     /// Host checks to run before the launch.
     pub(crate) launch_checks: Vec<Check>,
+    /// Whether the kernel is launched cooperatively (`block<cooperative>`).
+    pub(crate) cooperative: bool,
 }
 
 /// How the function's return type is known.
@@ -527,6 +541,11 @@ impl<'a> Checker<'a> {
     /// Whether statements are device code.
     pub(crate) fn in_device(&self) -> bool {
         matches!(self.region, Region::Device(_))
+    }
+
+    /// Whether the kernel being checked is launched cooperatively (`block<cooperative>`).
+    pub(crate) fn cooperative(&self) -> bool {
+        self.kernel.as_ref().is_some_and(|k| k.cooperative)
     }
 
     /// An `HExpr` of error type at `span`.

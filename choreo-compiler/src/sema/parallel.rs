@@ -4,9 +4,11 @@
 use super::shapes::{dim_to_expr, expr_to_dim};
 use super::{Checker, KernelFrame, LevelInfo, Region, Val, fold, ordinal, types};
 use crate::ast::{self, ExprKind};
+use crate::diagnostics::Diagnostic;
 use crate::hir::{
-    self, Binder, Check, CheckKind, Dim, ElemTy, HExpr, InnerParallel, KernelId, Level, LevelId,
-    LocalOrigin, LocalPlace, ParallelTree, ParamKind, Stmt, StmtKind, Ty,
+    self, Binder, Check, CheckKind, Dim, ElemTy, HExpr, InnerParallel, KernelAttrs, KernelId,
+    LaunchBounds, Level, LevelId, LocalOrigin, LocalPlace, ParallelTree, ParamKind, Stmt, StmtKind,
+    Ty,
 };
 use crate::source::Span;
 
@@ -215,11 +217,16 @@ fn assign(ch: &mut Checker<'_>, node: &Node, parent: Option<u8>) {
 impl Checker<'_> {
     /// Checks a parallel-by statement: a kernel launch in host code, an inner level in a kernel.
     pub(crate) fn check_parallel(&mut self, p: &ast::Parallel, span: Span) -> Option<Stmt> {
-        for attr in &p.attrs {
-            self.unsupported(attr.span, "`[[launch_bounds]]` / `[[maxnreg]]` attributes", 2);
-        }
         let first = p.items.first()?;
         if self.in_device() {
+            for attr in &p.attrs {
+                self.error_label(
+                    "E0617",
+                    attr.span,
+                    "kernel attributes are only allowed on a block-level parallel-by",
+                    "an inner level",
+                );
+            }
             if let Some(a) = p.is_async {
                 self.error_label(
                     "E0605",
@@ -280,7 +287,9 @@ impl Checker<'_> {
         let stream = p.stream.as_ref().and_then(|s| self.resolve_stream(s, first_level));
         let saved_loop = self.loop_depth;
         self.loop_depth = 0;
-        self.kernel = Some(KernelFrame::default());
+        let cooperative = first_level == Level::Block
+            && first.level.as_ref().is_some_and(|n| n.cooperative.is_some());
+        self.kernel = Some(KernelFrame { cooperative, ..KernelFrame::default() });
         let depth = self.scopes.depth();
         let (block, body, threads) = if first_level == Level::Block {
             self.scopes.push();
@@ -344,7 +353,9 @@ impl Checker<'_> {
                 }
             }
         }
-        let frame = self.kernel.take().unwrap_or_default();
+        let mut frame = self.kernel.take().unwrap_or_default();
+        let mut attrs = self.kernel_attrs(&p.attrs, &threads, span, &mut frame.launch_checks);
+        attrs.cooperative = cooperative;
         let tree = ParallelTree {
             id,
             span,
@@ -353,8 +364,167 @@ impl Checker<'_> {
             block,
             body,
             launch_checks: frame.launch_checks,
+            attrs,
         };
         Some(Stmt { kind: StmtKind::Parallel(Box::new(tree)), span })
+    }
+
+    /// `[[launch_bounds(…)]]` and `[[maxnreg(n)]]` of a kernel with `threads` threads per
+    /// block (spec §8.8). A written thread bound below a run-time thread count is checked
+    /// before the launch (`launch_checks`).
+    fn kernel_attrs(
+        &mut self,
+        attrs: &[ast::Attribute],
+        threads: &Dim,
+        span: Span,
+        launch_checks: &mut Vec<Check>,
+    ) -> KernelAttrs {
+        let mut out = KernelAttrs::default();
+        let mut maxnreg_span = None;
+        for attr in attrs {
+            match &attr.kind {
+                ast::AttributeKind::LaunchBounds(args) => {
+                    if args.is_empty() || args.len() > 3 {
+                        self.error_label(
+                            "E0617",
+                            attr.span,
+                            format!(
+                                "launch_bounds takes 1 to 3 arguments (max threads, min blocks, \
+                                 max cluster), but got {}",
+                                args.len()
+                            ),
+                            "wrong number of arguments",
+                        );
+                        continue;
+                    }
+                    let mut values = Vec::with_capacity(3);
+                    for (i, a) in args.iter().enumerate() {
+                        if i == 0 && matches!(a.kind, ExprKind::Wildcard) {
+                            values.push(Some(0));
+                            continue;
+                        }
+                        values.push(self.attribute_int(a, "launch_bounds", 0));
+                    }
+                    if values.iter().any(Option::is_none) {
+                        continue;
+                    }
+                    let nonzero = |v: Option<&Option<u32>>| v.copied().flatten().filter(|v| *v > 0);
+                    let max_threads = match (values[0], threads.as_const()) {
+                        (Some(0), Some(n)) => n as u32,
+                        (Some(0), None) => {
+                            self.error_label(
+                                "E0617",
+                                args[0].span,
+                                "the kernel's thread count is only known at run time: write \
+                                 the largest count it is launched with",
+                                "no compile-time thread count",
+                            );
+                            continue;
+                        }
+                        (Some(m), Some(n)) if u64::from(m) < n => {
+                            self.error_label(
+                                "E0617",
+                                args[0].span,
+                                format!(
+                                    "launch_bounds allows at most {m} threads per block, but \
+                                     the parallel-by runs {n}"
+                                ),
+                                "below the thread count",
+                            );
+                            continue;
+                        }
+                        (Some(m), None) => {
+                            let e = dim_to_expr(threads, span);
+                            let check = Check {
+                                kind: CheckKind::MaxThreads { threads: e, limit: u64::from(m) },
+                                message: format!(
+                                    "the parallel-by runs more threads per block than its \
+                                     launch_bounds allows ({m})"
+                                ),
+                                span: args[0].span,
+                            };
+                            launch_checks.push(check);
+                            m
+                        }
+                        (Some(m), Some(_)) => m,
+                        (None, _) => continue,
+                    };
+                    out.launch_bounds = Some(LaunchBounds {
+                        max_threads,
+                        min_blocks: nonzero(values.get(1)),
+                        max_cluster: nonzero(values.get(2)),
+                    });
+                }
+                ast::AttributeKind::MaxNReg(e) => {
+                    if let Some(n) = self.attribute_int(e, "maxnreg", 1) {
+                        if n > 255 {
+                            self.error_label(
+                                "E0617",
+                                e.span,
+                                format!("maxnreg({n}): a thread has at most 255 registers"),
+                                "too many registers",
+                            );
+                        } else {
+                            out.max_registers = Some(n);
+                            maxnreg_span = Some(attr.span);
+                        }
+                    }
+                }
+                ast::AttributeKind::Schedule(_) => {
+                    self.unsupported(attr.span, "`[[schedule(…)]]`", 3);
+                }
+            }
+        }
+        // Both are hints; nvcc refuses them together on one kernel, so the launch bounds
+        // (which also tell it the thread count) win.
+        if let (Some(n), Some(_), Some(m)) = (out.max_registers, out.launch_bounds, maxnreg_span) {
+            self.diags.push(
+                Diagnostic::warning(
+                    "W0604",
+                    m,
+                    format!(
+                        "maxnreg({n}) is not applied: nvcc takes one register constraint per \
+                         kernel, and launch_bounds is kept"
+                    ),
+                )
+                .with_label("ignored")
+                .with_help(
+                    "launch_bounds(threads, min_blocks) bounds registers through occupancy; \
+                     drop it to limit registers with maxnreg",
+                ),
+            );
+            out.max_registers = None;
+        }
+        out
+    }
+
+    /// A compile-time integer argument of a kernel attribute, at least `min`.
+    fn attribute_int(&mut self, e: &ast::Expr, attr: &str, min: i128) -> Option<u32> {
+        let v = self.check_int(e, "an attribute argument");
+        if matches!(v.ty, Ty::Error) {
+            return None;
+        }
+        match fold::const_int(&v) {
+            Some(n) if n >= min && n <= i128::from(u32::MAX) => Some(n as u32),
+            Some(n) => {
+                self.error_label(
+                    "E0617",
+                    e.span,
+                    format!("{attr} needs an integer of at least {min}, but got {n}"),
+                    "out of range",
+                );
+                None
+            }
+            None => {
+                self.error_label(
+                    "E0617",
+                    e.span,
+                    format!("the arguments of {attr} must be known at compile time"),
+                    "not a constant",
+                );
+                None
+            }
+        }
     }
 
     fn resolve_stream(&mut self, s: &ast::Ident, level: Level) -> Option<crate::hir::ParamId> {
@@ -435,8 +605,17 @@ impl Checker<'_> {
                         }
                     }
                 }
-                if let Some(c) = note.cooperative {
-                    self.unsupported(c, "cooperative launches (`<cooperative>`)", 2);
+                if let (Some(c), false) = (note.cooperative, note.level.level == ast::Level::Block)
+                {
+                    self.warn(
+                        "W0603",
+                        c,
+                        format!(
+                            "'<cooperative>' on a '{}' level is ignored: only a block level \
+                             launches cooperatively",
+                            note.level.level.as_str()
+                        ),
+                    );
                 }
             }
         }

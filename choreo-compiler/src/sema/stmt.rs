@@ -3,14 +3,14 @@
 use super::fold;
 use super::scope::Symbol;
 use super::types;
-use super::{Checker, RetState, Val};
+use super::{Checker, Region, RetState, Val};
 use crate::ast::{self, ExprKind, StmtKind as A};
 use crate::diagnostics::Diagnostic;
 use crate::hir::visit::{self, Walk};
 use crate::hir::{
     self, AssignOp, BarrierScope, BufferRef, Check, CheckKind, Dim, ElemTy, FenceScope, HExpr,
     HExprKind, LocalOrigin, LocalPlace, Place, ReturnTy, SpannedTy, Stmt, StmtKind, Storage, Ty,
-    VarId,
+    Unroll, VarId,
 };
 use crate::source::Span;
 
@@ -122,8 +122,7 @@ impl Checker<'_> {
             }
             A::Print(p) => {
                 if p.compile_time {
-                    self.unsupported(span, "compile-time `println!`", 2);
-                    return;
+                    return self.compile_time_print(&p.args, p.newline, span);
                 }
                 let args = p.args.iter().filter_map(|a| self.print_arg(a)).collect();
                 out.push(stmt(StmtKind::Print { newline: p.newline, args }, span));
@@ -276,10 +275,21 @@ impl Checker<'_> {
             A::Wait(targets) => self.check_wait(targets, span, out),
             A::Trigger(_) => self.unsupported(span, "`trigger`", 3),
             A::Call(c) => self.check_call_stmt(c, span, out),
-            A::Assert { .. } => self.unsupported(span, "`assert`", 2),
+            A::Assert { cond, message } => self.check_assert(cond, &message.value, span, out),
             A::Swap { rotate, names } => self.check_swap(*rotate, names, span, out),
             A::Cpp(text) => self.check_cpp(&text.value, span, out),
-            A::Yield => self.unsupported(span, "`yield`", 2),
+            A::Yield => {
+                if self.in_device() {
+                    out.push(stmt(StmtKind::Yield, span));
+                } else {
+                    self.error_label(
+                        "E0705",
+                        span,
+                        "unable to yield outside the parallel-by block(s).",
+                        "host code",
+                    );
+                }
+            }
             // The parser scoped the registration: the calls it allows arrive as `call`s.
             A::IntrinsicPragma { .. } => {}
             A::Asm(a) => self.check_asm(a, span, out),
@@ -287,6 +297,56 @@ impl Checker<'_> {
                 self.check_inthreads(*is_async, pred, body, span, out)
             }
             A::Apply { .. } => self.unsupported(span, "`apply`", 3),
+        }
+    }
+
+    /// `assert(cond, "message")` (spec §19.1): decided here when the condition is a
+    /// constant, checked at run time otherwise.
+    fn check_assert(&mut self, cond: &ast::Expr, message: &str, span: Span, out: &mut Vec<Stmt>) {
+        let c = self.check_scalar(cond, "an assertion");
+        if matches!(c.ty, Ty::Error) {
+            return;
+        }
+        if c.ty.scalar() != Some(ElemTy::Bool) && !c.ty.is_integer() {
+            self.error_label(
+                "E0708",
+                cond.span,
+                format!(
+                    "the assertion can not be evaluated: expect a bool or integer but got '{}'",
+                    types::ty_name(&c.ty)
+                ),
+                "not a condition",
+            );
+            return;
+        }
+        match (&c.kind, fold::const_int(&c)) {
+            (HExprKind::Bool(true), _) => {}
+            (_, Some(v)) if v != 0 => {}
+            (HExprKind::Bool(false), _) | (_, Some(_)) => {
+                self.error_label(
+                    "E0713",
+                    span,
+                    format!("choreo assertion abort: {message}"),
+                    "statically false",
+                );
+            }
+            _ => {
+                let cond = if c.ty.scalar() == Some(ElemTy::Bool) {
+                    c
+                } else {
+                    let zero = fold::int_lit(0, cond.span);
+                    HExpr {
+                        kind: HExprKind::Binary {
+                            op: hir::BinOp::Ne,
+                            lhs: Box::new(c),
+                            rhs: Box::new(HExpr { ty: Ty::Scalar(ElemTy::S64), ..zero }),
+                        },
+                        ty: Ty::Scalar(ElemTy::Bool),
+                        span: cond.span,
+                    }
+                };
+                out.push(stmt(StmtKind::Assert { cond, message: message.to_string() }, span));
+            }
         }
     }
 
@@ -306,16 +366,26 @@ impl Checker<'_> {
         }
         let scope = match level.level {
             ast::Level::Thread | ast::Level::Group => BarrierScope::Warp,
+            // Blocks waiting for each other, in the block-level body of a cooperative kernel
+            // (spec §8.9); the threads of one block, anywhere else.
+            ast::Level::Block
+                if self.region == Region::Device(hir::Level::Block) && self.cooperative() =>
+            {
+                BarrierScope::Grid
+            }
             ast::Level::Block => BarrierScope::Block,
             ast::Level::Group4 | ast::Level::Cluster => {
                 let what = format!("`sync.barrier : {}`", level.level.as_str());
                 return self.unsupported(level.span, &what, 3);
             }
+            ast::Level::Device if self.cooperative() => BarrierScope::Grid,
             ast::Level::Device => {
-                return self.unsupported(
+                return self.error_label(
+                    "E0711",
                     level.span,
-                    "`sync.barrier : device` (grid barriers of cooperative launches)",
-                    2,
+                    "sync.barrier : device requires an enclosing 'parallel : block <cooperative>' \
+                     scope.",
+                    "not in a cooperative kernel",
                 );
             }
             ast::Level::Term => return self.out_of_scope(level.span, "`sync.barrier : term`"),
@@ -1031,7 +1101,23 @@ impl Checker<'_> {
             self.declare_poisoned(id);
             return;
         }
+        if let ExprKind::Select { index, items } = &value.kind {
+            match self.select_data(index, items, value.span, out) {
+                Some(view) => self.bind_view(id, view, out),
+                None => self.declare_poisoned(id),
+            }
+            return;
+        }
         match self.check_expr(value) {
+            Val::Scalar(e) if matches!(e.ty, Ty::Pointer(_)) => {
+                self.error_label(
+                    "E0412",
+                    value.span,
+                    "pointer variables are not supported.",
+                    "an address",
+                );
+                self.declare_poisoned(id);
+            }
             Val::Scalar(e) => {
                 let ty = e.ty.clone();
                 let place = self.scalar_place();
@@ -1107,6 +1193,70 @@ impl Checker<'_> {
     }
 
     // -- print, return ------------------------------------------------------------------------
+
+    /// `print!(…)` / `println!(…)` (spec §16): printed by the compiler, as a note at the
+    /// statement; emits no code. A value only known at run time prints as `?`, with a warning.
+    fn compile_time_print(&mut self, args: &[ast::Expr], newline: bool, span: Span) {
+        let mut text = String::new();
+        for a in args {
+            let value = self.check_expr(a);
+            let printed = match &value {
+                Val::Str(s) => Some(s.clone()),
+                Val::Scalar(e) => match (&e.kind, fold::const_int(e)) {
+                    (HExprKind::Bool(b), _) => Some(b.to_string()),
+                    (HExprKind::Float(f), _) => Some(format!("{f:.6}")),
+                    (_, Some(v)) if e.ty.is_bounded() => Some(format!("{{{v}}}")),
+                    (_, Some(v)) => Some(v.to_string()),
+                    _ => None,
+                },
+                Val::Tuple { items, .. } => items
+                    .iter()
+                    .map(|e| fold::const_int(e).map(|v| v.to_string()))
+                    .collect::<Option<Vec<_>>>()
+                    .map(|items| format!("{{{}}}", items.join(", "))),
+                Val::Shape(dims) => dims
+                    .iter()
+                    .map(|d| match d {
+                        Dim::Const(c) => Some(c.to_string()),
+                        Dim::Sym(s) => self.syms.get(s.index()).map(|s| s.name.clone()),
+                        _ => None,
+                    })
+                    .collect::<Option<Vec<_>>>()
+                    .map(|dims| format!("[{}]", dims.join(", "))),
+                Val::Error => Some("?".to_string()),
+                other => {
+                    self.error_label(
+                        "E0710",
+                        a.span,
+                        format!(
+                            "the argument of type '{}' is not supported for printing.",
+                            other.describe()
+                        ),
+                        "cannot be printed",
+                    );
+                    Some("?".to_string())
+                }
+            };
+            match printed {
+                Some(p) => text.push_str(&p),
+                None => {
+                    self.warn(
+                        "W0705",
+                        a.span,
+                        format!(
+                            "compile-time evaluation of type '{}' is impossible: `{}` is only \
+                             known at run time",
+                            value.describe(),
+                            self.text(a.span)
+                        ),
+                    );
+                    text.push('?');
+                }
+            }
+        }
+        let label = if newline { "println!" } else { "print!" };
+        self.diags.push(Diagnostic::note("N0701", span, text).with_label(label));
+    }
 
     fn print_arg(&mut self, a: &ast::Expr) -> Option<HExpr> {
         let span = a.span;
@@ -1428,14 +1578,25 @@ impl Checker<'_> {
     }
 
     fn check_foreach(&mut self, f: &ast::Foreach, span: Span, out: &mut Vec<Stmt>) {
+        let mut unroll = None;
         for s in &f.suffixes {
             match s {
-                ast::LoopSuffix::Unroll { span, .. } => {
-                    self.unsupported(*span, "`foreach … : unroll`", 2)
+                ast::LoopSuffix::Unroll { factor: None, span: s } => {
+                    unroll = Some((Unroll::Full, *s))
                 }
-                ast::LoopSuffix::Vectorize { span, .. } => {
-                    self.out_of_scope(*span, "`foreach … : vectorize`")
+                ast::LoopSuffix::Unroll { factor: Some((n, nspan)), .. } => {
+                    match u32::try_from(n.value).ok().filter(|n| *n > 0) {
+                        Some(n) => unroll = Some((Unroll::Factor(n), *nspan)),
+                        None => self.error_label(
+                            "E0714",
+                            *nspan,
+                            "unroll factor must be a positive integer",
+                            "not a positive factor",
+                        ),
+                    }
                 }
+                // A request the compiler may ignore (spec §9.1): nvcc vectorises what it can.
+                ast::LoopSuffix::Vectorize { .. } => {}
             }
         }
         self.scopes.push();
@@ -1463,8 +1624,32 @@ impl Checker<'_> {
         let mut body = self.check_stmts(&f.body.stmts);
         self.loop_depth -= 1;
         self.scopes.pop();
-        for (var, start, end, step, reset) in loops.into_iter().rev() {
-            body = vec![stmt(StmtKind::For { var, start, end, step, reset, body }, span)];
+        // A factor unrolls the innermost loop; a full unroll, the whole nest.
+        let innermost = loops.len().saturating_sub(1);
+        if let Some((Unroll::Factor(n), nspan)) = unroll {
+            if let Some((_, start, end, step, _)) = loops.last() {
+                let trips = fold::const_int(end)
+                    .zip(fold::const_int(start))
+                    .map(|(e, s)| ((e - s).max(0) + *step as i128 - 1) / *step as i128);
+                if let Some(trips) = trips.filter(|t| i128::from(n) > *t) {
+                    self.error_label(
+                        "E0714",
+                        nspan,
+                        format!(
+                            "unroll factor {n} is larger than the trip count {trips} of the loop"
+                        ),
+                        "too large",
+                    );
+                }
+            }
+        }
+        for (i, (var, start, end, step, reset)) in loops.into_iter().enumerate().rev() {
+            let unroll = match unroll {
+                Some((Unroll::Full, _)) => Some(Unroll::Full),
+                Some((factor, _)) if i == innermost => Some(factor),
+                _ => None,
+            };
+            body = vec![stmt(StmtKind::For { var, start, end, step, reset, unroll, body }, span)];
         }
         prefix.extend(body);
         out.push(stmt(StmtKind::Block(prefix), span));

@@ -16,9 +16,10 @@ use super::fold;
 use super::scope::Symbol;
 use super::{Checker, Val};
 use crate::ast::{self, ExprKind};
+use crate::diagnostics::Diagnostic;
 use crate::hir::{
-    self, BufferRef, Dim, ElemTy, HExpr, HExprKind, Layout, LocalOrigin, LocalPlace, Stmt,
-    StmtKind, Ty, VarId, View, arith,
+    self, BinOp, BufferRef, Dim, ElemTy, HExpr, HExprKind, Layout, LocalOrigin, LocalPlace,
+    SpannedTy, Stmt, StmtKind, Ty, VarId, View, arith,
 };
 use crate::source::Span;
 
@@ -953,4 +954,176 @@ fn dim_rem(a: &Dim, b: &Dim, span: Span) -> Dim {
 /// The element count of a shape, when constant.
 fn count_const(dims: &[Dim]) -> Option<u64> {
     dims.iter().try_fold(1u64, |acc, d| d.as_const().and_then(|c| acc.checked_mul(c)))
+}
+
+// -- select -----------------------------------------------------------------------------------
+
+impl Checker<'_> {
+    /// `select(k, a, b, …)` of same-typed data (spec §14.3), where it may stand: a DMA source
+    /// or destination, or data given a name (`x = select(…)`). The choice is made once, here,
+    /// into a pointer local ([`LocalPlace::Selected`]) whose view is returned. The candidates
+    /// are whole buffers or futures' data; the index must be proven in range (a constant, a
+    /// bounded variable, `k % n`, `k & m`), so that no run-time check is needed.
+    pub(crate) fn select_data(
+        &mut self,
+        index: &ast::Expr,
+        items: &[ast::Expr],
+        span: Span,
+        out: &mut Vec<Stmt>,
+    ) -> Option<View> {
+        if !self.in_device() {
+            self.error_label(
+                "E0457",
+                span,
+                "`select` is only allowed inside a parallel-by",
+                "host code",
+            );
+            return None;
+        }
+        let k = self.check_scalar(index, "a select index");
+        if matches!(k.ty, Ty::Error) {
+            return None;
+        }
+        if !k.ty.is_integer() {
+            self.error_label(
+                "E0457",
+                index.span,
+                format!(
+                    "expect `{}` to be a (bounded) integer type, but got '{}'",
+                    self.text(index.span),
+                    crate::sema::types::ty_name(&k.ty)
+                ),
+                "not an integer",
+            );
+            return None;
+        }
+        let mut views = Vec::with_capacity(items.len());
+        for item in items {
+            views.push(self.check_data(item, "a select candidate"));
+        }
+        let views: Vec<View> = views.into_iter().collect::<Option<_>>()?;
+        let first = views.first()?.clone();
+        let describe = |v: &View| {
+            crate::sema::types::ty_name(&Ty::Spanned(SpannedTy {
+                elem: v.elem,
+                dims: v.dims.clone(),
+                storage: v.storage,
+            }))
+        };
+        let mut ok = true;
+        for (item, v) in items.iter().zip(&views) {
+            if !v.is_whole(&self.buffer_dims(v.buffer)) {
+                self.diags.push(
+                    Diagnostic::error(
+                        "E0457",
+                        item.span,
+                        format!(
+                            "`select` chooses among whole buffers and futures' data, but `{}` \
+                             is a view",
+                            self.text(item.span)
+                        ),
+                    )
+                    .with_label("a view")
+                    .with_help("select the buffers, then take the view of the result"),
+                );
+                ok = false;
+            } else if v.elem != first.elem || v.storage != first.storage || v.dims != first.dims {
+                self.error_label(
+                    "E0457",
+                    item.span,
+                    format!(
+                        "expect `{}`({}) to be the same type as `{}`({})",
+                        self.text(item.span),
+                        describe(v),
+                        self.text(items[0].span),
+                        describe(&first)
+                    ),
+                    "a different type",
+                );
+                ok = false;
+            }
+        }
+        if !ok {
+            return None;
+        }
+        let n = views.len() as i128;
+        if let Some(c) = fold::const_int(&k) {
+            if !(0..n).contains(&c) {
+                self.error_label(
+                    "E0457",
+                    index.span,
+                    format!("The select factor `{c}` is not in bound [0, {n})"),
+                    "out of range",
+                );
+                return None;
+            }
+            return views.into_iter().nth(c as usize);
+        }
+        if !self.proven_below(&k, n) {
+            self.diags.push(
+                Diagnostic::error(
+                    "E0457",
+                    index.span,
+                    format!(
+                        "the select index `{}` is not provably within [0, {n})",
+                        self.text(index.span)
+                    ),
+                )
+                .with_label("may be out of range")
+                .with_help(format!(
+                    "use a bounded variable of extent {n} or less, or reduce it: `k % {n}`"
+                )),
+            );
+            return None;
+        }
+        let mut options = Vec::with_capacity(views.len());
+        for v in &views {
+            self.mark_access(v.buffer, true, true);
+            let zeros = vec![fold::int_lit(0, span); v.dims.len()];
+            options.push(HExpr {
+                kind: HExprKind::Address { buffer: v.buffer, index: v.element(zeros, span) },
+                ty: Ty::Pointer(v.elem),
+                span,
+            });
+        }
+        let ty = SpannedTy { elem: first.elem, dims: first.dims.clone(), storage: first.storage };
+        let var = self.new_local(
+            "selected",
+            span,
+            Ty::Spanned(ty.clone()),
+            LocalPlace::Selected,
+            false,
+            LocalOrigin::Decl,
+        );
+        let init = HExpr {
+            kind: HExprKind::Select { index: Box::new(k), options },
+            ty: Ty::Pointer(first.elem),
+            span,
+        };
+        out.push(Stmt { kind: StmtKind::Let { var, init: Some(init) }, span });
+        Some(View::whole(BufferRef::Local(var), &ty, span))
+    }
+
+    /// Whether the integer `k` is in `[0, n)` whatever the values it depends on.
+    fn proven_below(&self, k: &HExpr, n: i128) -> bool {
+        let constant = |e: &HExpr| match e.kind {
+            HExprKind::Int(c) => Some(c),
+            _ => None,
+        };
+        match &k.kind {
+            HExprKind::Var(v) => {
+                matches!(self.upper_of(*v), Some(Dim::Const(u)) if i128::from(u) <= n)
+            }
+            HExprKind::Binary { op: BinOp::Rem, lhs, rhs } => {
+                let non_negative = lhs.ty.is_bounded()
+                    || lhs.ty.scalar().is_some_and(|t| t.is_int() && !t.is_signed_int());
+                non_negative && constant(rhs).is_some_and(|c| c > 0 && c <= n)
+            }
+            HExprKind::Binary { op: BinOp::BitAnd, rhs, .. } => {
+                constant(rhs).is_some_and(|m| m >= 0 && m < n)
+            }
+            HExprKind::Cast { operand, .. } => self.proven_below(operand, n),
+            _ => false,
+        }
+    }
 }

@@ -45,14 +45,16 @@ impl FnEmitter<'_, '_> {
                 if let (LocalPlace::SharedScalar, Region::Device(kernel)) = (local.place, region) {
                     return self.decl_shared_scalar(span, *var, kernel);
                 }
-                if local.place == LocalPlace::Future {
-                    // A future's data pointer: null until a DMA binds it.
+                if matches!(local.place, LocalPlace::Future | LocalPlace::Selected) {
+                    // A future's data pointer (null until a DMA binds it), or the data a
+                    // `select` chose.
                     let elem = match &local.ty {
                         Ty::Spanned(t) => cpp_elem(t.elem),
-                        _ => return self.bug(span, "a future without a data type"),
+                        _ => return self.bug(span, "a pointer local without a data type"),
                     };
                     let name = self.names().local(*var).to_string();
-                    self.w.line(span, &format!("[[maybe_unused]] {elem}* {name} = nullptr;"));
+                    let value = init.as_ref().map_or("nullptr".to_string(), |e| self.expr(e));
+                    self.w.line(span, &format!("[[maybe_unused]] {elem}* {name} = {value};"));
                     return;
                 }
                 let name = self.names().local(*var).to_string();
@@ -129,7 +131,7 @@ impl FnEmitter<'_, '_> {
                 self.block(span, &format!("while ({c}) "), body, region);
                 self.w.line(span, "}");
             }
-            StmtKind::For { var, start, end, step, reset, body } => {
+            StmtKind::For { var, start, end, step, reset, unroll, body } => {
                 let name = self.names().local(*var).to_string();
                 let declares = matches!(
                     self.f.local(*var).map(|l| &l.origin),
@@ -144,6 +146,13 @@ impl FnEmitter<'_, '_> {
                 };
                 let increment =
                     if *step == 1 { format!("++{name}") } else { format!("{name} += {step}") };
+                match unroll {
+                    Some(hir::Unroll::Full) => self.w.line(span, "#pragma unroll"),
+                    Some(hir::Unroll::Factor(n)) => {
+                        self.w.line(span, &format!("#pragma unroll {n}"))
+                    }
+                    None => {}
+                }
                 self.block(
                     span,
                     &format!("for ({init}; {name} < {end}; {increment}) "),
@@ -157,6 +166,25 @@ impl FnEmitter<'_, '_> {
             }
             StmtKind::Break => self.w.line(span, "break;"),
             StmtKind::Continue => self.w.line(span, "continue;"),
+            StmtKind::Assert { cond, message } => {
+                let c = self.condition(cond);
+                let text = super::writer::c_escape(
+                    &format!("{}: choreo assertion abort: {message}", self.db.location(span)),
+                    true,
+                );
+                if host {
+                    self.w.line(span, &format!("__CHOREO_CHECK({c}, \"{text}\");"));
+                } else {
+                    self.w
+                        .line(span, &format!("if (!({c})) {{ printf(\"{text}\\n\"); __trap(); }}"));
+                }
+            }
+            StmtKind::Yield => {
+                if host {
+                    return self.bug(span, "`yield` in host code");
+                }
+                self.w.line(span, "return;");
+            }
             StmtKind::Print { newline, args } => {
                 let text = self.print(span, *newline, args);
                 self.w.line(span, &text);
@@ -200,6 +228,7 @@ impl FnEmitter<'_, '_> {
                     match scope {
                         BarrierScope::Warp => "__syncwarp();",
                         BarrierScope::Block => "__syncthreads();",
+                        BarrierScope::Grid => "cooperative_groups::this_grid().sync();",
                     },
                 );
             }
@@ -428,32 +457,43 @@ impl FnEmitter<'_, '_> {
             None => format!("({})", extents.join(" * ")),
         };
         let cp_async = if dma.is_async { self.cp_async_width(dma) } else { None };
-        self.w.line(
-            span,
-            &format!(
-                "for (int __choreo_e = {tid}; __choreo_e < {count}; __choreo_e += {threads}) {{"
-            ),
-        );
-        self.w.indent += 1;
-        for (k, v) in dma.indices.iter().enumerate() {
-            let name = self.names().local(*v).to_string();
-            let below = &extents[k + 1..];
-            let mut value = match below.len() {
-                0 => "__choreo_e".to_string(),
-                1 => format!("__choreo_e / {}", below[0]),
-                _ => format!("__choreo_e / ({})", below.join(" * ")),
-            };
-            if k > 0 {
-                value = format!("{value} % {}", extents[k]);
+        let vector = crate::lower::vector::dma_vector(dma, cp_async.is_some())
+            .and_then(|v| self.vector_condition(span, dma, v).map(|c| (v, c)));
+        if let Some((v, condition)) = &vector {
+            let v = *v;
+            // Whole rows, 8 or 16 bytes at a time, when the run time allows it.
+            let mut wide = extents.clone();
+            if let Some(last) = wide.last_mut() {
+                *last = format!(
+                    "{}",
+                    dma.extents.last().and_then(Dim::as_const).unwrap_or(0) / v.elems
+                );
             }
-            self.w.line(span, &format!("[[maybe_unused]] const int {name} = {value};"));
+            let wide_count = match count.parse::<u64>() {
+                Ok(n) => (n / v.elems).to_string(),
+                Err(_) => format!("({})", wide.join(" * ")),
+            };
+            self.w.line(span, &format!("if ({condition}) {{"));
+            self.w.indent += 1;
+            self.dma_loop(span, dma, &tid, &threads, &wide, &wide_count, Some(v.elems));
+            self.vector_element(&dma.element, v, cp_async.is_some());
+            self.w.indent -= 1;
+            self.w.line(span, "}");
+            self.w.indent -= 1;
+            self.w.line(span, "} else {");
+            self.w.indent += 1;
         }
+        self.dma_loop(span, dma, &tid, &threads, &extents, &count, None);
         match cp_async {
             Some(bytes) => self.cp_async_element(&dma.element, bytes),
             None => self.stmt(&dma.element, Region::Device(kernel)),
         }
         self.w.indent -= 1;
         self.w.line(span, "}");
+        if vector.is_some() {
+            self.w.indent -= 1;
+            self.w.line(span, "}");
+        }
         match (dma.is_async, cp_async) {
             (true, Some(_)) => self.w.line(span, "::__choreo_cp_async_commit();"),
             (true, None) => {}
@@ -468,6 +508,148 @@ impl FnEmitter<'_, '_> {
                 format!("{g} = __choreo_groups;")
             };
             self.w.line(span, &line);
+        }
+    }
+
+    /// Opens the loop of a DMA over its box (`extents`, the innermost divided by `vector`
+    /// elements when it copies wide) and declares the box indices; the caller writes the
+    /// element and closes the loop.
+    #[allow(clippy::too_many_arguments)]
+    fn dma_loop(
+        &mut self,
+        span: Span,
+        dma: &hir::Dma,
+        tid: &str,
+        threads: &str,
+        extents: &[String],
+        count: &str,
+        vector: Option<u64>,
+    ) {
+        self.w.line(
+            span,
+            &format!(
+                "for (int __choreo_e = {tid}; __choreo_e < {count}; __choreo_e += {threads}) {{"
+            ),
+        );
+        self.w.indent += 1;
+        let last = dma.indices.len().saturating_sub(1);
+        for (k, v) in dma.indices.iter().enumerate() {
+            let name = self.names().local(*v).to_string();
+            let below = &extents[k + 1..];
+            let mut value = match below.len() {
+                0 => "__choreo_e".to_string(),
+                1 => format!("__choreo_e / {}", below[0]),
+                _ => format!("__choreo_e / ({})", below.join(" * ")),
+            };
+            if k > 0 {
+                value = format!("{value} % {}", extents[k]);
+            }
+            if let (Some(n), true) = (vector, k == last) {
+                value = format!("({value}) * {n}");
+            }
+            self.w.line(span, &format!("[[maybe_unused]] const int {name} = {value};"));
+        }
+    }
+
+    /// What the run time must confirm before a DMA copies `v` elements at a time (see
+    /// `lower::vector`): both buffers and the box's first elements aligned to the vector, and
+    /// the rows of both buffers (their innermost extents, and the strides of flat views) a
+    /// multiple of it. `None` when a row is statically not such a multiple.
+    fn vector_condition(
+        &mut self,
+        span: Span,
+        dma: &hir::Dma,
+        v: crate::lower::vector::VectorCopy,
+    ) -> Option<String> {
+        let mut parts = Vec::new();
+        for view in [&dma.src, &dma.dst] {
+            let dims = self.dims_of_buffer(view.buffer);
+            match dims.last() {
+                Some(Dim::Const(c)) if c % v.elems != 0 => return None,
+                Some(Dim::Const(_)) => {}
+                Some(d) => {
+                    let d = self.dim_raw(d);
+                    parts.push(format!("static_cast<unsigned>({d}) % {}u == 0", v.elems));
+                }
+                None => return None,
+            }
+            if let hir::Layout::Flat { strides, .. } = &view.layout {
+                for s in &strides[..strides.len().saturating_sub(1)] {
+                    match hir::arith::const_int(s) {
+                        Some(c) if c % i128::from(v.elems as u32) != 0 => return None,
+                        Some(_) => {}
+                        None => {
+                            let s = self.expr(s);
+                            parts.push(format!("({s}) % {} == 0", v.elems));
+                        }
+                    }
+                }
+            }
+            let zeros: Vec<HExpr> = vec![hir::arith::int_lit(0, span); dims.len()];
+            let base = self.element(span, view.buffer, &hir::ElemIndex::Coords(zeros));
+            let origin = vec![hir::arith::int_lit(0, span); view.dims.len()];
+            let first_index = view.element(origin, span);
+            // Shared buffers start at aligned offsets of the pool (16 bytes or more), so their
+            // base needs no test, nor a first element at a constant offset.
+            let shared = view.storage == hir::Storage::Shared;
+            if shared {
+                match constant_offset(&first_index, &dims) {
+                    Some(offset) if (offset * view.elem.size_bytes()) % v.bytes == 0 => continue,
+                    Some(_) => return None,
+                    None => {}
+                }
+            }
+            let first = self.element(span, view.buffer, &first_index);
+            let addresses = if shared {
+                format!("reinterpret_cast<std::uintptr_t>(&{first})")
+            } else {
+                format!(
+                    "(reinterpret_cast<std::uintptr_t>(&{base}) | reinterpret_cast<std::uintptr_t>(&{first}))"
+                )
+            };
+            parts.push(format!("{addresses} % {} == 0", v.bytes));
+        }
+        Some(parts.join(" && "))
+    }
+
+    /// One wide copy: `v.elems` elements from the source element's address on, to the
+    /// destination element's, behind the bounds checks of the first elements (the vector
+    /// starts at a multiple of its width in a row of a multiple of it: all its elements are in
+    /// bounds when the first is).
+    fn vector_element(
+        &mut self,
+        element: &Stmt,
+        v: crate::lower::vector::VectorCopy,
+        cp_async: bool,
+    ) {
+        let span = element.span;
+        let StmtKind::Assign { target: Place::Elem { buffer, index, id }, value, .. } =
+            &element.kind
+        else {
+            return self.bug(span, "a wide copy that is not an element copy");
+        };
+        let HExprKind::At { buffer: src, index: src_index, id: src_id } = &value.kind else {
+            return self.bug(span, "a wide copy that is not an element copy");
+        };
+        let dst = self.element(span, *buffer, index);
+        let from = self.element(span, *src, src_index);
+        let guards: Vec<String> =
+            [self.bounds_guard(*src_id, *src, src_index), self.bounds_guard(*id, *buffer, index)]
+                .into_iter()
+                .flatten()
+                .collect();
+        let word = if v.bytes == 16 { "uint4" } else { "uint2" };
+        let copy = if cp_async {
+            format!("::__choreo_cp_async<{}>(&{dst}, &{from});", v.bytes)
+        } else {
+            format!(
+                "*reinterpret_cast<{word}*>(&{dst}) = *reinterpret_cast<const {word}*>(&{from});"
+            )
+        };
+        if guards.is_empty() {
+            self.w.line(span, &copy);
+        } else {
+            self.w.line(span, &format!("if ({}) {copy}", guards.join(" && ")));
         }
     }
 
@@ -779,6 +961,24 @@ impl FnEmitter<'_, '_> {
                     ),
                 );
             }
+        }
+    }
+}
+
+/// The offset in elements of an element at constant coordinates of a buffer of constant
+/// extents.
+fn constant_offset(index: &hir::ElemIndex, dims: &[Dim]) -> Option<u64> {
+    match index {
+        hir::ElemIndex::Flat(offset) => {
+            hir::arith::const_int(offset).and_then(|o| u64::try_from(o).ok())
+        }
+        hir::ElemIndex::Coords(coords) => {
+            let mut offset = 0u64;
+            for (c, d) in coords.iter().zip(dims) {
+                let c = u64::try_from(hir::arith::const_int(c)?).ok()?;
+                offset = offset.checked_mul(d.as_const()?)?.checked_add(c)?;
+            }
+            Some(offset)
         }
     }
 }

@@ -127,6 +127,23 @@ impl FnEmitter<'_, '_> {
                 format!("(&{element})")
             }
             HExprKind::Null => "nullptr".to_string(),
+            HExprKind::Select { index, options } => {
+                // `(i == 0 ? a : i == 1 ? b : c)`: the index is proven in range, so the last
+                // option needs no test.
+                let i = self.converted(index, ElemTy::S32);
+                let last = options.len().saturating_sub(1);
+                let mut text = String::from("(");
+                for (k, o) in options.iter().enumerate() {
+                    let address = self.expr(o);
+                    if k < last {
+                        text.push_str(&format!("{i} == {k} ? {address} : "));
+                    } else {
+                        text.push_str(&address);
+                    }
+                }
+                text.push(')');
+                text
+            }
             HExprKind::Call { callee, targs, args } => {
                 let args: Vec<String> = args.iter().map(|a| self.expr(a)).collect();
                 let targs: Vec<String> = targs
@@ -381,6 +398,11 @@ impl FnEmitter<'_, '_> {
                     format.push_str("%lld");
                     let v = self.expr(a);
                     values.push(format!("static_cast<long long>({v})"));
+                }
+                Ty::Pointer(_) => {
+                    format.push_str("%p");
+                    let v = self.expr(a);
+                    values.push(format!("static_cast<const void*>({v})"));
                 }
                 _ => self.bug(a.span, "a print argument of a type that cannot be printed"),
             },

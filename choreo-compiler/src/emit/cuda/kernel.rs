@@ -6,6 +6,7 @@ use super::{FnEmitter, Region};
 use crate::hir::{self, Capture, KernelId, ParamKind, Ty};
 use crate::lower::{AfterLaunch, KernelPlan, StreamRef};
 use crate::source::Span;
+use std::fmt::Write as _;
 
 impl FnEmitter<'_, '_> {
     pub(super) fn capture_decl(&mut self, span: Span, c: Capture) -> String {
@@ -89,7 +90,23 @@ impl FnEmitter<'_, '_> {
                 comment_text(&self.db.location(span))
             ),
         );
-        self.w.line(span, &format!("static __global__ void {symbol}({}) {{", params.join(", ")));
+        let mut qualifiers = String::new();
+        if let Some(b) = k.attrs.launch_bounds {
+            let mut args = vec![b.max_threads.to_string()];
+            match (b.min_blocks, b.max_cluster) {
+                (None, None) => {}
+                (min, None) => args.push(min.unwrap_or(0).to_string()),
+                (min, Some(c)) => args.extend([min.unwrap_or(0).to_string(), c.to_string()]),
+            }
+            let _ = write!(qualifiers, " __launch_bounds__({})", args.join(", "));
+        }
+        if let Some(n) = k.attrs.max_registers {
+            let _ = write!(qualifiers, " __maxnreg__({n})");
+        }
+        self.w.line(
+            span,
+            &format!("static __global__ void{qualifiers} {symbol}({}) {{", params.join(", ")),
+        );
         self.w.indent += 1;
         const AXES: [&str; 3] = ["x", "y", "z"];
         if tree.block.vars.len() > 3 {
@@ -226,6 +243,46 @@ impl FnEmitter<'_, '_> {
         total.unwrap_or_else(|| "0ull".to_string())
     }
 
+    /// A cooperative launch: the grid must fit on the device at once (checked against the
+    /// occupancy the kernel allows, so that a grid barrier cannot hang), then the launch
+    /// carries the cooperative attribute.
+    fn cooperative_launch(&mut self, span: Span, symbol: &str, grid: &[String]) {
+        let lines = [
+            "int __choreo_device = 0, __choreo_sms = 0, __choreo_per_sm = 0;".to_string(),
+            "__CHOREO_TRY(cudaGetDevice(&__choreo_device));".to_string(),
+            "__CHOREO_TRY(cudaDeviceGetAttribute(&__choreo_sms, cudaDevAttrMultiProcessorCount, __choreo_device));".to_string(),
+            format!(
+                "__CHOREO_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&__choreo_per_sm, {symbol}, static_cast<int>(__choreo_launch.blockDim.x), __choreo_launch.dynamicSmemBytes));"
+            ),
+            format!(
+                "const unsigned long long __choreo_grid = static_cast<unsigned long long>({}) * {} * {};",
+                grid[0], grid[1], grid[2]
+            ),
+        ];
+        for l in &lines {
+            self.w.line(span, l);
+        }
+        let message = super::writer::c_escape(
+            &format!(
+                "the cooperative parallel-by at {} launches more blocks than fit on the device \
+                 at once",
+                self.db.location(span)
+            ),
+            true,
+        );
+        self.w.line(
+            span,
+            &format!(
+                "__CHOREO_CHECK(__choreo_grid <= static_cast<unsigned long long>(__choreo_per_sm) * static_cast<unsigned long long>(__choreo_sms), \"{message}: %llu blocks, at most %d per multiprocessor x %d multiprocessors\", __choreo_grid, __choreo_per_sm, __choreo_sms);"
+            ),
+        );
+        self.w.line(span, "cudaLaunchAttribute __choreo_attr = {};");
+        self.w.line(span, "__choreo_attr.id = cudaLaunchAttributeCooperative;");
+        self.w.line(span, "__choreo_attr.val.cooperative = 1;");
+        self.w.line(span, "__choreo_launch.attrs = &__choreo_attr;");
+        self.w.line(span, "__choreo_launch.numAttrs = 1;");
+    }
+
     pub(super) fn launch(&mut self, tree: &hir::ParallelTree) {
         let Some((k, symbol)) = self.kernel_plan(tree) else { return };
         let span = tree.span;
@@ -291,6 +348,9 @@ impl FnEmitter<'_, '_> {
                 span,
                 "__choreo_launch.dynamicSmemBytes = static_cast<std::size_t>(__choreo_smem_bytes);",
             );
+        }
+        if k.attrs.cooperative {
+            self.cooperative_launch(span, &symbol, &grid);
         }
         let mut args = vec!["&__choreo_launch".to_string(), symbol];
         args.extend(k.captures.iter().map(|c| self.capture_arg(*c)));

@@ -111,7 +111,13 @@ pub fn emit_cuda(
     diags: &mut Diagnostics,
 ) -> String {
     let mut w = Writer::new(db, file);
-    w.raw(&support::prelude(db.file(file).name(), &plan.scope.renamed_main(), options));
+    let cooperative = plan.functions.iter().flat_map(|f| &f.kernels).any(|k| k.attrs.cooperative);
+    w.raw(&support::prelude(
+        db.file(file).name(),
+        &plan.scope.renamed_main(),
+        options,
+        cooperative,
+    ));
     let mut plans = plan.functions.iter();
     for item in &program.items {
         match item {
