@@ -12,10 +12,11 @@
 //     (own, float storage rounded to 10 mantissa bits), sub-byte integers bin1 s2 s4 s6 u1 u2 u4 u6
 //     (own, unpacked one byte per element, values wrap modulo 2^bits), the `_t` alias of each, and
 //     stream_t;
-//   - arithmetic on the CUDA low-precision types: fp8 `+ - * /` returning float, fp6/fp4 `+ - * /`
-//     returning the operand type, and `operator<<(std::ostream&, ...)` for all of them (printed as
-//     float). These live in the global namespace, next to the CUDA types, so argument-dependent lookup
-//     finds them from any namespace;
+//   - arithmetic on the CUDA low-precision types: fp8 `+ - * /` returning float, fp8 comparisons
+//     `== != < <= > >=` of the values (IEEE: -0 == +0, NaN unequal to everything), fp6/fp4
+//     `+ - * /` returning the operand type, and `operator<<(std::ostream&, ...)` for all of them
+//     (printed as float). These live in the global namespace, next to the CUDA types, so
+//     argument-dependent lookup finds them from any namespace;
 //   - mdspan<Rank> (§9.6), spanned_view<T, Rank> (§9.5), spanned_data<T, Rank> (§9.4) with
 //     bounds-checked chained operator[], fill, fill_random, element_count, bytes, rank, view;
 //     make_spandata (variadic and braced forms), make_spanview (<T, Rank> and <Rank, T> orders, T*,
@@ -1296,8 +1297,19 @@ CHOREO_HOST_DEVICE inline void croq_assert(bool cond, const char* msg,
   CHOREO_HOST_DEVICE inline T operator/(T a, T b) { return T(float(a) / float(b)); }        \
   inline std::ostream& operator<<(std::ostream& os, T x) { return os << float(x); }
 
+// cuda_fp8.h has no comparisons; host code checks fp8 results with them (as it does halves).
+#define CHOREO_FLOAT_COMPARISONS(T)                                                    \
+  CHOREO_HOST_DEVICE inline bool operator==(T a, T b) { return float(a) == float(b); } \
+  CHOREO_HOST_DEVICE inline bool operator!=(T a, T b) { return float(a) != float(b); } \
+  CHOREO_HOST_DEVICE inline bool operator<(T a, T b) { return float(a) < float(b); }   \
+  CHOREO_HOST_DEVICE inline bool operator<=(T a, T b) { return float(a) <= float(b); } \
+  CHOREO_HOST_DEVICE inline bool operator>(T a, T b) { return float(a) > float(b); }   \
+  CHOREO_HOST_DEVICE inline bool operator>=(T a, T b) { return float(a) >= float(b); }
+
 CHOREO_FLOAT_RESULT_OPERATORS(__nv_fp8_e4m3)
 CHOREO_FLOAT_RESULT_OPERATORS(__nv_fp8_e5m2)
+CHOREO_FLOAT_COMPARISONS(__nv_fp8_e4m3)
+CHOREO_FLOAT_COMPARISONS(__nv_fp8_e5m2)
 #if CHOREO_HAS_CUDA_FP6_FP4
 CHOREO_SAME_TYPE_OPERATORS(__nv_fp6_e2m3)
 CHOREO_SAME_TYPE_OPERATORS(__nv_fp6_e3m2)
@@ -1309,6 +1321,7 @@ using choreo::f6_e3m2;
 #endif
 
 #undef CHOREO_FLOAT_RESULT_OPERATORS
+#undef CHOREO_FLOAT_COMPARISONS
 #undef CHOREO_SAME_TYPE_OPERATORS
 
 // __half and __nv_bfloat16 convert implicitly to several arithmetic types, which makes

@@ -165,7 +165,10 @@ fn rust_elem(t: ElemTy) -> Option<&'static str> {
     })
 }
 
-/// The Rust type of a scalar at the C ABI (`f16`/`bf16` travel as their bits).
+/// The Rust type of a scalar at the C ABI. `f16`/`bf16` travel as their bits; the fp8 types as
+/// themselves: `F8E4M3`/`F8E5M2` are `#[repr(transparent)]` over `u8`, and the C ABI passes the
+/// C++ `__nv_fp8_e4m3`/`__nv_fp8_e5m2` (trivially copyable one-byte structs) like a one-byte
+/// integer.
 fn abi_scalar(t: ElemTy) -> Option<&'static str> {
     match t {
         ElemTy::F16 | ElemTy::Bf16 => Some("u16"),
@@ -178,6 +181,8 @@ fn zero_of(t: ElemTy) -> &'static str {
     match t {
         ElemTy::Bool => "false",
         ElemTy::F32 | ElemTy::F64 => "0.0",
+        ElemTy::F8E4m3 => "::choreo::F8E4M3::ZERO",
+        ElemTy::F8E5m2 => "::choreo::F8E5M2::ZERO",
         _ => "0",
     }
 }

@@ -186,7 +186,12 @@ pub(crate) fn promote(a: ElemTy, b: ElemTy) -> Promoted {
                 }
             }
         };
-        return Promoted::Ok(if float_rank(pick) == 1 { ElemTy::F32 } else { pick });
+        // An f8 operand is converted to f32 before the operation (spec §5.7), so f8 op f16 is
+        // f32 op f16: f32.
+        let narrow = |t: ElemTy| t.is_float() && float_rank(t) == 1;
+        let computed_in_f32 =
+            (narrow(a) || narrow(b)) && float_rank(pick) < float_rank(ElemTy::F32);
+        return Promoted::Ok(if computed_in_f32 { ElemTy::F32 } else { pick });
     }
     let (a, b) = (int_promote(a), int_promote(b));
     if a == b {
@@ -353,6 +358,29 @@ mod tests {
         assert_eq!(fold_int_binary(BinOp::Div, 1, 0, ElemTy::S32), Err(FoldError::DivByZero));
         assert_eq!(fold_int_binary(BinOp::Rem, 1, 0, ElemTy::U32), Err(FoldError::DivByZero));
         assert_eq!(fold_int_binary(BinOp::Shl, 1, 70, ElemTy::S32), Ok(None));
+    }
+
+    #[test]
+    fn fp8_operands_are_computed_in_f32_or_wider() {
+        use ElemTy::*;
+        let common = |a, b| match promote(a, b) {
+            Promoted::Ok(t) => t,
+            Promoted::HalfMix => panic!("{a:?} and {b:?} are not a half mix"),
+        };
+        for (a, b, want) in [
+            (F8E4m3, F8E4m3, F32),
+            (F8E4m3, F8E5m2, F32),
+            (F8E5m2, S32, F32),
+            (U8, F8E4m3, F32),
+            (F16, F8E5m2, F32),
+            (F8E4m3, Bf16, F32),
+            (F8E4m3, F32, F32),
+            (F64, F8E5m2, F64),
+            (F16, S32, F16),
+            (F16, F16, F16),
+        ] {
+            assert_eq!(common(a, b), want, "{a:?} op {b:?}");
+        }
     }
 }
 

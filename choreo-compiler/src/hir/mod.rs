@@ -640,6 +640,19 @@ impl ElemTy {
         self.is_int()
             || matches!(self, ElemTy::Bool | ElemTy::F16 | ElemTy::Bf16 | ElemTy::F32 | ElemTy::F64)
     }
+
+    /// Whether this is one of the tier-2 fp8 types (`f8_e4m3`, `f8_e5m2`): stored as one byte,
+    /// computed in f32 (spec §5.1, §5.7).
+    pub fn is_fp8(self) -> bool {
+        matches!(self, ElemTy::F8E4m3 | ElemTy::F8E5m2)
+    }
+
+    /// Whether the translator implements the type: the tier-1 types and the tier-2 fp8 types.
+    /// The other narrow types (`f8_ue4m3`, `f8_ue8m0`, fp6, fp4, tf32, sub-byte integers) are
+    /// tier 3.
+    pub fn is_implemented(self) -> bool {
+        self.is_tier1() || self.is_fp8()
+    }
 }
 
 /// Scalar types are element types (`int` is `S32`, `bool` is `Bool`).

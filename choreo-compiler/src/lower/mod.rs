@@ -427,7 +427,7 @@ fn internal(span: Span, what: &str) -> Diagnostic {
 /// `E0804` for every element type of the function the code generator does not support.
 fn check_types(f: &hir::Function, diags: &mut Diagnostics) {
     let report = |diags: &mut Diagnostics, t: ElemTy, span: Span| {
-        if !t.is_tier1() {
+        if !t.is_implemented() {
             diags.push(
                 Diagnostic::error(
                     "E0804",

@@ -467,7 +467,8 @@ impl Checker<'_> {
         let ty = match (&e.ty, op) {
             (Ty::BoundedInt, _) => Ty::BoundedInt,
             (_, UnOp::Not) => Ty::Scalar(ElemTy::Bool),
-            _ if t.is_int() => Ty::Scalar(promote(t, t).unwrap_or(t)),
+            // Integers narrower than int promote to int; f8 is negated in f32 (spec §5.7).
+            _ if t.is_int() || t.is_fp8() => Ty::Scalar(promote(t, t).unwrap_or(t)),
             _ => Ty::Scalar(t),
         };
         if let Some(kind) = fold::fold_unary(op, &e) {
@@ -1083,7 +1084,8 @@ impl Checker<'_> {
                 },
             });
         }
-        let common = common.unwrap_or(ElemTy::F32);
+        // f8 arguments are computed in f32 (spec §5.7), also when they are alone.
+        let common = common.filter(|t| !t.is_fp8()).unwrap_or(ElemTy::F32);
         let (arg_ty, result) = match f {
             MathFn::Alignup | MathFn::Aligndown => {
                 if !common.is_int() {
@@ -1118,9 +1120,7 @@ impl Checker<'_> {
             }
             ast::CastTarget::Type(t, s) => {
                 let to = types::scalar_from_ast(*t);
-                let tier = types::elem_tier(to);
-                if tier > 1 {
-                    self.unsupported(*s, &format!("element type '{}'", to.as_str()), tier);
+                if !self.implemented_elem(to, *s) {
                     return Val::Error;
                 }
                 to

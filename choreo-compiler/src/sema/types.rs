@@ -54,7 +54,7 @@ pub(crate) fn scalar_from_ast(t: ast::ScalarType) -> ElemTy {
 pub(crate) fn elem_tier(t: ElemTy) -> u8 {
     if t.is_tier1() {
         1
-    } else if matches!(t, ElemTy::F8E4m3 | ElemTy::F8E5m2) {
+    } else if t.is_fp8() {
         2
     } else {
         3
@@ -97,6 +97,7 @@ pub(crate) fn dim_name(d: &Dim) -> String {
     }
 }
 
+/// Significant bits (the implicit leading one included) of a floating-point type.
 fn float_mantissa(t: ElemTy) -> u32 {
     match t {
         ElemTy::F64 => 53,
@@ -105,6 +106,32 @@ fn float_mantissa(t: ElemTy) -> u32 {
         ElemTy::Bf16 => 8,
         _ => 4,
     }
+}
+
+/// Whether `f` is exactly an `f8_e4m3` (`e4m3`) or `f8_e5m2` value: at most 4 (3) significant
+/// bits, no finer than the smallest subnormal 2^-9 (2^-16), at most 448 (57344) in magnitude.
+fn fp8_exact(f: f64, t: ElemTy) -> bool {
+    let (significant, min_subnormal_exp, max) = match t {
+        ElemTy::F8E4m3 => (4, -9, 448.0),
+        _ => (3, -16, 57344.0),
+    };
+    if !f.is_finite() || f.abs() > max {
+        return false;
+    }
+    if f == 0.0 {
+        return true;
+    }
+    // f = m * 2^k with m odd; exact when m fits the significand and k is not below the
+    // smallest subnormal. The scaled values are exact in f64 (powers of two).
+    let scaled = f.abs() * 2f64.powi(-min_subnormal_exp);
+    if scaled.fract() != 0.0 {
+        return false;
+    }
+    let mut m = scaled as u64;
+    while m % 2 == 0 {
+        m /= 2;
+    }
+    m < (1 << significant)
 }
 
 /// Whether a constant value is exactly representable in `t`.
@@ -120,6 +147,8 @@ fn const_fits(e: &HExpr, t: ElemTy) -> bool {
                 } else {
                     (0..=((1i128 << bits) - 1)).contains(&v)
                 }
+            } else if t.is_fp8() {
+                fp8_exact(v as f64, t)
             } else if t.is_float() {
                 v.unsigned_abs() <= (1u128 << float_mantissa(t))
             } else {
@@ -130,6 +159,7 @@ fn const_fits(e: &HExpr, t: ElemTy) -> bool {
             ElemTy::F64 => true,
             ElemTy::F32 => (f as f32) as f64 == f || f.is_infinite(),
             ElemTy::F16 | ElemTy::Bf16 => f.fract() == 0.0 && f.abs() <= 256.0,
+            ElemTy::F8E4m3 | ElemTy::F8E5m2 => fp8_exact(f, t),
             _ => false,
         },
         _ => false,
@@ -159,8 +189,13 @@ impl Checker<'_> {
                 float_rank(to) < float_rank(from)
                     || (from == ElemTy::F16 && to == ElemTy::Bf16)
                     || (from == ElemTy::Bf16 && to == ElemTy::F16)
+                    // e4m3 has the finer steps, e5m2 the wider range.
+                    || (from.is_fp8() && to.is_fp8())
             } else if from.is_int() && to.is_int() {
                 to.int_bits() < from.int_bits()
+            } else if from.is_int() && to.is_fp8() {
+                // Unlike the wider floats, fp8 holds few integers exactly (none above 57344).
+                true
             } else {
                 false
             };

@@ -144,6 +144,12 @@ int main() {
   CHECK_EQ(a * b, 0.75f);
   CHECK_EQ(a / b, 3.0f);
   CHECK_EQ(f8_e5m2(3.0f) * f8_e5m2(0.5f), 1.5f);
+  // fp8 comparisons compare the values.
+  CHECK(a == f8_e4m3(1.5f) && a != b && b < a && b <= a && a > b && a >= a);
+  CHECK(f8_e4m3(0.0f) == f8_e4m3(-0.0f));  // different bits, equal values
+  const f8_e5m2 nan(std::nanf(""));
+  CHECK(!(nan == nan) && nan != nan && !(nan < nan) && !(nan >= nan));
+  CHECK(f8_e5m2(-1.0f) < f8_e5m2(0.25f));
   // fp6/fp4 operators round the result back into the type.
   CHECK_EQ(float(f6_e2m3(1.5f) + f6_e2m3(0.5f)), 2.0f);
   CHECK_EQ(float(f6_e3m2(3.0f) - f6_e3m2(1.0f)), 2.0f);

@@ -3,8 +3,8 @@
 
 use super::FnEmitter;
 use super::types::{
-    comparison_type, conv, cpp_elem, float_literal, int_literal, is_half, is_narrow_int, scalar_of,
-    strip_outer_parens,
+    comparison_type, conv, cpp_elem, float_literal, int_literal, is_class_float, is_narrow_int,
+    scalar_of, strip_outer_parens,
 };
 use super::writer::c_escape;
 use crate::hir::{
@@ -99,7 +99,7 @@ impl FnEmitter<'_, '_> {
                 let rt = ty.unwrap_or(ElemTy::S32);
                 let ct = scalar_of(&cond.ty).unwrap_or(ElemTy::Bool);
                 let c = self.expr(cond);
-                let c = if is_half(ct) { conv(&c, ct, ElemTy::Bool) } else { c };
+                let c = if is_class_float(ct) { conv(&c, ct, ElemTy::Bool) } else { c };
                 let a = self.converted(then_value, rt);
                 let b = self.converted(else_value, rt);
                 format!("({c} ? {a} : {b})")
@@ -412,7 +412,7 @@ impl FnEmitter<'_, '_> {
     pub(super) fn condition(&mut self, cond: &HExpr) -> String {
         let t = scalar_of(&cond.ty).unwrap_or(ElemTy::Bool);
         let text = self.expr(cond);
-        let text = if is_half(t) { conv(&text, t, ElemTy::Bool) } else { text };
+        let text = if is_class_float(t) { conv(&text, t, ElemTy::Bool) } else { text };
         strip_outer_parens(&text).to_string()
     }
 
@@ -436,8 +436,9 @@ impl FnEmitter<'_, '_> {
             AssignOp::Rem => "%",
             AssignOp::Assign => "=",
         };
-        if is_half(tt) || is_half(vt) {
-            // Explicit conversions: CUDA's half operators do not mix with other types.
+        if is_class_float(tt) || is_class_float(vt) {
+            // Explicit conversions: the operators of CUDA's half and fp8 types do not mix with
+            // other types (fp8 has none that store back into fp8).
             let p = if tt == ElemTy::F64 || vt == ElemTy::F64 { ElemTy::F64 } else { ElemTy::F32 };
             let l = conv(target, tt, p);
             let v = self.converted(value, p);

@@ -37,8 +37,11 @@ pub fn cpp_elem(t: ElemTy) -> &'static str {
     }
 }
 
-pub(super) fn is_half(t: ElemTy) -> bool {
-    matches!(t, ElemTy::F16 | ElemTy::Bf16)
+/// Whether `t` is one of CUDA's class types of floats (f16, bf16, fp8): their operators do not
+/// mix with other types and they have no contextual conversion to `bool`, so conditions and
+/// compound assignments convert them explicitly.
+pub(super) fn is_class_float(t: ElemTy) -> bool {
+    matches!(t, ElemTy::F16 | ElemTy::Bf16) || t.is_fp8()
 }
 
 pub(super) fn is_narrow_int(t: ElemTy) -> bool {
@@ -78,6 +81,16 @@ pub(super) fn conv(text: &str, from: ElemTy, to: ElemTy) -> String {
         return text.to_string();
     }
     match (from, to) {
+        // fp8 goes through f32 both ways (spec §5.7): `float(x)` is exact, and the constructor
+        // from float rounds to nearest even and saturates to the largest finite value.
+        (ElemTy::F8E4m3 | ElemTy::F8E5m2, ElemTy::F32) => format!("static_cast<float>({text})"),
+        (ElemTy::F8E4m3 | ElemTy::F8E5m2, _) => {
+            conv(&conv(text, from, ElemTy::F32), ElemTy::F32, to)
+        }
+        (ElemTy::F32, ElemTy::F8E4m3 | ElemTy::F8E5m2) => format!("{}({text})", cpp_elem(to)),
+        (_, ElemTy::F8E4m3 | ElemTy::F8E5m2) => {
+            conv(&conv(text, from, ElemTy::F32), ElemTy::F32, to)
+        }
         (ElemTy::F16, ElemTy::F32) => format!("__half2float({text})"),
         (ElemTy::Bf16, ElemTy::F32) => format!("__bfloat162float({text})"),
         (ElemTy::F16, ElemTy::Bool) => format!("(__half2float({text}) != 0.0f)"),
@@ -211,5 +224,31 @@ mod tests {
         assert_eq!(comparison_type(ElemTy::S8, ElemTy::U16), ElemTy::S32);
         assert_eq!(comparison_type(ElemTy::F16, ElemTy::S32), ElemTy::F32);
         assert_eq!(comparison_type(ElemTy::S64, ElemTy::U32), ElemTy::S64);
+    }
+
+    #[test]
+    fn fp8_converts_through_f32() {
+        assert_eq!(conv("x", ElemTy::F8E4m3, ElemTy::F32), "static_cast<float>(x)");
+        assert_eq!(conv("f", ElemTy::F32, ElemTy::F8E5m2), "choreo::f8_e5m2(f)");
+        assert_eq!(
+            conv("x", ElemTy::F8E4m3, ElemTy::F8E5m2),
+            "choreo::f8_e5m2(static_cast<float>(x))"
+        );
+        assert_eq!(conv("h", ElemTy::F16, ElemTy::F8E4m3), "choreo::f8_e4m3(__half2float(h))");
+        assert_eq!(
+            conv("x", ElemTy::F8E4m3, ElemTy::Bf16),
+            "__float2bfloat16(static_cast<float>(x))"
+        );
+        assert_eq!(
+            conv("d", ElemTy::F64, ElemTy::F8E4m3),
+            "choreo::f8_e4m3(static_cast<float>(d))"
+        );
+        assert_eq!(
+            conv("x", ElemTy::F8E5m2, ElemTy::S32),
+            "static_cast<choreo::s32>(static_cast<float>(x))"
+        );
+        assert_eq!(conv("x", ElemTy::F8E4m3, ElemTy::Bool), "(static_cast<float>(x) != 0)");
+        assert_eq!(float_literal(1.5, ElemTy::F8E4m3), "choreo::f8_e4m3(1.5f)");
+        assert_eq!(comparison_type(ElemTy::F8E4m3, ElemTy::F8E5m2), ElemTy::F32);
     }
 }
