@@ -343,6 +343,16 @@ fn int_mul(a: HExpr, b: HExpr, span: Span) -> HExpr {
     int_binary(BinOp::Mul, a, b, span)
 }
 
+/// The extent an integer expression is, through conversions: a symbolic dimension or a
+/// parameter's extent.
+fn extent_atom(e: &HExpr) -> Option<&HExprKind> {
+    match &e.kind {
+        HExprKind::Cast { operand, .. } => extent_atom(operand),
+        k @ (HExprKind::SymDim(_) | HExprKind::ParamExtent { .. }) => Some(k),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -381,15 +391,5 @@ mod tests {
         ] {
             assert_eq!(common(a, b), want, "{a:?} op {b:?}");
         }
-    }
-}
-
-/// The extent an integer expression is, through conversions: a symbolic dimension or a
-/// parameter's extent.
-fn extent_atom(e: &HExpr) -> Option<&HExprKind> {
-    match &e.kind {
-        HExprKind::Cast { operand, .. } => extent_atom(operand),
-        k @ (HExprKind::SymDim(_) | HExprKind::ParamExtent { .. }) => Some(k),
-        _ => None,
     }
 }

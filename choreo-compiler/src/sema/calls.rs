@@ -201,26 +201,41 @@ impl Checker<'_> {
         }
     }
 
-    /// `__atomic_op(x.at(i), v…)`.
-    fn atomic(&mut self, c: &ast::Call, op: AtomicOp) -> Option<HExpr> {
-        let name = op.as_str();
+    /// Whether a device built-in call is in device code with `want` arguments (`what` names
+    /// them in the message); reports `code` otherwise.
+    fn device_builtin(
+        &mut self,
+        code: &'static str,
+        c: &ast::Call,
+        name: &str,
+        want: usize,
+        what: &str,
+    ) -> bool {
         if !self.in_device() {
             self.error_label(
-                "E0455",
+                code,
                 c.span,
                 format!("'{name}' is only allowed inside a parallel-by"),
                 "host code",
             );
-            return None;
+            return false;
         }
-        let want = 1 + op.operands();
         if c.args.len() != want {
             self.error_label(
-                "E0455",
+                code,
                 c.span,
-                format!("'{name}' expects {want} arguments but got {}", c.args.len()),
+                format!("'{name}' expects {want} arguments{what} but got {}", c.args.len()),
                 "wrong number of arguments",
             );
+            return false;
+        }
+        true
+    }
+
+    /// `__atomic_op(x.at(i), v…)`.
+    fn atomic(&mut self, c: &ast::Call, op: AtomicOp) -> Option<HExpr> {
+        let name = op.as_str();
+        if !self.device_builtin("E0455", c, name, 1 + op.operands(), "") {
             return None;
         }
         let target = &c.args[0];
@@ -291,22 +306,7 @@ impl Checker<'_> {
     /// `__bar_arrive(id, n)` / `__bar_sync(id, n)`.
     fn named_barrier(&mut self, c: &ast::Call, sync: bool) -> Option<StmtKind> {
         let name = if sync { "__bar_sync" } else { "__bar_arrive" };
-        if !self.in_device() {
-            self.error_label(
-                "E0456",
-                c.span,
-                format!("'{name}' is only allowed inside a parallel-by"),
-                "host code",
-            );
-            return None;
-        }
-        if c.args.len() != 2 {
-            self.error_label(
-                "E0456",
-                c.span,
-                format!("'{name}' expects 2 arguments (barrier, threads) but got {}", c.args.len()),
-                "wrong number of arguments",
-            );
+        if !self.device_builtin("E0456", c, name, 2, " (barrier, threads)") {
             return None;
         }
         let id = self.check_int(&c.args[0], "a barrier number");

@@ -126,12 +126,6 @@ impl Checker<'_> {
         true
     }
 
-    /// The former name of [`Self::implemented_elem`], still called by the declaration checks of
-    /// `stmt.rs`; it accepts the fp8 types too, despite the name.
-    pub(crate) fn tier1_elem(&mut self, t: crate::hir::ElemTy, span: Span) -> bool {
-        self.implemented_elem(t, span)
-    }
-
     /// Checks the parameter list: kinds, dims, symbolic dimensions, entry checks; declares
     /// parameters and symbols in the function scope.
     pub(crate) fn check_params(&mut self, f: &ast::CoFunction) {

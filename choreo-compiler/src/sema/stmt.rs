@@ -429,7 +429,7 @@ impl Checker<'_> {
         }
         let declared = d.ty.map(|(t, s)| (t, types::scalar_from_ast(t), s));
         if let Some((_, t, s)) = declared {
-            if !self.tier1_elem(t, s) {
+            if !self.implemented_elem(t, s) {
                 return;
             }
         }
@@ -549,7 +549,7 @@ impl Checker<'_> {
             );
             return;
         };
-        if !self.tier1_elem(elem, tspan) {
+        if !self.implemented_elem(elem, tspan) {
             return;
         }
         for item in &d.items {
@@ -637,7 +637,7 @@ impl Checker<'_> {
             return;
         }
         let elem = types::elem_from_token(d.elem);
-        if !self.tier1_elem(elem, d.elem_span) {
+        if !self.implemented_elem(elem, d.elem_span) {
             return;
         }
         let dims = match &d.shape {

@@ -622,14 +622,29 @@ impl FnEmitter<'_, '_> {
         v: crate::lower::vector::VectorCopy,
         cp_async: bool,
     ) {
+        let word = if v.bytes == 16 { "uint4" } else { "uint2" };
+        self.copy_element(element, |dst, from| {
+            if cp_async {
+                format!("::__choreo_cp_async<{}>(&{dst}, &{from});", v.bytes)
+            } else {
+                format!(
+                    "*reinterpret_cast<{word}*>(&{dst}) = *reinterpret_cast<const {word}*>(&{from});"
+                )
+            }
+        });
+    }
+
+    /// The element copy of a DMA (`dst.at(…) = src.at(…)`) as one instruction on the two
+    /// elements' addresses (`copy(dst, src)` renders it), behind the bounds checks of both.
+    fn copy_element(&mut self, element: &Stmt, copy: impl FnOnce(&str, &str) -> String) {
         let span = element.span;
         let StmtKind::Assign { target: Place::Elem { buffer, index, id }, value, .. } =
             &element.kind
         else {
-            return self.bug(span, "a wide copy that is not an element copy");
+            return self.bug(span, "a DMA copy that is not an element copy");
         };
         let HExprKind::At { buffer: src, index: src_index, id: src_id } = &value.kind else {
-            return self.bug(span, "a wide copy that is not an element copy");
+            return self.bug(span, "a DMA copy that is not an element copy");
         };
         let dst = self.element(span, *buffer, index);
         let from = self.element(span, *src, src_index);
@@ -638,14 +653,7 @@ impl FnEmitter<'_, '_> {
                 .into_iter()
                 .flatten()
                 .collect();
-        let word = if v.bytes == 16 { "uint4" } else { "uint2" };
-        let copy = if cp_async {
-            format!("::__choreo_cp_async<{}>(&{dst}, &{from});", v.bytes)
-        } else {
-            format!(
-                "*reinterpret_cast<{word}*>(&{dst}) = *reinterpret_cast<const {word}*>(&{from});"
-            )
-        };
+        let copy = copy(&dst, &from);
         if guards.is_empty() {
             self.w.line(span, &copy);
         } else {
@@ -675,28 +683,9 @@ impl FnEmitter<'_, '_> {
     /// One element of an asynchronous copy: `cp.async` from the source element's address to
     /// the destination element's, behind the bounds checks of both.
     fn cp_async_element(&mut self, element: &Stmt, bytes: u64) {
-        let span = element.span;
-        let StmtKind::Assign { target: Place::Elem { buffer, index, id }, value, .. } =
-            &element.kind
-        else {
-            return self.bug(span, "an asynchronous copy that is not an element copy");
-        };
-        let HExprKind::At { buffer: src, index: src_index, id: src_id } = &value.kind else {
-            return self.bug(span, "an asynchronous copy that is not an element copy");
-        };
-        let dst = self.element(span, *buffer, index);
-        let from = self.element(span, *src, src_index);
-        let guards: Vec<String> =
-            [self.bounds_guard(*src_id, *src, src_index), self.bounds_guard(*id, *buffer, index)]
-                .into_iter()
-                .flatten()
-                .collect();
-        let copy = format!("::__choreo_cp_async<{bytes}>(&{dst}, &{from});");
-        if guards.is_empty() {
-            self.w.line(span, &copy);
-        } else {
-            self.w.line(span, &format!("if ({}) {copy}", guards.join(" && ")));
-        }
+        self.copy_element(element, |dst, from| {
+            format!("::__choreo_cp_async<{bytes}>(&{dst}, &{from});")
+        });
     }
 
     /// The byte offset of a shared buffer or scalar in its kernel's pool, as an `int`
