@@ -1685,6 +1685,33 @@ pub enum StmtKind {
     },
 }
 
+/// Rewrites every `%[name]` reference to a named operand in an asm template with what `f`
+/// returns for the name (kept as written when it returns `None`); `%%` is a literal percent.
+pub fn rewrite_named_operands(template: &str, mut f: impl FnMut(&str) -> Option<String>) -> String {
+    let mut out = String::with_capacity(template.len());
+    let mut rest = template;
+    while let Some(at) = rest.find('%') {
+        out.push_str(&rest[..at]);
+        let tail = &rest[at..];
+        if let Some(after) = tail.strip_prefix("%%") {
+            out.push_str("%%");
+            rest = after;
+            continue;
+        }
+        if let Some((name, after)) = tail.strip_prefix("%[").and_then(|t| t.split_once(']')) {
+            if let Some(replacement) = f(name) {
+                out.push_str(&replacement);
+                rest = after;
+                continue;
+            }
+        }
+        out.push('%');
+        rest = &tail[1..];
+    }
+    out.push_str(rest);
+    out
+}
+
 /// Inline assembly (spec §17.4).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Asm {

@@ -461,6 +461,26 @@ impl Checker<'_> {
                 value,
             });
         }
+        // A named operand the template refers to must exist: the CUDA emitter turns names into
+        // positions (nvcc has no named operands).
+        let declared: Vec<&str> = outputs
+            .iter()
+            .filter_map(|o| o.name.as_deref())
+            .chain(inputs.iter().filter_map(|i| i.name.as_deref()))
+            .collect();
+        for name in named_references(&a.template.value) {
+            if !declared.contains(&name.as_str()) {
+                self.error_label(
+                    "E0456",
+                    span,
+                    format!(
+                        "the asm template refers to `%[{name}]`, but no operand is named '{name}'"
+                    ),
+                    "unknown operand name",
+                );
+                ok = false;
+            }
+        }
         if !ok {
             return;
         }
@@ -600,4 +620,14 @@ fn cpp_scalar(name: &str) -> Option<ElemTy> {
         "__nv_bfloat16" | "bf16" | "choreo::bf16" => ElemTy::Bf16,
         _ => return None,
     })
+}
+
+/// The operand names an asm template refers to (`%[name]`).
+fn named_references(template: &str) -> Vec<String> {
+    let mut names = Vec::new();
+    hir::rewrite_named_operands(template, |name| {
+        names.push(name.to_string());
+        None
+    });
+    names
 }

@@ -325,7 +325,6 @@ impl FnEmitter<'_, '_> {
         let mut after = Vec::new();
         let mut outputs = Vec::new();
         for (k, o) in asm.outputs.iter().enumerate() {
-            let name = o.name.as_ref().map_or(String::new(), |n| format!("[{n}] "));
             let constraint = c_escape(&o.constraint, false);
             let target = match &o.place {
                 Place::Var(v) => self.names().local(*v).to_string(),
@@ -348,23 +347,31 @@ impl FnEmitter<'_, '_> {
                     temp
                 }
             };
-            outputs.push(format!("{name}\"{constraint}\"({target})"));
+            outputs.push(format!("\"{constraint}\"({target})"));
         }
         let inputs: Vec<String> = asm
             .inputs
             .iter()
             .map(|i| {
-                let name = i.name.as_ref().map_or(String::new(), |n| format!("[{n}] "));
                 let value = self.expr(&i.value);
-                format!("{name}\"{}\"({value})", c_escape(&i.constraint, false))
+                format!("\"{}\"({value})", c_escape(&i.constraint, false))
             })
             .collect();
         let clobbers: Vec<String> =
             asm.clobbers.iter().map(|c| format!("\"{}\"", c_escape(c, false))).collect();
         let volatile = if asm.volatile { " volatile" } else { "" };
+        // nvcc rejects named operands ("symbolic operand reference not supported"): the
+        // template refers to them by position instead.
+        let names: Vec<Option<&str>> = asm
+            .outputs
+            .iter()
+            .map(|o| o.name.as_deref())
+            .chain(asm.inputs.iter().map(|i| i.name.as_deref()))
+            .collect();
+        let template = positional_operands(&asm.template, &names);
         let mut text = format!(
             "asm{volatile}(\"{}\" : {} : {}",
-            c_escape(&asm.template, false),
+            c_escape(&template, false),
             outputs.join(", "),
             inputs.join(", ")
         );
@@ -473,6 +480,14 @@ impl FnEmitter<'_, '_> {
                 Ok(n) => (n / v.elems).to_string(),
                 Err(_) => format!("({})", wide.join(" * ")),
             };
+            if condition.is_empty() {
+                // Known at compile time: only the wide loop.
+                self.dma_loop(span, dma, &tid, &threads, &wide, &wide_count, Some(v.elems));
+                self.vector_element(&dma.element, v, cp_async.is_some());
+                self.w.indent -= 1;
+                self.w.line(span, "}");
+                return self.dma_epilogue(span, dma, kernel, cp_async.is_some());
+            }
             self.w.line(span, &format!("if ({condition}) {{"));
             self.w.indent += 1;
             self.dma_loop(span, dma, &tid, &threads, &wide, &wide_count, Some(v.elems));
@@ -494,15 +509,21 @@ impl FnEmitter<'_, '_> {
             self.w.indent -= 1;
             self.w.line(span, "}");
         }
+        self.dma_epilogue(span, dma, kernel, cp_async.is_some());
+    }
+
+    /// After a DMA's loop: the commit of its copy group (asynchronous) or the participants'
+    /// barrier (synchronous), and the future's group number.
+    fn dma_epilogue(&mut self, span: Span, dma: &hir::Dma, kernel: hir::KernelId, cp_async: bool) {
         match (dma.is_async, cp_async) {
-            (true, Some(_)) => self.w.line(span, "::__choreo_cp_async_commit();"),
-            (true, None) => {}
+            (true, true) => self.w.line(span, "::__choreo_cp_async_commit();"),
+            (true, false) => {}
             (false, _) => self.participants_sync(span, dma.participants, kernel),
         }
         if let Some(g) = dma.group {
             let g = self.names().local(g).to_string();
             // A copy made at issue is complete: its group is the last one committed.
-            let line = if cp_async.is_some() {
+            let line = if cp_async {
                 format!("{g} = ++__choreo_groups;")
             } else {
                 format!("{g} = __choreo_groups;")
@@ -969,5 +990,27 @@ fn constant_offset(index: &hir::ElemIndex, dims: &[Dim]) -> Option<u64> {
             }
             Some(offset)
         }
+    }
+}
+
+/// An asm template with every `%[name]` of a named operand replaced by its position `%k`
+/// (outputs first, then inputs, as GNU asm numbers them).
+fn positional_operands(template: &str, names: &[Option<&str>]) -> String {
+    hir::rewrite_named_operands(template, |name| {
+        names.iter().position(|n| *n == Some(name)).map(|k| format!("%{k}"))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::positional_operands;
+
+    #[test]
+    fn named_asm_operands_become_positions() {
+        let names = [Some("out"), None, Some("a")];
+        assert_eq!(
+            positional_operands("add.s32 %[out], %[a], %1; mov %%laneid, %[zz];", &names),
+            "add.s32 %0, %2, %1; mov %%laneid, %[zz];"
+        );
     }
 }
