@@ -259,6 +259,20 @@ fn divisions_and_remainders_of_indices_have_ranges() {
 }
 
 #[test]
+fn a_remainder_by_a_positive_extent_is_below_it() {
+    // `N > 0` is checked at entry (a parallel bound): `k % N` is in `[0, N)` for `k >= 0`; a
+    // signed value that may be negative proves nothing.
+    let src = "__co__ void f(global f32 [N] x, int s) {\n  parallel p by N : block, t by 64 : thread {\n    x.at((p * 64 + t) % N) = 1.0f;\n    x.at((t - s) % N) = 2.0f;\n  }\n}\n";
+    assert_eq!(checks(src), [vec![(false, false)], vec![(true, true)]]);
+}
+
+#[test]
+fn a_chosen_index_is_proven_arm_by_arm() {
+    let src = "__co__ void f(global f32 [4] x) {\n  parallel t by 64 : thread { x.at(t < 4 ? t : 3) = 1.0f; x.at(t < 8 ? t : 0) = 2.0f; }\n}\n";
+    assert_eq!(checks(src), [vec![(false, false)], vec![(false, true)]]);
+}
+
+#[test]
 fn an_extent_of_another_buffer_proves_nothing() {
     // `i < |x|` says nothing about `y`, which may be shorter.
     let src = "__co__ void f(global f32 [?] x, global f32 [?] y) {\n  parallel p by cdiv(x.span(0), 64) : block, t by 64 : thread {\n    i = p * 64 + t;\n    if (i < x.span(0)) y.at(i) = x.at(i);\n  }\n}\n";

@@ -130,6 +130,7 @@ pub(super) fn analyse(
         inits: HashMap::new(),
         facts: Vec::new(),
         derived: std::cell::RefCell::new(HashMap::new()),
+        derived_below: std::cell::RefCell::new(HashMap::new()),
         conditional: 0,
         checks: entry_checks,
     };
@@ -268,6 +269,9 @@ struct Analysis<'a, 'd> {
     facts: Vec<Lin>,
     /// The numeric ranges `[lo, hi)` of the derived atoms met so far, by key.
     derived: std::cell::RefCell<HashMap<String, (i128, i128)>>,
+    /// Derived atoms in `[0, bound)` for a symbolic `bound` (`k % S` of a non-negative `k` and
+    /// an extent `S >= 1`), by expression key.
+    derived_below: std::cell::RefCell<HashMap<String, Lin>>,
     /// Enclosing contexts that may skip an access for some index values (branches, loops
     /// that may not run or may leave early).
     conditional: u32,
@@ -545,17 +549,8 @@ impl<'a> Analysis<'a, '_> {
         for (d, (index, extent)) in indices.iter().zip(dims.iter()).enumerate() {
             let idx = self.lin(index, 0);
             let ext = self.dim(extent);
-            let below = match &idx {
-                Some(i) => !self.proves_nonneg(i),
-                None => true,
-            };
-            let above = match (&idx, &ext) {
-                (Some(i), Some(x)) => match x.minus(i).and_then(|g| g.plus(&Lin::constant(-1))) {
-                    Some(g) => !self.proves_nonneg(&g),
-                    None => true,
-                },
-                _ => true,
-            };
+            let (low_ok, high_ok) = self.sides_proven(index, ext.as_ref(), 0);
+            let (below, above) = (!low_ok, !high_ok);
             if (below || above) && self.conditional == 0 {
                 if let (Some(i), Some(x)) = (&idx, ext.as_ref().and_then(Lin::as_constant)) {
                     self.report_if_always_out(i, x, (!flat).then_some(d), buffer, index.span);
@@ -567,6 +562,40 @@ impl<'a> Analysis<'a, '_> {
             Some(slot) => *slot = Some(AccessPlan { buffer, span, checks, flat }),
             None => self.diags.push(internal(span, "an element access numbered out of range")),
         }
+    }
+
+    /// Whether `0 <= index` and `index < extent` are proven (each side). A chosen index
+    /// `c ? a : b` is proven arm by arm, each under what its condition says.
+    fn sides_proven(&mut self, index: &HExpr, extent: Option<&Lin>, depth: u32) -> (bool, bool) {
+        match &index.kind {
+            HExprKind::Ternary { cond, then_value, else_value } if depth < 8 => {
+                let before = self.facts.len();
+                self.facts_of(cond, true);
+                let (a_low, a_high) = self.sides_proven(then_value, extent, depth + 1);
+                self.facts.truncate(before);
+                self.facts_of(cond, false);
+                let (b_low, b_high) = self.sides_proven(else_value, extent, depth + 1);
+                self.facts.truncate(before);
+                return (a_low && b_low, a_high && b_high);
+            }
+            HExprKind::Cast { to, operand, .. }
+                if depth < 8
+                    && matches!(to, ElemTy::S32 | ElemTy::S64)
+                    && matches!(operand.kind, HExprKind::Ternary { .. })
+                    && signed(&operand.ty)
+                    && operand.ty.scalar().unwrap_or(ElemTy::S32).int_bits() <= to.int_bits() =>
+            {
+                return self.sides_proven(operand, extent, depth + 1);
+            }
+            _ => {}
+        }
+        let Some(i) = self.lin(index, 0) else { return (false, false) };
+        let low = self.proves_nonneg(&i);
+        let high = extent
+            .and_then(|x| x.minus(&i))
+            .and_then(|g| g.plus(&Lin::constant(-1)))
+            .is_some_and(|g| self.proves_nonneg(&g));
+        (low, high)
     }
 
     /// `E0712` when an index reached for every value of its range in every launch leaves
@@ -640,8 +669,20 @@ impl<'a> Analysis<'a, '_> {
         for (atom, c) in &g.terms {
             let (lo, hi) = match atom {
                 Atom::Index(v) => {
+                    // Only the end this term contributes must be a constant (a loop from 0 to
+                    // a run-time extent still starts at 0); a range known to be empty has no
+                    // values at all, so it bounds nothing.
                     let r = self.ranges.get(v)?;
-                    (r.lo.as_constant()?, r.hi.as_constant()?)
+                    let (lo, hi) = (r.lo.as_constant(), r.hi.as_constant());
+                    if let (Some(lo), Some(hi)) = (lo, hi) {
+                        (lo, hi)
+                    } else if (*c > 0) == max {
+                        let hi = hi?;
+                        (i128::MIN / 4, hi)
+                    } else {
+                        let lo = lo?;
+                        (lo, i128::MAX / 4)
+                    }
                 }
                 Atom::Derived(k) => self.derived.borrow().get(k).copied()?,
                 // Extents and symbols are never negative: a lower bound of 0.
@@ -677,11 +718,18 @@ impl<'a> Analysis<'a, '_> {
             for (atom, c) in &g.terms {
                 let term = match atom {
                     Atom::Derived(k) => {
-                        let Some((lo, hi)) = self.derived.borrow().get(k).copied() else {
+                        if let Some((lo, hi)) = self.derived.borrow().get(k).copied() {
+                            let end = if *c > 0 { lo } else { hi - 1 };
+                            Lin::constant(end).scaled(*c)
+                        } else if let Some(bound) = self.derived_below.borrow().get(k).cloned() {
+                            if *c > 0 {
+                                Some(Lin::constant(0))
+                            } else {
+                                bound.plus(&Lin::constant(-1)).and_then(|end| end.scaled(*c))
+                            }
+                        } else {
                             return false;
-                        };
-                        let end = if *c > 0 { lo } else { hi - 1 };
-                        Lin::constant(end).scaled(*c)
+                        }
                     }
                     Atom::Index(v) => {
                         let Some(r) = self.ranges.get(v) else { return false };
@@ -817,8 +865,23 @@ impl<'a> Analysis<'a, '_> {
                 if self.host_computable(e, 0) {
                     return host();
                 }
+                // A non-negative value modulo an extent of at least 1 (`k % S`): an atom in
+                // `[0, S)`.
+                let divisor = self.lin(rhs, depth + 1)?;
+                if *op == BinOp::Rem && divisor.as_constant().is_none() {
+                    let dividend = self.lin(lhs, depth + 1)?;
+                    let positive = divisor.plus(&Lin::constant(-1));
+                    if !self.proves_nonneg(&dividend)
+                        || !positive.is_some_and(|g| self.proves_nonneg(&g))
+                    {
+                        return None;
+                    }
+                    let k = key(e);
+                    self.derived_below.borrow_mut().insert(k.clone(), divisor);
+                    return Some(Lin::atom(Atom::Derived(k)));
+                }
                 // A device value divided by a positive constant: an atom with a range.
-                let divisor = self.lin(rhs, depth + 1)?.as_constant().filter(|c| *c > 0)?;
+                let divisor = divisor.as_constant().filter(|c| *c > 0)?;
                 let dividend = self.lin(lhs, depth + 1)?;
                 let (lo, hi) = (self.numeric_min(&dividend)?, self.numeric_max(&dividend));
                 if lo < 0 {
