@@ -448,6 +448,7 @@ mod tests {
                 version: 13000,
                 lib_dir: "/cuda/lib64".into(),
                 found_by: FoundBy::Root("CUDA_HOME"),
+                root_from: choreo_toolkit::RootFrom::Var("CUDA_HOME"),
             },
             arch: "sm_90a".parse().unwrap(),
             defines: vec![("TILE".into(), Some("64".into())), ("FAST".into(), None)],
