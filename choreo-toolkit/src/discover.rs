@@ -218,21 +218,21 @@ pub fn discover_runtime(env: &Env, target: &Target) -> Result<Discovery, Error> 
     if env.is_set("DOCS_RS") {
         return Ok(Discovery::Stub(StubReason::DocsRs));
     }
-    match find(env, target)? {
-        Discovery::Found(toolkit) if toolkit.major() != CUDA_MAJOR => {
-            Ok(Discovery::Stub(StubReason::UnsupportedVersion {
-                version: toolkit.version,
-                root: toolkit.root,
-            }))
-        }
-        other => Ok(other),
-    }
+    // The version is checked before the runtime library: a CUDA 12 toolkit without
+    // `libcudart_static.a` (the CUDA 12 runtime wheel has none) is unsupported, not incomplete.
+    find_of(env, target, Some(CUDA_MAJOR))
 }
 
 /// The search alone, of any CUDA version and without the stub-mode switches (a command-line
 /// tool such as `choreoc build`): nvcc, the toolkit root, its version and its static runtime
 /// for `target`. [`Discovery::Stub`] only with [`StubReason::NotFound`].
 pub fn find(env: &Env, target: &Target) -> Result<Discovery, Error> {
+    find_of(env, target, None)
+}
+
+/// [`find`]; with `major`, a toolkit of another major version is
+/// [`StubReason::UnsupportedVersion`].
+fn find_of(env: &Env, target: &Target, major: Option<u32>) -> Result<Discovery, Error> {
     let mut searched = Vec::new();
     let Some((nvcc, found_by)) = find_nvcc(env, &mut searched)? else {
         return Ok(Discovery::Stub(StubReason::NotFound { searched }));
@@ -261,7 +261,7 @@ pub fn find(env: &Env, target: &Target) -> Result<Discovery, Error> {
             }
         }
     };
-    check_toolkit(nvcc, found_by, root, root_from, target).map(Discovery::Found)
+    check_toolkit(nvcc, found_by, root, root_from, target, major)
 }
 
 /// The folder above the `bin` of nvcc's real location.
@@ -386,7 +386,8 @@ fn check_toolkit(
     root: PathBuf,
     root_from: RootFrom,
     target: &Target,
-) -> Result<Toolkit, Error> {
+    major: Option<u32>,
+) -> Result<Discovery, Error> {
     let headers = version_headers(&root, target);
     let version = headers
         .iter()
@@ -413,6 +414,10 @@ fn check_toolkit(
             }
         })?;
 
+    if major.is_some_and(|major| version / 1000 != major) {
+        return Ok(Discovery::Stub(StubReason::UnsupportedVersion { version, root }));
+    }
+
     let lib = target.cudart_static_file();
     let dirs = target.lib_dirs(&root);
     let Some(lib_dir) = dirs.iter().find(|dir| dir.join(lib).is_file()).cloned() else {
@@ -438,7 +443,7 @@ fn check_toolkit(
         };
         return Err(Error::Toolkit { root, message });
     };
-    Ok(Toolkit { nvcc, root, version, lib_dir, found_by, root_from })
+    Ok(Discovery::Found(Toolkit { nvcc, root, version, lib_dir, found_by, root_from }))
 }
 
 /// `CUDART_VERSION` from the text of `cuda_runtime_api.h`, e.g. 13000.
@@ -764,6 +769,10 @@ mod tests {
         assert!(!env.read_vars().contains(&"CHOREO_NVCC".to_owned()));
     }
 
+    fn expected_again(root: &Path) -> Discovery {
+        Discovery::Stub(StubReason::UnsupportedVersion { version: 12080, root: root.to_owned() })
+    }
+
     #[test]
     fn another_cuda_major_is_stub_mode_for_both_kernels_and_runtime_but_found_by_find() {
         let dir = temp("cuda12");
@@ -783,6 +792,11 @@ mod tests {
         );
         let Ok(Discovery::Found(toolkit)) = find(&env, &native()) else { panic!() };
         assert_eq!(toolkit.version_string(), "12.8");
+        // Without libcudart_static.a (the CUDA 12 runtime wheel has only libcudart.so.12) it is
+        // still the version that is reported, not the missing library.
+        fs::remove_file(root.join("lib64/libcudart_static.a")).unwrap();
+        assert_eq!(discover(&env, &native()), Ok(expected_again(&root)));
+        assert!(find(&env, &native()).is_err());
     }
 
     #[test]
