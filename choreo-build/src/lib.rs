@@ -116,8 +116,8 @@
 //! A no-op build runs nvcc zero times; changing one `.co` file recompiles only its `.cu`, and
 //! changing a hand-written `.cu` recompiles only it. Each object is stored with a key: the
 //! hash of the `.cu` text (generated, or the hand-written file's bytes), `choreo.h`, the nvcc
-//! path, size, modification time and CUDA version, the whole nvcc command line and
-//! `NVCC_PREPEND_FLAGS`/`NVCC_APPEND_FLAGS`, plus the content hashes of the non-system headers
+//! path, size and modification time, the toolkit root and CUDA version, the whole nvcc command
+//! line and `NVCC_PREPEND_FLAGS`/`NVCC_APPEND_FLAGS`, plus the content hashes of the non-system headers
 //! nvcc reported reading (`-MD`). Changes to system headers under `/usr/` or to the host
 //! compiler itself are not detected (as in ccache's default mode): `cargo clean` after
 //! upgrading them.
