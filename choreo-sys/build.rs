@@ -5,7 +5,9 @@
 //! and `choreoc build` share (`NVCC`, `CUDA_HOME`/`CUDA_PATH`, `nvcc` on `PATH`, the pip wheels
 //! of `python3`, the `ci/install-cuda` cache; the root from `CUDA_HOME`/`CUDA_PATH` when set).
 //! Stubs are built when `CHOREO_SYS_NO_CUDART` is set (not `0`), on docs.rs (`DOCS_RS`), when
-//! no toolkit is found or the one found cannot be used, and when it is not CUDA 13.x. This is
+//! no toolkit is found or the one found cannot be used, and when it is not CUDA 13.x; the reason
+//! is printed as a warning and compiled into the crate (`CHOREO_SYS_STUB_REASON`, read by
+//! `STUB_REASON` and the text of `cudaErrorStubLibrary`). This is
 //! the only crate that prints the cudart link lines: every crate whose code calls the runtime
 //! depends on it through `choreo`.
 
@@ -19,25 +21,36 @@ fn main() {
 
     let env = Env::process();
     let target = Target::from_env(&env);
-    let toolkit = match discover_runtime(&env, &target) {
-        Ok(Discovery::Found(toolkit)) => Some(toolkit),
-        Ok(Discovery::Stub(StubReason::DocsRs)) => None,
+    // Why this is a stub build, for the warning and for the text of `cudaErrorStubLibrary`
+    // (a dependency's build-script warnings are hidden by cargo, so the program says it too).
+    let (toolkit, why_stub) = match discover_runtime(&env, &target) {
+        Ok(Discovery::Found(toolkit)) => (Some(toolkit), None),
+        Ok(Discovery::Stub(StubReason::DocsRs)) => {
+            (None, Some("DOCS_RS is set (docs.rs build)".to_owned()))
+        }
         Ok(Discovery::Stub(StubReason::NoCudart)) => {
             println!(
                 "cargo::warning=choreo-sys: CHOREO_SYS_NO_CUDART is set: the CUDA runtime is not \
                  linked and every CUDA call returns cudaErrorStubLibrary"
             );
-            None
+            (None, Some("CHOREO_SYS_NO_CUDART was set".to_owned()))
         }
         Ok(Discovery::Stub(reason)) => {
-            stub_warning(&reason.to_string());
-            None
+            let why = one_line(&reason.to_string());
+            stub_warning(&why);
+            (None, Some(why))
         }
         Err(error) => {
-            stub_warning(&error.to_string());
-            None
+            let why = one_line(&error.to_string());
+            stub_warning(&why);
+            (None, Some(why))
         }
     };
+    let stub_text = match &why_stub {
+        Some(why) => format!("choreo-sys was built as stubs: {why}").replace('\0', " "),
+        None => String::new(),
+    };
+    println!("cargo::rustc-env=CHOREO_SYS_STUB_REASON={stub_text}");
     // Every variable discovery read (it stops at the first toolkit found).
     for var in env.read_vars() {
         println!("cargo::rerun-if-env-changed={var}");
@@ -55,9 +68,13 @@ fn main() {
     bindgen_check::generate(toolkit.as_ref().map(|toolkit| toolkit.root.as_path()));
 }
 
-/// The warning of a build without the CUDA runtime (one line, as cargo wants it).
+/// `text` on one line, as cargo wants warnings and `rustc-env` values.
+fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// The warning of a build without the CUDA runtime (one line).
 fn stub_warning(why: &str) {
-    let why = why.split_whitespace().collect::<Vec<_>>().join(" ");
     println!(
         "cargo::warning=choreo-sys: no usable CUDA {CUDA_MAJOR} runtime ({why}); building stubs \
          that return cudaErrorStubLibrary. Rebuild after installing or pointing at a toolkit \

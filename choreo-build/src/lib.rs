@@ -88,9 +88,14 @@
 //! With `choreo-toolkit`, the discovery that `choreo-sys` uses too: `NVCC` → `CUDA_HOME`/
 //! `CUDA_PATH` → `nvcc` on `PATH` → the pip toolkit of `python3` (`<site-packages>/nvidia/cu13`)
 //! → the folder of `ci/install-cuda` (`$CHOREO_CUDA_CACHE`, else `~/.cache/choreo/cuda-13.0`,
-//! then `nvidia/cu13`) → stub mode. The toolkit root (headers, the runtime) is
-//! `CUDA_HOME`/`CUDA_PATH` when set, else the folder above nvcc's `bin`; the CUDA version
-//! comes from `cuda_runtime_api.h`. The host compiler: `NVCC_CCBIN`, else `CUDAHOSTCXX`, else — for
+//! then `nvidia/cu13`) → stub mode. `NVCC` only names the compiler to run (it may be an
+//! sccache/ccache wrapper outside the toolkit). The toolkit root (headers, the runtime that
+//! `choreo-sys` links) is `CUDA_HOME`/`CUDA_PATH` when set, else the folder above the `bin` of
+//! nvcc's real location, else — `NVCC` names a wrapper outside any toolkit — the root of the
+//! next toolkit found on `PATH`, in the pip wheels or the `ci/install-cuda` cache (with a
+//! warning naming it; set `CUDA_HOME` to choose). `choreo-sys` resolves the same root in the
+//! same environment, so the kernels are compiled against the runtime that is linked. The CUDA
+//! version comes from `cuda_runtime_api.h`. The host compiler: `NVCC_CCBIN`, else `CUDAHOSTCXX`, else — for
 //! cross builds (`TARGET` ≠ `HOST`) — the target C++ compiler cc would use (`CXX_<target>`,
 //! …), else nvcc's default. Cross builds link `targets/<arch>-linux/lib` (`sbsa-linux` for
 //! aarch64) and pass `--target-directory`; a toolkit without the target's runtime is an error
@@ -100,7 +105,8 @@
 //!
 //! Without nvcc, with `CHOREO_NVCC=skip`, on docs.rs (`DOCS_RS`), and whenever `choreo-sys`
 //! links no CUDA runtime (`CHOREO_SYS_NO_CUDART` is set, or the toolkit found is not CUDA 13.x,
-//! the version choreo-sys binds), the `.co` files are still translated (their errors still fail
+//! the version choreo-sys binds: a CUDA 12 toolkit gives a warning naming its version), the
+//! `.co` files are still translated (their errors still fail
 //! the build) and the wrappers are still generated — in a form whose functions return
 //! `Err(choreo::Error::NotBuilt)` — but nothing is compiled or linked, and one `cargo::warning`
 //! says so, why, and how to install nvcc. `cargo check`, clippy and rustdoc work without CUDA.
@@ -110,8 +116,8 @@
 //! A no-op build runs nvcc zero times; changing one `.co` file recompiles only its `.cu`, and
 //! changing a hand-written `.cu` recompiles only it. Each object is stored with a key: the
 //! hash of the `.cu` text (generated, or the hand-written file's bytes), `choreo.h`, the nvcc
-//! path, size, modification time and CUDA version, the whole nvcc command line and
-//! `NVCC_PREPEND_FLAGS`/`NVCC_APPEND_FLAGS`, plus the content hashes of the non-system headers
+//! path, size and modification time, the toolkit root and CUDA version, the whole nvcc command
+//! line and `NVCC_PREPEND_FLAGS`/`NVCC_APPEND_FLAGS`, plus the content hashes of the non-system headers
 //! nvcc reported reading (`-MD`). Changes to system headers under `/usr/` or to the host
 //! compiler itself are not detected (as in ccache's default mode): `cargo clean` after
 //! upgrading them.
@@ -136,7 +142,7 @@ mod inputs;
 mod nvcc;
 mod output;
 
-pub use choreo_toolkit::{FoundBy, StubReason, Toolkit};
+pub use choreo_toolkit::{FoundBy, RootFrom, StubReason, Toolkit};
 pub use error::{Error, FileDiagnostics, NvccFailure};
 
 use choreo_compiler::compile::{
@@ -421,6 +427,18 @@ impl Builder {
             }
             Discovery::Found(toolkit) => toolkit,
         };
+        if let RootFrom::Search(by) = &toolkit.root_from {
+            // The wrapper's nvcc and this toolkit may differ: say which one is used.
+            cargo.line(&format!(
+                "warning=choreo-build: NVCC names {}, which is outside any CUDA toolkit, and \
+                 CUDA_HOME/CUDA_PATH are unset: the headers and the CUDA runtime (linked by \
+                 choreo-sys) are taken from the CUDA {} toolkit at {} ({by}); set CUDA_HOME to \
+                 the root of the toolkit that NVCC runs",
+                toolkit.nvcc.display(),
+                toolkit.version_string(),
+                toolkit.root.display()
+            ));
+        }
         let config = self.nvcc_config(env, &target, &toolkit, arch)?;
         let objects =
             compile_objects(&config, &layout, &mut generated, &mut hand_written, env, cargo)?;
@@ -1035,10 +1053,13 @@ impl fmt::Display for Report {
             }
             (None, Some(toolkit)) => writeln!(
                 f,
-                "mode=nvcc\nnvcc={}\ncuda_version={}\nnvcc_found_by={}\ncudart_lib_dir={}",
+                "mode=nvcc\nnvcc={}\ncuda_version={}\nnvcc_found_by={}\ncuda_root={}\n\
+                 cuda_root_from={}\ncudart_lib_dir={}",
                 toolkit.nvcc.display(),
                 toolkit.version_string(),
                 toolkit.found_by,
+                toolkit.root.display(),
+                toolkit.root_from,
                 toolkit.lib_dir.display()
             )?,
             (None, None) => writeln!(f, "mode=unknown")?,
@@ -1239,8 +1260,45 @@ mod tests {
             "{report}"
         );
         let warning = cargo.printed.iter().find(|line| line.starts_with("warning=")).unwrap();
-        assert!(warning.contains("is CUDA 12.8, but choreo-sys binds and links CUDA 13.x"));
+        assert!(warning.contains("is CUDA 12.8, but only CUDA 13.x is supported"), "{warning}");
+        assert!(warning.contains("stub build") && warning.contains("not compiled"), "{warning}");
         assert!(!cargo.printed.iter().any(|line| line.starts_with("rustc-link")), "{warning}");
+    }
+
+    /// `NVCC` names a wrapper outside any toolkit and `CUDA_HOME` is unset: the toolkit found
+    /// on `PATH` gives the root, and a warning says which toolkit that is.
+    #[test]
+    fn a_wrapper_without_cuda_home_warns_which_toolkit_it_uses() {
+        let dir = temp("wrapper-root");
+        let root = dir.join("cuda-13.0");
+        for sub in ["bin", "include", "lib64", "cuda"] {
+            std::fs::create_dir_all(root.join(sub)).unwrap();
+        }
+        std::fs::write(root.join("bin/nvcc"), "#!/bin/sh\nexit 1\n").unwrap();
+        std::fs::write(root.join("include/cuda_runtime_api.h"), "#define CUDART_VERSION 13000\n")
+            .unwrap();
+        std::fs::write(root.join("lib64/libcudart_static.a"), "!<arch>\n").unwrap();
+        std::fs::write(root.join("cuda/k.cu"), "extern \"C\" int k() { return 1; }\n").unwrap();
+        let wrapper = dir.join("wrappers/nvcc-wrapper");
+        std::fs::create_dir_all(wrapper.parent().unwrap()).unwrap();
+        std::fs::write(&wrapper, "#!/bin/sh\nexit 1\n").unwrap();
+        let bin = root.join("bin");
+        let env =
+            Env::fixed([("NVCC", wrapper.to_str().unwrap()), ("PATH", bin.to_str().unwrap())]);
+        let mut cargo = Cargo::new(true);
+        // The fake nvcc cannot compile: only the warning before it matters.
+        let _ = Builder::new()
+            .cuda_file(root.join("cuda/k.cu"))
+            .out_dir(dir.join("out"))
+            .build_in(&env, &mut cargo, "k");
+        let warning = cargo.printed.iter().find(|line| line.starts_with("warning=")).unwrap();
+        assert!(warning.contains("outside any CUDA toolkit"), "{warning}");
+        let root = std::fs::canonicalize(&root).unwrap();
+        assert!(
+            warning.contains(&format!("CUDA 13.0 toolkit at {} (PATH", root.display())),
+            "{warning}"
+        );
+        assert!(warning.contains("set CUDA_HOME"), "{warning}");
     }
 
     #[test]

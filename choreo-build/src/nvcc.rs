@@ -162,6 +162,8 @@ impl NvccConfig {
             hasher.field(modified.map_or(0, |d| d.as_nanos()).to_le_bytes());
         }
         hasher.field(self.toolkit.version.to_le_bytes());
+        // Another root (CUDA_HOME changed while NVCC names the same wrapper) recompiles.
+        hasher.field(self.toolkit.root.as_os_str().as_encoded_bytes());
         for arg in self.args(job) {
             hasher.field(arg.as_encoded_bytes());
         }
@@ -448,6 +450,7 @@ mod tests {
                 version: 13000,
                 lib_dir: "/cuda/lib64".into(),
                 found_by: FoundBy::Root("CUDA_HOME"),
+                root_from: choreo_toolkit::RootFrom::Var("CUDA_HOME"),
             },
             arch: "sm_90a".parse().unwrap(),
             defines: vec![("TILE".into(), Some("64".into())), ("FAST".into(), None)],
@@ -575,6 +578,9 @@ mod tests {
         assert_ne!(base, other.key(&job(), cu, h));
         let mut other = config();
         other.toolkit.version = 13010;
+        assert_ne!(base, other.key(&job(), cu, h));
+        let mut other = config();
+        other.toolkit.root = "/other-cuda".into();
         assert_ne!(base, other.key(&job(), cu, h));
         let mut other = config();
         other.env_flags.push(("NVCC_APPEND_FLAGS", "-DX".into()));

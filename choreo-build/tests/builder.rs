@@ -6,6 +6,7 @@
 //! CI provisions it with `ci/install-cuda`. They need no GPU.
 
 use choreo_build::{Builder, Error, Report};
+use std::ffi::OsStr;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -331,4 +332,151 @@ fn nvcc_errors_in_hand_written_files_name_the_file() {
     let cuda_obj = dir.join("out/choreo/kernels/obj/cuda");
     let keys = fs::read_dir(&cuda_obj).unwrap().filter_map(Result::ok);
     assert!(keys.filter(|e| e.path().extension() == Some("key".as_ref())).count() == 0);
+}
+
+/// The toolkit a build resolves in a child process (this test binary, rerun with
+/// `CHOREO_BUILD_TEST_CHILD` set) whose environment is the parent's with `vars` set and
+/// `CUDA_HOME`/`CUDA_PATH` removed: builds must see `NVCC` and `CUDA_HOME` in the process
+/// environment, as cargo passes them to build scripts.
+fn run_child(test: &str, dir: &Path, vars: &[(&str, &OsStr)]) {
+    let mut child = Command::new(std::env::current_exe().unwrap());
+    child
+        .args([test, "--exact", "--nocapture", "--test-threads=1"])
+        .env("CHOREO_BUILD_TEST_CHILD", dir)
+        .env_remove("CUDA_HOME")
+        .env_remove("CUDA_PATH")
+        .env_remove("NVCC");
+    for (var, value) in vars {
+        child.env(var, value);
+    }
+    let output = child.output().unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(output.status.success() && text.contains("1 passed"), "child failed:\n{text}");
+}
+
+/// In the child: builds `k/add.co` of `dir` and checks that choreo-sys's discovery (same
+/// environment) resolves the same toolkit. Returns the report.
+fn child_build(dir: &Path, name: &str) -> Report {
+    let mut builder = Builder::new();
+    builder
+        .files(format!("{}/k/*.co", dir.display()))
+        .out_dir(dir.join(name))
+        .cargo_metadata(false);
+    let report = builder.build(name).unwrap();
+    require_toolkit(&report);
+    let toolkit = report.toolkit.clone().unwrap();
+    assert_eq!(compiled(&report), ["add"]);
+    // choreo-sys's build script resolves the same toolkit, so it links the runtime that the
+    // kernels were compiled against, from the same root.
+    let env = choreo_toolkit::Env::process();
+    let target = choreo_toolkit::Target::from_env(&env);
+    match choreo_toolkit::discover_runtime(&env, &target) {
+        Ok(choreo_toolkit::Discovery::Found(runtime)) => assert_eq!(runtime, toolkit),
+        other => panic!("choreo-sys would not link the runtime: {other:?}"),
+    }
+    let link = choreo_toolkit::cudart_link_lines(&toolkit, &target);
+    assert_eq!(link[0], format!("rustc-link-search=native={}", toolkit.lib_dir.display()));
+    assert!(toolkit.lib_dir.starts_with(&toolkit.root), "{toolkit:?}");
+    report
+}
+
+/// The real toolkit (as a build finds it) and a wrapper script around its nvcc in a folder
+/// outside it, as sccache/ccache users set `NVCC`; the wrapper logs each run.
+fn toolkit_and_wrapper(dir: &Path) -> (choreo_build::Toolkit, PathBuf) {
+    fs::create_dir_all(dir.join("k")).unwrap();
+    fs::write(dir.join("k/add.co"), ADD).unwrap();
+    let report = builder(dir).build("probe").unwrap();
+    require_toolkit(&report);
+    let toolkit = report.toolkit.unwrap();
+    let wrapper = dir.join("usr/local/bin/nvcc-wrapper");
+    fs::create_dir_all(wrapper.parent().unwrap()).unwrap();
+    fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\necho run >> '{}'\nexec '{}' \"$@\"\n",
+            dir.join("wrapper.log").display(),
+            toolkit.nvcc.display()
+        ),
+    )
+    .unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        fs::set_permissions(&wrapper, fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    (toolkit, wrapper)
+}
+
+#[cfg(unix)]
+#[test]
+fn a_wrapper_named_by_nvcc_compiles_against_cuda_home() {
+    const TEST: &str = "a_wrapper_named_by_nvcc_compiles_against_cuda_home";
+    if let Some(dir) = std::env::var_os("CHOREO_BUILD_TEST_CHILD") {
+        let dir = PathBuf::from(dir);
+        let report = child_build(&dir, "wrapped");
+        let toolkit = report.toolkit.unwrap();
+        assert_eq!(toolkit.nvcc, PathBuf::from(std::env::var_os("NVCC").unwrap()));
+        assert_eq!(toolkit.root, PathBuf::from(std::env::var_os("CUDA_HOME").unwrap()));
+        assert_eq!(toolkit.root_from, choreo_build::RootFrom::Var("CUDA_HOME"));
+        return;
+    }
+    let dir = temp_dir("nvcc-wrapper");
+    let (toolkit, wrapper) = toolkit_and_wrapper(&dir);
+    let vars = [("NVCC", wrapper.as_os_str()), ("CUDA_HOME", toolkit.root.as_os_str())];
+    run_child(TEST, &dir, &vars);
+    let log = fs::read_to_string(dir.join("wrapper.log")).unwrap_or_default();
+    assert_eq!(log.lines().count(), 1, "the wrapper ran nvcc once");
+}
+
+#[cfg(unix)]
+#[test]
+fn nvcc_alone_names_the_toolkit_for_compiling_and_linking() {
+    const TEST: &str = "nvcc_alone_names_the_toolkit_for_compiling_and_linking";
+    if let Some(dir) = std::env::var_os("CHOREO_BUILD_TEST_CHILD") {
+        let dir = PathBuf::from(dir);
+        let nvcc = PathBuf::from(std::env::var_os("NVCC").unwrap());
+        let toolkit = child_build(&dir, "alone").toolkit.unwrap();
+        assert_eq!(toolkit.nvcc, nvcc);
+        let real = fs::canonicalize(&nvcc).unwrap();
+        assert_eq!(toolkit.root, real.parent().unwrap().parent().unwrap());
+        assert_eq!(toolkit.root_from, choreo_build::RootFrom::Nvcc);
+        return;
+    }
+    let dir = temp_dir("nvcc-alone");
+    let (toolkit, _) = toolkit_and_wrapper(&dir);
+    run_child(TEST, &dir, &[("NVCC", toolkit.nvcc.as_os_str())]);
+}
+
+#[cfg(unix)]
+#[test]
+fn a_wrapper_without_cuda_home_uses_the_toolkit_found_after_it() {
+    const TEST: &str = "a_wrapper_without_cuda_home_uses_the_toolkit_found_after_it";
+    if let Some(dir) = std::env::var_os("CHOREO_BUILD_TEST_CHILD") {
+        let dir = PathBuf::from(dir);
+        let toolkit = child_build(&dir, "searched").toolkit.unwrap();
+        assert_eq!(toolkit.nvcc, PathBuf::from(std::env::var_os("NVCC").unwrap()));
+        let expected = PathBuf::from(std::env::var_os("EXPECTED_ROOT").unwrap());
+        assert_eq!(toolkit.root, fs::canonicalize(expected).unwrap());
+        assert_eq!(toolkit.root_from, choreo_build::RootFrom::Search(choreo_build::FoundBy::Path));
+        return;
+    }
+    let dir = temp_dir("wrapper-search");
+    let (toolkit, wrapper) = toolkit_and_wrapper(&dir);
+    // The real nvcc's folder first on PATH: the wrapper is found by NVCC, the root on PATH.
+    let real_nvcc = fs::canonicalize(&toolkit.nvcc).unwrap();
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let bin = real_nvcc.parent().unwrap().to_path_buf();
+    let path =
+        std::env::join_paths(std::iter::once(bin).chain(std::env::split_paths(&path))).unwrap();
+    let root = real_nvcc.parent().unwrap().parent().unwrap().to_path_buf();
+    let vars = [
+        ("NVCC", wrapper.as_os_str()),
+        ("PATH", path.as_os_str()),
+        ("EXPECTED_ROOT", root.as_os_str()),
+    ];
+    run_child(TEST, &dir, &vars);
 }

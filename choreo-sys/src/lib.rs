@@ -29,7 +29,19 @@
 //! one that is not CUDA 13.x (or `CHOREO_SYS_NO_CUDART=1`, or on docs.rs), it warns once and
 //! builds the crate with `--cfg choreo_sys_no_cudart`: every function keeps its signature but is a Rust
 //! stub that writes nothing and returns [`cudaError_t::cudaErrorStubLibrary`], so `cargo check`,
-//! clippy, docs and GPU-free tests work everywhere. [`CUDART_LINKED`] says which build this is.
+//! clippy, docs and GPU-free tests work everywhere. [`CUDART_LINKED`] says which build this is,
+//! and [`STUB_REASON`] why it is a stub build; `cudaGetErrorString(cudaErrorStubLibrary)` says
+//! it too ([`STUB_LIBRARY_MESSAGE`]), since cargo hides the build-script warnings of
+//! dependencies that are not part of the workspace.
+//!
+//! The toolkit root (headers, `libcudart_static.a`) is `CUDA_HOME`/`CUDA_PATH` when set, else
+//! that of `NVCC`'s real location (or, for a wrapper outside any toolkit, of the next toolkit
+//! found): the same root `choreo-build` compiles the kernels against.
+//!
+//! Only CUDA 13.x is linked: the bindings follow the CUDA 13 ABI (`cudaDeviceProp` lost
+//! fields such as `clockRate` in 13.0, and CUDA 12's headers call `cudaGetDeviceProperties_v2`
+//! for the 12.x layout), so a CUDA 12 toolkit gives a stub build whose warning names the
+//! version found and the version supported.
 //!
 //! # Build-script metadata
 //!
@@ -389,9 +401,19 @@ pub unsafe extern "C" fn cudaGetErrorString(error: cudaError_t) -> *const c_char
     }
 }
 
-/// The [`cudaGetErrorString`] text of `cudaErrorStubLibrary` in a stub build.
-pub const STUB_LIBRARY_MESSAGE: &CStr =
-    c"CUDA runtime not linked: no CUDA toolkit was found when choreo-sys was built";
+/// The [`cudaGetErrorString`] text of `cudaErrorStubLibrary` in a stub build: "CUDA runtime
+/// not linked", and why, as the build script found it (no toolkit, with where it was searched;
+/// a toolkit of another CUDA version than 13.x, naming it; `CHOREO_SYS_NO_CUDART`; docs.rs).
+pub const STUB_LIBRARY_MESSAGE: &CStr = match CStr::from_bytes_with_nul(
+    concat!("CUDA runtime not linked; ", env!("CHOREO_SYS_STUB_REASON"), "\0").as_bytes(),
+) {
+    Ok(message) => message,
+    Err(_) => c"CUDA runtime not linked; choreo-sys was built as stubs",
+};
+
+/// Why this build of choreo-sys has no CUDA runtime (the reason the build script printed as a
+/// cargo warning); empty when [`CUDART_LINKED`].
+pub const STUB_REASON: &str = env!("CHOREO_SYS_STUB_REASON");
 
 impl cudaError_t {
     /// [`cudaError_t::name`] as a static C string; works without the CUDA runtime.

@@ -126,8 +126,12 @@ fn stub_library_string_explains_the_stub_build() {
     let text = c_text(unsafe { cudaGetErrorString(cudaError_t::cudaErrorStubLibrary) });
     if CUDART_LINKED {
         assert_ne!(text, STUB_LIBRARY_MESSAGE.to_str().unwrap());
+        assert_eq!(STUB_REASON, "");
     } else {
         assert_eq!(text, STUB_LIBRARY_MESSAGE.to_str().unwrap());
+        // It says why, as the build script's warning did.
+        assert!(text.starts_with("CUDA runtime not linked; choreo-sys was built as stubs: "));
+        assert!(!STUB_REASON.is_empty() && text.ends_with(STUB_REASON), "{text}");
     }
 }
 

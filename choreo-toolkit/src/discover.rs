@@ -59,13 +59,38 @@ impl fmt::Display for FoundBy {
     }
 }
 
+/// Where the toolkit root (headers, the runtime) came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RootFrom {
+    /// `CUDA_HOME` or `CUDA_PATH` (named), which always name the root when set.
+    Var(&'static str),
+    /// The folder above the `bin` of nvcc's real location (links resolved).
+    Nvcc,
+    /// `NVCC` names a program outside any toolkit (a wrapper such as sccache) and neither
+    /// `CUDA_HOME` nor `CUDA_PATH` is set: the root of the first toolkit found by the other
+    /// search steps (`nvcc` on `PATH`, the pip wheels, the `ci/install-cuda` cache).
+    Search(FoundBy),
+}
+
+impl fmt::Display for RootFrom {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RootFrom::Var(var) => f.write_str(var),
+            RootFrom::Nvcc => f.write_str("nvcc's location"),
+            RootFrom::Search(by) => write!(f, "{by} (NVCC is outside any toolkit)"),
+        }
+    }
+}
+
 /// A usable CUDA toolkit.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Toolkit {
     /// The nvcc to run (possibly a wrapper outside the toolkit, named by `NVCC`).
     pub nvcc: PathBuf,
     /// The toolkit root (headers, libraries): `CUDA_HOME`/`CUDA_PATH` when set, else the
-    /// folder above the `bin` of nvcc's real location.
+    /// folder above the `bin` of nvcc's real location, else (a wrapper named by `NVCC`) the
+    /// root of the first toolkit the other search steps find; see [`Toolkit::root_from`].
     pub root: PathBuf,
     /// `CUDART_VERSION` of its `cuda_runtime_api.h`, e.g. `13000` for CUDA 13.0.
     pub version: u32,
@@ -73,6 +98,9 @@ pub struct Toolkit {
     pub lib_dir: PathBuf,
     /// How nvcc was found.
     pub found_by: FoundBy,
+    /// Where the root came from. Headers, the version and the runtime linked by choreo-sys
+    /// all come from this one root, whatever nvcc is.
+    pub root_from: RootFrom,
 }
 
 impl Toolkit {
@@ -140,9 +168,12 @@ impl fmt::Display for StubReason {
             }
             StubReason::UnsupportedVersion { version, root } => write!(
                 f,
-                "the CUDA toolkit at {} is CUDA {}.{}, but choreo-sys binds and links CUDA \
-                 {CUDA_MAJOR}.x only; point CUDA_HOME (or NVCC) at a CUDA {CUDA_MAJOR} toolkit, \
-                 or run ci/install-cuda",
+                "the CUDA toolkit at {} is CUDA {}.{}, but only CUDA {CUDA_MAJOR}.x is supported \
+                 (choreo-sys binds the CUDA {CUDA_MAJOR} runtime ABI: cudaDeviceProp and \
+                 cudaGetDeviceProperties differ in other majors), so nothing CUDA is compiled or \
+                 linked (a stub build); set CUDA_HOME to the root of a CUDA {CUDA_MAJOR} \
+                 toolkit, or run ci/install-cuda (installs CUDA 13.0 into \
+                 ~/.cache/choreo/cuda-13.0)",
                 root.display(),
                 version / 1000,
                 version % 1000 / 10
@@ -187,21 +218,21 @@ pub fn discover_runtime(env: &Env, target: &Target) -> Result<Discovery, Error> 
     if env.is_set("DOCS_RS") {
         return Ok(Discovery::Stub(StubReason::DocsRs));
     }
-    match find(env, target)? {
-        Discovery::Found(toolkit) if toolkit.major() != CUDA_MAJOR => {
-            Ok(Discovery::Stub(StubReason::UnsupportedVersion {
-                version: toolkit.version,
-                root: toolkit.root,
-            }))
-        }
-        other => Ok(other),
-    }
+    // The version is checked before the runtime library: a CUDA 12 toolkit without
+    // `libcudart_static.a` (the CUDA 12 runtime wheel has none) is unsupported, not incomplete.
+    find_of(env, target, Some(CUDA_MAJOR))
 }
 
 /// The search alone, of any CUDA version and without the stub-mode switches (a command-line
 /// tool such as `choreoc build`): nvcc, the toolkit root, its version and its static runtime
 /// for `target`. [`Discovery::Stub`] only with [`StubReason::NotFound`].
 pub fn find(env: &Env, target: &Target) -> Result<Discovery, Error> {
+    find_of(env, target, None)
+}
+
+/// [`find`]; with `major`, a toolkit of another major version is
+/// [`StubReason::UnsupportedVersion`].
+fn find_of(env: &Env, target: &Target, major: Option<u32>) -> Result<Discovery, Error> {
     let mut searched = Vec::new();
     let Some((nvcc, found_by)) = find_nvcc(env, &mut searched)? else {
         return Ok(Discovery::Stub(StubReason::NotFound { searched }));
@@ -212,17 +243,67 @@ pub fn find(env: &Env, target: &Target) -> Result<Discovery, Error> {
             .into_iter()
             .find_map(|var| env.non_empty(var).map(|root| (var, PathBuf::from(root)))),
     };
-    let (root, root_var) = match from_var {
-        Some((var, root)) => (root, Some(var)),
+    let (root, root_from) = match from_var {
+        Some((var, root)) => (root, RootFrom::Var(var)),
         None => {
             // `/usr/local/bin/nvcc` may be a link into `/usr/local/cuda/bin`: the toolkit is
             // where the real file lives. nvcc itself is run by the path found.
-            let real = fs::canonicalize(&nvcc).unwrap_or_else(|_| nvcc.clone());
-            let root = real.parent().and_then(Path::parent).map(Path::to_path_buf);
-            (root.unwrap_or_default(), None)
+            let root = nvcc_root(&nvcc);
+            if found_by == FoundBy::NvccVar && !has_version_header(&root, target) {
+                // A wrapper outside the toolkit (sccache, ccache, a script): the toolkit is
+                // the one the rest of the search finds.
+                match search_root(env, target) {
+                    Some((root, by)) => (root, RootFrom::Search(by)),
+                    None => (root, RootFrom::Nvcc),
+                }
+            } else {
+                (root, RootFrom::Nvcc)
+            }
         }
     };
-    check_toolkit(nvcc, found_by, root, root_var, target).map(Discovery::Found)
+    check_toolkit(nvcc, found_by, root, root_from, target, major)
+}
+
+/// The folder above the `bin` of nvcc's real location.
+fn nvcc_root(nvcc: &Path) -> PathBuf {
+    let real = fs::canonicalize(nvcc).unwrap_or_else(|_| nvcc.to_path_buf());
+    real.parent().and_then(Path::parent).map(Path::to_path_buf).unwrap_or_default()
+}
+
+/// The version headers a toolkit at `root` may have, the usual one first.
+fn version_headers(root: &Path, target: &Target) -> Vec<PathBuf> {
+    let mut headers = vec![root.join("include").join("cuda_runtime_api.h")];
+    if let Some(dir) = target.toolkit_dir() {
+        headers.push(root.join("targets").join(dir).join("include").join("cuda_runtime_api.h"));
+    }
+    headers
+}
+
+fn has_version_header(root: &Path, target: &Target) -> bool {
+    version_headers(root, target).iter().any(|header| header.is_file())
+}
+
+/// For a wrapper named by `NVCC` without `CUDA_HOME`/`CUDA_PATH`: the root of the first toolkit
+/// (a folder with the version header) that the later search steps find: every `nvcc` on
+/// `PATH` (the wrapper itself may be on it), then the pip wheels, then the install cache.
+fn search_root(env: &Env, target: &Target) -> Option<(PathBuf, FoundBy)> {
+    let exe = if cfg!(windows) { "nvcc.exe" } else { "nvcc" };
+    let usable = |nvcc: PathBuf| {
+        let root = nvcc_root(&nvcc);
+        (nvcc.is_file() && has_version_header(&root, target)).then_some(root)
+    };
+    if let Some(path) = env.var_os("PATH") {
+        let on_path = std::env::split_paths(&path).find_map(|dir| usable(dir.join(exe)));
+        if let Some(root) = on_path {
+            return Some((root, FoundBy::Path));
+        }
+    }
+    let wheel = |base: PathBuf| base.join("nvidia").join("cu13").join("bin").join(exe);
+    if let Some(root) = env.python_purelib().and_then(|purelib| usable(wheel(purelib))) {
+        return Some((root, FoundBy::PythonSitePackages));
+    }
+    let root = install_cuda_cache(env).and_then(|cache| usable(wheel(cache)))?;
+    Some((root, FoundBy::InstallCudaCache))
 }
 
 /// The nvcc of the first place that has one.
@@ -299,30 +380,29 @@ fn install_cuda_cache(env: &Env) -> Option<PathBuf> {
 }
 
 /// Checks the toolkit at `root`: version header and the static runtime for the target.
-/// `root_var` names the variable the root came from, if any.
 fn check_toolkit(
     nvcc: PathBuf,
     found_by: FoundBy,
     root: PathBuf,
-    root_var: Option<&'static str>,
+    root_from: RootFrom,
     target: &Target,
-) -> Result<Toolkit, Error> {
-    let mut headers = vec![root.join("include").join("cuda_runtime_api.h")];
-    if let Some(dir) = target.toolkit_dir() {
-        headers.push(root.join("targets").join(dir).join("include").join("cuda_runtime_api.h"));
-    }
+    major: Option<u32>,
+) -> Result<Discovery, Error> {
+    let headers = version_headers(&root, target);
     let version = headers
         .iter()
         .find_map(|header| fs::read_to_string(header).ok())
         .and_then(|text| cudart_version(&text))
         .ok_or_else(|| {
-            let hint = match (root_var, &found_by) {
-                (Some(var), _) => format!("; {var} names this toolkit root"),
-                (None, FoundBy::NvccVar) => {
-                    "; if NVCC is a wrapper outside the toolkit, set CUDA_HOME to the toolkit root"
-                        .to_owned()
-                }
-                (None, _) => String::new(),
+            let hint = match (&root_from, &found_by) {
+                (RootFrom::Var(var), _) => format!("; {var} names this toolkit root"),
+                (RootFrom::Nvcc, FoundBy::NvccVar) => format!(
+                    "; NVCC names {}, which is not inside a CUDA toolkit, and no toolkit was \
+                     found on PATH, in python3's site-packages or in the ci/install-cuda cache: \
+                     if NVCC is a wrapper outside the toolkit, set CUDA_HOME to the toolkit root",
+                    nvcc.display()
+                ),
+                _ => String::new(),
             };
             Error::Toolkit {
                 root: root.clone(),
@@ -333,6 +413,10 @@ fn check_toolkit(
                 ),
             }
         })?;
+
+    if major.is_some_and(|major| version / 1000 != major) {
+        return Ok(Discovery::Stub(StubReason::UnsupportedVersion { version, root }));
+    }
 
     let lib = target.cudart_static_file();
     let dirs = target.lib_dirs(&root);
@@ -359,7 +443,7 @@ fn check_toolkit(
         };
         return Err(Error::Toolkit { root, message });
     };
-    Ok(Toolkit { nvcc, root, version, lib_dir, found_by })
+    Ok(Discovery::Found(Toolkit { nvcc, root, version, lib_dir, found_by, root_from }))
 }
 
 /// `CUDART_VERSION` from the text of `cuda_runtime_api.h`, e.g. 13000.
@@ -514,6 +598,128 @@ mod tests {
         assert!(error.contains("set CUDA_HOME to the toolkit root"), "{error}");
     }
 
+    /// A shell script at `path` that runs `nvcc` (as sccache or ccache wrappers do).
+    fn wrapper(path: &Path, nvcc: &Path) -> PathBuf {
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(path, format!("#!/bin/sh\nexec {} \"$@\"\n", nvcc.display())).unwrap();
+        path.to_path_buf()
+    }
+
+    #[test]
+    fn cuda_home_and_cuda_path_name_the_root_whatever_nvcc_names() {
+        let dir = temp("root-rule");
+        let home = fake_toolkit(&dir.join("home"), 13000, "lib");
+        let path_root = fake_toolkit(&dir.join("cuda-path"), 13000, "lib64");
+        // NVCC names a real nvcc of another toolkit: still only the compiler.
+        let other = fake_toolkit(&dir.join("other"), 13000, "lib64");
+        let nvcc = other.join("bin/nvcc");
+        let wrapped = wrapper(&dir.join("usr/local/bin/nvcc-wrapper"), &nvcc);
+        for compiler in [&nvcc, &wrapped] {
+            let env = Env::fixed([("NVCC", text(compiler)), ("CUDA_HOME", text(&home))]);
+            let toolkit = found(&env);
+            assert_eq!((&toolkit.nvcc, &toolkit.root), (compiler, &home));
+            assert_eq!(toolkit.root_from, RootFrom::Var("CUDA_HOME"));
+            assert_eq!(toolkit.lib_dir, home.join("lib"));
+            let env = Env::fixed([("NVCC", text(compiler)), ("CUDA_PATH", text(&path_root))]);
+            let toolkit = found(&env);
+            assert_eq!((&toolkit.nvcc, &toolkit.root), (compiler, &path_root));
+            assert_eq!(toolkit.root_from, RootFrom::Var("CUDA_PATH"));
+        }
+        // CUDA_HOME wins over CUDA_PATH.
+        let env = Env::fixed([
+            ("NVCC", text(&wrapped)),
+            ("CUDA_HOME", text(&home)),
+            ("CUDA_PATH", text(&path_root)),
+        ]);
+        assert_eq!(found(&env).root, home);
+    }
+
+    #[test]
+    fn without_cuda_home_the_root_is_nvccs_real_location() {
+        let dir = temp("symlink");
+        let root = fake_toolkit(&dir.join("cuda-13.0"), 13000, "lib64");
+        let link = dir.join("usr/local/bin/nvcc");
+        fs::create_dir_all(link.parent().unwrap()).unwrap();
+        #[cfg(unix)]
+        std::os::unix::fs::symlink(root.join("bin/nvcc"), &link).unwrap();
+        #[cfg(not(unix))]
+        fs::copy(root.join("bin/nvcc"), &link).unwrap();
+        let env = Env::fixed([("NVCC", text(&link))]);
+        let toolkit = found(&env);
+        assert_eq!(toolkit.nvcc, link);
+        if cfg!(unix) {
+            assert_eq!(toolkit.root, fs::canonicalize(&root).unwrap());
+            assert_eq!(toolkit.root_from, RootFrom::Nvcc);
+        }
+    }
+
+    #[test]
+    fn a_wrapper_without_cuda_home_takes_the_root_of_the_next_toolkit_found() {
+        let dir = temp("wrapper-search");
+        let on_path = fake_toolkit(&dir.join("onpath"), 13000, "lib64");
+        let pip = fake_toolkit(&dir.join("site/nvidia/cu13"), 13000, "lib");
+        let cache = fake_toolkit(&dir.join("cache/nvidia/cu13"), 13000, "lib");
+        // The wrapper is itself called nvcc and comes first on PATH: it is passed over.
+        let wrapped = wrapper(&dir.join("wrappers/nvcc"), &on_path.join("bin/nvcc"));
+        let path = std::env::join_paths([dir.join("wrappers"), on_path.join("bin")]).unwrap();
+        let path = path.to_str().unwrap();
+        let cache_var = dir.join("cache");
+        let cache_var = text(&cache_var);
+        let site = Some(dir.join("site"));
+        let cases = [
+            (
+                vec![("PATH", path), ("CHOREO_CUDA_CACHE", cache_var)],
+                site.clone(),
+                &on_path,
+                FoundBy::Path,
+            ),
+            (vec![("CHOREO_CUDA_CACHE", cache_var)], site, &pip, FoundBy::PythonSitePackages),
+            (vec![("CHOREO_CUDA_CACHE", cache_var)], None, &cache, FoundBy::InstallCudaCache),
+        ];
+        for (vars, site, root, by) in cases {
+            let mut vars = vars;
+            vars.push(("NVCC", text(&wrapped)));
+            let env = Env::fixed(vars).with_python_purelib(site);
+            let toolkit = found(&env);
+            assert_eq!(toolkit.nvcc, wrapped);
+            assert_eq!(toolkit.found_by, FoundBy::NvccVar);
+            assert_eq!(toolkit.root, fs::canonicalize(root).unwrap());
+            assert_eq!(toolkit.root_from, RootFrom::Search(by));
+            // The runtime linked comes from that same root.
+            assert!(toolkit.lib_dir.starts_with(&toolkit.root), "{toolkit:?}");
+        }
+        // A wrapper inside a folder that looks like a toolkit's bin but has no headers, and
+        // nothing else found: an error that names NVCC and says to set CUDA_HOME.
+        let env = Env::fixed([("NVCC", text(&wrapped))]);
+        let error = discover(&env, &native()).unwrap_err().to_string();
+        assert!(
+            error.contains("NVCC names") && error.contains("not inside a CUDA toolkit"),
+            "{error}"
+        );
+        assert!(error.contains("set CUDA_HOME to the toolkit root"), "{error}");
+    }
+
+    #[test]
+    fn nvcc_alone_gives_kernels_and_runtime_one_toolkit_that_is_linked() {
+        let dir = temp("nvcc-alone");
+        let root = fake_toolkit(&dir.join("cuda"), 13000, "lib");
+        // Another toolkit on PATH must not be picked for either.
+        let decoy = fake_toolkit(&dir.join("decoy"), 13000, "lib64");
+        let nvcc = root.join("bin/nvcc");
+        let path = decoy.join("bin");
+        let env = Env::fixed([("NVCC", text(&nvcc)), ("PATH", text(&path))]);
+        let kernels = found(&env);
+        let Ok(Discovery::Found(runtime)) = discover_runtime(&env, &native()) else { panic!() };
+        assert_eq!(kernels, runtime);
+        assert_eq!(kernels.root, fs::canonicalize(&root).unwrap());
+        assert_eq!(kernels.nvcc, nvcc);
+        let lines = crate::cudart_link_lines(&runtime, &native());
+        let search = format!("rustc-link-search=native={}", kernels.root.join("lib").display());
+        assert_eq!(lines[..2], [search, "rustc-link-lib=static=cudart_static".to_owned()]);
+        // nvcc linking a whole program is handed the same folder (nvcc does not search `lib`).
+        assert_eq!(kernels.nvcc_lib_dir(&native()), Some(kernels.lib_dir.as_path()));
+    }
+
     #[test]
     fn nothing_found_means_stub_mode_with_what_was_searched() {
         let dir = temp("none");
@@ -563,6 +769,10 @@ mod tests {
         assert!(!env.read_vars().contains(&"CHOREO_NVCC".to_owned()));
     }
 
+    fn expected_again(root: &Path) -> Discovery {
+        Discovery::Stub(StubReason::UnsupportedVersion { version: 12080, root: root.to_owned() })
+    }
+
     #[test]
     fn another_cuda_major_is_stub_mode_for_both_kernels_and_runtime_but_found_by_find() {
         let dir = temp("cuda12");
@@ -575,11 +785,18 @@ mod tests {
         let Discovery::Stub(reason) = expected else { unreachable!() };
         let reason = reason.to_string();
         assert!(
-            reason.contains("is CUDA 12.8, but choreo-sys binds and links CUDA 13.x"),
+            reason.contains("is CUDA 12.8, but only CUDA 13.x is supported")
+                && reason.contains("stub build")
+                && reason.contains("set CUDA_HOME"),
             "{reason}"
         );
         let Ok(Discovery::Found(toolkit)) = find(&env, &native()) else { panic!() };
         assert_eq!(toolkit.version_string(), "12.8");
+        // Without libcudart_static.a (the CUDA 12 runtime wheel has only libcudart.so.12) it is
+        // still the version that is reported, not the missing library.
+        fs::remove_file(root.join("lib64/libcudart_static.a")).unwrap();
+        assert_eq!(discover(&env, &native()), Ok(expected_again(&root)));
+        assert!(find(&env, &native()).is_err());
     }
 
     #[test]

@@ -39,9 +39,19 @@
 //!
 //! # The toolkit root
 //!
-//! Headers and libraries come from `CUDA_HOME`/`CUDA_PATH` (the first one set) when set;
-//! otherwise from nvcc's real location (links resolved), the folder above its `bin`. The CUDA
-//! version is `CUDART_VERSION` of `include/cuda_runtime_api.h` (or
+//! Headers, the version and the runtime all come from one root ([`Toolkit::root`],
+//! [`RootFrom`]); `NVCC` only names the compiler to run:
+//!
+//! 1. `CUDA_HOME`, then `CUDA_PATH`, when set, whatever nvcc is (an sccache or ccache wrapper
+//!    such as `NVCC=/usr/local/bin/nvcc-wrapper` works with `CUDA_HOME` naming the toolkit);
+//! 2. else the folder above the `bin` of nvcc's real location (links resolved, so
+//!    `/usr/local/bin/nvcc` → `/usr/local/cuda-13.0/bin/nvcc` gives `/usr/local/cuda-13.0`);
+//! 3. else, when `NVCC` names a program outside any toolkit (that folder has no
+//!    `cuda_runtime_api.h`), the root of the first toolkit the later search steps find: every
+//!    `nvcc` on `PATH` (wrappers are passed over), the pip wheels, the `ci/install-cuda` cache.
+//!    None: an error ([`Error::Toolkit`]) that says to set `CUDA_HOME`.
+//!
+//! The CUDA version is `CUDART_VERSION` of `include/cuda_runtime_api.h` (or
 //! `targets/<arch>-linux/include`). `libcudart_static.a` must exist for the cargo target: for
 //! a native build in `lib64`, `lib`, `targets/<arch>-linux/lib` or `lib/<multiarch>`; for a
 //! cross build (`TARGET` ≠ `HOST`) in `targets/<arch>-linux/lib` (`sbsa-linux` for aarch64). A
@@ -51,7 +61,10 @@
 //!
 //! [`find`] is the search alone. [`discover_runtime`] (choreo-sys) adds the switches
 //! `CHOREO_SYS_NO_CUDART` and `DOCS_RS` and accepts only CUDA [`CUDA_MAJOR`].x, the version
-//! choreo-sys binds; [`discover`] (choreo-build) adds `CHOREO_NVCC=skip` in front. Whenever
+//! choreo-sys binds (its `cudaDeviceProp` and `cudaGetDeviceProperties` follow the CUDA 13
+//! ABI, which differs from CUDA 12's): another version is
+//! [`StubReason::UnsupportedVersion`], whose text names the version found, the one supported
+//! and that the build is a stub build. [`discover`] (choreo-build) adds `CHOREO_NVCC=skip` in front. Whenever
 //! [`discover`] finds a toolkit, [`discover_runtime`] finds the same one in the same
 //! environment, so kernels are never compiled without a runtime to link them against.
 //!
@@ -68,8 +81,8 @@ mod link;
 mod target;
 
 pub use discover::{
-    CUDA_MAJOR, Discovery, ENV_VARS, FoundBy, INSTALL_HINT, StubReason, Toolkit, cudart_version,
-    discover, discover_runtime, find,
+    CUDA_MAJOR, Discovery, ENV_VARS, FoundBy, INSTALL_HINT, RootFrom, StubReason, Toolkit,
+    cudart_version, discover, discover_runtime, find,
 };
 pub use env::Env;
 pub use error::Error;

@@ -13,7 +13,7 @@ use crate::target::Target;
 /// then sees `cudart_static` after the kernels that need it.
 ///
 /// ```
-/// use choreo_toolkit::{FoundBy, Target, Toolkit, cudart_link_lines};
+/// use choreo_toolkit::{FoundBy, RootFrom, Target, Toolkit, cudart_link_lines};
 ///
 /// let toolkit = Toolkit {
 ///     nvcc: "/usr/local/cuda/bin/nvcc".into(),
@@ -21,6 +21,7 @@ use crate::target::Target;
 ///     version: 13000,
 ///     lib_dir: "/usr/local/cuda/lib64".into(),
 ///     found_by: FoundBy::Root("CUDA_HOME"),
+///     root_from: RootFrom::Var("CUDA_HOME"),
 /// };
 /// let linux = Target {
 ///     triple: "x86_64-unknown-linux-gnu".into(),
