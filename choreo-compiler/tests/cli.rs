@@ -460,3 +460,38 @@ fn check_dumps_the_bounds_analysis() {
     assert!(text.contains("k: 'y' at "), "{text}");
     assert!(text.contains("k.co:3:15: checked at run time: dimension 0 (i < extent)"), "{text}");
 }
+
+#[test]
+fn explain_prints_a_code_lists_all_and_rejects_unknown_ones() {
+    let out = choreoc(["explain", "E0609"]);
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    let text = stdout(&out);
+    assert!(text.starts_with("E0609: more than 1024 threads per block\n\n"), "{text}");
+    assert!(text.contains("Fix:"), "{text}");
+    // Codes are found whatever their case.
+    let out = choreoc(["explain", "w0403"]);
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    assert!(stdout(&out).starts_with("W0403: "), "{}", show(&out));
+
+    let out = choreoc(["explain"]);
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    let list = stdout(&out);
+    assert!(list.contains("\n  E0401  use of an undeclared name\n"), "{list}");
+    assert!(list.contains("\n  N0701  "), "{list}");
+
+    let out = choreoc(["explain", "E9999"]);
+    assert_eq!(code(&out), 2, "{}", show(&out));
+    assert!(stderr(&out).contains("'E9999' is not a Choreo diagnostic code"), "{}", show(&out));
+    assert!(stdout(&out).is_empty());
+    let out = choreoc(["explain", "E0401", "E0402"]);
+    assert_eq!(code(&out), 2, "{}", show(&out));
+    assert!(stderr(&out).contains("takes at most one code"), "{}", show(&out));
+
+    let out = choreoc(["--help"]);
+    assert!(stdout(&out).contains("\n  explain describe a diagnostic code"), "{}", show(&out));
+    for args in [&["explain", "--help"][..], &["help", "explain"][..]] {
+        let out = choreoc(args);
+        assert_eq!(code(&out), 0, "{}", show(&out));
+        assert!(stdout(&out).contains("Usage: choreoc explain [CODE]"), "{}", show(&out));
+    }
+}
