@@ -34,8 +34,8 @@
 //!
 //! Human diagnostics go to stderr (coloured when stderr is a terminal and `NO_COLOR` is unset),
 //! followed by one summary line per file with errors and the `choreoc explain` command for
-//! their codes; `--message-format=json` prints one JSON
-//! object per diagnostic on stdout instead. Dumps and translations go to stdout (or `-o`).
+//! their codes; `--message-format=json` prints one JSON object per diagnostic on stdout
+//! instead. Dumps and translations go to stdout (or `-o`).
 //!
 //! Argument parsing is hand-written and shared: every subcommand is one entry of [`COMMANDS`]
 //! (its name, the options it accepts, how many files it takes and the function that runs it),
