@@ -82,6 +82,14 @@ fn c_spellings_of_built_ins_get_the_choreo_name() {
     assert_eq!((diags[0].code, line_col(src, &diags[0])), ("E0301", (4, 15)), "{text}");
     assert_eq!(diags[0].help.as_deref(), Some("Choreo spells it `__max`"), "{text}");
 
+    // As a statement of its own.
+    let src =
+        "__co__ void f(s32 [4] &c) {\n  parallel p by 4 {\n    atomicAdd(c.at(0), 1);\n  }\n}\n";
+    let (diags, text) = diagnose(src);
+    assert_eq!(diags.len(), 1, "{text}");
+    assert_eq!((diags[0].code, line_col(src, &diags[0])), ("E0301", (3, 5)), "{text}");
+    assert_eq!(diags[0].help.as_deref(), Some("Choreo spells it `__atomic_add`"), "{text}");
+
     // `expf(x)` parses as a selection `expf(x)`; sema finds no `expf`.
     let src = "__co__ void f(f32 [16] a, f32 [16] &o) {\n  parallel p by 16 : thread {\n    \
                f32 x = a.at(p);\n    o.at(p) = expf(x);\n  }\n}\n";

@@ -241,6 +241,21 @@ impl Parser<'_, '_> {
         })
     }
 
+    /// Reports the call of `name`, a C spelling of the Choreo built-in `builtin` (`fmaxf` for
+    /// `__max`), with the Choreo name as the help.
+    pub(super) fn c_spelling(&mut self, name: &str, span: Span, builtin: &str) -> Reported {
+        self.report(
+            Diagnostic::error(
+                "E0301",
+                span,
+                format!("syntax error, '{name}' is not a Choreo built-in"),
+            )
+            .with_label("unknown function")
+            .with_help(format!("Choreo spells it `{builtin}`")),
+        );
+        Reported
+    }
+
     /// `base(i)`: dimension/component selection (also `v(-1)`).
     fn dim_select(&mut self, base: Expr) -> PResult<Expr> {
         // `fmaxf(x, y)`, `sqrtf(x * 2)`: a C spelling of a built-in, called with what cannot be
@@ -257,16 +272,7 @@ impl Parser<'_, '_> {
                     )
             );
             if let Some(builtin) = crate::token::choreo_spelling(&id.name).filter(|_| !simple) {
-                self.report(
-                    Diagnostic::error(
-                        "E0301",
-                        id.span,
-                        format!("syntax error, '{}' is not a Choreo built-in", id.name),
-                    )
-                    .with_label("unknown function")
-                    .with_help(format!("Choreo spells it `{builtin}`")),
-                );
-                return Err(Reported);
+                return Err(self.c_spelling(&id.name, id.span, builtin));
             }
         }
         self.expect_punct(Punct::LParen)?;

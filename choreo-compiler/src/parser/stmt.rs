@@ -167,6 +167,13 @@ impl Parser<'_, '_> {
             TokenKind::Ident(_) if self.nth(1).is_punct(Punct::Colon) => {
                 Ok(StmtKind::MdspanDecl(self.mdspan_decl()?))
             }
+            // `atomicAdd(x.at(i), 1);`, `fmaxf(a, b);`: a C spelling of a built-in.
+            TokenKind::Ident(name) if self.nth(1).is_punct(Punct::LParen) => {
+                match crate::token::choreo_spelling(name) {
+                    Some(builtin) => Err(self.c_spelling(name, self.span(), builtin)),
+                    None => self.assignment_stmt(),
+                }
+            }
             TokenKind::Ident(_) => self.assignment_stmt(),
             _ => Err(self.unexpected("a statement")),
         }
