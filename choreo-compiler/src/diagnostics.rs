@@ -244,6 +244,17 @@ impl IntoIterator for Diagnostics {
     }
 }
 
+/// `n` and a noun in the number `n` asks for: `count(1, "argument")` is "1 argument",
+/// `count(2, "argument")` "2 arguments". For irregular plurals, see [`count_as`].
+pub fn count(n: usize, noun: &str) -> String {
+    if n == 1 { format!("1 {noun}") } else { format!("{n} {noun}s") }
+}
+
+/// Like [`count`], with the plural given: `count_as(3, "index", "indices")` is "3 indices".
+pub fn count_as(n: usize, singular: &str, plural: &str) -> String {
+    format!("{n} {}", if n == 1 { singular } else { plural })
+}
+
 /// Renders diagnostics like rustc, without colour (for snapshots, logs and cargo output).
 pub fn render_human(db: &SourceDb, diagnostics: &[Diagnostic]) -> String {
     let mut out = term::termcolor::NoColor::new(Vec::new());

@@ -205,9 +205,16 @@ impl<'a> Lexer<'a> {
         self.tokens.push(Token { kind, span });
     }
 
-    fn error(&mut self, code: &'static str, start: usize, end: usize, message: String) {
+    fn error(
+        &mut self,
+        code: &'static str,
+        start: usize,
+        end: usize,
+        message: String,
+        label: &str,
+    ) {
         let span = self.span(start, end);
-        self.diags.push(Diagnostic::error(code, span, message));
+        self.diags.push(Diagnostic::error(code, span, message).with_label(label));
     }
 
     fn run(&mut self) {
@@ -259,6 +266,7 @@ impl<'a> Lexer<'a> {
                                 start,
                                 start + 2,
                                 "unterminated block comment".to_string(),
+                                "this comment is never closed",
                             );
                             self.pos = self.bytes.len();
                         }
@@ -499,7 +507,8 @@ impl<'a> Lexer<'a> {
                     "E0205",
                     self.span(digits_end, i),
                     format!("invalid suffix '{suffix}' on integer literal '{text}'"),
-                );
+                )
+                .with_label("invalid suffix");
                 if suffix.starts_with(['e', 'E']) {
                     // `1e-3`: the exponent form, as for floating literals below.
                     d = d.with_note("floating literals have no exponent form (spec §2.2)");
@@ -514,6 +523,7 @@ impl<'a> Lexer<'a> {
                 start,
                 i,
                 format!("invalid integer literal '{text}': octal literals are not supported"),
+                "octal literal",
             );
         }
         let radix = if hex { 16 } else { 10 };
@@ -531,6 +541,7 @@ impl<'a> Lexer<'a> {
                         start,
                         i,
                         format!("unsigned integer literal '{text}' out of range [0, {}]", u64::MAX),
+                        "out of range",
                     );
                     (u64::MAX as u128, IntLitType::U64)
                 }
@@ -545,6 +556,7 @@ impl<'a> Lexer<'a> {
                         start,
                         i,
                         format!("signed integer literal '{text}' out of range [0, {}]", i64::MAX),
+                        "out of range",
                     );
                     (i64::MAX as u128, IntLitType::S64)
                 }
@@ -578,7 +590,8 @@ impl<'a> Lexer<'a> {
                 "E0205",
                 self.span(start, i),
                 format!("invalid suffix '{suffix}' on floating literal '{text}'"),
-            );
+            )
+            .with_label("invalid suffix");
             if exponent {
                 d = d.with_note("floating literals have no exponent form (spec §2.2)");
             }

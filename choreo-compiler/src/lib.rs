@@ -15,6 +15,7 @@ pub mod compile;
 pub mod diagnostics;
 pub mod dump;
 pub mod emit;
+pub mod explain;
 pub mod frontend;
 pub mod hir;
 pub mod lexer;

@@ -10,6 +10,7 @@
 //! choreoc emit-rs FILE.co [-D …]... [--stub] [-o OUT.rs]
 //! choreoc build FILE.co -o EXE [--arch sm_90a] [-D …]... [--nvcc PATH] [--no-runtime-checks]
 //!               [-- NVCC FLAGS...]
+//! choreoc explain [CODE]
 //! choreoc --help | --version
 //! ```
 //!
@@ -23,14 +24,18 @@
 //!   build scripts find it (`choreo-toolkit`: `--nvcc`, `NVCC`, `CUDA_HOME`/`CUDA_PATH`,
 //!   `PATH`, the pip wheels of `python3`, the `ci/install-cuda` cache); everything after `--`
 //!   goes to nvcc.
+//! - `explain CODE` prints the long description of a diagnostic code (what it means, why, an
+//!   example and its fix); without a code it lists every code with its one-line summary. An
+//!   unknown code is a usage error (exit status 2).
 //!
 //! Exit status: 0 when every file is accepted (warnings may be printed), 1 when errors were
 //! reported in a file (or nvcc failed), 2 for a usage error or a file that cannot be read or
 //! written.
 //!
 //! Human diagnostics go to stderr (coloured when stderr is a terminal and `NO_COLOR` is unset),
-//! followed by one summary line per file with errors; `--message-format=json` prints one JSON
-//! object per diagnostic on stdout instead. Dumps and translations go to stdout (or `-o`).
+//! followed by one summary line per file with errors and the `choreoc explain` command for
+//! their codes; `--message-format=json` prints one JSON object per diagnostic on stdout
+//! instead. Dumps and translations go to stdout (or `-o`).
 //!
 //! Argument parsing is hand-written and shared: every subcommand is one entry of [`COMMANDS`]
 //! (its name, the options it accepts, how many files it takes and the function that runs it),
@@ -382,6 +387,7 @@ fn dispatch(args: &[OsString]) -> Result<Status, UsageError> {
     match first {
         "-h" | "--help" | "help" => {
             let text = match args.get(1).and_then(|a| a.to_str()) {
+                Some("explain") if first == "help" => explain_help(),
                 Some(name) if first == "help" => command_help(find_command(name)?),
                 _ => main_help(),
             };
@@ -397,6 +403,9 @@ fn dispatch(args: &[OsString]) -> Result<Status, UsageError> {
     if first.starts_with('-') {
         return Err(UsageError { message: format!("unknown option '{first}'"), command: None });
     }
+    if first == "explain" {
+        return Ok(explain(&args[1..]));
+    }
     let command = find_command(first)?;
     let rest = &args[1..];
     if rest.iter().take_while(|a| *a != "--").any(|a| a == "-h" || a == "--help") {
@@ -407,10 +416,55 @@ fn dispatch(args: &[OsString]) -> Result<Status, UsageError> {
     Ok((command.run)(&options))
 }
 
+/// The usage line and help of `choreoc explain`, which takes a code rather than files.
+const EXPLAIN_USAGE: &str = "Usage: choreoc explain [CODE]";
+const EXPLAIN_SUMMARY: &str = "describe a diagnostic code (E0401, W0403, …) in full";
+
+/// `choreoc explain [CODE]`: the long description of one code, or the list of all codes.
+fn explain(args: &[OsString]) -> Status {
+    use choreo_compiler::explain;
+    let args: Vec<String> = args.iter().map(|a| a.to_string_lossy().into_owned()).collect();
+    match args.as_slice() {
+        [] => cli::print_stdout(&explain::render_index()),
+        [flag] if flag == "-h" || flag == "--help" => cli::print_stdout(&explain_help()),
+        [code] => match explain::lookup(code) {
+            Some(entry) => cli::print_stdout(&explain::render(&entry)),
+            None => {
+                let mut err = std::io::stderr().lock();
+                let _ = writeln!(
+                    err,
+                    "error: '{code}' is not a Choreo diagnostic code (codes look like E0401, \
+                     W0403 or N0701; 'choreoc explain' lists them all)"
+                );
+                return Status::Usage;
+            }
+        },
+        _ => {
+            let mut err = std::io::stderr().lock();
+            let _ = writeln!(
+                err,
+                "error: 'choreoc explain' takes at most one code\n\n{EXPLAIN_USAGE}\n\n\
+                 For more information, try 'choreoc explain --help'."
+            );
+            return Status::Usage;
+        }
+    }
+    Status::Ok
+}
+
+fn explain_help() -> String {
+    format!(
+        "choreoc explain: {EXPLAIN_SUMMARY}\n\n{EXPLAIN_USAGE}\n\n\
+         Prints what the code means, why the rule exists, a small wrong example and its fix.\n\
+         Without CODE, lists every code with its one-line summary.\n\n\
+         Exit status: 0 described, 2 unknown code or usage error.\n"
+    )
+}
+
 fn find_command(name: &str) -> Result<&'static Command, UsageError> {
     COMMANDS.iter().find(|c| c.name == name).ok_or_else(|| UsageError {
         message: format!(
-            "unknown command '{name}' (commands: {})",
+            "unknown command '{name}' (commands: {}, explain)",
             COMMANDS.iter().map(|c| c.name).collect::<Vec<_>>().join(", ")
         ),
         command: None,
@@ -425,6 +479,7 @@ fn main_help() -> String {
     for c in COMMANDS {
         text.push_str(&format!("  {:<8}{}\n", c.name, c.summary));
     }
+    text.push_str(&format!("  {:<8}{EXPLAIN_SUMMARY}\n", "explain"));
     text.push_str(
         "\nOptions:\n  -h, --help     print help (also 'choreoc <COMMAND> --help')\n  \
          -V, --version  print the version\n\n",

@@ -2004,6 +2004,7 @@ impl<'a> Pp<'a> {
             if !valid_name {
                 self.diags.push(
                     Diagnostic::error("E0107", at, format!("invalid macro name '{name}' in -D"))
+                        .with_label("not an identifier")
                         .with_help("use -DNAME, -DNAME=VALUE or -D'NAME(params)=VALUE'"),
                 );
                 continue;
@@ -2021,6 +2022,7 @@ impl<'a> Pp<'a> {
                                     at,
                                     format!("redefinition of function-like macro '{}'", m.name),
                                 )
+                                .with_label("defined differently before")
                                 .with_note(format!("in the command-line definition -D{name}")),
                             );
                         }
@@ -2030,6 +2032,7 @@ impl<'a> Pp<'a> {
                 }
                 Err(e) => self.diags.push(
                     Diagnostic::error("E0107", at, format!("invalid -D definition: {}", e.message))
+                        .with_label("invalid definition")
                         .with_note(format!("in the command-line definition -D{name}")),
                 ),
             }
@@ -2239,7 +2242,7 @@ impl<'a> Pp<'a> {
                         "W0103",
                         at,
                         "whether this '__co__' function is compiled depends on a condition Choreo cannot evaluate",
-                    )
+                    ).with_label("this function is conditional")
                     .with_secondary(cond, "'__has_*' is evaluated as 0 here")
                     .with_note("nvcc may evaluate the condition differently"),
                 );
@@ -2718,6 +2721,7 @@ impl<'a> Pp<'a> {
         if word(1) != "intrinsic" {
             self.diags.push(
                 Diagnostic::warning("W0104", dspan, "unknown '#pragma croq' directive is ignored")
+                    .with_label("ignored")
                     .with_help(
                         "the known form is '#pragma croq intrinsic prefix|namespace <name>'",
                     ),

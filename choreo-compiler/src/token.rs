@@ -309,6 +309,39 @@ name_enum! {
     }
 }
 
+/// The Choreo built-in that a C/C++/CUDA function name stands for (`fmaxf`, `max` → `__max`,
+/// `sqrtf` → `__sqrt`, `abs` → `__fabs`, `atomicAdd` → `__atomic_add`), for the hint given
+/// when such a name is called in tileflow code. `None` for other names.
+pub fn choreo_spelling(name: &str) -> Option<&'static str> {
+    let atomic = match name {
+        "atomicAdd" => Some(AtomicOp::Add),
+        "atomicSub" => Some(AtomicOp::Sub),
+        "atomicExch" => Some(AtomicOp::Exch),
+        "atomicMin" => Some(AtomicOp::Min),
+        "atomicMax" => Some(AtomicOp::Max),
+        "atomicAnd" => Some(AtomicOp::And),
+        "atomicOr" => Some(AtomicOp::Or),
+        "atomicXor" => Some(AtomicOp::Xor),
+        "atomicCAS" => Some(AtomicOp::Cas),
+        _ => None,
+    };
+    if let Some(op) = atomic {
+        return Some(op.as_str());
+    }
+    let math = |n: &str| MathFn::lookup(&format!("__{n}"));
+    let found = match name {
+        _ if name.starts_with('_') => None,
+        "abs" | "fabs" | "fabsf" => Some(MathFn::Fabs),
+        "max" | "fmax" | "fmaxf" => Some(MathFn::Max),
+        "min" | "fmin" | "fminf" => Some(MathFn::Min),
+        "fma" => Some(MathFn::Fmaf),
+        "exp2" => Some(MathFn::Exp2f),
+        // `expf`, `sqrtf`, … (the float variants) and `exp`, `sqrt`, … themselves.
+        _ => math(name).or_else(|| name.strip_suffix('f').and_then(math)),
+    };
+    found.map(MathFn::as_str)
+}
+
 name_enum! {
     /// Atomic built-ins (spec §18).
     AtomicOp {

@@ -101,7 +101,14 @@ fn check_reports_errors_for_humans_with_location_and_summary() {
     let err = stderr(&out);
     assert!(err.contains("error[E0204]: signed integer literal"), "{err}");
     assert!(err.contains(&format!("{}:3:15", p(&file))), "{err}");
-    assert!(err.ends_with(&format!("error: 1 error reported in {}\n", p(&file))), "{err}");
+    assert!(
+        err.ends_with(&format!(
+            "error: 1 error reported in {}\n\
+             For more information about this error, try 'choreoc explain E0204'.\n",
+            p(&file)
+        )),
+        "{err}"
+    );
     assert!(!err.contains('\x1b'), "no colour when stderr is not a terminal: {err:?}");
 }
 
@@ -116,7 +123,11 @@ fn check_reports_syntax_errors_and_counts_them() {
     assert!(err.contains("error[E03"), "a parser error: {err}");
     assert!(err.contains(&format!("{}:2:", p(&file))), "{err}");
     assert!(err.contains(&format!("{}:3:", p(&file))), "{err}");
-    assert!(err.ends_with(&format!("error: 2 errors reported in {}\n", p(&file))), "{err}");
+    assert!(err.contains(&format!("error: 2 errors reported in {}\n", p(&file))), "{err}");
+    assert!(
+        err.ends_with("For more information about this error, try 'choreoc explain E0301'.\n"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -459,4 +470,53 @@ fn check_dumps_the_bounds_analysis() {
     );
     assert!(text.contains("k: 'y' at "), "{text}");
     assert!(text.contains("k.co:3:15: checked at run time: dimension 0 (i < extent)"), "{text}");
+}
+
+#[test]
+fn explain_prints_a_code_lists_all_and_rejects_unknown_ones() {
+    let out = choreoc(["explain", "E0609"]);
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    let text = stdout(&out);
+    assert!(text.starts_with("E0609: more than 1024 threads per block\n\n"), "{text}");
+    assert!(text.contains("Fix:"), "{text}");
+    // Codes are found whatever their case.
+    let out = choreoc(["explain", "w0403"]);
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    assert!(stdout(&out).starts_with("W0403: "), "{}", show(&out));
+
+    let out = choreoc(["explain"]);
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    let list = stdout(&out);
+    assert!(list.contains("\n  E0401  use of an undeclared name\n"), "{list}");
+    assert!(list.contains("\n  N0701  "), "{list}");
+
+    let out = choreoc(["explain", "E9999"]);
+    assert_eq!(code(&out), 2, "{}", show(&out));
+    assert!(stderr(&out).contains("'E9999' is not a Choreo diagnostic code"), "{}", show(&out));
+    assert!(stdout(&out).is_empty());
+    let out = choreoc(["explain", "E0401", "E0402"]);
+    assert_eq!(code(&out), 2, "{}", show(&out));
+    assert!(stderr(&out).contains("takes at most one code"), "{}", show(&out));
+
+    // `check` points at `explain` for the codes of the errors it reported.
+    let dir = TempDir::new("explain-hint");
+    let file = dir.file("two.co", "__co__ void f(s32 [4] &a) {\n  int x;\n  a.at(0) = 1;\n}\n");
+    let out = choreoc(["check".as_ref(), file.as_os_str()]);
+    assert_eq!(code(&out), 1, "{}", show(&out));
+    assert!(
+        stderr(&out).ends_with(
+            "Some errors have detailed explanations: E0404, E0425.\n\
+             For more information about an error, try 'choreoc explain E0404'.\n"
+        ),
+        "{}",
+        show(&out)
+    );
+
+    let out = choreoc(["--help"]);
+    assert!(stdout(&out).contains("\n  explain describe a diagnostic code"), "{}", show(&out));
+    for args in [&["explain", "--help"][..], &["help", "explain"][..]] {
+        let out = choreoc(args);
+        assert_eq!(code(&out), 0, "{}", show(&out));
+        assert!(stdout(&out).contains("Usage: choreoc explain [CODE]"), "{}", show(&out));
+    }
 }

@@ -111,6 +111,13 @@ fn check_stated_count(problems: &mut Problems, fixture: &Fixture, reported: usiz
     }
 }
 
+/// Every diagnostic says what is wrong at its location: its primary label has a text.
+fn check_labels(problems: &mut Problems, fixture: &Fixture, diags: &[Diagnostic]) {
+    for d in diags.iter().filter(|d| d.primary.message.trim().is_empty()) {
+        problems.push(fixture, format!("{} \"{}\" has no label text", d.code, d.message));
+    }
+}
+
 /// Collects the problems of one directory test and fails once at the end.
 #[derive(Default)]
 struct Problems(Vec<String>);
@@ -157,6 +164,7 @@ fn parse_fixtures_dump_without_errors() {
             let rendered = render_human(&outcome.db, &outcome.parse_diags);
             problems.push(&fixture, format!("{n} error(s) where none were expected:\n{rendered}"));
         }
+        check_labels(&mut problems, &fixture, &outcome.parse_diags);
         let mut snapshot = outcome.dump;
         if !outcome.parse_diags.is_empty() {
             snapshot.push_str("\n--- diagnostics ---\n");
@@ -177,6 +185,7 @@ fn reject_syntax_fixtures_report_syntax_errors() {
             problems.push(&fixture, "no error from preprocess/lex/parse");
         }
         check_stated_count(&mut problems, &fixture, n);
+        check_labels(&mut problems, &fixture, &outcome.parse_diags);
         let rendered = render_human(&outcome.db, &outcome.parse_diags);
         problems.snapshot("reject_syntax", &fixture, &rendered);
     }
@@ -200,6 +209,7 @@ fn reject_sema_fixtures_report_sema_errors() {
         check_stated_count(&mut problems, &fixture, parse_errors + sema_errors);
         let mut all = outcome.parse_diags;
         all.extend(outcome.sema_diags);
+        check_labels(&mut problems, &fixture, &all);
         let rendered = render_human(&outcome.db, &all);
         problems.snapshot("reject_sema", &fixture, &rendered);
     }

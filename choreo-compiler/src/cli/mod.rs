@@ -70,9 +70,31 @@ pub(crate) fn report(
                 let _ = stderr.reset();
                 let _ = writeln!(stderr, ": {count} {what}{plural} reported in {name}");
             }
+            let _ = write!(stderr, "{}", explain_hint(diags));
         }
     }
     status
+}
+
+/// After the errors of a file: which of their codes `choreoc explain` describes, as rustc
+/// points at `rustc --explain` (empty when there is no error).
+fn explain_hint(diags: &[Diagnostic]) -> String {
+    let mut codes: Vec<&str> = diags
+        .iter()
+        .filter(|d| d.is_error() && choreo_compiler::explain::lookup(d.code).is_some())
+        .map(|d| d.code)
+        .collect();
+    codes.sort_unstable();
+    codes.dedup();
+    match codes.as_slice() {
+        [] => String::new(),
+        [code] => format!("For more information about this error, try 'choreoc explain {code}'.\n"),
+        [first, ..] => format!(
+            "Some errors have detailed explanations: {}.\nFor more information about an error, \
+             try 'choreoc explain {first}'.\n",
+            codes.join(", ")
+        ),
+    }
 }
 
 /// Colour when stderr is a terminal and `NO_COLOR` is unset or empty (no-color.org);

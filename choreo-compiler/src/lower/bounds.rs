@@ -624,7 +624,8 @@ impl<'a> Analysis<'a, '_> {
             ),
             None => format!(
                 "index out of bounds: the element offset in '{name}' (through a reshaping view) \
-                 takes the values {min} to {max}, but '{name}' has {extent} elements"
+                 takes the values {min} to {max}, but '{name}' has {}",
+                crate::diagnostics::count(extent as usize, "element")
             ),
         };
         self.diags.push(

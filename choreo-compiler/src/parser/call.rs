@@ -174,7 +174,12 @@ impl Parser<'_, '_> {
         let volatile = self.eat_kw(Keyword::Volatile);
         if self.at_kw(Keyword::Goto) {
             let span = self.span();
-            return Err(self.fail("E0327", start.to(span), "__asm__ goto is not supported."));
+            return Err(self.fail(
+                "E0327",
+                start.to(span),
+                "__asm__ goto is not supported.",
+                "asm goto",
+            ));
         }
         if self.eat_punct(Punct::LParen).is_none() {
             return Err(self.invalid_asm(start));
@@ -221,7 +226,7 @@ impl Parser<'_, '_> {
             return Reported;
         }
         let span = start.to(self.span());
-        self.fail("E0328", span, "invalid __asm__ syntax.")
+        self.fail("E0328", span, "invalid __asm__ syntax.", "not a valid __asm__ statement")
     }
 
     fn asm_operands(&mut self, start: crate::source::Span) -> PResult<Vec<AsmOperand>> {

@@ -392,7 +392,10 @@ impl Parser<'_, '_> {
                 self.expect_punct(Punct::RBracket)?;
             }
             let span = self.since(open);
-            self.report(Diagnostic::error("E0306", span, "no ituple array is allowed."));
+            self.report(
+                Diagnostic::error("E0306", span, "no ituple array is allowed.")
+                    .with_label("ituple array"),
+            );
         }
         if let Some(colon) = self.eat_punct(Punct::Colon) {
             self.report(
@@ -403,7 +406,12 @@ impl Parser<'_, '_> {
         } else if self.eat_punct(Punct::Assign).is_none() {
             if self.at_punct(Punct::Semi) || self.at_punct(Punct::Comma) {
                 let span = name.span;
-                return Err(self.fail("E0305", span, "an ituple must be initialized."));
+                return Err(self.fail(
+                    "E0305",
+                    span,
+                    "an ituple must be initialized.",
+                    "declared without a value",
+                ));
             }
             return Err(self.unexpected("'='"));
         }
@@ -439,7 +447,12 @@ impl Parser<'_, '_> {
                     TokenKind::Ident(word) if &**word == "ready" => Some(self.bump().span),
                     _ => {
                         let span = self.span();
-                        return Err(self.fail("E0323", span, "event initializer must be 'ready'"));
+                        return Err(self.fail(
+                            "E0323",
+                            span,
+                            "event initializer must be 'ready'",
+                            "not 'ready'",
+                        ));
                     }
                 }
             } else {

@@ -31,6 +31,7 @@ impl Parser<'_, '_> {
                         engine.as_str(),
                         engine.as_str()
                     ),
+                    "not bound to a name",
                 )),
             };
         }
@@ -45,6 +46,7 @@ impl Parser<'_, '_> {
                 if engine == DmaEngine::Dma {
                     self.report(
                         Diagnostic::error("E0319", op_span, "'.load' is a TMA-only operation.")
+                            .with_label("'dma' has no '.load'")
                             .with_help("write 'tma.load' (sm_90+) or 'dma.copy'"),
                     );
                 }
@@ -162,11 +164,14 @@ impl Parser<'_, '_> {
                     let (n, n_span) = self.expect_u64("an integer literal")?;
                     self.expect_punct(Punct::Gt)?;
                     if !matches!(n, 64 | 128 | 256) {
-                        self.report(Diagnostic::error(
-                            "E0318",
-                            n_span,
-                            "L2 promote size must be 64, 128, or 256",
-                        ));
+                        self.report(
+                            Diagnostic::error(
+                                "E0318",
+                                n_span,
+                                "L2 promote size must be 64, 128, or 256",
+                            )
+                            .with_label("not 64, 128 or 256"),
+                        );
                     }
                     DmaAttrKind::Promote(u32::try_from(n).unwrap_or(u32::MAX))
                 }
@@ -198,7 +203,10 @@ impl Parser<'_, '_> {
         let (n, n_span) = self.expect_u64("an integer literal")?;
         self.expect_punct(Punct::Gt)?;
         if !matches!(n, 32 | 64 | 128) {
-            self.report(Diagnostic::error("E0317", n_span, "swizzle value must be 128, 64, or 32"));
+            self.report(
+                Diagnostic::error("E0317", n_span, "swizzle value must be 128, 64, or 32")
+                    .with_label("not 128, 64 or 32"),
+            );
         }
         Ok(Some(u32::try_from(n).unwrap_or(u32::MAX)))
     }
@@ -210,36 +218,48 @@ impl Parser<'_, '_> {
             |a: &DmaAttr| matches!(a.kind, DmaAttrKind::EvictFirst | DmaAttrKind::EvictLast);
         let Some(first) = attrs.iter().find(|a| is_evict(a)) else { return };
         if engine != DmaEngine::Tma || !matches!(op, DmaOp::Load) {
-            self.report(Diagnostic::error(
-                "E0320",
-                first.span,
-                "TMA L2 eviction modifiers are only valid on 'tma.load'.",
-            ));
+            self.report(
+                Diagnostic::error(
+                    "E0320",
+                    first.span,
+                    "TMA L2 eviction modifiers are only valid on 'tma.load'.",
+                )
+                .with_label("not on 'tma.load'"),
+            );
             return;
         }
         if let Some(second) = attrs.iter().filter(|a| is_evict(a)).nth(1) {
-            self.report(Diagnostic::error(
-                "E0322",
-                second.span,
-                "only one TMA eviction modifier is allowed.",
-            ));
+            self.report(
+                Diagnostic::error(
+                    "E0322",
+                    second.span,
+                    "only one TMA eviction modifier is allowed.",
+                )
+                .with_label("second eviction modifier"),
+            );
         }
         let first_swizzle = attrs.iter().position(|a| matches!(a.kind, DmaAttrKind::Swizzle(_)));
         if let Some(swiz) = first_swizzle {
             if let Some(late) = attrs.iter().skip(swiz).find(|a| is_evict(a)) {
-                self.report(Diagnostic::error(
-                    "E0321",
-                    late.span,
-                    "TMA eviction modifier must precede '.swiz'.",
-                ));
+                self.report(
+                    Diagnostic::error(
+                        "E0321",
+                        late.span,
+                        "TMA eviction modifier must precede '.swiz'.",
+                    )
+                    .with_label("after '.swiz'"),
+                );
             }
         }
         if attrs.iter().any(|a| matches!(a.kind, DmaAttrKind::Multicast)) {
-            self.report(Diagnostic::error(
-                "E0337",
-                first.span,
-                "TMA eviction modifiers cannot be combined with '.multicast'.",
-            ));
+            self.report(
+                Diagnostic::error(
+                    "E0337",
+                    first.span,
+                    "TMA eviction modifiers cannot be combined with '.multicast'.",
+                )
+                .with_label("eviction modifier with '.multicast'"),
+            );
         }
     }
 
@@ -271,8 +291,7 @@ impl Parser<'_, '_> {
                             return Err(self.fail(
                                 "E0301",
                                 span,
-                                "syntax error, an element type on 'mma.fill' needs a new accumulator (`acc = mma.fill.f32 0.0f;`)",
-                            ));
+                                "syntax error, an element type on 'mma.fill' needs a new accumulator (`acc = mma.fill.f32 0.0f;`)", "element type without a new accumulator"));
                         }
                         let frag = self.plain_expr()?;
                         self.expect_punct(Punct::Comma)?;
@@ -383,6 +402,7 @@ impl Parser<'_, '_> {
                     "E0326",
                     span,
                     "[[schedule(k_tiles(...))]] only applies to an MMA execution statement",
+                    "not an MMA execution statement",
                 ));
             }
         }
@@ -395,6 +415,7 @@ impl Parser<'_, '_> {
                 "E0301",
                 name.span.to(op_span),
                 "syntax error, this MMA operation does not produce a value to assign",
+                "this operation produces no value",
             )),
             None => Ok(()),
         }
@@ -447,6 +468,7 @@ impl Parser<'_, '_> {
                 "E0334",
                 span,
                 "an asynchronous MMA must be bound to a named future (`q = mma.row.col.async …;`)",
+                "asynchronous MMA without a future name",
             ));
         }
         let acc = self.plain_expr()?;

@@ -8,11 +8,12 @@
 //! `~` and `-` take a single (prefix or postfix) operand. A `-` directly before a numeric literal
 //! (or `inf`) makes a negative literal.
 
-use super::{PResult, Parser};
+use super::{PResult, Parser, Reported};
 use crate::ast::{
     BinaryOp, CastTarget, DeriveItem, Expr, ExprKind, Ident, ScalarType, Storage, TileView,
     UnaryOp, ViewOp,
 };
+use crate::diagnostics::Diagnostic;
 use crate::source::Span;
 use crate::token::{Dotted, FloatLit, IntLit, Keyword, Punct, StrLit, TokenKind};
 
@@ -240,8 +241,40 @@ impl Parser<'_, '_> {
         })
     }
 
+    /// Reports the call of `name`, a C spelling of the Choreo built-in `builtin` (`fmaxf` for
+    /// `__max`), with the Choreo name as the help.
+    pub(super) fn c_spelling(&mut self, name: &str, span: Span, builtin: &str) -> Reported {
+        self.report(
+            Diagnostic::error(
+                "E0301",
+                span,
+                format!("syntax error, '{name}' is not a Choreo built-in"),
+            )
+            .with_label("unknown function")
+            .with_help(format!("Choreo spells it `{builtin}`")),
+        );
+        Reported
+    }
+
     /// `base(i)`: dimension/component selection (also `v(-1)`).
     fn dim_select(&mut self, base: Expr) -> PResult<Expr> {
+        // `fmaxf(x, y)`, `sqrtf(x * 2)`: a C spelling of a built-in, called with what cannot be
+        // a selection index. (A simple `exp(x)` parses as a selection; sema then reports the
+        // undeclared name with the same hint.)
+        if let ExprKind::Ident(id) = &base.kind {
+            let simple = matches!(
+                (self.nth(1), self.nth(2), self.nth(3)),
+                (TokenKind::Int(_) | TokenKind::Ident(_), TokenKind::Punct(Punct::RParen), _)
+                    | (
+                        TokenKind::Punct(Punct::Minus),
+                        TokenKind::Int(_),
+                        TokenKind::Punct(Punct::RParen)
+                    )
+            );
+            if let Some(builtin) = crate::token::choreo_spelling(&id.name).filter(|_| !simple) {
+                return Err(self.c_spelling(&id.name, id.span, builtin));
+            }
+        }
         self.expect_punct(Punct::LParen)?;
         // Spec §4.5: `expr '(' (NUM | '-' NUM | IDENT) ')'`.
         let index = match self.kind() {
@@ -277,6 +310,7 @@ impl Parser<'_, '_> {
                 "E0314",
                 open.to(span),
                 "multi-dimensional array access is not allowed in a shape list",
+                "a second index in a shape list",
             ));
         }
         let has_dim = items.iter().any(|i| matches!(i, DeriveItem::Dim(_)));
@@ -295,6 +329,7 @@ impl Parser<'_, '_> {
                 "E0313",
                 open.to(span),
                 "must use '[a][2]...' for multi-dimensional array access",
+                "write one '[…]' per dimension",
             )),
         }
     }
@@ -454,6 +489,7 @@ impl Parser<'_, '_> {
                     "E0301",
                     dot,
                     format!("syntax error, unexpected '{}'", d.as_str()),
+                    format!("'{}' cannot follow an expression here", d.as_str()),
                 ));
             }
         };
@@ -557,6 +593,7 @@ impl Parser<'_, '_> {
                         "E0301",
                         span,
                         format!("syntax error, '{}' takes at most 3 arguments", func.as_str()),
+                        "too many arguments",
                     ));
                 }
                 ExprKind::Math { func, args }
@@ -581,6 +618,7 @@ impl Parser<'_, '_> {
                     start,
                     "a call can not be used inside an expression; assign its result to a \
                      mutable variable first",
+                    "call inside an expression",
                 ));
             }
             _ => return Err(self.unexpected("an expression")),

@@ -292,8 +292,36 @@ impl<'t, 'd> Parser<'t, 'd> {
     fn expect_punct(&mut self, p: Punct) -> PResult<Span> {
         match self.eat_punct(p) {
             Some(span) => Ok(span),
+            None if p == Punct::Semi => Err(self.missing_semicolon()),
             None => Err(self.unexpected(&format!("'{}'", p.as_str()))),
         }
+    }
+
+    /// A `;` is missing: reported where it belongs, right after the previous token (often on
+    /// the line before), with the token that was found instead as a secondary label. Falls
+    /// back to [`Parser::unexpected`] at the end of input, after errors already reported, at a
+    /// `.` that has its own advice (`5.`), and when the previous token is not just before the
+    /// current one in the same file (macro expansions).
+    fn missing_semicolon(&mut self) -> Reported {
+        let tok = self.tok();
+        let previous = self.pos.checked_sub(1).and_then(|i| self.tokens.get(i));
+        let Some(prev) = previous else { return self.unexpected("';'") };
+        if matches!(tok.kind, TokenKind::Eof | TokenKind::Error)
+            || self.already_reported_at(tok.span)
+            || self.already_reported_at(prev.span)
+            || prev.span.file != tok.span.file
+            || prev.span.end > tok.span.start
+            || self.dot_help(previous).is_some()
+        {
+            return self.unexpected("';'");
+        }
+        let at = Span::point(prev.span.file, prev.span.end as usize);
+        self.report(
+            Diagnostic::error("E0301", at, "syntax error, missing ';'")
+                .with_label("expected ';' here")
+                .with_secondary(tok.span, format!("unexpected {}", tok.kind)),
+        );
+        Reported
     }
 
     fn expect_kw(&mut self, k: Keyword) -> PResult<Span> {
@@ -352,9 +380,16 @@ impl<'t, 'd> Parser<'t, 'd> {
         self.diags.push(diagnostic);
     }
 
-    /// Reports an error with a dedicated code at `span` and returns the marker to unwind with.
-    fn fail(&mut self, code: &'static str, span: Span, message: impl Into<String>) -> Reported {
-        self.report(Diagnostic::error(code, span, message));
+    /// Reports an error with a dedicated code at `span`, its label saying what is wrong there,
+    /// and returns the marker to unwind with.
+    fn fail(
+        &mut self,
+        code: &'static str,
+        span: Span,
+        message: impl Into<String>,
+        label: impl Into<String>,
+    ) -> Reported {
+        self.report(Diagnostic::error(code, span, message).with_label(label));
         Reported
     }
 

@@ -30,6 +30,7 @@ impl Parser<'_, '_> {
                     "E0326",
                     schedule.span,
                     "[[schedule(k_tiles(...))]] only applies to an MMA execution statement",
+                    "not an MMA execution statement",
                 ));
             }
             if let Some(other) = attrs.first() {
@@ -42,7 +43,7 @@ impl Parser<'_, '_> {
                     )
                 };
                 let span = other.span;
-                return Err(self.fail(code, span, message));
+                return Err(self.fail(code, span, message, "misplaced attribute"));
             }
             let future = if matches!(self.kind(), TokenKind::Ident(_)) {
                 let name = self.expect_ident("a name")?;
@@ -60,6 +61,7 @@ impl Parser<'_, '_> {
             "E0335",
             span,
             "[[launch_bounds(...)]] and [[maxnreg(...)]] only apply to a parallel-by statement",
+            "not followed by a parallel-by",
         );
         if self.at_eof() || self.at_punct(Punct::RBrace) {
             return Err(reported);
@@ -99,6 +101,7 @@ impl Parser<'_, '_> {
                 let message = format!("unknown attribute '{other}'");
                 self.report(
                     Diagnostic::error("E0336", name.span, message)
+                        .with_label("unknown attribute")
                         .with_help("the attributes are launch_bounds, maxnreg and schedule"),
                 );
                 return Err(super::Reported);
@@ -159,6 +162,7 @@ impl Parser<'_, '_> {
                         n.name
                     ),
                 )
+                .with_label("used again")
                 .with_secondary(first, "first bound here"),
             );
         }
@@ -189,14 +193,17 @@ impl Parser<'_, '_> {
         };
         if let (ParallelBinder::Name(name), ExprKind::Mdspan(list)) = (&binder, &bound.kind) {
             if list.len() > 1 {
-                self.report(Diagnostic::error(
-                    "E0311",
-                    bound.span,
-                    format!(
-                        "The parallel variable '{}' can not be assigned multiple bounds.",
-                        name.name
-                    ),
-                ));
+                self.report(
+                    Diagnostic::error(
+                        "E0311",
+                        bound.span,
+                        format!(
+                            "The parallel variable '{}' can not be assigned multiple bounds.",
+                            name.name
+                        ),
+                    )
+                    .with_label("several bounds for one name"),
+                );
             }
         }
         let level = if self.at_punct(Punct::Colon) { Some(self.level_note()?) } else { None };
@@ -212,11 +219,14 @@ impl Parser<'_, '_> {
             self.expect_punct(Punct::RParen)?;
             if level.level != Level::Device {
                 let span = self.since(level.span);
-                self.report(Diagnostic::error(
-                    "E0325",
-                    span,
-                    "parameterized level annotation is only valid for 'device'.",
-                ));
+                self.report(
+                    Diagnostic::error(
+                        "E0325",
+                        span,
+                        "parameterized level annotation is only valid for 'device'.",
+                    )
+                    .with_label("argument on a level other than 'device'"),
+                );
             }
             Some(target)
         } else {
@@ -308,8 +318,7 @@ impl Parser<'_, '_> {
             return Err(self.fail(
                 "E0333",
                 span,
-                "syntax error, unexpected '|': a with/foreach bound can not be a '|…|' size expression",
-            ));
+                "syntax error, unexpected '|': a with/foreach bound can not be a '|…|' size expression", "a size expression is not a bound"));
         }
         let bound = self.plain_expr()?;
         Ok(Within { span: self.since(start), binder, bound })
@@ -383,11 +392,14 @@ impl Parser<'_, '_> {
                 let lit = self.int_literal("an integer literal unroll factor")?;
                 self.expect_punct(Punct::RParen)?;
                 if lit.0.value <= 0 {
-                    self.report(Diagnostic::error(
-                        "E0330",
-                        lit.1,
-                        "unroll factor must be a positive integer",
-                    ));
+                    self.report(
+                        Diagnostic::error(
+                            "E0330",
+                            lit.1,
+                            "unroll factor must be a positive integer",
+                        )
+                        .with_label("not positive"),
+                    );
                 }
                 Some(lit)
             } else {

@@ -55,7 +55,12 @@ impl Parser<'_, '_> {
                     StmtKind::Apply { names, target, body }
                 }
                 Keyword::Else => {
-                    return Err(self.fail("E0309", start, "'else' without a previous 'if'."));
+                    return Err(self.fail(
+                        "E0309",
+                        start,
+                        "'else' without a previous 'if'.",
+                        "no 'if' before this",
+                    ));
                 }
                 _ => {
                     let kind = self.simple_statement(*k)?;
@@ -161,6 +166,13 @@ impl Parser<'_, '_> {
             kind if starts_call(kind) => Ok(StmtKind::Call(self.call()?)),
             TokenKind::Ident(_) if self.nth(1).is_punct(Punct::Colon) => {
                 Ok(StmtKind::MdspanDecl(self.mdspan_decl()?))
+            }
+            // `atomicAdd(x.at(i), 1);`, `fmaxf(a, b);`: a C spelling of a built-in.
+            TokenKind::Ident(name) if self.nth(1).is_punct(Punct::LParen) => {
+                match crate::token::choreo_spelling(name) {
+                    Some(builtin) => Err(self.c_spelling(name, self.span(), builtin)),
+                    None => self.assignment_stmt(),
+                }
             }
             TokenKind::Ident(_) => self.assignment_stmt(),
             _ => Err(self.unexpected("a statement")),
@@ -281,6 +293,7 @@ impl Parser<'_, '_> {
                         span,
                         "a call can not be used inside an expression; assign its result to a \
                          mutable variable first",
+                        "call inside an expression",
                     ));
                 }
                 Ok(e)
@@ -298,6 +311,7 @@ impl Parser<'_, '_> {
                 "E0338",
                 start,
                 "a DMA or MMA operation must be a statement of its own (`name = dma.copy …;`)",
+                "not a statement of its own",
             )),
             _ => self.plain_expr(),
         }
@@ -391,6 +405,7 @@ impl Parser<'_, '_> {
                     "E0324",
                     span,
                     "only 'cluster' scope is supported for trigger.",
+                    "only 'cluster' is supported",
                 ));
             }
         } else {
@@ -417,17 +432,23 @@ impl Parser<'_, '_> {
         };
         let span = self.since(start);
         if !rotate && names.len() != 2 {
-            self.report(Diagnostic::error(
-                "E0315",
-                span,
-                "Builtin function 'swap' accept exact two parameters.",
-            ));
+            self.report(
+                Diagnostic::error(
+                    "E0315",
+                    span,
+                    "Builtin function 'swap' accept exact two parameters.",
+                )
+                .with_label("needs exactly two names"),
+            );
         } else if rotate && names.len() < 2 {
-            self.report(Diagnostic::error(
-                "E0316",
-                span,
-                "Builtin function 'rotate' accept two or more parameters.",
-            ));
+            self.report(
+                Diagnostic::error(
+                    "E0316",
+                    span,
+                    "Builtin function 'rotate' accept two or more parameters.",
+                )
+                .with_label("needs at least two names"),
+            );
         }
         Ok(StmtKind::Swap { rotate, names })
     }

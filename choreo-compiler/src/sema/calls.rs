@@ -224,7 +224,11 @@ impl Checker<'_> {
             self.error_label(
                 code,
                 c.span,
-                format!("'{name}' expects {want} arguments{what} but got {}", c.args.len()),
+                format!(
+                    "'{name}' expects {}{what} but got {}",
+                    crate::diagnostics::count(want, "argument"),
+                    c.args.len()
+                ),
                 "wrong number of arguments",
             );
             return false;

@@ -375,6 +375,7 @@ impl Checker<'_> {
                 span,
                 "the DMA's source and destination shapes differ and neither holds the other: \
                  only their common corner (from the origin) is copied",
+                "only the common corner is copied",
             );
         }
         true
@@ -841,7 +842,7 @@ impl Checker<'_> {
                 "E0450",
                 span,
                 "Builtin function 'swap' accept exact two parameters.",
-                format!("{} names", names.len()),
+                crate::diagnostics::count(names.len(), "name"),
             );
             return;
         }
@@ -850,7 +851,7 @@ impl Checker<'_> {
                 "E0450",
                 span,
                 "'rotate' needs at least two futures",
-                format!("{} names", names.len()),
+                crate::diagnostics::count(names.len(), "name"),
             );
             return;
         }

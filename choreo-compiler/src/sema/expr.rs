@@ -1051,7 +1051,12 @@ impl Checker<'_> {
             self.error_label(
                 "E0429",
                 span,
-                format!("'{}' expects {} arguments but got {}", f.as_str(), f.arity(), vals.len()),
+                format!(
+                    "'{}' expects {} but got {}",
+                    f.as_str(),
+                    crate::diagnostics::count(f.arity(), "argument"),
+                    vals.len()
+                ),
                 "wrong number of arguments",
             );
             return Val::Error;
@@ -1167,6 +1172,22 @@ impl Checker<'_> {
         if let ExprKind::Span(inner) = &base.kind {
             let v = self.check_span_of(inner, base.span);
             return self.select_component(v, idx, index.span, span, true);
+        }
+        // `expf(x)`: an undeclared C spelling of a built-in, "called" (parsed as a selection).
+        if let ExprKind::Ident(id) = &base.kind {
+            let builtin = token::choreo_spelling(&id.name);
+            if let Some(builtin) = builtin.filter(|_| self.scopes.lookup(&id.name).is_none()) {
+                self.diags.push(
+                    crate::diagnostics::Diagnostic::error(
+                        "E0401",
+                        id.span,
+                        format!("'{}' is not declared and is not a Choreo built-in", id.name),
+                    )
+                    .with_label("unknown function")
+                    .with_help(format!("Choreo spells it `{builtin}`")),
+                );
+                return Val::Error;
+            }
         }
         let v = self.check_expr(base);
         // `v(-k)` on a bounded variable: `#v - k` (spec §5.4).
@@ -1417,9 +1438,9 @@ impl Checker<'_> {
                 "E0424",
                 span,
                 format!(
-                    "accessing an spanned data (rank: {}) with {} indices",
+                    "accessing an spanned data (rank: {}) with {}",
                     view.dims.len(),
-                    flat.len()
+                    crate::diagnostics::count_as(flat.len(), "index", "indices")
                 ),
                 "wrong number of indices",
             );

@@ -469,8 +469,14 @@ impl<'a> Checker<'a> {
         self.diags.push(Diagnostic::error(code, span, message).with_label(label));
     }
 
-    pub(crate) fn warn(&mut self, code: &'static str, span: Span, message: impl Into<String>) {
-        self.diags.push(Diagnostic::warning(code, span, message));
+    pub(crate) fn warn(
+        &mut self,
+        code: &'static str,
+        span: Span,
+        message: impl Into<String>,
+        label: impl Into<String>,
+    ) {
+        self.diags.push(Diagnostic::warning(code, span, message).with_label(label));
     }
 
     /// Reports a construct of tier 2 or 3 (`E0901`).

@@ -115,6 +115,7 @@ fn assign(ch: &mut Checker<'_>, node: &Node, parent: Option<u8>) {
             node.span,
             "For nested parallel-by, it is better to either explicitly specify all parallelism \
              levels, or none",
+            "mixes annotated and unannotated levels",
         );
     }
     let len = path.len();
@@ -615,6 +616,7 @@ impl Checker<'_> {
                              launches cooperatively",
                             note.level.level.as_str()
                         ),
+                        "ignored here",
                     );
                 }
             }

@@ -202,6 +202,7 @@ impl Checker<'_> {
                         "W0702",
                         *sspan,
                         "'sync.shared' is deprecated: it is `sync.barrier : block;`",
+                        "deprecated",
                     );
                     out.push(stmt(StmtKind::Barrier(BarrierScope::Block), span));
                 }
@@ -991,6 +992,7 @@ impl Checker<'_> {
                              and the host value is unchanged after the launch",
                             id.name
                         ),
+                        "assigns a per-thread copy",
                     );
                 }
                 let v_val = self.check_expr_as(&a.value, Some(to));
@@ -1249,6 +1251,7 @@ impl Checker<'_> {
                             value.describe(),
                             self.text(a.span)
                         ),
+                        "only known at run time",
                     );
                     text.push('?');
                 }
@@ -1796,6 +1799,7 @@ impl Checker<'_> {
                                     s,
                                     "upstream choreo ignores the step of a range; this \
                                      implementation honours it",
+                                    "the step",
                                 );
                             }
                             u64::try_from(lit.value).unwrap_or(1)

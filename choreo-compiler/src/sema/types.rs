@@ -213,6 +213,7 @@ impl Checker<'_> {
                         from.as_str(),
                         to.as_str()
                     ),
+                    "may lose precision",
                 );
             } else if reinterpret {
                 self.warn(
@@ -224,6 +225,7 @@ impl Checker<'_> {
                         from.as_str(),
                         to.as_str()
                     ),
+                    "reinterpreted",
                 );
             }
         }

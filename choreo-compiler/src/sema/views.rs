@@ -123,8 +123,10 @@ impl Checker<'_> {
                 "E0442",
                 e.span,
                 format!(
-                    "Invalid array access: expected {array_rank} dimensions, but {} were used.",
-                    indices.len()
+                    "Invalid array access: expected {}, but {} {} used.",
+                    crate::diagnostics::count(array_rank, "dimension"),
+                    indices.len(),
+                    if indices.len() == 1 { "was" } else { "were" }
                 ),
                 "wrong number of array indices",
             );
@@ -525,9 +527,9 @@ impl Checker<'_> {
                 "E0437",
                 span,
                 format!(
-                    "the view has {} extents but {} origin coordinates",
-                    dims.len(),
-                    origin.len()
+                    "the view has {} but {}",
+                    crate::diagnostics::count(dims.len(), "extent"),
+                    crate::diagnostics::count(origin.len(), "origin coordinate")
                 ),
                 "wrong number of coordinates",
             );
@@ -560,9 +562,9 @@ impl Checker<'_> {
                         "E0437",
                         span,
                         format!(
-                            "the view has {} extents but {} strides",
-                            dims.len(),
-                            strides.len()
+                            "the view has {} but {}",
+                            crate::diagnostics::count(dims.len(), "extent"),
+                            crate::diagnostics::count(strides.len(), "stride")
                         ),
                         "wrong number of strides",
                     );
@@ -621,6 +623,7 @@ impl Checker<'_> {
                 "W0404",
                 span,
                 "`.span_as` of a view that may not be contiguous (its extents are not known here)",
+                "may not be contiguous",
             ),
         }
         let (offset, _) = flat_layout(&src, &base, span);
@@ -743,9 +746,11 @@ impl Checker<'_> {
                     span,
                     format!(
                         "the {what} {f} does not divide the extent {n} of dimension {d}: the last \
-                         {} elements are in no tile",
-                        n % f
+                         {} {} in no tile",
+                        crate::diagnostics::count((n % f) as usize, "element"),
+                        if n % f == 1 { "is" } else { "are" }
                     ),
+                    "does not divide the extent",
                 );
             }
         }
