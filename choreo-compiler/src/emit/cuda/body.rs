@@ -554,16 +554,41 @@ impl FnEmitter<'_, '_> {
         );
         self.w.indent += 1;
         let last = dma.indices.len().saturating_sub(1);
+        let constant = |text: &str| text.parse::<u64>().ok();
         for (k, v) in dma.indices.iter().enumerate() {
             let name = self.names().local(*v).to_string();
             let below = &extents[k + 1..];
-            let mut value = match below.len() {
-                0 => "__choreo_e".to_string(),
-                1 => format!("__choreo_e / {}", below[0]),
-                _ => format!("__choreo_e / ({})", below.join(" * ")),
+            // With constant extents the decomposition is unsigned (the counter is never
+            // negative), so divisions by powers of two are shifts and masks.
+            let below_product = below
+                .iter()
+                .try_fold(1u64, |acc, e| constant(e).and_then(|e| acc.checked_mul(e)))
+                .filter(|p| *p <= u64::from(u32::MAX));
+            let extent = constant(&extents[k]).filter(|e| *e <= u64::from(u32::MAX));
+            let mut value = match (below_product, k > 0, extent) {
+                (Some(product), false, _) => {
+                    format!("static_cast<int>(static_cast<unsigned>(__choreo_e) / {product}u)")
+                }
+                (Some(1), true, Some(e)) => {
+                    format!("static_cast<int>(static_cast<unsigned>(__choreo_e) % {e}u)")
+                }
+                (Some(product), true, Some(e)) => format!(
+                    "static_cast<int>(static_cast<unsigned>(__choreo_e) / {product}u % {e}u)"
+                ),
+                _ => {
+                    let mut value = match below.len() {
+                        0 => "__choreo_e".to_string(),
+                        1 => format!("__choreo_e / {}", below[0]),
+                        _ => format!("__choreo_e / ({})", below.join(" * ")),
+                    };
+                    if k > 0 {
+                        value = format!("{value} % {}", extents[k]);
+                    }
+                    value
+                }
             };
-            if k > 0 {
-                value = format!("{value} % {}", extents[k]);
+            if value == "static_cast<int>(static_cast<unsigned>(__choreo_e) / 1u)" {
+                value = "__choreo_e".to_string();
             }
             if let (Some(n), true) = (vector, k == last) {
                 value = format!("({value}) * {n}");

@@ -108,6 +108,11 @@ impl FnEmitter<'_, '_> {
             &format!("static __global__ void{qualifiers} {symbol}({}) {{", params.join(", ")),
         );
         self.w.indent += 1;
+        // The launch uses exactly this many threads: telling nvcc lets it count the trips of
+        // the loops that threads share (DMA loops) and drop their remainder code.
+        if let Some(n) = k.threads_per_block.as_const().filter(|n| *n > 1) {
+            self.w.line(span, &format!("__builtin_assume(threadIdx.x < {n}u);"));
+        }
         const AXES: [&str; 3] = ["x", "y", "z"];
         if tree.block.vars.len() > 3 {
             self.bug(span, "a block level with more than three sub-dimensions");
