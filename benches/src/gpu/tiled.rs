@@ -250,8 +250,36 @@ fn transpose(options: &Options, rows: &mut Vec<Vec<String>>) -> BenchResult<(f64
             )
         })
     };
-    let mut copy = || per_launch_ms(stream, BATCH, || copy_async(stream, pcopy, pa, bytes));
-    let summaries = interleaved(options, &mut [&mut ours, &mut hand, &mut copy])?;
+    let copy = || copy_async(stream, pcopy, pa, bytes);
+    against_copy(
+        options,
+        stream,
+        bytes,
+        [&mut ours, &mut hand],
+        copy,
+        [
+            format!("transpose, ours: tiled::transpose_tiled (32x33 tile), {n}x{n} f32"),
+            "transpose, hand CUDA, same kernel".to_string(),
+            "transpose, cudaMemcpyAsync device to device (same bytes)".to_string(),
+        ],
+        rows,
+    )
+}
+
+/// Times ours and the hand-written twin (each a closure timing one batch) round-robin with a
+/// device-to-device copy of `bytes`, adds a row for each (`names`: ours, hand, copy) with its
+/// GB/s (read plus write) as a fraction of the copy's, and returns ours/hand and ours/copy.
+fn against_copy(
+    options: &Options,
+    stream: &Stream,
+    bytes: usize,
+    [ours, hand]: [&mut dyn FnMut() -> BenchResult<f64>; 2],
+    mut copy: impl FnMut() -> BenchResult<()>,
+    names: [String; 3],
+    rows: &mut Vec<Vec<String>>,
+) -> BenchResult<(f64, f64)> {
+    let mut copy = || per_launch_ms(stream, BATCH, &mut copy);
+    let summaries = interleaved(options, &mut [ours, hand, &mut copy])?;
     let [ours, hand, copy] = [summaries[0], summaries[1], summaries[2]];
     let moved = 2 * bytes;
     let copy_gbps = gbps(moved, copy.median);
@@ -261,18 +289,15 @@ fn transpose(options: &Options, rows: &mut Vec<Vec<String>>) -> BenchResult<(f64
     };
     let over_hand = hand.median / ours.median;
     let over_copy = copy.median / ours.median;
+    let [ours_name, hand_name, copy_name] = names;
+    rows.push(row(ours_name, &ours, rate(&ours)));
     rows.push(row(
-        format!("transpose, ours: tiled::transpose_tiled (32x33 tile), {n}x{n} f32"),
-        &ours,
-        rate(&ours),
-    ));
-    rows.push(row(
-        "transpose, hand CUDA, same kernel",
+        hand_name,
         &hand,
         format!("{}; ours/hand {}", rate(&hand), three_digits(over_hand)),
     ));
     rows.push(row(
-        "transpose, cudaMemcpyAsync device to device (same bytes)",
+        copy_name,
         &copy,
         format!("{}; ours/copy {}", rate(&copy), three_digits(over_copy)),
     ));
@@ -381,29 +406,20 @@ fn softmax(options: &Options, rows: &mut Vec<Vec<String>>) -> BenchResult<(f64, 
             )
         })
     };
-    let mut copy = || per_launch_ms(stream, BATCH, || copy_async(stream, pcopy, px, bytes));
-    let summaries = interleaved(options, &mut [&mut ours, &mut hand, &mut copy])?;
-    let [ours, hand, copy] = [summaries[0], summaries[1], summaries[2]];
-    let moved = 2 * bytes;
-    let copy_gbps = gbps(moved, copy.median);
-    let rate = |s: &Summary| {
-        let r = gbps(moved, s.median);
-        format!("{} GB/s = {} of copy", three_digits(r), three_digits(r / copy_gbps))
-    };
-    let over_hand = hand.median / ours.median;
-    let over_copy = copy.median / ours.median;
-    rows.push(row(
-        format!("softmax, ours: tiled::softmax_rows (block per row), {n}x{n} f32"),
-        &ours,
-        rate(&ours),
-    ));
-    rows.push(row(
-        "softmax, hand CUDA, same kernel",
-        &hand,
-        format!("{}; ours/hand {}", rate(&hand), three_digits(over_hand)),
-    ));
-    rows.push(row("softmax, cudaMemcpyAsync device to device (same bytes)", &copy, rate(&copy)));
-    Ok((over_hand, over_copy))
+    let copy = || copy_async(stream, pcopy, px, bytes);
+    against_copy(
+        options,
+        stream,
+        bytes,
+        [&mut ours, &mut hand],
+        copy,
+        [
+            format!("softmax, ours: tiled::softmax_rows (block per row), {n}x{n} f32"),
+            "softmax, hand CUDA, same kernel".to_string(),
+            "softmax, cudaMemcpyAsync device to device (same bytes)".to_string(),
+        ],
+        rows,
+    )
 }
 
 // ---- SGEMM --------------------------------------------------------------------------------
