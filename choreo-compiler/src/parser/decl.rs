@@ -161,10 +161,8 @@ impl Parser<'_, '_> {
     /// Binary operators of level `min` and tighter (bounded operators and `#` are not
     /// integer operators: they end the expression).
     fn const_binary(&mut self, min: u8) -> PResult<Expr> {
-        let (mut lhs, mut depth) = self.measured(|p| p.const_unary())?;
-        while let Some(op) = super::expr::binary_op(self.kind()) {
-            let level = op.level();
-            let integer = !matches!(
+        self.binary_of(min, Self::const_unary, |op| {
+            !matches!(
                 op,
                 BinaryOp::Compose
                     | BinaryOp::BoundedAdd
@@ -172,20 +170,8 @@ impl Parser<'_, '_> {
                     | BinaryOp::BoundedMul
                     | BinaryOp::BoundedDiv
                     | BinaryOp::BoundedRem
-            );
-            if level < min || !integer {
-                break;
-            }
-            self.bump();
-            let (rhs, rhs_depth) = self.measured(|p| p.nested(|p| p.const_binary(level + 1)))?;
-            depth = self.chain_link(depth.max(rhs_depth))?;
-            let span = lhs.span.to(rhs.span);
-            lhs = Expr {
-                span,
-                kind: ExprKind::Binary { op, lhs: Box::new(lhs), rhs: Box::new(rhs) },
-            };
-        }
-        Ok(lhs)
+            )
+        })
     }
 
     /// `- x`, `~ x`, `! x` or an atom.

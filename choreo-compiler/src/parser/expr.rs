@@ -134,14 +134,27 @@ impl Parser<'_, '_> {
 
     /// Binary operators of level `min` and above, left-associative.
     fn binary(&mut self, min: u8) -> PResult<Expr> {
-        let (mut lhs, mut depth) = self.measured(|p| p.operand())?;
+        self.binary_of(min, Self::operand, |_| true)
+    }
+
+    /// Binary operators of level `min` and above that `accepts` (the first other one ends
+    /// the expression), over operands parsed by `operand`; left-associative, with the
+    /// nesting limits of every expression.
+    pub(super) fn binary_of(
+        &mut self,
+        min: u8,
+        operand: fn(&mut Self) -> PResult<Expr>,
+        accepts: fn(BinaryOp) -> bool,
+    ) -> PResult<Expr> {
+        let (mut lhs, mut depth) = self.measured(operand)?;
         while let Some(op) = binary_op(self.kind()) {
             let level = op.level();
-            if level < min {
+            if level < min || !accepts(op) {
                 break;
             }
             self.bump();
-            let (rhs, rhs_depth) = self.measured(|p| p.nested(|p| p.binary(level + 1)))?;
+            let (rhs, rhs_depth) =
+                self.measured(|p| p.nested(|p| p.binary_of(level + 1, operand, accepts)))?;
             depth = self.chain_link(depth.max(rhs_depth))?;
             let span = lhs.span.to(rhs.span);
             lhs = Expr {

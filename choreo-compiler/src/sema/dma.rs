@@ -789,12 +789,7 @@ impl Checker<'_> {
                     ok = false;
                 }
                 None => {
-                    self.error_label(
-                        "E0401",
-                        id.span,
-                        format!("symbol `{}' is used before declaration.", id.name),
-                        "not declared",
-                    );
+                    self.undeclared(id);
                     ok = false;
                 }
             }
@@ -873,12 +868,7 @@ impl Checker<'_> {
                     return;
                 }
                 None => {
-                    self.error_label(
-                        "E0401",
-                        id.span,
-                        format!("symbol `{}' is used before declaration.", id.name),
-                        "not declared",
-                    );
+                    self.undeclared(id);
                     return;
                 }
             };

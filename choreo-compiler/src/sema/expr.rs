@@ -271,12 +271,7 @@ impl Checker<'_> {
     pub(crate) fn check_ident(&mut self, id: &ast::Ident) -> Val {
         let span = id.span;
         let Some(sym) = self.scopes.lookup(&id.name).cloned() else {
-            self.error_label(
-                "E0401",
-                span,
-                format!("symbol `{}' is used before declaration.", id.name),
-                "not declared",
-            );
+            self.undeclared(id);
             return Val::Error;
         };
         match sym {
@@ -353,12 +348,7 @@ impl Checker<'_> {
         let var = match sym {
             Some(Symbol::Local(v)) => v,
             None => {
-                self.error_label(
-                    "E0401",
-                    id.span,
-                    format!("symbol `{}' is used before declaration.", id.name),
-                    "not declared",
-                );
+                self.undeclared(id);
                 return Val::Error;
             }
             Some(_) => {

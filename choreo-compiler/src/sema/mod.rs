@@ -459,6 +459,16 @@ impl<'a> Checker<'a> {
 
     // -- diagnostics helpers --------------------------------------------------------------
 
+    /// Reports a name with no declaration in scope (`E0401`).
+    pub(crate) fn undeclared(&mut self, id: &ast::Ident) {
+        self.error_label(
+            "E0401",
+            id.span,
+            format!("symbol `{}' is used before declaration.", id.name),
+            "not declared",
+        );
+    }
+
     pub(crate) fn error_label(
         &mut self,
         code: &'static str,

@@ -550,12 +550,7 @@ impl Checker<'_> {
                 (level == Level::Block).then_some(p)
             }
             None => {
-                self.error_label(
-                    "E0401",
-                    s.span,
-                    format!("symbol `{}' is used before declaration.", s.name),
-                    "not declared",
-                );
+                self.undeclared(s);
                 None
             }
             Some(_) => {

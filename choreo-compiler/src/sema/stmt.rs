@@ -930,12 +930,7 @@ impl Checker<'_> {
         let Some((sym, decl_span)) = found else {
             if op != AssignOp::Assign {
                 let _ = self.check_expr(&a.value);
-                self.error_label(
-                    "E0401",
-                    id.span,
-                    format!("symbol `{}' is used before declaration.", id.name),
-                    "not declared",
-                );
+                self.undeclared(id);
                 return;
             }
             self.declare_by_inference(id, &a.value, a.span, out);
@@ -1085,6 +1080,12 @@ impl Checker<'_> {
         }
     }
 
+    /// `x = <address>`: there are no pointer variables (`E0412`); `x` is poisoned.
+    fn pointer_variable(&mut self, id: &ast::Ident, value: Span) {
+        self.error_label("E0412", value, "pointer variables are not supported.", "an address");
+        self.declare_poisoned(id);
+    }
+
     /// `x = e` with no visible `x`: declares an immutable `x` of the value's type (spec §4.4).
     fn declare_by_inference(
         &mut self,
@@ -1093,15 +1094,9 @@ impl Checker<'_> {
         span: Span,
         out: &mut Vec<Stmt>,
     ) {
+        // `&v` of a scalar is rejected here, before its address is formed.
         if matches!(value.kind, ExprKind::AddressOf(_)) {
-            self.error_label(
-                "E0412",
-                value.span,
-                "pointer variables are not supported.",
-                "an address",
-            );
-            self.declare_poisoned(id);
-            return;
+            return self.pointer_variable(id, value.span);
         }
         if let ExprKind::Select { index, items } = &value.kind {
             match self.select_data(index, items, value.span, out) {
@@ -1112,13 +1107,7 @@ impl Checker<'_> {
         }
         match self.check_expr(value) {
             Val::Scalar(e) if matches!(e.ty, Ty::Pointer(_)) => {
-                self.error_label(
-                    "E0412",
-                    value.span,
-                    "pointer variables are not supported.",
-                    "an address",
-                );
-                self.declare_poisoned(id);
+                self.pointer_variable(id, value.span)
             }
             Val::Scalar(e) => {
                 let ty = e.ty.clone();
@@ -1676,12 +1665,7 @@ impl Checker<'_> {
         let sym = self.scopes.lookup(&id.name).cloned();
         let comps: Vec<VarId> = match sym {
             None => {
-                self.error_label(
-                    "E0401",
-                    id.span,
-                    format!("symbol `{}' is used before declaration.", id.name),
-                    "not declared",
-                );
+                self.undeclared(id);
                 return;
             }
             Some(Symbol::Local(v)) => {

@@ -507,6 +507,32 @@ impl Checker<'_> {
         }
     }
 
+    /// Whether a view lists one `what` per extent; `E0437` (labelled "wrong number of
+    /// `label`") otherwise.
+    fn view_list_agrees(
+        &mut self,
+        extents: usize,
+        given: usize,
+        what: &str,
+        label: &str,
+        span: Span,
+    ) -> bool {
+        if given == extents {
+            return true;
+        }
+        self.error_label(
+            "E0437",
+            span,
+            format!(
+                "the view has {} but {}",
+                crate::diagnostics::count(extents, "extent"),
+                crate::diagnostics::count(given, what)
+            ),
+            format!("wrong number of {label}"),
+        );
+        false
+    }
+
     /// `.view(e… [: s…])[.from(o…)]` (spec §13.3 item 5).
     fn window(
         &mut self,
@@ -522,17 +548,13 @@ impl Checker<'_> {
             Some(o) => self.int_list(o, "a view origin")?,
             None => vec![fold::int_lit(0, span); dims.len()],
         };
-        if origin.len() != dims.len() {
-            self.error_label(
-                "E0437",
-                span,
-                format!(
-                    "the view has {} but {}",
-                    crate::diagnostics::count(dims.len(), "extent"),
-                    crate::diagnostics::count(origin.len(), "origin coordinate")
-                ),
-                "wrong number of coordinates",
-            );
+        if !self.view_list_agrees(
+            dims.len(),
+            origin.len(),
+            "origin coordinate",
+            "coordinates",
+            span,
+        ) {
             return None;
         }
         match strides {
@@ -557,17 +579,7 @@ impl Checker<'_> {
             }
             Some(strides) => {
                 let strides = self.int_list(strides, "a stride")?;
-                if strides.len() != dims.len() {
-                    self.error_label(
-                        "E0437",
-                        span,
-                        format!(
-                            "the view has {} but {}",
-                            crate::diagnostics::count(dims.len(), "extent"),
-                            crate::diagnostics::count(strides.len(), "stride")
-                        ),
-                        "wrong number of strides",
-                    );
+                if !self.view_list_agrees(dims.len(), strides.len(), "stride", "strides", span) {
                     return None;
                 }
                 // Explicit strides are in elements of the buffer underneath, and so are the

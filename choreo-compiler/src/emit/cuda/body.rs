@@ -466,48 +466,50 @@ impl FnEmitter<'_, '_> {
         let cp_async = if dma.is_async { self.cp_async_width(dma) } else { None };
         let vector = crate::lower::vector::dma_vector(dma, cp_async.is_some())
             .and_then(|v| self.vector_condition(span, dma, v).map(|c| (v, c)));
-        if let Some((v, condition)) = &vector {
-            let v = *v;
-            // Whole rows, 8 or 16 bytes at a time, when the run time allows it.
-            let mut wide = extents.clone();
-            if let Some(last) = wide.last_mut() {
-                *last = format!(
-                    "{}",
-                    dma.extents.last().and_then(Dim::as_const).unwrap_or(0) / v.elems
+        let element = |this: &mut Self| match cp_async {
+            Some(bytes) => this.cp_async_element(&dma.element, bytes),
+            None => this.stmt(&dma.element, Region::Device(kernel)),
+        };
+        match vector {
+            Some((v, condition)) => {
+                // Whole rows, 8 or 16 bytes at a time, when the run time allows it (always,
+                // when the condition is known at compile time).
+                let mut wide = extents.clone();
+                if let Some(last) = wide.last_mut() {
+                    *last = format!(
+                        "{}",
+                        dma.extents.last().and_then(Dim::as_const).unwrap_or(0) / v.elems
+                    );
+                }
+                let wide_count = match count.parse::<u64>() {
+                    Ok(n) => (n / v.elems).to_string(),
+                    Err(_) => format!("({})", wide.join(" * ")),
+                };
+                let tested = !condition.is_empty();
+                if tested {
+                    self.w.line(span, &format!("if ({condition}) {{"));
+                    self.w.indent += 1;
+                }
+                self.dma_loop(
+                    span,
+                    dma,
+                    &tid,
+                    &threads,
+                    &wide,
+                    &wide_count,
+                    Some(v.elems),
+                    |this| this.vector_element(&dma.element, v, cp_async.is_some()),
                 );
+                if tested {
+                    self.w.indent -= 1;
+                    self.w.line(span, "} else {");
+                    self.w.indent += 1;
+                    self.dma_loop(span, dma, &tid, &threads, &extents, &count, None, element);
+                    self.w.indent -= 1;
+                    self.w.line(span, "}");
+                }
             }
-            let wide_count = match count.parse::<u64>() {
-                Ok(n) => (n / v.elems).to_string(),
-                Err(_) => format!("({})", wide.join(" * ")),
-            };
-            if condition.is_empty() {
-                // Known at compile time: only the wide loop.
-                self.dma_loop(span, dma, &tid, &threads, &wide, &wide_count, Some(v.elems));
-                self.vector_element(&dma.element, v, cp_async.is_some());
-                self.w.indent -= 1;
-                self.w.line(span, "}");
-                return self.dma_epilogue(span, dma, kernel, cp_async.is_some());
-            }
-            self.w.line(span, &format!("if ({condition}) {{"));
-            self.w.indent += 1;
-            self.dma_loop(span, dma, &tid, &threads, &wide, &wide_count, Some(v.elems));
-            self.vector_element(&dma.element, v, cp_async.is_some());
-            self.w.indent -= 1;
-            self.w.line(span, "}");
-            self.w.indent -= 1;
-            self.w.line(span, "} else {");
-            self.w.indent += 1;
-        }
-        self.dma_loop(span, dma, &tid, &threads, &extents, &count, None);
-        match cp_async {
-            Some(bytes) => self.cp_async_element(&dma.element, bytes),
-            None => self.stmt(&dma.element, Region::Device(kernel)),
-        }
-        self.w.indent -= 1;
-        self.w.line(span, "}");
-        if vector.is_some() {
-            self.w.indent -= 1;
-            self.w.line(span, "}");
+            None => self.dma_loop(span, dma, &tid, &threads, &extents, &count, None, element),
         }
         self.dma_epilogue(span, dma, kernel, cp_async.is_some());
     }
@@ -532,9 +534,8 @@ impl FnEmitter<'_, '_> {
         }
     }
 
-    /// Opens the loop of a DMA over its box (`extents`, the innermost divided by `vector`
-    /// elements when it copies wide) and declares the box indices; the caller writes the
-    /// element and closes the loop.
+    /// The loop of a DMA over its box (`extents`, the innermost divided by `vector` elements
+    /// when it copies wide): declares the box indices, then `body` writes the element.
     #[allow(clippy::too_many_arguments)]
     fn dma_loop(
         &mut self,
@@ -545,6 +546,7 @@ impl FnEmitter<'_, '_> {
         extents: &[String],
         count: &str,
         vector: Option<u64>,
+        body: impl FnOnce(&mut Self),
     ) {
         self.w.line(
             span,
@@ -595,6 +597,9 @@ impl FnEmitter<'_, '_> {
             }
             self.w.line(span, &format!("[[maybe_unused]] const int {name} = {value};"));
         }
+        body(self);
+        self.w.indent -= 1;
+        self.w.line(span, "}");
     }
 
     /// What the run time must confirm before a DMA copies `v` elements at a time (see
@@ -631,8 +636,6 @@ impl FnEmitter<'_, '_> {
                     }
                 }
             }
-            let zeros: Vec<HExpr> = vec![hir::arith::int_lit(0, span); dims.len()];
-            let base = self.element(span, view.buffer, &hir::ElemIndex::Coords(zeros));
             let origin = vec![hir::arith::int_lit(0, span); view.dims.len()];
             let first_index = view.element(origin, span);
             // Shared buffers start at aligned offsets of the pool (16 bytes or more), so their
@@ -649,6 +652,8 @@ impl FnEmitter<'_, '_> {
             let addresses = if shared {
                 format!("reinterpret_cast<std::uintptr_t>(&{first})")
             } else {
+                let zeros: Vec<HExpr> = vec![hir::arith::int_lit(0, span); dims.len()];
+                let base = self.element(span, view.buffer, &hir::ElemIndex::Coords(zeros));
                 format!(
                     "(reinterpret_cast<std::uintptr_t>(&{base}) | reinterpret_cast<std::uintptr_t>(&{first}))"
                 )
