@@ -262,6 +262,7 @@ mod mapped {
 /// up after the timeout and [`Gate::timed_out`] says so.
 pub struct Gate {
     words: *mut AtomicU32,
+    timeout: Duration,
 }
 
 // SAFETY: the words are atomics in memory that is never freed while the process runs.
@@ -270,9 +271,15 @@ unsafe impl Send for Gate {}
 unsafe impl Sync for Gate {}
 
 impl Gate {
-    /// A closed gate.
+    /// A closed gate whose kernels give up after [`GATE_TIMEOUT`].
     pub fn closed() -> Result<Gate> {
-        Ok(Gate { words: mapped::words(2)? })
+        Gate::closed_for(GATE_TIMEOUT)
+    }
+
+    /// A closed gate whose kernels give up after `timeout`: for probes and controls, whose
+    /// gate may time out in some environments without that being a failure.
+    pub fn closed_for(timeout: Duration) -> Result<Gate> {
+        Ok(Gate { words: mapped::words(2)?, timeout })
     }
 
     fn word(&self, index: usize) -> &AtomicU32 {
@@ -361,6 +368,54 @@ fn rendezvous() -> Result<bool> {
     }
 }
 
+/// How long the gated kernel of [`gated_kernels_hold_other_work`]' probe waits for its gate.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// Whether, in this process, a kernel held at a gate holds back work that CUDA lets run
+/// beside it: a kernel is held at a gate (with a short device-side timeout) on one stream,
+/// the add-one kernel is launched on another and waited for, and the answer is whether the
+/// gate timed out meanwhile. Asked once per process; the answer is printed.
+///
+/// On the device itself the add-one finishes at once. Under compute-sanitizer it waits for the
+/// gated kernel (observed on an H200 with compute-sanitizer 2025.3 under memcheck and
+/// racecheck, although two kernels of one function do run concurrently there, see
+/// [`concurrent_kernels`]), and so do other calls. Tests that check "still running while the
+/// gate is closed" need the answer: where gated kernels hold other work, they open each gate
+/// right after its kernel is enqueued, skip the "still running" checks (saying so) and check
+/// everything else. Raw launches only, so the answer says nothing about the runtime under
+/// test.
+pub fn gated_kernels_hold_other_work() -> Result<bool> {
+    static ANSWER: OnceLock<Result<bool, String>> = OnceLock::new();
+    let answer = ANSWER.get_or_init(|| {
+        let answer = gated_kernel_probe().map_err(|error| error.to_string());
+        match &answer {
+            Ok(false) => println!("a gated kernel holds back no work of another stream"),
+            Ok(true) => println!(
+                "a gated kernel held back a kernel of another stream (as under \
+                 compute-sanitizer): gates open as soon as their kernel is enqueued, and \
+                 \"still running\" checks are skipped in this process"
+            ),
+            Err(error) => println!("the gated-kernel probe failed: {error}"),
+        }
+        answer
+    });
+    answer.clone().map_err(Error::InvalidArgument)
+}
+
+fn gated_kernel_probe() -> Result<bool> {
+    let (held, other) = (Stream::new()?, Stream::new()?);
+    let gate = Gate::closed_for(PROBE_TIMEOUT)?;
+    let mut word = DeviceBuffer::<u32>::zeroed_on(&held, 1)?;
+    let mut words = DeviceBuffer::<u32>::zeroed_on(&other, 256)?;
+    wait_then_write(&held, &gate, &mut word, 1)?;
+    add_one(&other, &mut words)?;
+    other.synchronize()?;
+    let waited = gate.timed_out();
+    gate.open();
+    held.synchronize()?;
+    Ok(waited)
+}
+
 /// Launches a kernel that executes a trap instruction. The kernel fails, and with it the CUDA
 /// context: every later CUDA call of the process fails (a "sticky" error). Only for a test
 /// process of its own.
@@ -403,7 +458,7 @@ pub fn wait_then_write(
                 gate.device_pointer(),
                 pointer,
                 len,
-                nanoseconds(GATE_TIMEOUT),
+                nanoseconds(gate.timeout),
                 value,
                 stream.as_raw(),
             )
@@ -594,7 +649,7 @@ pub unsafe fn raw_wait_then_write(
                 gate.device_pointer(),
                 out,
                 len,
-                nanoseconds(GATE_TIMEOUT),
+                nanoseconds(gate.timeout),
                 value,
                 stream.as_raw(),
             )

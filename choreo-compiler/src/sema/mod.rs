@@ -51,6 +51,7 @@
 //! - `E0432` `global` scalar
 //! - `E0433` `shared`/`local` declared in host code
 //! - `E0434` `?:` arms of incompatible types
+//! - `E0435` `[auto]` shape: nothing to infer it from
 //! - `E0436` constant element index out of bounds
 //!
 //! Storage, views, spanned arrays (§11, §13.3, tier 2):

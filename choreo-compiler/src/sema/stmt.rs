@@ -644,7 +644,21 @@ impl Checker<'_> {
         let dims = match &d.shape {
             ast::Shape::List { span, items } => self.check_shape_list(items, *span),
             ast::Shape::Auto(span) => {
-                self.unsupported(*span, "`[auto]` shapes", 2);
+                // The grammar has `elem [auto] name` (spec §4.3, "shape inferred; rare") but
+                // no rule says what from: a declaration has no initialiser that carries a
+                // shape (`{v}` is a value). Rather than guess, ask for the extents.
+                self.diags.push(
+                    Diagnostic::error(
+                        "E0435",
+                        *span,
+                        "a buffer declared with `[auto]` has nothing to infer its shape from",
+                    )
+                    .with_label("no shape to infer")
+                    .with_help(
+                        "write the extents (`f32 [M, N] buf;`); to get a buffer shaped like \
+                         some data, copy the data into it: `f = dma.copy src => shared;`",
+                    ),
+                );
                 None
             }
         };
