@@ -284,6 +284,38 @@ fn an_extent_of_another_buffer_proves_nothing() {
 }
 
 #[test]
+fn checks_the_host_can_prove_before_the_launch_are_skipped_there() {
+    // `y.at(i)` under `i < |x|` is in bounds exactly when `|y| >= |x|`: the host decides that
+    // before the launch and launches the kernel's instance without the check when it holds.
+    // `y.at(i + 1)` needs `|y| - |x| - 1 >= 0`; a gather through data (`y.at(x.at(i))`) has no
+    // such condition and is always checked.
+    let src = "__co__ void f(global s32 [?] x, global s32 [?] y) {\n  parallel p by cdiv(x.span(0), 64) : block, t by 64 : thread {\n    i = p * 64 + t;\n    if (i < x.span(0)) { y.at(i) = 1; y.at(i + 1) = 2; y.at(x.at(i)) = 3; }\n  }\n}\n";
+    let f = function(src);
+    let text = |b: &lower::bounds::HostBound| {
+        let terms: Vec<String> = b.terms.iter().map(|(a, k)| format!("{k}*{a:?}")).collect();
+        format!("{} + {} >= 0", terms.join(" + "), b.constant)
+    };
+    let proofs: Vec<Option<Vec<Vec<String>>>> = f
+        .accesses
+        .iter()
+        .map(|a| {
+            a.host_proof.as_ref().map(|p| p.iter().map(|s| s.iter().map(text).collect()).collect())
+        })
+        .collect();
+    let (x, y) = ("Extent(ParamId(0), 0)", "Extent(ParamId(1), 0)");
+    assert_eq!(
+        proofs,
+        [
+            Some(vec![vec![format!("-1*{x} + 1*{y} + 0 >= 0")]]), // y.at(i)
+            Some(vec![vec![format!("-1*{x} + 1*{y} + -1 >= 0")]]), // y.at(i + 1)
+            None, // x.at(i) inside the gather: proven, nothing to check
+            None, // y.at(x.at(i)): an index from data, checked in the kernel
+        ]
+    );
+    assert_eq!(f.kernels[0].host_proof.len(), 2);
+}
+
+#[test]
 fn checked_positive_bounds_are_facts() {
     // `N > 0` is checked at entry (a parallel bound), so `N - 1 >= 0` holds in the kernel.
     let src = "__co__ void f(global f32 [N] x, global f32 [M] y) {\n  parallel p by N : block { x.at(N - 1) = 0.0f; y.at(M - 1) = 0.0f; }\n}\n";

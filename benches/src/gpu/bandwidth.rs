@@ -7,8 +7,10 @@
 //!
 //! plus a hand-written 16-byte (float4) variant and a device-to-device `cudaMemcpyAsync` of
 //! 1 GiB (the copy reference), and `add_checked` / `add4_checked`: the same kernels with `c`
-//! of its own run-time extent, so that every store to `c` is bounds-checked in the kernel (the
-//! cost of the run-time checks, next to the proven kernels). Bytes moved: 3 GiB for the adds (two reads, one write), 2 GiB
+//! of its own run-time extent, whose stores the host proves in bounds before the launch (so
+//! the kernel's unchecked instance runs), and `add_checked_in_kernel`, whose store is checked
+//! in the kernel whatever the extents (the cost of an in-kernel check), each next to the
+//! proven kernel. Bytes moved: 3 GiB for the adds (two reads, one write), 2 GiB
 //! for the copy (one read, one write); GB/s are 10^9 bytes per second.
 
 use choreo::{DeviceTensor, Stream, sys};
@@ -26,8 +28,11 @@ pub struct Outcome {
     pub rows: Vec<Vec<String>>,
     /// The best generated kernel over the copy bandwidth (target ≥ 0.90), and its name.
     pub ours_over_copy: (f64, &'static str),
-    /// Time of `add_checked` over `add` and of `add4_checked` over `add4` (target ≤ 1.02).
+    /// Time of `add_checked` over `add` and of `add4_checked` over `add4`: checks the host
+    /// proves (target ≤ 1.02).
     pub checked_over_proven: (f64, f64),
+    /// Time of `add_checked_in_kernel` over `add`: a check made in the kernel.
+    pub in_kernel_over_proven: f64,
 }
 
 /// Checks that `c` is exactly `a + b` (f32 addition is exact to reproduce); counts mismatches.
@@ -72,11 +77,12 @@ pub fn run(options: &Options) -> BenchResult<Outcome> {
         &'x DeviceTensor<f32, 1>,
         &'x mut DeviceTensor<f32, 1>,
     ) -> choreo::Result<choreo::Pending<'x, ()>>;
-    let generated: [(&'static str, Generated); 4] = [
+    let generated: [(&'static str, Generated); 5] = [
         ("ours: bench::add", bench::add),
         ("ours: bench::add4", bench::add4),
         ("ours: bench::add_checked", bench::add_checked),
         ("ours: bench::add4_checked", bench::add4_checked),
+        ("ours: bench::add_checked_in_kernel", bench::add_checked_in_kernel),
     ];
     for (what, kernel) in generated {
         c.copy_from_host(&s, view(&poison)?)?;
@@ -146,6 +152,13 @@ pub fn run(options: &Options) -> BenchResult<Outcome> {
             Ok(())
         })
     };
+    let mut c_in_kernel = DeviceTensor::from_host(&s, view(&poison)?)?;
+    let mut ours_add_in_kernel = || {
+        event_ms(&s, || {
+            drop(bench::add_checked_in_kernel(&s, &a, &b, &mut c_in_kernel)?);
+            Ok(())
+        })
+    };
     let stream = &s;
     let raw = |launch: Launch, what: &'static str| {
         move || {
@@ -170,6 +183,7 @@ pub fn run(options: &Options) -> BenchResult<Outcome> {
             &mut memcpy,
             &mut ours_add_checked,
             &mut ours_add4_checked,
+            &mut ours_add_in_kernel,
         ],
     )?;
     let gbps = |bytes: usize, ms: f64| bytes as f64 / (ms * 1e-3) / 1e9;
@@ -182,8 +196,9 @@ pub fn run(options: &Options) -> BenchResult<Outcome> {
         "hand CUDA, same kernel",
         "hand CUDA, float4 accesses",
         "cudaMemcpyAsync device to device",
-        "ours: bench::add_checked (stores bounds-checked)",
-        "ours: bench::add4_checked (stores bounds-checked)",
+        "ours: bench::add_checked (stores proven on the host)",
+        "ours: bench::add4_checked (stores proven on the host)",
+        "ours: bench::add_checked_in_kernel (stores checked in the kernel)",
     ];
     let rows = names
         .iter()
@@ -201,9 +216,9 @@ pub fn run(options: &Options) -> BenchResult<Outcome> {
                     three_digits(summaries[index].median / summaries[index - 1].median)
                 );
             }
-            if index == 6 || index == 7 {
+            if index >= 6 {
                 // Time of the checked kernel over the proven one: the checks' cost.
-                let proven = if index == 6 { 0 } else { 2 };
+                let proven = if index == 7 { 2 } else { 0 };
                 derived += &format!(
                     "; checked/proven time {}",
                     three_digits(summaries[index].median / summaries[proven].median)
@@ -219,5 +234,6 @@ pub fn run(options: &Options) -> BenchResult<Outcome> {
     let ours_over_copy = if add4 > add { (add4, "bench::add4") } else { (add, "bench::add") };
     let checked_over_proven =
         (summaries[6].median / summaries[0].median, summaries[7].median / summaries[2].median);
-    Ok(Outcome { rows, ours_over_copy, checked_over_proven })
+    let in_kernel_over_proven = summaries[8].median / summaries[0].median;
+    Ok(Outcome { rows, ours_over_copy, checked_over_proven, in_kernel_over_proven })
 }

@@ -41,6 +41,13 @@ pub struct AccessPlan {
     pub checks: Vec<DimCheck>,
     /// Whether the access is flat (through a view that reinterprets the layout).
     pub flat: bool,
+    /// Conditions on host values under which every checked side of this access holds for
+    /// every index the kernel can reach: one list per checked side, of alternatives (the
+    /// side holds where one of them does). The host evaluates them before the launch and,
+    /// where all hold, launches the kernel without this access's checks. `None` when some
+    /// checked side has no such condition (an index from data, a non-linear index): then the
+    /// access is always checked in the kernel.
+    pub host_proof: Option<Vec<Vec<HostBound>>>,
 }
 
 impl AccessPlan {
@@ -48,6 +55,28 @@ impl AccessPlan {
     pub fn guarded(&self) -> bool {
         self.checks.iter().any(|c| c.below || c.above)
     }
+}
+
+/// `constant + Σ coefficient · atom >= 0` over values the host knows before a launch.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct HostBound {
+    /// The constant term.
+    pub constant: i64,
+    /// The atoms with their coefficients (none zero), ordered by atom.
+    pub terms: Vec<(HostAtom, i64)>,
+}
+
+/// A value the host knows before a launch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum HostAtom {
+    /// A symbolic dimension.
+    Sym(SymId),
+    /// An anonymous extent of a parameter (`?`).
+    Extent(ParamId, u32),
+    /// A scalar parameter.
+    Param(ParamId),
+    /// An immutable host local.
+    Local(VarId),
 }
 
 /// The run-time checks of one dimension of an access.
@@ -93,8 +122,25 @@ pub fn report(
                     }
                 })
                 .collect();
+            let skipped = match &a.host_proof {
+                Some(sides) => {
+                    let sides: Vec<String> = sides
+                        .iter()
+                        .map(|alternatives| {
+                            let any: Vec<String> =
+                                alternatives.iter().map(|b| host_bound_text(f, b)).collect();
+                            any.join(" or ")
+                        })
+                        .collect();
+                    format!(
+                        "; skipped when the host finds {} before the launch",
+                        sides.join(" and ")
+                    )
+                }
+                None => String::new(),
+            };
             checked.push(format!(
-                "  {}: '{name}' at {}: checked at run time: {}\n",
+                "  {}: '{name}' at {}: checked at run time: {}{skipped}\n",
                 f.name,
                 db.location(a.span),
                 dims.join(", ")
@@ -111,6 +157,47 @@ pub fn report(
         out.push_str(&line);
     }
     out
+}
+
+/// `bound` in the source's terms, for the report: `|c|(0) - N >= 0`.
+fn host_bound_text(f: &Function, bound: &HostBound) -> String {
+    let mut text = String::new();
+    // Positive terms first: `|c|(0) - N >= 0` reads better than `-N + |c|(0) >= 0`.
+    let mut terms: Vec<&(HostAtom, i64)> = bound.terms.iter().collect();
+    terms.sort_by_key(|(_, k)| *k < 0);
+    for (i, (atom, k)) in terms.into_iter().enumerate() {
+        let name = match *atom {
+            HostAtom::Sym(s) => {
+                f.sym_dims.get(s.index()).map_or("?", |d| d.name.as_str()).to_string()
+            }
+            HostAtom::Extent(p, d) => {
+                format!("|{}|({d})", f.param(p).map_or("?", |p| p.name.as_str()))
+            }
+            HostAtom::Param(p) => f.param(p).map_or("?", |p| p.name.as_str()).to_string(),
+            HostAtom::Local(v) => f.local(v).map_or("?", |l| l.name.as_str()).to_string(),
+        };
+        let sign = if *k < 0 {
+            "-"
+        } else if i == 0 {
+            ""
+        } else {
+            "+"
+        };
+        let magnitude = k.unsigned_abs();
+        let term = if magnitude == 1 { name } else { format!("{magnitude} * {name}") };
+        text.push_str(&match (i, sign) {
+            (0, "") => term,
+            (0, _) => format!("-{term}"),
+            _ => format!(" {sign} {term}"),
+        });
+    }
+    match bound.constant {
+        0 if !bound.terms.is_empty() => {}
+        c if bound.terms.is_empty() => text = c.to_string(),
+        c if c < 0 => text.push_str(&format!(" - {}", c.unsigned_abs())),
+        c => text.push_str(&format!(" + {c}")),
+    }
+    format!("{text} >= 0")
 }
 
 /// The plans of every access of `f`, indexed by [`AccessId`]; `E0712` for accesses that are
@@ -148,6 +235,7 @@ pub(super) fn analyse(
                     span: f.span,
                     checks: Vec::new(),
                     flat: false,
+                    host_proof: None,
                 }
             })
         })
@@ -546,6 +634,7 @@ impl<'a> Analysis<'a, '_> {
         };
         let indices = index.exprs();
         let mut checks = Vec::with_capacity(indices.len());
+        let mut host_proof = Some(Vec::new());
         for (d, (index, extent)) in indices.iter().zip(dims.iter()).enumerate() {
             let idx = self.lin(index, 0);
             let ext = self.dim(extent);
@@ -556,10 +645,27 @@ impl<'a> Analysis<'a, '_> {
                     self.report_if_always_out(i, x, (!flat).then_some(d), buffer, index.span);
                 }
             }
+            // What the host would have to find for each unproven side (`index >= 0`,
+            // `extent - index - 1 >= 0`).
+            let sides = [
+                below.then(|| idx.clone()),
+                above.then(|| {
+                    let gap = ext.as_ref().zip(idx.as_ref()).and_then(|(x, i)| x.minus(i));
+                    gap.and_then(|g| g.plus(&Lin::constant(-1)))
+                }),
+            ];
+            for side in sides.into_iter().flatten() {
+                let alternatives = side.map(|g| self.host_alternatives(&g)).unwrap_or_default();
+                match (&mut host_proof, alternatives.is_empty()) {
+                    (Some(proof), false) => proof.push(alternatives),
+                    _ => host_proof = None,
+                }
+            }
             checks.push(DimCheck { below, above });
         }
+        let host_proof = host_proof.filter(|p| !p.is_empty());
         match self.plans.get_mut(id.index()) {
-            Some(slot) => *slot = Some(AccessPlan { buffer, span, checks, flat }),
+            Some(slot) => *slot = Some(AccessPlan { buffer, span, checks, flat, host_proof }),
             None => self.diags.push(internal(span, "an element access numbered out of range")),
         }
     }
@@ -709,6 +815,36 @@ impl<'a> Analysis<'a, '_> {
 
     /// Whether `g >= 0` follows from the ranges of its indices and the signs of its atoms.
     fn lower_bound_nonneg(&self, g: &Lin) -> bool {
+        self.minimised(g)
+            .is_some_and(|g| g.c >= 0 && g.terms.iter().all(|(a, c)| *c >= 0 && a.never_negative()))
+    }
+
+    /// The conditions on host values under which `g >= 0` holds wherever the code runs: the
+    /// smallest value of `g` over the ranges of its indices, on its own or after subtracting
+    /// one fact of an enclosing condition, where that leaves only atoms the host knows. At
+    /// most four, without repeats; empty when there is none.
+    fn host_alternatives(&self, g: &Lin) -> Vec<HostBound> {
+        let mut out: Vec<HostBound> = Vec::new();
+        let candidates =
+            std::iter::once(Some(g.clone())).chain(self.facts.iter().map(|f| g.minus(f)));
+        for candidate in candidates.flatten() {
+            let Some(bound) = self.minimised(&candidate).and_then(|m| host_bound(&m)) else {
+                continue;
+            };
+            if !out.contains(&bound) {
+                out.push(bound);
+            }
+            if out.len() == 4 {
+                break;
+            }
+        }
+        out
+    }
+
+    /// `g` with every index replaced by the end of its range that minimises it (and every
+    /// derived atom by its smallest value); `None` when some index or derived atom has no
+    /// usable range.
+    fn minimised(&self, g: &Lin) -> Option<Lin> {
         let mut g = g.clone();
         // Index ranges may mention enclosing indices (a loop from `p * 4`): a few rounds.
         for _ in 0..8 {
@@ -729,31 +865,22 @@ impl<'a> Analysis<'a, '_> {
                                 bound.plus(&Lin::constant(-1)).and_then(|end| end.scaled(*c))
                             }
                         } else {
-                            return false;
+                            return None;
                         }
                     }
                     Atom::Index(v) => {
-                        let Some(r) = self.ranges.get(v) else { return false };
-                        let end = if *c > 0 {
-                            r.lo.clone()
-                        } else {
-                            match r.hi.plus(&Lin::constant(-1)) {
-                                Some(end) => end,
-                                None => return false,
-                            }
-                        };
+                        let r = self.ranges.get(v)?;
+                        let end =
+                            if *c > 0 { r.lo.clone() } else { r.hi.plus(&Lin::constant(-1))? };
                         end.scaled(*c)
                     }
                     other => Lin::atom(other.clone()).scaled(*c),
                 };
-                match term.and_then(|t| next.plus(&t)) {
-                    Some(sum) => next = sum,
-                    None => return false,
-                }
+                next = next.plus(&term?)?;
             }
             g = next;
         }
-        !g.has_index() && g.c >= 0 && g.terms.iter().all(|(a, c)| *c >= 0 && a.never_negative())
+        (!g.has_index()).then_some(g)
     }
 
     /// The facts `cond == positive` gives, each `>= 0`.
@@ -967,6 +1094,32 @@ fn masked_range(e: &HExpr) -> Option<(i128, i128)> {
         BinOp::BitAnd if constant >= 0 => Some((0, constant + 1)),
         _ => None,
     }
+}
+
+/// `g >= 0` as a [`HostBound`], when `g` is over atoms the host knows, its numbers fit
+/// comfortably in 64 bits (so the host's `long long` arithmetic cannot overflow), and it is
+/// not a constant (a constant is proven or refuted, not a condition).
+fn host_bound(g: &Lin) -> Option<HostBound> {
+    const LIMIT: i128 = 1 << 30;
+    if g.terms.is_empty() || g.c.abs() >= 1 << 62 {
+        return None;
+    }
+    let mut terms = Vec::with_capacity(g.terms.len());
+    for (atom, k) in &g.terms {
+        let atom = match atom {
+            Atom::Sym(s) => HostAtom::Sym(*s),
+            Atom::Extent(p, d) => HostAtom::Extent(*p, *d),
+            Atom::Param(p) => HostAtom::Param(*p),
+            Atom::Host(v) => HostAtom::Local(*v),
+            Atom::Index(_) | Atom::Derived(_) | Atom::Opaque(_) => return None,
+        };
+        if k.abs() >= LIMIT {
+            return None;
+        }
+        terms.push((atom, *k as i64));
+    }
+    terms.sort();
+    Some(HostBound { constant: g.c as i64, terms })
 }
 
 /// The comparison that holds when `op` does not.

@@ -156,6 +156,11 @@ pub struct KernelPlan {
     pub levels: Vec<LevelPlan>,
     /// Whether the kernel checks some access at run time (it receives the bounds record).
     pub guards: bool,
+    /// The conditions on host values under which the checks of some of its accesses are
+    /// redundant (their [`AccessPlan::host_proof`]s, all sides of all of them, without
+    /// repeats): when every one holds (some alternative of each), the host launches the
+    /// kernel's instance without those checks. Empty: one instance, checks as planned.
+    pub host_proof: Vec<Vec<bounds::HostBound>>,
     /// The kernel's shared memory (spec §11.3).
     pub shared: SharedPool,
     /// Whether the kernel has asynchronous DMAs (each thread then counts the copy groups it
@@ -318,6 +323,7 @@ fn lower_function(
                     threads_per_block: Dim::Const(1),
                     levels: Vec::new(),
                     guards: false,
+                    host_proof: Vec::new(),
                     shared: SharedPool::default(),
                     async_copies: false,
                     attrs: hir::KernelAttrs::default(),
@@ -370,11 +376,20 @@ fn lower_function(
     let mut kernels = kernels;
     if guards {
         for tree in hir::kernels(&f.body) {
-            let guarded = access_ids(&tree.body)
+            let planned: Vec<&AccessPlan> = access_ids(&tree.body)
                 .iter()
-                .any(|id| accesses.get(id.index()).is_some_and(AccessPlan::guarded));
+                .filter_map(|id| accesses.get(id.index()))
+                .filter(|a| a.guarded())
+                .collect();
+            let mut host_proof: Vec<Vec<bounds::HostBound>> = Vec::new();
+            for side in planned.iter().filter_map(|a| a.host_proof.as_ref()).flatten() {
+                if !host_proof.contains(side) {
+                    host_proof.push(side.clone());
+                }
+            }
             if let Some(k) = kernels.get_mut(tree.id.index()) {
-                k.guards = guarded;
+                k.guards = !planned.is_empty();
+                k.host_proof = host_proof;
             }
         }
     }
@@ -599,6 +614,7 @@ impl HostWalk<'_, '_> {
             threads_per_block,
             levels,
             guards: false,
+            host_proof: Vec::new(),
             shared,
             async_copies: kernel.async_copies,
             attrs: tree.attrs,

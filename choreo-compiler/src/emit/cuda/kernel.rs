@@ -103,9 +103,15 @@ impl FnEmitter<'_, '_> {
         if let Some(n) = k.attrs.max_registers {
             let _ = write!(qualifiers, " __maxnreg__({n})");
         }
+        // Two instances when the host may find some checks redundant: checked and not.
+        let template =
+            if k.host_proof.is_empty() { "" } else { "template <bool __choreo_checked> " };
         self.w.line(
             span,
-            &format!("static __global__ void{qualifiers} {symbol}({}) {{", params.join(", ")),
+            &format!(
+                "{template}static __global__ void{qualifiers} {symbol}({}) {{",
+                params.join(", ")
+            ),
         );
         self.w.indent += 1;
         // The launch uses exactly this many threads: telling nvcc lets it count the trips of
@@ -346,6 +352,31 @@ impl FnEmitter<'_, '_> {
         }
         self.w.line(span, "cudaLaunchConfig_t __choreo_launch = {};");
         self.w.line(span, &format!("__choreo_launch.gridDim = dim3({});", grid.join(", ")));
+        // A kernel with checks the host may find redundant: the instance to launch.
+        let symbol = if k.host_proof.is_empty() {
+            symbol
+        } else {
+            let all: Vec<String> = k
+                .host_proof
+                .iter()
+                .map(|alternatives| {
+                    let any: Vec<String> =
+                        alternatives.iter().map(|b| format!("({})", self.host_bound(b))).collect();
+                    if any.len() == 1 { any[0].clone() } else { format!("({})", any.join(" || ")) }
+                })
+                .collect();
+            self.w.line(
+                span,
+                &format!("const bool __choreo_in_bounds_on_host = {};", all.join(" && ")),
+            );
+            self.w.line(
+                span,
+                &format!(
+                    "auto* const __choreo_kernel = __choreo_in_bounds_on_host ? &{symbol}<false> : &{symbol}<true>;"
+                ),
+            );
+            "__choreo_kernel".to_string()
+        };
         self.w.line(span, &format!("__choreo_launch.blockDim = dim3({threads}, 1, 1);"));
         self.w.line(span, &format!("__choreo_launch.stream = {stream};"));
         if pool {

@@ -371,7 +371,50 @@ impl FnEmitter<'_, '_> {
                 )
             });
         }
-        (!parts.is_empty()).then(|| parts.join(" && "))
+        if parts.is_empty() {
+            return None;
+        }
+        let all = parts.join(" && ");
+        // The host launches the kernel's unchecked instance when it has found this access in
+        // bounds (`lower::KernelPlan::host_proof`).
+        Some(match self.plan.accesses.get(id.index()).and_then(|a| a.host_proof.as_ref()) {
+            Some(_) if parts.len() == 1 => format!("(!__choreo_checked || {all})"),
+            Some(_) => format!("(!__choreo_checked || ({all}))"),
+            None => all,
+        })
+    }
+
+    /// `bound` as a host condition (`long long` arithmetic; [`lower::bounds::HostBound`] keeps
+    /// its numbers small enough not to overflow).
+    fn host_bound(&mut self, bound: &crate::lower::bounds::HostBound) -> String {
+        use crate::lower::bounds::HostAtom;
+        // Positive terms first, then the negative ones and the constant: `a - b + 3 >= 0`.
+        let mut terms: Vec<&(HostAtom, i64)> = bound.terms.iter().collect();
+        terms.sort_by_key(|(_, k)| *k < 0);
+        let mut text = String::new();
+        for (atom, k) in terms {
+            let value = match *atom {
+                HostAtom::Sym(s) => self.names().sym(s).to_string(),
+                HostAtom::Extent(p, d) => self.names().extent(p, d),
+                HostAtom::Param(p) => self.param_name(p),
+                HostAtom::Local(v) => self.names().local(v).to_string(),
+            };
+            let value = format!("static_cast<long long>({value})");
+            let magnitude = k.unsigned_abs();
+            let term = if magnitude == 1 { value } else { format!("{magnitude}ll * {value}") };
+            text = match (text.is_empty(), *k < 0) {
+                (true, false) => term,
+                (true, true) => format!("-{term}"),
+                (false, false) => format!("{text} + {term}"),
+                (false, true) => format!("{text} - {term}"),
+            };
+        }
+        match bound.constant {
+            0 => {}
+            c if c < 0 => text = format!("{text} - {}ll", c.unsigned_abs()),
+            c => text = format!("{text} + {c}ll"),
+        }
+        format!("{text} >= 0")
     }
 
     /// The element count of a buffer as a `long long` expression (device code).
