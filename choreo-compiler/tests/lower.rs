@@ -522,6 +522,14 @@ fn selected_level_instances_synchronise_without_the_rest_of_the_block() {
     // A predicate on the block index selects whole blocks: the level's usual barrier stays.
     let blocks = instance_syncs(&selected_groups(4, 64, "p == 1", ""));
     assert_eq!(blocks[0], None);
+    // An `if` or a `while` on the group index selects instances like an `inthreads`.
+    let src = selected_groups(4, 64, "w != 2", "").replace("inthreads", "if");
+    assert_eq!(instance_syncs(&src)[0], Some(InstanceSync::Named { first: 11, threads: 64 }));
+    let src = selected_groups(4, 64, "w != 2", "").replace(
+        "inthreads (w != 2) {",
+        "mutable int i = 0;\n      while (i < w) {\n        i += 1;",
+    );
+    assert_eq!(instance_syncs(&src)[0], Some(InstanceSync::Named { first: 11, threads: 64 }));
 }
 
 #[test]

@@ -212,7 +212,10 @@ pub(super) fn plan(
                         ),
                         "its participants are one instance",
                     )
-                    .with_help("give the instances a number of threads that divides 32 or is a multiple of 32"),
+                    .with_help(
+                        "give the instances a number of threads that divides 32 or is a \
+                         multiple of 32",
+                    ),
                 );
                 continue;
             }

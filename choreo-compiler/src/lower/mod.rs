@@ -27,7 +27,7 @@
 //! | E0807 | a returned shape that depends on values the function body computes (defensive: sema's `E0416` rejects mutable and per-thread values in shapes first) |
 //! | E0808 | a kernel whose shared buffers need more shared memory than the target has per block |
 //! | E0809 | a kernel whose local buffers need more memory per thread than the target allows |
-//! | E0810 | a DMA or `wait` inside an `inthreads` that selects instances of a level, whose participants (one instance) cannot be synchronised apart from the other instances ([`instances`]) |
+//! | E0810 | a DMA or `wait` inside an `inthreads` (or `if`/`while`) that selects instances of a level, whose participants (one instance) cannot be synchronised apart from the other instances ([`instances`]) |
 
 pub mod abi;
 pub mod bounds;

@@ -516,6 +516,11 @@ impl Checker<'_> {
     ///   barrier (or rejects, E0810); with predicates on block indices only, the whole block
     ///   agrees and the usual level synchronisation stays correct;
     /// - in thread-level code, and for `local` destinations, each thread copies alone.
+    ///
+    /// An `if` or `while` whose condition depends on an intra-block index selects instances
+    /// the same way and is counted with the `inthreads` (`selecting_conditions`). (Other
+    /// conditions are not checked: like outside `inthreads`, a DMA under a condition that
+    /// differs between the threads of its participant group is the program's error.)
     pub(crate) fn participants(&self, dst: Storage) -> Participants {
         if dst == Storage::Local {
             return Participants::Thread;
@@ -525,7 +530,7 @@ impl Checker<'_> {
             Region::Device(Level::Thread) | Region::Host => Participants::Thread,
             Region::Device(Level::Group | Level::Group4) => match self.level_stack.last() {
                 None => Participants::Block,
-                Some(l) if self.inthreads_splitting > 0 => Participants::SelectedInstance(*l),
+                Some(l) if self.selecting_conditions > 0 => Participants::SelectedInstance(*l),
                 Some(l) => Participants::Level(*l),
             },
         }

@@ -85,9 +85,9 @@ impl Checker<'_> {
         }
         let splits = self.selects_level_instances(&cond);
         self.inthreads_depth += 1;
-        self.inthreads_splitting += u32::from(splits);
+        self.selecting_conditions += u32::from(splits);
         let then_body = self.check_block_scoped(body);
-        self.inthreads_splitting -= u32::from(splits);
+        self.selecting_conditions -= u32::from(splits);
         self.inthreads_depth -= 1;
         out.push(Stmt { kind: StmtKind::If { cond, then_body, else_body: Vec::new() }, span });
         // Only the outermost `inthreads` synchronises the block: an inner one runs in the
@@ -122,7 +122,7 @@ impl Checker<'_> {
     /// immutable locals computed from one): then it may hold in some instances of that level
     /// and not in others. (A predicate on block indices holds in all threads of a block or in
     /// none.)
-    fn selects_level_instances(&self, e: &HExpr) -> bool {
+    pub(crate) fn selects_level_instances(&self, e: &HExpr) -> bool {
         let mut found = false;
         visit::for_each_expr(e, |x| {
             if let HExprKind::Var(v) = &x.kind {

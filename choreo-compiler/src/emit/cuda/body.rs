@@ -422,7 +422,9 @@ impl FnEmitter<'_, '_> {
                         format!("__syncwarp(0x{lanes:x}u << (threadIdx.x & {}u));", 32 - threads)
                     }
                     Some(InstanceSync::Named { first, threads }) => format!(
-                        "asm volatile(\"bar.sync %0, %1;\" :: \"r\"({first} + static_cast<int>(threadIdx.x / {threads})), \"r\"({threads}) : \"memory\");  // this {what} instance's barrier"
+                        "asm volatile(\"bar.sync %0, %1;\" :: \"r\"({first} + \
+                         static_cast<int>(threadIdx.x / {threads})), \"r\"({threads}) : \
+                         \"memory\");  // this {what} instance's barrier"
                     ),
                     None => {
                         return self
