@@ -6,7 +6,9 @@
 use choreo_compiler::compile::{Arch, CompileOptions, Target, compile};
 use choreo_compiler::diagnostics::render_human;
 use choreo_compiler::hir::{Dim, ElemTy, Level, ParamId, VarId};
-use choreo_compiler::lower::{self, AbiParam, AfterLaunch, FunctionPlan, Plan, StreamRef};
+use choreo_compiler::lower::{
+    self, AbiParam, AfterLaunch, FunctionPlan, InstanceSync, Plan, StreamRef,
+};
 use choreo_compiler::source::SourceDb;
 
 /// The plan of an accepted program (panics with the diagnostics otherwise).
@@ -510,4 +512,112 @@ fn dmas_of_contiguous_rows_copy_16_bytes_at_a_time_and_others_element_by_element
             None,          // into per-thread registers
         ]
     );
+}
+
+// -- DMAs inside `inthreads` ------------------------------------------------------------------
+
+/// A kernel whose `groups` groups of `threads` threads each copy their row of `a` into their
+/// slice of a shared tile inside `inthreads (pred)`; `extra` follows in the group's body.
+fn selected_groups(groups: u64, threads: u64, pred: &str, extra: &str) -> String {
+    format!(
+        "__co__ void f(f32 [2 * {groups}, {threads}] a, f32 [2 * {groups}, {threads}] &o, int k) {{\n\
+         \x20 parallel p by 2 : block {{\n\
+         \x20   shared f32 [{groups}, {threads}] tiles;\n\
+         \x20   parallel w by {groups} : group {{\n\
+         \x20     inthreads ({pred}) {{\n\
+         \x20       dma.copy a.chunkat(p # w, _) => tiles.chunkat(w, _);\n\
+         \x20       parallel l by {threads} : thread {{ o.at(p # w, l) = tiles.at(w, l); }}\n\
+         \x20     }}\n\
+         \x20     {extra}\n\
+         \x20   }}\n\
+         \x20 }}\n\
+         }}\n"
+    )
+}
+
+/// How kernel 0 synchronises the selected instances of each of its levels.
+fn instance_syncs(src: &str) -> Vec<Option<InstanceSync>> {
+    function(src).kernels[0].levels.iter().map(|l| l.instance_sync).collect()
+}
+
+#[test]
+fn selected_level_instances_synchronise_without_the_rest_of_the_block() {
+    // A predicate on the group index selects some groups: one-warp instances take a warp
+    // barrier, larger ones a named barrier each (four instances of 64 threads: 11 to 14).
+    let warp = instance_syncs(&selected_groups(4, 32, "w != 2", ""));
+    assert_eq!(warp[0], Some(InstanceSync::Warp { threads: 32 }));
+    let pairs = instance_syncs(&selected_groups(4, 64, "w != 2", ""));
+    assert_eq!(pairs[0], Some(InstanceSync::Named { first: 11, threads: 64 }));
+    // One instance is the whole block: the block barrier is right.
+    let one = instance_syncs(&selected_groups(1, 128, "w == 0", ""));
+    assert_eq!(one[0], Some(InstanceSync::Block));
+    // A predicate on the block index selects whole blocks: the level's usual barrier stays.
+    let blocks = instance_syncs(&selected_groups(4, 64, "p == 1", ""));
+    assert_eq!(blocks[0], None);
+    // An `if` or a `while` on the group index selects instances like an `inthreads`.
+    let src = selected_groups(4, 64, "w != 2", "").replace("inthreads", "if");
+    assert_eq!(instance_syncs(&src)[0], Some(InstanceSync::Named { first: 11, threads: 64 }));
+    let src = selected_groups(4, 64, "w != 2", "").replace(
+        "inthreads (w != 2) {",
+        "mutable int i = 0;\n      while (i < w) {\n        i += 1;",
+    );
+    assert_eq!(instance_syncs(&src)[0], Some(InstanceSync::Named { first: 11, threads: 64 }));
+}
+
+#[test]
+fn instance_barriers_avoid_the_users_and_each_other() {
+    // The user's constant barrier numbers are never taken.
+    let used = instance_syncs(&selected_groups(
+        4,
+        64,
+        "w < 2",
+        "parallel l by 64 : thread { __bar_sync(14, 64); __bar_arrive(12, 64); }",
+    ));
+    assert_eq!(used[0], Some(InstanceSync::Named { first: 8, threads: 64 }));
+    // Levels with instances of one size share barriers (they split the block the same way);
+    // other sizes get their own.
+    let src = "__co__ void f(f32 [8, 64] a, f32 [4, 128] b, f32 [8, 64] &o) {\n  parallel p by 1 : block {\n    shared f32 [4, 64] ta;\n    shared f32 [2, 128] tb;\n    parallel w by 4 : group {\n      inthreads (w > 0) { dma.copy a.chunkat(w, _) => ta.chunkat(w, _); }\n      parallel l by 64 : thread { o.at(w, l) = ta.at(w, l); }\n    }\n    parallel v by 2 : group {\n      inthreads (v == 1) { dma.copy b.chunkat(v, _) => tb.chunkat(v, _); }\n      parallel l by 128 : thread { o.at(v, l % 64) = tb.at(v, l); }\n    }\n    parallel u by 4 : group {\n      inthreads (u < 3) { dma.copy a.chunkat(u + 4, _) => ta.chunkat(u, _); }\n      parallel l by 64 : thread { o.at(u + 4, l) = ta.at(u, l); }\n    }\n  }\n}\n";
+    assert_eq!(
+        instance_syncs(src),
+        [
+            Some(InstanceSync::Named { first: 11, threads: 64 }),
+            None, // its thread level
+            Some(InstanceSync::Named { first: 9, threads: 128 }),
+            None,
+            Some(InstanceSync::Named { first: 11, threads: 64 }),
+            None,
+        ]
+    );
+}
+
+#[test]
+fn selected_instances_that_cannot_be_synchronised_are_rejected() {
+    // Sixteen instances of 64 threads would need sixteen named barriers.
+    let (codes, text) = error_codes(&selected_groups(16, 64, "w != 3", ""), Target::default());
+    assert_eq!(codes, ["E0810"], "{text}");
+    insta::assert_snapshot!("e0810_too_many_instances", text);
+    // A barrier number known only at run time may be any of them.
+    let (codes, text) = error_codes(
+        &selected_groups(4, 64, "w != 3", "parallel l by 64 : thread { __bar_sync(k, 64); }"),
+        Target::default(),
+    );
+    assert_eq!(codes, ["E0810"], "{text}");
+    insta::assert_snapshot!("e0810_run_time_barrier_number", text);
+    // So may PTX barriers written in inline assembly or `__cpp__`.
+    let (codes, text) = error_codes(
+        &selected_groups(4, 64, "w != 3", "__cpp__(\"asm volatile(\\\"bar.sync 3, 64;\\\");\");"),
+        Target::default(),
+    );
+    assert_eq!(codes, ["E0810"], "{text}");
+    insta::assert_snapshot!("e0810_barriers_in_cpp", text);
+    // Instances whose size is only known at run time.
+    let src =
+        selected_groups(4, 64, "w != 3", "").replace(", 64]", ", N]").replace("by 64", "by N");
+    let (codes, text) = error_codes(&src, Target::default());
+    assert_eq!(codes, ["E0810"], "{text}");
+    insta::assert_snapshot!("e0810_run_time_instance_size", text);
+    // Without DMA in the selected instances nothing needs numbering: the same kernel with a
+    // block-level predicate is accepted.
+    let (codes, text) = error_codes(&selected_groups(16, 64, "p != 3", ""), Target::default());
+    assert!(codes.is_empty(), "{text}");
 }

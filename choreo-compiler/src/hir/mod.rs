@@ -1795,6 +1795,12 @@ pub enum Participants {
     /// The threads of one instance of an intra-block level (a DMA in the body of a `group`
     /// level): they share the loop and synchronise afterwards.
     Level(LevelId),
+    /// The threads of one instance of an intra-block level, inside an `inthreads` (or an
+    /// `if`/`while`) whose condition depends on an intra-block index (`inthreads (g == 0)` in
+    /// the body of `group` level `g`): the instance's threads all run the DMA or none does,
+    /// but other instances may not, so they share the loop and synchronise among themselves
+    /// only — never with a barrier of the whole block.
+    SelectedInstance(LevelId),
     /// The executing thread alone (a DMA in thread-level code, or into `local` memory).
     Thread,
 }

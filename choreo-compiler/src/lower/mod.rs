@@ -27,14 +27,17 @@
 //! | E0807 | a returned shape that depends on values the function body computes (defensive: sema's `E0416` rejects mutable and per-thread values in shapes first) |
 //! | E0808 | a kernel whose shared buffers need more shared memory than the target has per block |
 //! | E0809 | a kernel whose local buffers need more memory per thread than the target allows |
+//! | E0810 | a DMA or `wait` inside an `inthreads` (or `if`/`while`) that selects instances of a level, whose participants (one instance) cannot be synchronised apart from the other instances ([`instances`]) |
 
 pub mod abi;
 pub mod bounds;
+pub mod instances;
 pub mod names;
 pub mod vector;
 
 pub use abi::{AbiParam, Entry};
 pub use bounds::{AccessPlan, DimCheck};
+pub use instances::InstanceSync;
 pub use names::{Names, SymbolScope, Symbols};
 
 use crate::diagnostics::{Diagnostic, Diagnostics};
@@ -210,6 +213,10 @@ pub struct LevelPlan {
     /// Whether its instances, together, are statically known to be all the threads of the
     /// block (so a thread's instance number needs no reduction modulo the instance count).
     pub fills_block: bool,
+    /// How the threads of one instance synchronise without the other instances, when a DMA
+    /// or `wait` inside an `inthreads` that selects instances of this level needs it
+    /// ([`hir::Participants::SelectedInstance`]); `None` when nothing needs it.
+    pub instance_sync: Option<InstanceSync>,
 }
 
 /// What follows a launch on the host (spec §8.5 and the seed rules).
@@ -576,6 +583,7 @@ impl HostWalk<'_, '_> {
             shared: Vec::new(),
             local: Vec::new(),
             async_copies: false,
+            sync_uses: instances::Uses::default(),
         };
         visit::walk_stmts(&mut kernel, &tree.body);
         let shared = shared_pool(f, self.target, tree, &kernel.shared, self.diags);
@@ -585,7 +593,7 @@ impl HostWalk<'_, '_> {
         }
         let threads_per_block = tree.threads_per_block();
         let block = threads_per_block.as_const();
-        let levels: Vec<LevelPlan> = kernel
+        let levels: Vec<(LevelPlan, Span)> = kernel
             .levels
             .into_iter()
             .enumerate()
@@ -604,7 +612,22 @@ impl HostWalk<'_, '_> {
                     (Some(each), Some(n), Some(b)) => each.checked_mul(n) == Some(b),
                     _ => false,
                 };
-                LevelPlan { level: inner.level, threads_per_instance, fills_block }
+                let plan = LevelPlan {
+                    level: inner.level,
+                    threads_per_instance,
+                    fills_block,
+                    instance_sync: None,
+                };
+                (plan, inner.span)
+            })
+            .collect();
+        let mut syncs = instances::plan(&kernel.sync_uses, &levels, block, self.diags);
+        let levels: Vec<LevelPlan> = levels
+            .into_iter()
+            .enumerate()
+            .map(|(i, (plan, _))| LevelPlan {
+                instance_sync: syncs.remove(&LevelId(i as u32)),
+                ..plan
             })
             .collect();
         let plan = KernelPlan {
@@ -647,10 +670,13 @@ struct KernelWalk<'a> {
     local: Vec<VarId>,
     /// Whether the kernel has an asynchronous DMA.
     async_copies: bool,
+    /// What decides how selected level instances synchronise.
+    sync_uses: instances::Uses,
 }
 
 impl<'a> Visitor<'a> for KernelWalk<'a> {
     fn stmt(&mut self, s: &'a Stmt) -> Walk {
+        self.sync_uses.note(s);
         let problem = match &s.kind {
             StmtKind::InnerParallel(inner) => {
                 if inner.level == Level::Group4 && !self.target.has_warpgroups() {

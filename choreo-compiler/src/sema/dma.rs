@@ -231,12 +231,6 @@ impl Checker<'_> {
             None => dst,
         };
         let participants = self.participants(dst.storage);
-        if self.inthreads_depth > 0 && participants != Participants::Thread {
-            // Which threads of the block are active is not known here, so they cannot share
-            // the copy (a thread-level DMA, or one into `local`, is each thread's own).
-            self.unsupported(span, "a DMA shared by the threads of an `inthreads` block", 2);
-            return;
-        }
         let Some(dma) = self.dma_loop(src, dst, &transfer, is_async, participants, span) else {
             return;
         };
@@ -502,7 +496,31 @@ impl Checker<'_> {
         var
     }
 
-    /// Who executes a DMA into `dst` here (spec §14.5).
+    /// Who executes a DMA into `dst` here, or waits for one (spec §14.5).
+    ///
+    /// Inside `inthreads`, only the threads the predicates select take part. They are still
+    /// whole groups of participants, because a predicate may only use what is in scope and
+    /// the same for every thread of such a group (`strictly_divergent`: parallel indices,
+    /// immutable locals computed from them, values every thread shares; never data, mutable
+    /// or per-thread values, calls or atomics):
+    /// - in block-level code the only parallel indices in scope are the block's, and the
+    ///   locals in scope were computed from them and from shared values: a predicate holds in
+    ///   all threads of a block or in none, so the block's threads share the DMA and its
+    ///   block barrier as outside `inthreads`;
+    /// - in the body of an intra-block level `l`, the indices in scope are those of `l` and of
+    ///   the levels around it (levels nest strictly downwards, E0607, so no index of a level
+    ///   inside `l` is in scope), and all threads of an instance of `l` share them: the
+    ///   instance's threads run the DMA together or not at all. When a predicate depends on an
+    ///   intra-block index, other instances may skip it, so the participants are a
+    ///   [`Participants::SelectedInstance`], which lowering synchronises without a block
+    ///   barrier (or rejects, E0810); with predicates on block indices only, the whole block
+    ///   agrees and the usual level synchronisation stays correct;
+    /// - in thread-level code, and for `local` destinations, each thread copies alone.
+    ///
+    /// An `if` or `while` whose condition depends on an intra-block index selects instances
+    /// the same way and is counted with the `inthreads` (`selecting_conditions`). (Other
+    /// conditions are not checked: like outside `inthreads`, a DMA under a condition that
+    /// differs between the threads of its participant group is the program's error.)
     pub(crate) fn participants(&self, dst: Storage) -> Participants {
         if dst == Storage::Local {
             return Participants::Thread;
@@ -510,9 +528,11 @@ impl Checker<'_> {
         match self.region {
             Region::Device(Level::Block) => Participants::Block,
             Region::Device(Level::Thread) | Region::Host => Participants::Thread,
-            Region::Device(Level::Group | Level::Group4) => {
-                self.level_stack.last().map_or(Participants::Block, |l| Participants::Level(*l))
-            }
+            Region::Device(Level::Group | Level::Group4) => match self.level_stack.last() {
+                None => Participants::Block,
+                Some(l) if self.selecting_conditions > 0 => Participants::SelectedInstance(*l),
+                Some(l) => Participants::Level(*l),
+            },
         }
     }
 

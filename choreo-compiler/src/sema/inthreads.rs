@@ -7,12 +7,18 @@
 //! followed by a barrier of the block (none for `.async`, and none for an `inthreads` inside
 //! another: only the outermost synchronises), so every thread of the block must reach an
 //! outermost non-async `inthreads`.
+//!
+//! Which threads an `inthreads` selects matters to the DMAs inside it (spec §14.5): a
+//! predicate that depends on the index of an intra-block level (a `group` index, say) may run
+//! the body in some instances of that level and not in others, so a DMA shared by the threads
+//! of one instance must synchronise them without a block barrier ([`Checker::participants`]).
 
 use super::{Checker, Region};
 use crate::ast;
 use crate::hir::visit::{self, Walk};
 use crate::hir::{
-    BarrierScope, BinOp, ElemTy, HExpr, HExprKind, LocalPlace, Stmt, StmtKind, Ty, UnOp,
+    BarrierScope, BinOp, ElemTy, HExpr, HExprKind, Level, LocalOrigin, LocalPlace, Stmt, StmtKind,
+    Ty, UnOp,
 };
 use crate::source::Span;
 
@@ -77,8 +83,11 @@ impl Checker<'_> {
                 );
             }
         }
+        let splits = self.selects_level_instances(&cond);
         self.inthreads_depth += 1;
+        self.selecting_conditions += u32::from(splits);
         let then_body = self.check_block_scoped(body);
+        self.selecting_conditions -= u32::from(splits);
         self.inthreads_depth -= 1;
         out.push(Stmt { kind: StmtKind::If { cond, then_body, else_body: Vec::new() }, span });
         // Only the outermost `inthreads` synchronises the block: an inner one runs in the
@@ -109,6 +118,30 @@ impl Checker<'_> {
         }
     }
 
+    /// Whether a predicate depends on the index of an intra-block level (directly or through
+    /// immutable locals computed from one): then it may hold in some instances of that level
+    /// and not in others. (A predicate on block indices holds in all threads of a block or in
+    /// none.)
+    pub(crate) fn selects_level_instances(&self, e: &HExpr) -> bool {
+        let mut found = false;
+        visit::for_each_expr(e, |x| {
+            if let HExprKind::Var(v) = &x.kind {
+                found |= match self.locals.get(v.index()) {
+                    Some(l) => match &l.origin {
+                        LocalOrigin::ParallelIndex { level, .. } => *level != Level::Block,
+                        _ => self
+                            .device_inits
+                            .get(v)
+                            .is_some_and(|i| self.selects_level_instances(i)),
+                    },
+                    None => false,
+                };
+            }
+            Walk::Continue
+        });
+        found
+    }
+
     /// What a value depends on.
     fn dependence(&self, e: &HExpr) -> Dependence {
         let mut dep = Dependence::Uniform;
@@ -127,7 +160,13 @@ impl Checker<'_> {
                     },
                     None => Dependence::Unusable,
                 },
-                HExprKind::At { .. } | HExprKind::Error => Dependence::Unusable,
+                // Data, and what C++ code or an atomic gives back, may differ per thread
+                // (an `inthreads` on `call lane_id()` would split a warp, one on an atomic's
+                // old value every group of threads).
+                HExprKind::At { .. }
+                | HExprKind::Call { .. }
+                | HExprKind::Atomic { .. }
+                | HExprKind::Error => Dependence::Unusable,
                 _ => Dependence::Uniform,
             };
             dep = match (dep, here) {

@@ -347,6 +347,10 @@ pub(crate) struct Checker<'a> {
     pub(crate) foreign: Vec<(Span, String)>,
     /// How many `inthreads` enclose the statements being checked.
     pub(crate) inthreads_depth: u32,
+    /// How many `inthreads` predicates and `if`/`while` conditions around the statements
+    /// being checked may hold in some instances of an intra-block level and not in others
+    /// (they depend on the index of a `group` level, say).
+    pub(crate) selecting_conditions: u32,
     /// The initial values of immutable device scalars (what `inthreads` predicates and DMA
     /// participation look through).
     pub(crate) device_inits: HashMap<VarId, HExpr>,
@@ -388,6 +392,7 @@ impl<'a> Checker<'a> {
             kernel: None,
             level_stack: Vec::new(),
             inthreads_depth: 0,
+            selecting_conditions: 0,
             foreign: Vec::new(),
             device_inits: HashMap::new(),
             levels: HashMap::new(),

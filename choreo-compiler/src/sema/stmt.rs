@@ -165,9 +165,14 @@ impl Checker<'_> {
                         Self::error_expr(cond.span)
                     }
                 };
+                // Like an `inthreads`, an `if` on an intra-block index runs its arms in some
+                // instances of the level and not in others (see `Checker::participants`).
+                let selects = self.in_device() && self.selects_level_instances(&c);
+                self.selecting_conditions += u32::from(selects);
                 let then_body = self.check_block_scoped(then_body);
                 let else_body =
                     else_body.as_ref().map(|b| self.check_block_scoped(b)).unwrap_or_default();
+                self.selecting_conditions -= u32::from(selects);
                 out.push(stmt(StmtKind::If { cond: c, then_body, else_body }, span));
             }
             A::While { cond, body } => {
@@ -183,9 +188,12 @@ impl Checker<'_> {
                         "not a bool condition",
                     );
                 }
+                let selects = self.in_device() && self.selects_level_instances(&c);
+                self.selecting_conditions += u32::from(selects);
                 self.loop_depth += 1;
                 let body = self.check_block_scoped(body);
                 self.loop_depth -= 1;
+                self.selecting_conditions -= u32::from(selects);
                 out.push(stmt(StmtKind::While { cond: c, body }, span));
             }
             A::With(w) => self.check_with(w, span, out),

@@ -7,6 +7,7 @@ use crate::hir::{
     self, AssignOp, BarrierScope, CheckKind, Dim, ElemTy, FenceScope, HExpr, HExprKind,
     LocalOrigin, LocalPlace, Participants, Place, ReturnTy, Stmt, StmtKind, Ty,
 };
+use crate::lower::InstanceSync;
 use crate::source::Span;
 
 impl FnEmitter<'_, '_> {
@@ -394,22 +395,46 @@ impl FnEmitter<'_, '_> {
 
     /// The synchronisation of the participants of a DMA or a wait: the block's threads, the
     /// threads of a warp (or of a larger level instance: the whole block, which reaches it
-    /// together), or nobody for one thread.
+    /// together), one instance of a level inside an `inthreads` that selects instances (as
+    /// lowering decided: `lower::instances`), or nobody for one thread.
     fn participants_sync(&mut self, span: Span, p: Participants, kernel: hir::KernelId) {
+        let level_plan = |this: &Self, level: hir::LevelId| {
+            this.plan.kernels.get(kernel.index()).and_then(|k| k.levels.get(level.index())).cloned()
+        };
         let line = match p {
-            Participants::Block => "__syncthreads();",
+            Participants::Block => "__syncthreads();".to_string(),
             Participants::Level(level) => {
-                let threads = self
-                    .plan
-                    .kernels
-                    .get(kernel.index())
-                    .and_then(|k| k.levels.get(level.index()))
-                    .and_then(|l| l.threads_per_instance.as_const());
+                let threads =
+                    level_plan(self, level).and_then(|l| l.threads_per_instance.as_const());
                 if threads.is_some_and(|t| t <= 32) { "__syncwarp();" } else { "__syncthreads();" }
+                    .to_string()
+            }
+            Participants::SelectedInstance(level) => {
+                let plan = level_plan(self, level);
+                let what = plan.as_ref().map_or("level", |l| l.level.as_str());
+                match plan.as_ref().and_then(|l| l.instance_sync) {
+                    Some(InstanceSync::Block) => "__syncthreads();".to_string(),
+                    Some(InstanceSync::Warp { threads: 32 }) => "__syncwarp();".to_string(),
+                    Some(InstanceSync::Warp { threads }) => {
+                        // The lanes of this thread's instance: `threads` of them from the
+                        // first lane of the instance (instances tile the warp).
+                        let lanes = (1u64 << threads) - 1;
+                        format!("__syncwarp(0x{lanes:x}u << (threadIdx.x & {}u));", 32 - threads)
+                    }
+                    Some(InstanceSync::Named { first, threads }) => format!(
+                        "asm volatile(\"bar.sync %0, %1;\" :: \"r\"({first} + \
+                         static_cast<int>(threadIdx.x / {threads})), \"r\"({threads}) : \
+                         \"memory\");  // this {what} instance's barrier"
+                    ),
+                    None => {
+                        return self
+                            .bug(span, "a selected level instance without its synchronisation");
+                    }
+                }
             }
             Participants::Thread => return,
         };
-        self.w.line(span, line);
+        self.w.line(span, &line);
     }
 
     /// A DMA of a kernel (spec §14.5, §14.7): the participants share a loop over the copied
@@ -440,7 +465,7 @@ impl FnEmitter<'_, '_> {
                     .map_or("static_cast<int>(blockDim.x)".to_string(), |t| t.to_string());
                 ("static_cast<int>(threadIdx.x)".to_string(), threads)
             }
-            Participants::Level(level) => {
+            Participants::Level(level) | Participants::SelectedInstance(level) => {
                 let per = self
                     .plan
                     .kernels
