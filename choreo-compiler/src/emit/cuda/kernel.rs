@@ -4,9 +4,17 @@ use super::types::cpp_elem;
 use super::writer::comment_text;
 use super::{FnEmitter, Region};
 use crate::hir::{self, Capture, KernelId, ParamKind, Ty};
-use crate::lower::{AfterLaunch, KernelPlan, StreamRef};
+use crate::lower::{AfterLaunch, Grid, KernelPlan, StreamRef};
 use crate::source::Span;
 use std::fmt::Write as _;
+
+/// What a kernel comes from, for comments.
+fn origin_text(origin: hir::KernelOrigin) -> &'static str {
+    match origin {
+        hir::KernelOrigin::ParallelBy => "parallel-by",
+        hir::KernelOrigin::HostDma => "host-level DMA",
+    }
+}
 
 impl FnEmitter<'_, '_> {
     pub(super) fn capture_decl(&mut self, span: Span, c: Capture) -> String {
@@ -85,8 +93,9 @@ impl FnEmitter<'_, '_> {
         self.w.line(
             span,
             &format!(
-                "// kernel {}: parallel-by at {}",
+                "// kernel {}: {} at {}",
                 tree.id.0,
+                origin_text(tree.origin),
                 comment_text(&self.db.location(span))
             ),
         );
@@ -294,8 +303,9 @@ impl FnEmitter<'_, '_> {
         self.w.line(
             span,
             &format!(
-                "{{  // launch kernel {} (parallel-by at {})",
+                "{{  // launch kernel {} ({} at {})",
                 tree.id.0,
+                origin_text(tree.origin),
                 comment_text(&self.db.location(span))
             ),
         );
@@ -305,14 +315,33 @@ impl FnEmitter<'_, '_> {
                 self.check(c);
             }
         }
+        if k.waits_for_async {
+            // Ordered after every earlier launch of the call, on whichever stream it ran.
+            self.w.line(span, "__CHOREO_TRY(__frame.wait_async());");
+        }
+        let threads = self.dim_unsigned(&k.threads_per_block);
         let mut grid: Vec<String> = Vec::new();
-        for d in tree.block.extents.iter().take(3) {
-            grid.push(self.dim_unsigned(d));
+        match &k.grid {
+            Grid::Blocks(extents) => {
+                for d in extents.iter().take(3) {
+                    grid.push(self.dim_unsigned(d));
+                }
+            }
+            Grid::Elements { elements, max_blocks } => {
+                let n = self.dim_u64(elements);
+                self.w.line(span, &format!("const std::uint64_t __choreo_elements = {n};"));
+                self.w.line(
+                    span,
+                    &format!(
+                        "const unsigned __choreo_blocks = static_cast<unsigned>(std::min<std::uint64_t>(std::max<std::uint64_t>(__choreo_elements / {threads}u + (__choreo_elements % {threads}u != 0), 1), {max_blocks}));"
+                    ),
+                );
+                grid.push("__choreo_blocks".to_string());
+            }
         }
         while grid.len() < 3 {
             grid.push("1".to_string());
         }
-        let threads = self.dim_unsigned(&k.threads_per_block);
         let stream = self.stream_name(k.stream);
         let pool = !k.shared.slots.is_empty();
         if pool {
