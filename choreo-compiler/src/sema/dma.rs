@@ -7,7 +7,9 @@
 //! the buffers underneath the two views, so the bounds analysis proves (or checks) every
 //! element a DMA touches like any other access. A DMA into a fresh buffer (`=> shared`)
 //! declares that buffer just before itself; its future is a pointer to it, so that `swap`
-//! and the re-binding of a placeholder exchange buffers at run time.
+//! and the re-binding of a placeholder exchange buffers at run time. A DMA in host code is a
+//! device copy of whole buffers, or a kernel of its own whose one statement is such a loop,
+//! shared by the whole grid (see [`Checker::host_dma`]).
 
 use super::fold;
 use super::scope::{FutureData, FutureSym, Symbol};
