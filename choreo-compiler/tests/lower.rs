@@ -539,3 +539,28 @@ fn host_level_views_are_proven_checked_or_rejected_like_every_access() {
     assert_eq!(codes, ["E0712"], "{text}");
     assert!(text.contains("the index of dimension 0 of 'a' takes the values 60 to 67"), "{text}");
 }
+
+#[test]
+fn a_host_level_dma_box_too_large_to_count_is_an_error_or_checked_before_the_launch() {
+    use choreo_compiler::lower::{Grid, HOST_DMA_MAX_ELEMENTS};
+    // The kernel counts elements in an `int` that steps by the grid's thread count.
+    let big = "__co__ void f(global f32 [50000, 50000] a, global f32 [50000, 50000] b) {\n  dma.copy a.subspan(46000, 46500).at(0, 0) => b.subspan(46000, 46500).at(0, 0);\n}\n";
+    let (codes, text) = error_codes(big, Target::default());
+    assert_eq!(codes, ["E0810"], "{text}");
+    assert!(
+        text.contains(&format!(
+            "copies 2139000000 elements, but one copies at most {HOST_DMA_MAX_ELEMENTS}"
+        )),
+        "{text}"
+    );
+    assert!(function(&big.replace("46500", "46000")).kernels.len() == 1);
+    // A run-time box is checked on the host (no negative extent, not too many elements).
+    let f = function(
+        "__co__ void f(global f32 [M, N] a, global f32 [M, N] b, int rows) {\n  dma.copy a.view(rows, N).from(0, 0) => b.view(rows, N).from(0, 0);\n}\n",
+    );
+    assert!(matches!(
+        &f.kernels[0].grid,
+        Grid::Elements { extents, max_elements, .. }
+            if extents.len() == 2 && *max_elements == HOST_DMA_MAX_ELEMENTS
+    ));
+}

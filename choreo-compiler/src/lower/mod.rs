@@ -27,6 +27,7 @@
 //! | E0807 | a returned shape that depends on values the function body computes (defensive: sema's `E0416` rejects mutable and per-thread values in shapes first) |
 //! | E0808 | a kernel whose shared buffers need more shared memory than the target has per block |
 //! | E0809 | a kernel whose local buffers need more memory per thread than the target allows |
+//! | E0810 | a host-level DMA whose box has more elements than its kernel's loop counts (`HOST_DMA_MAX_ELEMENTS`) |
 
 pub mod abi;
 pub mod bounds;
@@ -180,16 +181,20 @@ pub enum Grid {
     /// One block per instance of the parallel-by's block level: its extents (one to three
     /// axes).
     Blocks(Vec<Dim>),
-    /// Enough blocks of [`KernelPlan::threads_per_block`] threads to give each of `elements`
-    /// elements its own thread, at least one and at most `max_blocks` (the threads stride over
-    /// the elements beyond): the kernel of a host-level DMA, whose box has `elements`
-    /// elements (evaluated on the host before the launch; the kernel's loop tests each
-    /// element against the count, so any grid covers it correctly).
+    /// Enough blocks of [`KernelPlan::threads_per_block`] threads to give each element of a
+    /// box its own thread, at least one and at most `max_blocks` (the threads stride over the
+    /// elements beyond): the kernel of a host-level DMA whose box is only known at run time.
+    /// Before the launch the host checks that no extent is negative and that the box has at
+    /// most `max_elements` elements (so the kernel's `int` element counter, stepping by the
+    /// grid's thread count, never overflows); the kernel's loop tests each element against
+    /// the count, so any grid covers the box correctly.
     Elements {
-        /// The elements the kernel's threads share.
-        elements: Dim,
+        /// The extents of the box.
+        extents: Vec<Dim>,
         /// The most blocks launched.
         max_blocks: u64,
+        /// The most elements a box may have.
+        max_elements: u64,
     },
 }
 
@@ -199,6 +204,10 @@ pub const HOST_DMA_THREADS: u64 = 256;
 /// The most blocks a host-level DMA's kernel is launched with (more elements are strided
 /// over).
 pub const HOST_DMA_MAX_BLOCKS: u64 = 65535;
+
+/// The most elements a host-level DMA may copy: its kernel counts elements in an `int` that
+/// steps by the grid's thread count.
+pub const HOST_DMA_MAX_ELEMENTS: u64 = i32::MAX as u64 - HOST_DMA_MAX_BLOCKS * HOST_DMA_THREADS;
 
 /// The shared memory of a kernel: one pool per block (dynamic shared memory, its size passed
 /// at launch) in which every `shared` buffer and scalar of the kernel has its own aligned
@@ -619,7 +628,7 @@ impl HostWalk<'_, '_> {
             self.diags.push(problem);
         }
         let (grid, threads_per_block) = if host_dma {
-            host_dma_grid(tree)
+            host_dma_grid(tree, self.diags)
         } else {
             (Grid::Blocks(tree.block.extents.clone()), tree.threads_per_block())
         };
@@ -670,25 +679,46 @@ impl HostWalk<'_, '_> {
 }
 
 /// The launch shape of a host-level DMA's kernel: threads per block, and enough blocks for
-/// one thread per element of the box (its DMA's extents).
-fn host_dma_grid(tree: &hir::ParallelTree) -> (Grid, Dim) {
+/// one thread per element of the box (its DMA's extents); `E0810` for a constant box larger
+/// than [`HOST_DMA_MAX_ELEMENTS`].
+fn host_dma_grid(tree: &hir::ParallelTree, diags: &mut Diagnostics) -> (Grid, Dim) {
     let extents: &[Dim] = match tree.body.as_slice() {
         [Stmt { kind: StmtKind::Dma(dma), .. }] => &dma.extents,
-        _ => &[],
-    };
-    let elements = hir::arith::dim_product(extents, tree.span);
-    let threads = match elements.as_const() {
-        // A small box: one block of whole warps.
-        Some(n) if n < HOST_DMA_THREADS => n.div_ceil(32).max(1) * 32,
-        _ => HOST_DMA_THREADS,
-    };
-    let grid = match elements.as_const() {
-        Some(n) => {
-            Grid::Blocks(vec![Dim::Const(n.div_ceil(threads).clamp(1, HOST_DMA_MAX_BLOCKS))])
+        _ => {
+            diags.push(internal(tree.span, "a host-level DMA's kernel that is not one DMA"));
+            &[]
         }
-        None => Grid::Elements { elements, max_blocks: HOST_DMA_MAX_BLOCKS },
     };
-    (grid, Dim::Const(threads))
+    let count =
+        extents.iter().map(Dim::as_const).try_fold(1u64, |acc, d| d.map(|d| acc.saturating_mul(d)));
+    let Some(n) = count else {
+        let grid = Grid::Elements {
+            extents: extents.to_vec(),
+            max_blocks: HOST_DMA_MAX_BLOCKS,
+            max_elements: HOST_DMA_MAX_ELEMENTS,
+        };
+        return (grid, Dim::Const(HOST_DMA_THREADS));
+    };
+    if n > HOST_DMA_MAX_ELEMENTS {
+        diags.push(
+            Diagnostic::error(
+                "E0810",
+                tree.span,
+                format!(
+                    "this host-level DMA copies {n} elements, but one copies at most \
+                     {HOST_DMA_MAX_ELEMENTS}"
+                ),
+            )
+            .with_label(format!("{n} elements"))
+            .with_help(
+                "split the copy: DMA views of the buffers (e.g. `chunkat`) one after another",
+            ),
+        );
+    }
+    // A small box: one block of whole warps.
+    let threads = if n < HOST_DMA_THREADS { n.div_ceil(32).max(1) * 32 } else { HOST_DMA_THREADS };
+    let blocks = n.div_ceil(threads).clamp(1, HOST_DMA_MAX_BLOCKS);
+    (Grid::Blocks(vec![Dim::Const(blocks)]), Dim::Const(threads))
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -327,9 +327,39 @@ impl FnEmitter<'_, '_> {
                     grid.push(self.dim_unsigned(d));
                 }
             }
-            Grid::Elements { elements, max_blocks } => {
-                let n = self.dim_u64(elements);
-                self.w.line(span, &format!("const std::uint64_t __choreo_elements = {n};"));
+            Grid::Elements { extents, max_blocks, max_elements } => {
+                // The box as the kernel counts it (`int` extents), multiplied in floating
+                // point: exact up to 2^53, and beyond that still above the limit.
+                let ints: Vec<String> = extents.iter().map(|d| self.dim_int(d)).collect();
+                let product: Vec<String> =
+                    ints.iter().map(|e| format!("static_cast<double>({e})")).collect();
+                self.w.line(span, &format!("const double __choreo_box = {};", product.join(" * ")));
+                let mut conditions: Vec<String> = extents
+                    .iter()
+                    .zip(&ints)
+                    .filter(|(d, _)| d.as_const().is_none())
+                    .map(|(_, e)| format!("{e} >= 0"))
+                    .collect();
+                conditions.push(format!("__choreo_box <= {max_elements}.0"));
+                let message = super::writer::c_escape(
+                    &format!(
+                        "the host-level DMA at {} has a negative extent or more than \
+                         {max_elements} elements",
+                        self.db.location(span)
+                    ),
+                    true,
+                );
+                self.w.line(
+                    span,
+                    &format!(
+                        "__CHOREO_CHECK({}, \"{message}: its box has %.0f elements\", __choreo_box);",
+                        conditions.join(" && ")
+                    ),
+                );
+                self.w.line(
+                    span,
+                    "const std::uint64_t __choreo_elements = static_cast<std::uint64_t>(__choreo_box);",
+                );
                 self.w.line(
                     span,
                     &format!(
