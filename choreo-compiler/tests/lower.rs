@@ -621,3 +621,88 @@ fn selected_instances_that_cannot_be_synchronised_are_rejected() {
     let (codes, text) = error_codes(&selected_groups(16, 64, "p != 3", ""), Target::default());
     assert!(codes.is_empty(), "{text}");
 }
+
+// -- host-level DMA -------------------------------------------------------------------------
+
+#[test]
+fn a_host_level_dma_of_whole_buffers_is_a_device_copy_and_any_other_a_kernel() {
+    use choreo_compiler::lower::{Grid, HOST_DMA_MAX_BLOCKS, HOST_DMA_THREADS};
+    // A whole-buffer copy launches nothing; a view, a padding or a transposition is a kernel.
+    let f = function(
+        "__co__ void f(global f32 [64, 32] a, global f32 [64, 32] b) {\n  dma.copy a => b;\n}\n",
+    );
+    assert!(f.kernels.is_empty());
+    let f = function(
+        "__co__ void f(global f32 [64, 32] a, global f32 [64, 32] b, global f32 [2, 2] c) {\n  dma.copy a.subspan(64, 16).at(0, 1) => b.subspan(64, 16).at(0, 0);\n  dma.copy a.view(2, 2).from(0, 0) => c;\n}\n",
+    );
+    assert_eq!(f.kernels.len(), 2);
+    // One thread per element: 64 x 16 elements are four blocks of 256 threads; a box of four
+    // elements is one warp.
+    assert_eq!(f.kernels[0].threads_per_block, Dim::Const(HOST_DMA_THREADS));
+    assert_eq!(f.kernels[0].grid, Grid::Blocks(vec![Dim::Const(4)]));
+    assert_eq!(f.kernels[1].threads_per_block, Dim::Const(32));
+    assert_eq!(f.kernels[1].grid, Grid::Blocks(vec![Dim::Const(1)]));
+    // Synchronous, on the default stream without a stream parameter.
+    assert_eq!(f.kernels[0].stream, StreamRef::Default);
+    assert_eq!(f.kernels[0].after, AfterLaunch::DeviceSync);
+    assert!(!f.kernels[0].waits_for_async);
+    // A symbolic box is counted on the host; the function's stream carries the launch, which
+    // first waits for the asynchronous launches before it.
+    let f = function(
+        "__co__ auto f(global f32 [M, N] a, stream s) {\n  parallel.async<s> p by M : block { a.at(p, 0) = 1.0f; }\n  q = dma.pad<{1, 0}, {1, 0}, {0, 0}, 0.0f> a => global;\n  return q.data;\n}\n",
+    );
+    let k = &f.kernels[1];
+    assert!(
+        matches!(&k.grid, Grid::Elements { max_blocks, .. } if *max_blocks == HOST_DMA_MAX_BLOCKS)
+    );
+    assert_eq!(k.stream, StreamRef::Param(P(1)));
+    assert_eq!(k.after, AfterLaunch::StreamSync(StreamRef::Param(P(1))));
+    assert!(k.waits_for_async);
+    assert_eq!(f.memory.buffers.len(), 1, "the padded buffer");
+}
+
+#[test]
+fn host_level_views_are_proven_checked_or_rejected_like_every_access() {
+    // Constant tiles are proven; a run-time row offset is checked; a window past the buffer in
+    // every launch is an error.
+    let src = "__co__ void f(global f32 [64, 32] a, global f32 [64, 32] b, int r) {\n  foreach {t} in [4] { dma.copy a.chunkat(t, _) => b.chunkat(3 - t, _); }\n  dma.copy a.view(8, 32).from(r, 0) => b.view(8, 32).from(0, 0);\n}\n";
+    assert_eq!(
+        checks(src),
+        [
+            vec![(false, false), (false, false)],
+            vec![(false, false), (false, false)],
+            vec![(true, true), (false, false)],
+            vec![(false, false), (false, false)],
+        ]
+    );
+    assert!(function(src).guards);
+    let (codes, text) =
+        error_codes(&src.replace("from(r, 0) =>", "from(60, 0) =>"), Target::default());
+    assert_eq!(codes, ["E0712"], "{text}");
+    assert!(text.contains("the index of dimension 0 of 'a' takes the values 60 to 67"), "{text}");
+}
+
+#[test]
+fn a_host_level_dma_box_too_large_to_count_is_an_error_or_checked_before_the_launch() {
+    use choreo_compiler::lower::{Grid, HOST_DMA_MAX_ELEMENTS};
+    // The kernel counts elements in an `int` that steps by the grid's thread count.
+    let big = "__co__ void f(global f32 [50000, 50000] a, global f32 [50000, 50000] b) {\n  dma.copy a.subspan(46000, 46500).at(0, 0) => b.subspan(46000, 46500).at(0, 0);\n}\n";
+    let (codes, text) = error_codes(big, Target::default());
+    assert_eq!(codes, ["E0811"], "{text}");
+    assert!(
+        text.contains(&format!(
+            "copies 2139000000 elements, but one copies at most {HOST_DMA_MAX_ELEMENTS}"
+        )),
+        "{text}"
+    );
+    assert!(function(&big.replace("46500", "46000")).kernels.len() == 1);
+    // A run-time box is checked on the host (no negative extent, not too many elements).
+    let f = function(
+        "__co__ void f(global f32 [M, N] a, global f32 [M, N] b, int rows) {\n  dma.copy a.view(rows, N).from(0, 0) => b.view(rows, N).from(0, 0);\n}\n",
+    );
+    assert!(matches!(
+        &f.kernels[0].grid,
+        Grid::Elements { extents, max_elements, .. }
+            if extents.len() == 2 && *max_elements == HOST_DMA_MAX_ELEMENTS
+    ));
+}

@@ -399,6 +399,35 @@ fn kernels_capture_only_what_they_use() {
 }
 
 #[test]
+fn host_level_dmas_of_views_padded_or_transposed_are_kernels_of_their_own() {
+    // Spec §14.6: a whole-buffer copy stays a host copy; a view, `dma.pad` and `dma.transp`
+    // become one-DMA kernels shared by the whole grid. `=> global` allocates the padded or
+    // transposed shape.
+    let f = accept(
+        "__co__ void f(global f32 [16, 8] a, global f32 [16, 8] b) {\n  dma.copy a => b;\n  dma.copy a.subspan(4, 8).at(1, 0) => b.subspan(4, 8).at(0, 0);\n  p = dma.pad<{1, 0}, {2, 3}, {0, 0}, 0.0f> a => global;\n  t = dma.transp<1, 0> a => global;\n}\n",
+    );
+    assert!(f.has_parallel);
+    assert_eq!(f.kernel_count, 3);
+    assert!(f.body.iter().any(|s| matches!(s.kind, StmtKind::HostCopy { .. })));
+    let ks = kernels(&f);
+    assert_eq!(ks.len(), 3);
+    for k in &ks {
+        assert_eq!(k.origin, hir::KernelOrigin::HostDma);
+        assert!(!k.is_async && k.stream.is_none());
+        let [Stmt { kind: StmtKind::Dma(dma), .. }] = k.body.as_slice() else {
+            panic!("a host-level DMA's kernel is that one DMA: {:?}", k.body)
+        };
+        assert_eq!(dma.participants, hir::Participants::Grid);
+    }
+    let shape = |name: &str| match &local_named(&f, name).1.ty {
+        Ty::Spanned(t) => consts(&t.dims),
+        other => panic!("{name}: {other:?}"),
+    };
+    assert_eq!(shape("p__buf"), [Some(19), Some(11)]);
+    assert_eq!(shape("t__buf"), [Some(8), Some(16)]);
+}
+
+#[test]
 fn host_foreach_loop_variable_is_captured_by_value() {
     let (f, captures) = accept_with_captures(
         "__co__ void rows(f32 [4, 32] a) {\n  foreach {r} in [4] {\n    parallel t by 32 { a.at(r, t) = a.at(r, t) * 2.0f; }\n  }\n}\n",

@@ -83,8 +83,9 @@ pub struct VarId(pub u32);
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct SymId(pub u32);
 
-/// A device-entry parallel-by (one kernel launch) of a function: its number in source order,
-/// from 0 ([`ParallelTree::id`]; [`Function::kernel_count`] of them).
+/// A kernel launch of a function — a device-entry parallel-by, or a host-level DMA that is a
+/// kernel of its own ([`KernelOrigin`]): its number in source order, from 0
+/// ([`ParallelTree::id`]; [`Function::kernel_count`] of them).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct KernelId(pub u32);
 
@@ -175,12 +176,12 @@ pub struct Function {
     pub is_async: bool,
     /// The stream parameters that some launch is bound to, sorted, without duplicates.
     pub streams: Vec<ParamId>,
-    /// Whether the function contains any parallel-by anywhere (spec §7.4 step 4): exactly then
-    /// the wrapper makes device copies of non-`global` spanned parameters (and copies `&`
-    /// parameters back after each launch).
+    /// Whether the function contains any parallel-by or host-level DMA anywhere (spec §7.4
+    /// step 4): exactly then the wrapper makes device copies of non-`global` spanned parameters
+    /// (and copies `&` parameters back after each launch).
     pub has_parallel: bool,
-    /// Number of device-entry parallel-bys (kernel launches), i.e. 1 + the largest
-    /// [`ParallelTree::id`].
+    /// Number of kernel launches (device-entry parallel-bys and host-level DMAs made kernels),
+    /// i.e. 1 + the largest [`ParallelTree::id`].
     pub kernel_count: u32,
     /// Number of element accesses, i.e. 1 + the largest [`AccessId`].
     pub access_count: u32,
@@ -1673,8 +1674,10 @@ pub enum StmtKind {
         /// The number of threads (a multiple of 32).
         threads: HExpr,
     },
-    /// A whole-buffer copy between global buffers in host code (spec §14.6):
-    /// `cudaMemcpyDeviceToDevice` of the elements of the smaller one.
+    /// A whole-buffer copy between global buffers in host code (spec §14.6): a device-to-device
+    /// copy of the elements of the smaller one. (Any other host-level DMA — of views, padded,
+    /// transposed — is a kernel of its own: a [`StmtKind::Parallel`] of
+    /// [`KernelOrigin::HostDma`].)
     HostCopy {
         /// The source buffer.
         src: BufferRef,
@@ -1803,6 +1806,10 @@ pub enum Participants {
     SelectedInstance(LevelId),
     /// The executing thread alone (a DMA in thread-level code, or into `local` memory).
     Thread,
+    /// Every thread of every block of the launch: a host-level DMA that is a kernel of its own
+    /// ([`KernelOrigin::HostDma`]). The threads share the loop; the launch's end is the
+    /// synchronisation.
+    Grid,
 }
 
 /// How a DMA binds its future to the buffer it allocated.
@@ -1854,12 +1861,15 @@ pub struct Binder {
     pub implicit: bool,
 }
 
-/// A device-entry parallel-by: one kernel and its launch (spec §8.4–§8.5).
+/// A device-entry parallel-by: one kernel and its launch (spec §8.4–§8.5). A host-level DMA
+/// that is not a whole-buffer copy is one too ([`KernelOrigin::HostDma`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ParallelTree {
-    /// Its number among the function's device-entry parallel-bys, in source order.
+    /// Its number among the function's kernels, in source order.
     pub id: KernelId,
-    /// The whole parallel-by statement.
+    /// What the kernel comes from.
+    pub origin: KernelOrigin,
+    /// The whole parallel-by (or DMA) statement.
     pub span: Span,
     /// `parallel.async`: the host does not wait for the kernel.
     pub is_async: bool,
@@ -1875,6 +1885,19 @@ pub struct ParallelTree {
     pub launch_checks: Vec<Check>,
     /// `[[launch_bounds]]`, `[[maxnreg]]`, `block<cooperative>`.
     pub attrs: KernelAttrs,
+}
+
+/// Where a kernel comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum KernelOrigin {
+    /// A device-entry parallel-by as written.
+    ParallelBy,
+    /// A DMA in host code that is not a whole-buffer copy (spec §14.6: views, `dma.pad`,
+    /// `dma.transp`): a synchronous kernel whose body is that one DMA, shared by every thread of
+    /// the launch ([`Participants::Grid`]). Its block level is implicit (one anonymous
+    /// sub-dimension of extent 1): how many blocks and threads cover the DMA's box is lowering's
+    /// decision, like the stream it runs on.
+    HostDma,
 }
 
 /// How a kernel is compiled and launched, beyond its shape (spec §8.8, §8.9).

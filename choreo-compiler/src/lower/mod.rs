@@ -28,6 +28,7 @@
 //! | E0808 | a kernel whose shared buffers need more shared memory than the target has per block |
 //! | E0809 | a kernel whose local buffers need more memory per thread than the target allows |
 //! | E0810 | a DMA or `wait` inside an `inthreads` (or `if`/`while`) that selects instances of a level, whose participants (one instance) cannot be synchronised apart from the other instances ([`instances`]) |
+//! | E0811 | a host-level DMA whose box has more elements than its kernel's loop counts (`HOST_DMA_MAX_ELEMENTS`) |
 
 pub mod abi;
 pub mod bounds;
@@ -140,7 +141,8 @@ pub struct Memory {
     pub buffers: Vec<VarId>,
 }
 
-/// One kernel: a device-entry parallel-by.
+/// One kernel: a device-entry parallel-by, or a host-level DMA made a kernel
+/// ([`hir::KernelOrigin::HostDma`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct KernelPlan {
     /// The host values the kernel receives, deduplicated, in kernel-parameter order:
@@ -150,10 +152,16 @@ pub struct KernelPlan {
     pub captures: Vec<Capture>,
     /// The stream the kernel is launched on.
     pub stream: StreamRef,
+    /// Whether the host first waits for the call's asynchronous launches: a host-level DMA
+    /// is ordered after every earlier launch of the call, whichever stream it ran on.
+    pub waits_for_async: bool,
     /// What the host does right after the launch.
     pub after: AfterLaunch,
+    /// How many blocks the kernel is launched with.
+    pub grid: Grid,
     /// Threads per block: the product of the extents of the intra-block levels on a path
     /// through the nest (all paths agree), filled levels included; 1 without inner levels.
+    /// A host-level DMA's kernel: [`HOST_DMA_THREADS`], fewer for a small constant box.
     pub threads_per_block: Dim,
     /// The intra-block levels, indexed by [`hir::LevelId`].
     pub levels: Vec<LevelPlan>,
@@ -174,6 +182,40 @@ pub struct KernelPlan {
     /// against the device's occupancy).
     pub attrs: hir::KernelAttrs,
 }
+
+/// The blocks of a launch.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Grid {
+    /// One block per instance of the parallel-by's block level: its extents (one to three
+    /// axes).
+    Blocks(Vec<Dim>),
+    /// Enough blocks of [`KernelPlan::threads_per_block`] threads to give each element of a
+    /// box its own thread, at least one and at most `max_blocks` (the threads stride over the
+    /// elements beyond): the kernel of a host-level DMA whose box is only known at run time.
+    /// Before the launch the host checks that no extent is negative and that the box has at
+    /// most `max_elements` elements (so the kernel's `int` element counter, stepping by the
+    /// grid's thread count, never overflows); the kernel's loop tests each element against
+    /// the count, so any grid covers the box correctly.
+    Elements {
+        /// The extents of the box.
+        extents: Vec<Dim>,
+        /// The most blocks launched.
+        max_blocks: u64,
+        /// The most elements a box may have.
+        max_elements: u64,
+    },
+}
+
+/// Threads per block of a host-level DMA's kernel.
+pub const HOST_DMA_THREADS: u64 = 256;
+
+/// The most blocks a host-level DMA's kernel is launched with (more elements are strided
+/// over).
+pub const HOST_DMA_MAX_BLOCKS: u64 = 65535;
+
+/// The most elements a host-level DMA may copy: its kernel counts elements in an `int` that
+/// steps by the grid's thread count.
+pub const HOST_DMA_MAX_ELEMENTS: u64 = i32::MAX as u64 - HOST_DMA_MAX_BLOCKS * HOST_DMA_THREADS;
 
 /// The shared memory of a kernel: one pool per block (dynamic shared memory, its size passed
 /// at launch) in which every `shared` buffer and scalar of the kernel has its own aligned
@@ -304,6 +346,11 @@ fn lower_function(
         target,
         diags,
         has_inout: f.params.iter().any(|p| p.kind == ParamKind::HostInOut),
+        first_stream: f
+            .params
+            .iter()
+            .position(|p| p.kind == ParamKind::Stream)
+            .map(|i| ParamId(i as u32)),
         kernels: vec![None; f.kernel_count as usize],
         returned_params: BTreeSet::new(),
         returns_global_param: false,
@@ -326,7 +373,9 @@ fn lower_function(
                 KernelPlan {
                     captures: Vec::new(),
                     stream: StreamRef::Default,
+                    waits_for_async: false,
                     after: AfterLaunch::DeviceSync,
+                    grid: Grid::Blocks(vec![Dim::Const(1)]),
                     threads_per_block: Dim::Const(1),
                     levels: Vec::new(),
                     guards: false,
@@ -503,6 +552,8 @@ struct HostWalk<'a, 'd> {
     target: Target,
     diags: &'d mut Diagnostics,
     has_inout: bool,
+    /// The first `stream` parameter (the stream of host-level DMAs).
+    first_stream: Option<ParamId>,
     kernels: Vec<Option<KernelPlan>>,
     returned_params: BTreeSet<ParamId>,
     returns_global_param: bool,
@@ -555,11 +606,19 @@ impl<'a> Visitor<'a> for HostWalk<'a, '_> {
 impl HostWalk<'_, '_> {
     fn kernel(&mut self, tree: &hir::ParallelTree) {
         let f = self.f;
-        let stream = tree.stream.map_or(StreamRef::Default, StreamRef::Param);
+        // A host-level DMA runs on the function's stream (its first `stream` parameter, the
+        // default stream without one), after every earlier launch of the call, and is
+        // synchronous like a parallel-by without `.async`.
+        let host_dma = tree.origin == hir::KernelOrigin::HostDma;
+        let bound = match tree.origin {
+            hir::KernelOrigin::ParallelBy => tree.stream,
+            hir::KernelOrigin::HostDma => tree.stream.or(self.first_stream),
+        };
+        let stream = bound.map_or(StreamRef::Default, StreamRef::Param);
         // The seed rules (spec §8.5 ⚠): a synchronous launch waits for its stream, or for the
         // device when it has none; an asynchronous one is waited for only when the function
         // has `&` parameters, whose copy-back must see the result.
-        let after = match (tree.is_async, tree.stream) {
+        let after = match (tree.is_async, bound) {
             (false, None) => AfterLaunch::DeviceSync,
             (false, Some(_)) => AfterLaunch::StreamSync(stream),
             (true, _) if self.has_inout => AfterLaunch::StreamSync(stream),
@@ -591,7 +650,11 @@ impl HostWalk<'_, '_> {
         for problem in std::mem::take(&mut kernel.problems) {
             self.diags.push(problem);
         }
-        let threads_per_block = tree.threads_per_block();
+        let (grid, threads_per_block) = if host_dma {
+            host_dma_grid(tree, self.diags)
+        } else {
+            (Grid::Blocks(tree.block.extents.clone()), tree.threads_per_block())
+        };
         let block = threads_per_block.as_const();
         let levels: Vec<(LevelPlan, Span)> = kernel
             .levels
@@ -633,7 +696,9 @@ impl HostWalk<'_, '_> {
         let plan = KernelPlan {
             captures: kernel.captures.into_iter().collect(),
             stream,
+            waits_for_async: host_dma && f.is_async,
             after,
+            grid,
             threads_per_block,
             levels,
             guards: false,
@@ -650,6 +715,49 @@ impl HostWalk<'_, '_> {
             None => self.diags.push(internal(tree.span, "kernel number out of range")),
         }
     }
+}
+
+/// The launch shape of a host-level DMA's kernel: threads per block, and enough blocks for
+/// one thread per element of the box (its DMA's extents); `E0811` for a constant box larger
+/// than [`HOST_DMA_MAX_ELEMENTS`].
+fn host_dma_grid(tree: &hir::ParallelTree, diags: &mut Diagnostics) -> (Grid, Dim) {
+    let extents: &[Dim] = match tree.body.as_slice() {
+        [Stmt { kind: StmtKind::Dma(dma), .. }] => &dma.extents,
+        _ => {
+            diags.push(internal(tree.span, "a host-level DMA's kernel that is not one DMA"));
+            &[]
+        }
+    };
+    let count =
+        extents.iter().map(Dim::as_const).try_fold(1u64, |acc, d| d.map(|d| acc.saturating_mul(d)));
+    let Some(n) = count else {
+        let grid = Grid::Elements {
+            extents: extents.to_vec(),
+            max_blocks: HOST_DMA_MAX_BLOCKS,
+            max_elements: HOST_DMA_MAX_ELEMENTS,
+        };
+        return (grid, Dim::Const(HOST_DMA_THREADS));
+    };
+    if n > HOST_DMA_MAX_ELEMENTS {
+        diags.push(
+            Diagnostic::error(
+                "E0811",
+                tree.span,
+                format!(
+                    "this host-level DMA copies {n} elements, but one copies at most \
+                     {HOST_DMA_MAX_ELEMENTS}"
+                ),
+            )
+            .with_label(format!("{n} elements"))
+            .with_help(
+                "split the copy: DMA views of the buffers (e.g. `chunkat`) one after another",
+            ),
+        );
+    }
+    // A small box: one block of whole warps.
+    let threads = if n < HOST_DMA_THREADS { n.div_ceil(32).max(1) * 32 } else { HOST_DMA_THREADS };
+    let blocks = n.div_ceil(threads).clamp(1, HOST_DMA_MAX_BLOCKS);
+    (Grid::Blocks(vec![Dim::Const(blocks)]), Dim::Const(threads))
 }
 
 // ---------------------------------------------------------------------------------------------

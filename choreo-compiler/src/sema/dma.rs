@@ -7,7 +7,9 @@
 //! the buffers underneath the two views, so the bounds analysis proves (or checks) every
 //! element a DMA touches like any other access. A DMA into a fresh buffer (`=> shared`)
 //! declares that buffer just before itself; its future is a pointer to it, so that `swap`
-//! and the re-binding of a placeholder exchange buffers at run time.
+//! and the re-binding of a placeholder exchange buffers at run time. A DMA in host code is a
+//! device copy of whole buffers, or a kernel of its own whose one statement is such a loop,
+//! shared by the whole grid (see [`Checker::host_dma`]).
 
 use super::fold;
 use super::scope::{FutureData, FutureSym, Symbol};
@@ -15,9 +17,9 @@ use super::{Checker, Region, Val};
 use crate::ast::{self, ExprKind};
 use crate::diagnostics::Diagnostic;
 use crate::hir::{
-    self, AssignOp, BinOp, Dim, ElemTy, FutureBind, HExpr, HExprKind, Level, LocalOrigin,
-    LocalPlace, MathFn, Participants, Place, SpannedTy, Stmt, StmtKind, Storage, Ty, VarId, View,
-    arith,
+    self, AssignOp, BinOp, Binder, Check, CheckKind, Dim, ElemTy, FutureBind, HExpr, HExprKind,
+    KernelAttrs, KernelId, KernelOrigin, Level, LocalOrigin, LocalPlace, MathFn, ParallelTree,
+    Participants, Place, SpannedTy, Stmt, StmtKind, Storage, Ty, VarId, View, arith,
 };
 use crate::source::Span;
 use std::collections::{BTreeMap, BTreeSet};
@@ -176,7 +178,7 @@ impl Checker<'_> {
             }
             (ast::DmaDest::Storage(..), None) => return,
         };
-        if !self.dma_types_agree(&src, &dst, &transfer, span) {
+        if !self.dma_types_agree(&src, &dst, &transfer, span, dest_span(&d.dst)) {
             return poison(self);
         }
         // Directions (spec §14.2).
@@ -325,9 +327,18 @@ impl Checker<'_> {
         }
     }
 
-    /// Element types and ranks of a DMA's source and destination (`E0446`, `E0447`), and a
-    /// warning when the copied box is not a prefix of one of them (`W0405`).
-    fn dma_types_agree(&mut self, src: &View, dst: &View, t: &Transfer, span: Span) -> bool {
+    /// Element types and ranks of a DMA's source and destination (`E0446`, `E0447`), the
+    /// shape of existing data a `dma.pad`/`dma.transp` writes (`E0458`), and a warning when
+    /// the copied box is not a prefix of one of them (`W0405`). `dst_span` is the destination
+    /// as written.
+    fn dma_types_agree(
+        &mut self,
+        src: &View,
+        dst: &View,
+        t: &Transfer,
+        span: Span,
+        dst_span: Span,
+    ) -> bool {
         if src.elem != dst.elem {
             self.error_label(
                 "E0446",
@@ -356,6 +367,39 @@ impl Checker<'_> {
             return false;
         }
         let want = transfer_dims(t, &src.dims, span);
+        if !matches!(t, Transfer::Copy) {
+            // A padded or transposed copy writes its whole result: existing data must have
+            // that shape (where both are known; otherwise the common corner is written).
+            let differs = want.iter().zip(&dst.dims).enumerate().find_map(|(k, (a, b))| {
+                match (a.as_const(), b.as_const()) {
+                    (Some(a), Some(b)) if a != b => Some((k, a, b)),
+                    _ => None,
+                }
+            });
+            if let Some((k, want, got)) = differs {
+                let (op, result) = match t {
+                    Transfer::Pad { .. } => ("dma.pad", "padded"),
+                    _ => ("dma.transp", "transposed"),
+                };
+                self.diags.push(
+                    Diagnostic::error(
+                        "E0458",
+                        dst_span,
+                        format!(
+                            "the destination of this {op} has extent {got} in dimension {k}, but \
+                             the {result} source has {want}"
+                        ),
+                    )
+                    .with_label(format!("extent {got} in dimension {k}"))
+                    .with_secondary(span, format!("the {result} source has extent {want} there"))
+                    .with_help(format!(
+                        "copy into data of the {result} shape, or let the DMA allocate it \
+                         (`=> global` on the host, `=> shared`/`=> local` in a kernel)"
+                    )),
+                );
+                return false;
+            }
+        }
         let (mut smaller, mut larger) = (false, false);
         for (a, b) in want.iter().zip(&dst.dims) {
             if let (Some(a), Some(b)) = (a.as_const(), b.as_const()) {
@@ -546,13 +590,20 @@ impl Checker<'_> {
         participants: Participants,
         span: Span,
     ) -> Option<hir::Dma> {
-        // The box: the destination's extents for pad and transpose (every element of it is
-        // written), the common corner of source and destination for a copy.
+        // The box: the destination's extents for pad (every element of it is written: the
+        // ones outside the source get the padding value), the common corner of source and
+        // destination for a copy and a transposition (source dimension perm[d] for d).
         let extents: Vec<Dim> = match t {
             Transfer::Copy => {
                 src.dims.iter().zip(&dst.dims).map(|(a, b)| dim_min(a, b, span)).collect()
             }
-            Transfer::Pad { .. } | Transfer::Transpose(_) => dst.dims.clone(),
+            Transfer::Transpose(perm) => dst
+                .dims
+                .iter()
+                .zip(perm)
+                .map(|(d, p)| src.dims.get(*p).map_or_else(|| d.clone(), |s| dim_min(s, d, span)))
+                .collect(),
+            Transfer::Pad { .. } => dst.dims.clone(),
         };
         let indices: Vec<VarId> = (0..extents.len())
             .map(|k| {
@@ -653,7 +704,12 @@ impl Checker<'_> {
         })
     }
 
-    /// A DMA in host code (spec §14.6): a whole-buffer copy between global buffers.
+    /// A DMA in host code (spec §14.6). A plain copy between whole buffers is a device-to-device
+    /// copy ([`StmtKind::HostCopy`]); any other — of views, padded, transposed — is a kernel
+    /// of its own whose threads share the DMA's loop ([`hir::KernelOrigin::HostDma`]),
+    /// launched in program order like a synchronous parallel-by, its accesses proven or
+    /// checked like every kernel's. `=> global` allocates a buffer shaped like the (padded or
+    /// transposed) source.
     fn host_dma(
         &mut self,
         d: &ast::DmaStmt,
@@ -662,30 +718,50 @@ impl Checker<'_> {
         span: Span,
         out: &mut Vec<Stmt>,
     ) {
-        if !matches!(t, Transfer::Copy) {
-            self.unsupported(d.op_span, "`dma.pad` / `dma.transp` in host code", 2);
-            return;
-        }
         let whole = |this: &Self, v: &View| v.is_whole(&this.buffer_dims(v.buffer));
-        let dst = match &d.dst {
-            ast::DmaDest::Storage(ast::Storage::Global, _) => {
+        let (dst, dst_span) = match &d.dst {
+            ast::DmaDest::Storage(ast::Storage::Global, sspan) => {
                 let name = d.future.as_ref().map_or("dma", |f| f.name.as_str()).to_string();
-                let ty = Ty::Spanned(SpannedTy {
-                    elem: src.elem,
-                    dims: src.dims.clone(),
-                    storage: Storage::Global,
-                });
+                let dims = transfer_dims(t, &src.dims, span);
+                // Extents computed from the source's (a view's) must be positive, like those
+                // of a declared buffer: checked at entry when they only depend on the
+                // parameters, else right here. (Padding a positive extent keeps it positive.)
+                for (i, dim) in dims.iter().enumerate() {
+                    let from = match t {
+                        Transfer::Transpose(perm) => perm.get(i).copied().unwrap_or(i),
+                        Transfer::Copy | Transfer::Pad { .. } => i,
+                    };
+                    if !matches!(src.dims.get(from), Some(Dim::Expr(_))) {
+                        continue;
+                    }
+                    let Dim::Expr(e) = dim else { continue };
+                    let check = Check {
+                        kind: CheckKind::Positive((**e).clone()),
+                        message: format!(
+                            "the extent {i} of the buffer that '{name}' allocates must be \
+                             greater than 0"
+                        ),
+                        span: e.span,
+                    };
+                    if Self::entry_evaluable(e) {
+                        if !self.entry_checks.contains(&check) {
+                            self.entry_checks.push(check);
+                        }
+                    } else {
+                        out.push(stmt(StmtKind::Check(check), span));
+                    }
+                }
+                let ty = SpannedTy { elem: src.elem, dims, storage: Storage::Global };
                 let var = self.new_local(
                     &format!("{name}__buf"),
                     span,
-                    ty.clone(),
+                    Ty::Spanned(ty.clone()),
                     LocalPlace::GlobalBuffer,
                     false,
                     LocalOrigin::Decl,
                 );
                 out.push(stmt(StmtKind::DeclBuffer { var, init: None }, span));
-                let Ty::Spanned(t) = ty else { return };
-                View::whole(hir::BufferRef::Local(var), &t, span)
+                (View::whole(hir::BufferRef::Local(var), &ty, span), *sspan)
             }
             ast::DmaDest::Storage(storage, sspan) => {
                 self.error_label(
@@ -700,26 +776,13 @@ impl Checker<'_> {
                 return;
             }
             ast::DmaDest::Expr(e) => match self.check_data(e, "a DMA destination") {
-                Some(v) => v,
+                Some(v) => (v, e.span),
                 None => return,
             },
         };
-        if !self.dma_types_agree(&src, &dst, t, span) {
+        if !self.dma_types_agree(&src, &dst, t, span, dst_span) {
             return;
         }
-        if !whole(self, &src) || !whole(self, &dst) {
-            self.unsupported(span, "a host-level DMA of views (copy whole buffers)", 2);
-            return;
-        }
-        let count = |dims: &[Dim]| arith::dim_product(dims, span);
-        let (sc, dc) = (count(&src.dims), count(&dst.dims));
-        let n = match (sc.as_const(), dc.as_const()) {
-            (Some(a), Some(b)) => Dim::Const(a.min(b)),
-            _ if sc == dc => sc,
-            _ => dim_min(&sc, &dc, span),
-        };
-        self.mark_access(src.buffer, true, false);
-        self.mark_access(dst.buffer, false, true);
         if let Some(f) = &d.future {
             self.declare_symbol(
                 f,
@@ -730,7 +793,43 @@ impl Checker<'_> {
                 }),
             );
         }
-        out.push(stmt(StmtKind::HostCopy { src: src.buffer, dst: dst.buffer, count: n }, span));
+        if matches!(t, Transfer::Copy) && whole(self, &src) && whole(self, &dst) {
+            let count = |dims: &[Dim]| arith::dim_product(dims, span);
+            let (sc, dc) = (count(&src.dims), count(&dst.dims));
+            let n = match (sc.as_const(), dc.as_const()) {
+                (Some(a), Some(b)) => Dim::Const(a.min(b)),
+                _ if sc == dc => sc,
+                _ => dim_min(&sc, &dc, span),
+            };
+            self.mark_access(src.buffer, true, false);
+            self.mark_access(dst.buffer, false, true);
+            out.push(stmt(StmtKind::HostCopy { src: src.buffer, dst: dst.buffer, count: n }, span));
+            return;
+        }
+        // A kernel of its own: its threads share the loop over the box.
+        let id = KernelId(self.kernel_count);
+        self.kernel_count += 1;
+        self.has_parallel = true;
+        let Some(dma) = self.dma_loop(src, dst, t, false, Participants::Grid, span) else {
+            return;
+        };
+        let tree = ParallelTree {
+            id,
+            origin: KernelOrigin::HostDma,
+            span,
+            is_async: false,
+            stream: None,
+            block: Binder {
+                vars: vec![None],
+                tuple: None,
+                extents: vec![Dim::Const(1)],
+                implicit: true,
+            },
+            body: vec![stmt(StmtKind::Dma(Box::new(dma)), span)],
+            launch_checks: Vec::new(),
+            attrs: KernelAttrs::default(),
+        };
+        out.push(stmt(StmtKind::Parallel(Box::new(tree)), span));
     }
 
     /// `f = dma.any;` (spec §5.6): a future whose data a later DMA provides.
@@ -1041,6 +1140,14 @@ impl Checker<'_> {
                 "`wait {first_name};` before its data is used, and before the kernel ends"
             )));
         }
+    }
+}
+
+/// The span of a DMA's destination as written.
+fn dest_span(d: &ast::DmaDest) -> Span {
+    match d {
+        ast::DmaDest::Storage(_, span) => *span,
+        ast::DmaDest::Expr(e) => e.span,
     }
 }
 

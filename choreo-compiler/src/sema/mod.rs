@@ -86,6 +86,8 @@
 //!   condition, or `.async` inside another `inthreads`
 //! - `E0453` asynchronous DMA not waited on some path before the kernel ends, or issued
 //!   again before its previous copy was waited
+//! - `E0458` `dma.pad`/`dma.transp` into existing data whose (constant) shape is not the
+//!   padded/transposed source's
 //!
 //! Calls into C++ and built-ins (§17, §18):
 //! - `E0454` `call` outside a parallel-by, a call result with no declared type, an argument

@@ -7,8 +7,8 @@ use crate::ast::{self, ExprKind};
 use crate::diagnostics::Diagnostic;
 use crate::hir::{
     self, Binder, Check, CheckKind, Dim, ElemTy, HExpr, InnerParallel, KernelAttrs, KernelId,
-    LaunchBounds, Level, LevelId, LocalOrigin, LocalPlace, ParallelTree, ParamKind, Stmt, StmtKind,
-    Ty,
+    KernelOrigin, LaunchBounds, Level, LevelId, LocalOrigin, LocalPlace, ParallelTree, ParamKind,
+    Stmt, StmtKind, Ty,
 };
 use crate::source::Span;
 
@@ -359,6 +359,7 @@ impl Checker<'_> {
         attrs.cooperative = cooperative;
         let tree = ParallelTree {
             id,
+            origin: KernelOrigin::ParallelBy,
             span,
             is_async,
             stream,

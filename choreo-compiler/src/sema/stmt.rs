@@ -14,10 +14,12 @@ use crate::hir::{
 };
 use crate::source::Span;
 
-/// Whether any parallel-by occurs anywhere in `stmts` (spec §7.4 step 4).
+/// Whether any parallel-by or DMA occurs anywhere in `stmts`, i.e. the function works on device
+/// data (spec §7.4 step 4).
 pub(crate) fn contains_parallel(stmts: &[ast::Stmt]) -> bool {
     stmts.iter().any(|s| match &s.kind {
-        A::Parallel(_) => true,
+        // A host-level DMA copies device data (a device-to-device copy or a kernel).
+        A::Parallel(_) | A::Dma(_) => true,
         A::Block(b)
         | A::While { body: b, .. }
         | A::Inthreads { body: b, .. }

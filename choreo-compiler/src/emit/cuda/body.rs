@@ -432,7 +432,8 @@ impl FnEmitter<'_, '_> {
                     }
                 }
             }
-            Participants::Thread => return,
+            // The launch's end: the host synchronises after it.
+            Participants::Thread | Participants::Grid => return,
         };
         self.w.line(span, &line);
     }
@@ -477,6 +478,19 @@ impl FnEmitter<'_, '_> {
                 (format!("static_cast<int>(threadIdx.x) % {t}"), t)
             }
             Participants::Thread => ("0".to_string(), "1".to_string()),
+            Participants::Grid => {
+                // Every thread of the launch, consecutive threads on consecutive elements.
+                let block = self
+                    .plan
+                    .kernels
+                    .get(kernel.index())
+                    .and_then(|k| k.threads_per_block.as_const())
+                    .map_or("blockDim.x".to_string(), |t| format!("{t}u"));
+                (
+                    format!("static_cast<int>(blockIdx.x * {block} + threadIdx.x)"),
+                    format!("static_cast<int>(gridDim.x * {block})"),
+                )
+            }
         };
         let extents: Vec<String> = dma.extents.iter().map(|d| self.dim_int(d)).collect();
         let count = match dma

@@ -4,9 +4,17 @@ use super::types::cpp_elem;
 use super::writer::comment_text;
 use super::{FnEmitter, Region};
 use crate::hir::{self, Capture, KernelId, ParamKind, Ty};
-use crate::lower::{AfterLaunch, KernelPlan, StreamRef};
+use crate::lower::{AfterLaunch, Grid, KernelPlan, StreamRef};
 use crate::source::Span;
 use std::fmt::Write as _;
+
+/// What a kernel comes from, for comments.
+fn origin_text(origin: hir::KernelOrigin) -> &'static str {
+    match origin {
+        hir::KernelOrigin::ParallelBy => "parallel-by",
+        hir::KernelOrigin::HostDma => "host-level DMA",
+    }
+}
 
 impl FnEmitter<'_, '_> {
     pub(super) fn capture_decl(&mut self, span: Span, c: Capture) -> String {
@@ -85,8 +93,9 @@ impl FnEmitter<'_, '_> {
         self.w.line(
             span,
             &format!(
-                "// kernel {}: parallel-by at {}",
+                "// kernel {}: {} at {}",
                 tree.id.0,
+                origin_text(tree.origin),
                 comment_text(&self.db.location(span))
             ),
         );
@@ -300,8 +309,9 @@ impl FnEmitter<'_, '_> {
         self.w.line(
             span,
             &format!(
-                "{{  // launch kernel {} (parallel-by at {})",
+                "{{  // launch kernel {} ({} at {})",
                 tree.id.0,
+                origin_text(tree.origin),
                 comment_text(&self.db.location(span))
             ),
         );
@@ -311,14 +321,89 @@ impl FnEmitter<'_, '_> {
                 self.check(c);
             }
         }
+        if k.waits_for_async {
+            // Ordered after every earlier launch of the call, on whichever stream it ran.
+            self.w.line(span, "__CHOREO_TRY(__frame.wait_async());");
+        }
+        let threads = self.dim_unsigned(&k.threads_per_block);
         let mut grid: Vec<String> = Vec::new();
-        for d in tree.block.extents.iter().take(3) {
-            grid.push(self.dim_unsigned(d));
+        match &k.grid {
+            Grid::Blocks(extents) => {
+                for d in extents.iter().take(3) {
+                    grid.push(self.dim_unsigned(d));
+                }
+            }
+            Grid::Elements { extents, max_blocks, max_elements } => {
+                // The box as the kernel counts it (`int` extents), multiplied in floating
+                // point: exact up to 2^53, and beyond that still above the limit.
+                let ints: Vec<String> = extents.iter().map(|d| self.dim_int(d)).collect();
+                let product: Vec<String> =
+                    ints.iter().map(|e| format!("static_cast<double>({e})")).collect();
+                self.w.line(span, &format!("const double __choreo_box = {};", product.join(" * ")));
+                let mut conditions: Vec<String> = extents
+                    .iter()
+                    .zip(&ints)
+                    .filter(|(d, _)| d.as_const().is_none())
+                    .map(|(_, e)| format!("{e} >= 0"))
+                    .collect();
+                conditions.push(format!("__choreo_box <= {max_elements}.0"));
+                let message = super::writer::c_escape(
+                    &format!(
+                        "the host-level DMA at {} has a negative extent or more than \
+                         {max_elements} elements",
+                        self.db.location(span)
+                    ),
+                    true,
+                );
+                self.w.line(
+                    span,
+                    &format!(
+                        "__CHOREO_CHECK({}, \"{message}: its box has %.0f elements\", __choreo_box);",
+                        conditions.join(" && ")
+                    ),
+                );
+                self.w.line(
+                    span,
+                    "const std::uint64_t __choreo_elements = static_cast<std::uint64_t>(__choreo_box);",
+                );
+                self.w.line(
+                    span,
+                    &format!(
+                        "const unsigned __choreo_blocks = static_cast<unsigned>(std::min<std::uint64_t>(std::max<std::uint64_t>(__choreo_elements / {threads}u + (__choreo_elements % {threads}u != 0), 1), {max_blocks}));"
+                    ),
+                );
+                grid.push("__choreo_blocks".to_string());
+            }
         }
         while grid.len() < 3 {
             grid.push("1".to_string());
         }
-        let threads = self.dim_unsigned(&k.threads_per_block);
+        // A kernel with checks the host may find redundant: the instance to launch (before
+        // anything that names the kernel: its attributes are the instance's).
+        let symbol = if k.host_proof.is_empty() {
+            symbol
+        } else {
+            let all: Vec<String> = k
+                .host_proof
+                .iter()
+                .map(|alternatives| {
+                    let any: Vec<String> =
+                        alternatives.iter().map(|b| format!("({})", self.host_bound(b))).collect();
+                    if any.len() == 1 { any[0].clone() } else { format!("({})", any.join(" || ")) }
+                })
+                .collect();
+            self.w.line(
+                span,
+                &format!("const bool __choreo_in_bounds_on_host = {};", all.join(" && ")),
+            );
+            self.w.line(
+                span,
+                &format!(
+                    "auto* const __choreo_kernel = __choreo_in_bounds_on_host ? &{symbol}<false> : &{symbol}<true>;"
+                ),
+            );
+            "__choreo_kernel".to_string()
+        };
         let stream = self.stream_name(k.stream);
         let pool = !k.shared.slots.is_empty();
         if pool {
@@ -352,31 +437,6 @@ impl FnEmitter<'_, '_> {
         }
         self.w.line(span, "cudaLaunchConfig_t __choreo_launch = {};");
         self.w.line(span, &format!("__choreo_launch.gridDim = dim3({});", grid.join(", ")));
-        // A kernel with checks the host may find redundant: the instance to launch.
-        let symbol = if k.host_proof.is_empty() {
-            symbol
-        } else {
-            let all: Vec<String> = k
-                .host_proof
-                .iter()
-                .map(|alternatives| {
-                    let any: Vec<String> =
-                        alternatives.iter().map(|b| format!("({})", self.host_bound(b))).collect();
-                    if any.len() == 1 { any[0].clone() } else { format!("({})", any.join(" || ")) }
-                })
-                .collect();
-            self.w.line(
-                span,
-                &format!("const bool __choreo_in_bounds_on_host = {};", all.join(" && ")),
-            );
-            self.w.line(
-                span,
-                &format!(
-                    "auto* const __choreo_kernel = __choreo_in_bounds_on_host ? &{symbol}<false> : &{symbol}<true>;"
-                ),
-            );
-            "__choreo_kernel".to_string()
-        };
         self.w.line(span, &format!("__choreo_launch.blockDim = dim3({threads}, 1, 1);"));
         self.w.line(span, &format!("__choreo_launch.stream = {stream};"));
         if pool {
