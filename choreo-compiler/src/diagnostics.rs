@@ -158,9 +158,14 @@ impl Diagnostic {
 }
 
 /// A collector of diagnostics; stages push into it and continue.
+///
+/// A diagnostic equal in code, location and message to one already collected is dropped: a
+/// bad token in a macro reports once, not once per expansion (a macro doubled 16 times over
+/// used to report 65,536 identical errors and take seconds to print them).
 #[derive(Debug, Clone, Default)]
 pub struct Diagnostics {
     items: Vec<Diagnostic>,
+    seen: std::collections::HashSet<(&'static str, Span, String)>,
 }
 
 impl Diagnostics {
@@ -169,14 +174,19 @@ impl Diagnostics {
         Diagnostics::default()
     }
 
-    /// Adds one diagnostic.
+    /// Adds one diagnostic, unless the same one (code, location, message) is already there.
     pub fn push(&mut self, diagnostic: Diagnostic) {
-        self.items.push(diagnostic);
+        let key = (diagnostic.code, diagnostic.primary.span, diagnostic.message.clone());
+        if self.seen.insert(key) {
+            self.items.push(diagnostic);
+        }
     }
 
-    /// Adds all of `other`.
+    /// Adds all of `other`, as [`Diagnostics::push`] does.
     pub fn extend(&mut self, other: impl IntoIterator<Item = Diagnostic>) {
-        self.items.extend(other);
+        for diagnostic in other {
+            self.push(diagnostic);
+        }
     }
 
     /// Whether any error was reported.

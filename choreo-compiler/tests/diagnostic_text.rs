@@ -128,3 +128,19 @@ fn a_missing_semicolon_is_reported_after_the_previous_token() {
     let (diags, text) = diagnose(src);
     assert!(diags.iter().any(|d| d.help.as_deref().is_some_and(|h| h.contains("5.0"))), "{text}");
 }
+
+#[test]
+fn a_bad_token_in_a_macro_reports_once_however_often_it_expands() {
+    // `D12` expands to 4096 copies of the malformed literal `1D3`: one error (at the macro's
+    // use, with the expansion in a note), not 4096 (the fuzzer found a 2^16-fold case that took
+    // seconds to print).
+    let mut src = String::from("#define D0 1D3\n");
+    for i in 1..=12 {
+        src.push_str(&format!("#define D{i} D{} D{}\n", i - 1, i - 1));
+    }
+    src.push_str("__co__ void f(f32 [4] a) {\n  parallel p by 4 : thread { a.at(p) = D12; }\n}\n");
+    let (diags, text) = diagnose(&src);
+    let malformed: Vec<&Diagnostic> = diags.iter().filter(|d| d.code == "E0205").collect();
+    assert_eq!(malformed.len(), 1, "{text}");
+    assert_eq!(line_col(&src, malformed[0]), (15, 40), "{text}");
+}

@@ -321,15 +321,31 @@ const RENDEZVOUS_TIMEOUT: Duration = Duration::from_secs(5);
 /// runtime does. When the answer is `true`, overlap is required; the device proved it can.
 pub fn concurrent_kernels() -> Result<bool> {
     static ANSWER: OnceLock<Result<bool, String>> = OnceLock::new();
-    let answer = ANSWER.get_or_init(|| {
-        let answer = rendezvous().map_err(|error| error.to_string());
+    asked_once(
+        &ANSWER,
+        rendezvous,
+        [
+            "the device ran two kernels of two streams one after the other (their rendezvous \
+             timed out): checks of overlap are not possible in this process",
+            "the device runs kernels of two streams concurrently",
+        ],
+        "the rendezvous of two kernels",
+    )
+}
+
+/// The answer of a per-process probe of the device, asked the first time only and printed
+/// (`said[answer as usize]`, or that `what` failed).
+fn asked_once(
+    answer: &OnceLock<Result<bool, String>>,
+    probe: fn() -> Result<bool>,
+    said: [&str; 2],
+    what: &str,
+) -> Result<bool> {
+    let answer = answer.get_or_init(|| {
+        let answer = probe().map_err(|error| error.to_string());
         match &answer {
-            Ok(true) => println!("the device runs kernels of two streams concurrently"),
-            Ok(false) => println!(
-                "the device ran two kernels of two streams one after the other (their \
-                 rendezvous timed out): checks of overlap are not possible in this process"
-            ),
-            Err(error) => println!("the rendezvous of two kernels failed: {error}"),
+            Ok(yes) => println!("{}", said[usize::from(*yes)]),
+            Err(error) => println!("{what} failed: {error}"),
         }
         answer
     });
@@ -386,20 +402,17 @@ const PROBE_TIMEOUT: Duration = Duration::from_secs(3);
 /// test.
 pub fn gated_kernels_hold_other_work() -> Result<bool> {
     static ANSWER: OnceLock<Result<bool, String>> = OnceLock::new();
-    let answer = ANSWER.get_or_init(|| {
-        let answer = gated_kernel_probe().map_err(|error| error.to_string());
-        match &answer {
-            Ok(false) => println!("a gated kernel holds back no work of another stream"),
-            Ok(true) => println!(
-                "a gated kernel held back a kernel of another stream (as under \
-                 compute-sanitizer): gates open as soon as their kernel is enqueued, and \
-                 \"still running\" checks are skipped in this process"
-            ),
-            Err(error) => println!("the gated-kernel probe failed: {error}"),
-        }
-        answer
-    });
-    answer.clone().map_err(Error::InvalidArgument)
+    asked_once(
+        &ANSWER,
+        gated_kernel_probe,
+        [
+            "a gated kernel holds back no work of another stream",
+            "a gated kernel held back a kernel of another stream (as under compute-sanitizer): \
+             gates open as soon as their kernel is enqueued, and \"still running\" checks are \
+             skipped in this process",
+        ],
+        "the gated-kernel probe",
+    )
 }
 
 fn gated_kernel_probe() -> Result<bool> {

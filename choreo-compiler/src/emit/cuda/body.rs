@@ -456,13 +456,12 @@ impl FnEmitter<'_, '_> {
             };
             self.w.line(span, &line);
         }
+        // The block's thread count when it is a constant (else read from `blockDim`).
+        let block_threads =
+            self.plan.kernels.get(kernel.index()).and_then(|k| k.threads_per_block.as_const());
         let (tid, threads) = match dma.participants {
             Participants::Block => {
-                let threads = self
-                    .plan
-                    .kernels
-                    .get(kernel.index())
-                    .and_then(|k| k.threads_per_block.as_const())
+                let threads = block_threads
                     .map_or("static_cast<int>(blockDim.x)".to_string(), |t| t.to_string());
                 ("static_cast<int>(threadIdx.x)".to_string(), threads)
             }
@@ -480,12 +479,7 @@ impl FnEmitter<'_, '_> {
             Participants::Thread => ("0".to_string(), "1".to_string()),
             Participants::Grid => {
                 // Every thread of the launch, consecutive threads on consecutive elements.
-                let block = self
-                    .plan
-                    .kernels
-                    .get(kernel.index())
-                    .and_then(|k| k.threads_per_block.as_const())
-                    .map_or("blockDim.x".to_string(), |t| format!("{t}u"));
+                let block = block_threads.map_or("blockDim.x".to_string(), |t| format!("{t}u"));
                 (
                     format!("static_cast<int>(blockIdx.x * {block} + threadIdx.x)"),
                     format!("static_cast<int>(gridDim.x * {block})"),
