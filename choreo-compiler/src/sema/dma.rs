@@ -158,6 +158,25 @@ impl Checker<'_> {
                     );
                     return poison(self);
                 }
+                if storage == Storage::Shared && !self.one_instance_per_block() {
+                    // A shared buffer is the block's: every instance of the level would copy
+                    // into the same one, each its own data.
+                    self.diags.push(
+                        Diagnostic::error(
+                            "E0459",
+                            sspan,
+                            "a DMA `=> shared` in the body of a `group` level with several \
+                             instances per block gives them all the same buffer",
+                        )
+                        .with_label("one buffer per block, shared by every instance")
+                        .with_help(
+                            "declare the tiles in block-level code with a dimension per \
+                             instance (`shared f32 [4, 64] tiles;` for `parallel w by 4 : \
+                             group`) and copy into `tiles.chunkat(w, _)`",
+                        ),
+                    );
+                    return poison(self);
+                }
                 let name = d.future.as_ref().map_or("dma", |f| f.name.as_str()).to_string();
                 let buffer = self.declare_site_buffer(&name, src.elem, dims, storage, span, out);
                 let ty = self.locals.get(buffer.index()).map(|l| l.ty.clone());
@@ -565,6 +584,17 @@ impl Checker<'_> {
     /// the same way and is counted with the `inthreads` (`selecting_conditions`). (Other
     /// conditions are not checked: like outside `inthreads`, a DMA under a condition that
     /// differs between the threads of its participant group is the program's error.)
+    /// Whether the code being checked runs once per block: block-level code, or the body of
+    /// intra-block levels whose extents (all of them, nested) multiply to the constant 1.
+    /// Thread-level code counts as once per block here when its group levels do: its DMAs are
+    /// per thread (see [`Checker::participants`]).
+    fn one_instance_per_block(&self) -> bool {
+        if !matches!(self.region, Region::Device(Level::Group | Level::Group4)) {
+            return true;
+        }
+        self.level_extents.iter().flatten().all(|d| d.as_const() == Some(1))
+    }
+
     pub(crate) fn participants(&self, dst: Storage) -> Participants {
         if dst == Storage::Local {
             return Participants::Thread;

@@ -88,6 +88,8 @@
 //!   again before its previous copy was waited
 //! - `E0458` `dma.pad`/`dma.transp` into existing data whose (constant) shape is not the
 //!   padded/transposed source's
+//! - `E0459` a DMA `=> shared` in the body of a `group` level with several instances per
+//!   block (they would share one buffer)
 //!
 //! Calls into C++ and built-ins (§17, §18):
 //! - `E0454` `call` outside a parallel-by, a call result with no declared type, an argument
@@ -345,6 +347,9 @@ pub(crate) struct Checker<'a> {
     pub(crate) kernel: Option<KernelFrame>,
     /// The intra-block levels enclosing the statements being checked, innermost last.
     pub(crate) level_stack: Vec<hir::LevelId>,
+    /// The extents of the levels of `level_stack` (same order): how many instances of the
+    /// innermost one a block has.
+    pub(crate) level_extents: Vec<Vec<Dim>>,
     /// The C++ the function runs that the compiler cannot check, in order.
     pub(crate) foreign: Vec<(Span, String)>,
     /// How many `inthreads` enclose the statements being checked.
@@ -393,6 +398,7 @@ impl<'a> Checker<'a> {
             loop_depth: 0,
             kernel: None,
             level_stack: Vec::new(),
+            level_extents: Vec::new(),
             inthreads_depth: 0,
             selecting_conditions: 0,
             foreign: Vec::new(),

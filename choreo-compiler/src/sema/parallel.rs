@@ -663,11 +663,13 @@ impl Checker<'_> {
         // A parallel-by body is not inside the enclosing loop (`break` cannot leave it).
         let saved_loop = std::mem::replace(&mut self.loop_depth, 0);
         self.level_stack.push(id);
+        self.level_extents.push(binder.extents.clone());
         let body = if i + 1 < p.items.len() {
             self.inner_item(p, i + 1).into_iter().collect()
         } else {
             self.check_stmts(&p.body.stmts)
         };
+        self.level_extents.pop();
         self.level_stack.pop();
         self.loop_depth = saved_loop;
         let per_instance = self.agree(&body).unwrap_or(Dim::Const(level.unit_threads()));
