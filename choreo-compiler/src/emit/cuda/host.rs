@@ -139,21 +139,7 @@ impl FnEmitter<'_, '_> {
         if kernels.len() < 2 || !kernels.iter().any(|k| k.after == AfterLaunch::Track) {
             return;
         }
-        // A kernel with checks the host may elide has two instances (`kernel`): load both.
-        let names: Vec<String> = self
-            .plan
-            .symbols
-            .kernels
-            .iter()
-            .zip(&self.plan.kernels)
-            .flat_map(|(name, k)| {
-                if k.host_proof.is_empty() {
-                    vec![name.clone()]
-                } else {
-                    vec![format!("{name}<true>"), format!("{name}<false>")]
-                }
-            })
-            .collect();
+        let names = self.plan.symbols.kernels.clone();
         self.w.line(
             span,
             "{  // load the kernels before the first launch (lazy loading would serialise them)",

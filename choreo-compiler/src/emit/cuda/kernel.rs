@@ -89,6 +89,10 @@ impl FnEmitter<'_, '_> {
         if k.guards {
             params.push("__choreo_bounds_record* __choreo_bounds".to_string());
         }
+        if !k.host_proof.is_empty() {
+            // Whether the checks the host may prove are made: false when it has proven them.
+            params.push("bool __choreo_checked".to_string());
+        }
         self.w.resync();
         self.w.line(
             span,
@@ -112,15 +116,9 @@ impl FnEmitter<'_, '_> {
         if let Some(n) = k.attrs.max_registers {
             let _ = write!(qualifiers, " __maxnreg__({n})");
         }
-        // Two instances when the host may find some checks redundant: checked and not.
-        let template =
-            if k.host_proof.is_empty() { "" } else { "template <bool __choreo_checked> " };
         self.w.line(
             span,
-            &format!(
-                "{template}static __global__ void{qualifiers} {symbol}({}) {{",
-                params.join(", ")
-            ),
+            &format!("static __global__ void{qualifiers} {symbol}({}) {{", params.join(", ")),
         );
         self.w.indent += 1;
         // The launch uses exactly this many threads: telling nvcc lets it count the trips of
@@ -378,11 +376,8 @@ impl FnEmitter<'_, '_> {
         while grid.len() < 3 {
             grid.push("1".to_string());
         }
-        // A kernel with checks the host may find redundant: the instance to launch (before
-        // anything that names the kernel: its attributes are the instance's).
-        let symbol = if k.host_proof.is_empty() {
-            symbol
-        } else {
+        // A kernel with checks the host may find redundant: whether they are, decided once.
+        if !k.host_proof.is_empty() {
             let all: Vec<String> = k
                 .host_proof
                 .iter()
@@ -396,14 +391,7 @@ impl FnEmitter<'_, '_> {
                 span,
                 &format!("const bool __choreo_in_bounds_on_host = {};", all.join(" && ")),
             );
-            self.w.line(
-                span,
-                &format!(
-                    "auto* const __choreo_kernel = __choreo_in_bounds_on_host ? &{symbol}<false> : &{symbol}<true>;"
-                ),
-            );
-            "__choreo_kernel".to_string()
-        };
+        }
         let stream = self.stream_name(k.stream);
         let pool = !k.shared.slots.is_empty();
         if pool {
@@ -452,6 +440,9 @@ impl FnEmitter<'_, '_> {
         args.extend(k.captures.iter().map(|c| self.capture_arg(*c)));
         if k.guards {
             args.push("__choreo_bounds".to_string());
+        }
+        if !k.host_proof.is_empty() {
+            args.push("!__choreo_in_bounds_on_host".to_string());
         }
         self.w.line(span, &format!("__CHOREO_TRY(cudaLaunchKernelEx({}));", args.join(", ")));
         let after = match k.after {

@@ -375,8 +375,9 @@ impl FnEmitter<'_, '_> {
             return None;
         }
         let all = parts.join(" && ");
-        // The host launches the kernel's unchecked instance when it has found this access in
-        // bounds (`lower::KernelPlan::host_proof`).
+        // The kernel skips the check when the host has found this access in bounds before
+        // the launch (`lower::KernelPlan::host_proof`; a uniform flag, so the branch is cheap
+        // and nvcc compiles the kernel once).
         Some(match self.plan.accesses.get(id.index()).and_then(|a| a.host_proof.as_ref()) {
             Some(_) if parts.len() == 1 => format!("(!__choreo_checked || {all})"),
             Some(_) => format!("(!__choreo_checked || ({all}))"),
