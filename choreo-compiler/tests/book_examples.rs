@@ -54,7 +54,8 @@ fn every_book_example_translates_cleanly() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
-/// About 3.5 minutes on 2 cores (22 files, ~10 s of nvcc each), so not part of `ci/test`;
+/// About 2 minutes on 2 cores (22 files, ~4.5 s of nvcc each; 116 s measured with one core
+/// busy), so not part of `ci/test`;
 /// `ci/book` runs it: `cargo test -p choreo-compiler --test book_examples -- --ignored`.
 #[test]
 #[ignore = "runs nvcc on every example (minutes); ci/book runs it"]
