@@ -58,9 +58,7 @@
 //!    `<OUT_DIR>/choreo/<name>.rs` with one `pub mod <module>` per file. Every file is written
 //!    only when its content changes.
 //! 3. Compiles each `.cu` — generated or hand-written — with nvcc into its own object, in
-//!    parallel (at most `NUM_JOBS` threads, each run beyond the first holding a token of
-//!    cargo's jobserver, so nvcc and the rest of the build share `-j`), unless the object
-//!    cache says it is up to date (see
+//!    parallel (`NUM_JOBS` threads), unless the object cache says it is up to date (see
 //!    below), then archives the objects into `lib<link name>.a`, where the link name is
 //!    `choreo_<package>_<name>` (unique, so two crates that both use the default name cannot
 //!    pick up each other's library). The archive is remade when an object's content changed.

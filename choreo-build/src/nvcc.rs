@@ -294,14 +294,30 @@ pub(crate) enum JobError {
     Fatal(Error),
 }
 
-/// Compiles `jobs` (with their keys) on up to `threads` threads, each run beyond the first
-/// holding a token of cargo's jobserver (see [`jobserver`]); results in job order.
+/// Compiles `jobs` (with their keys) on up to `threads` threads; results in job order.
 pub(crate) fn compile_all(
     config: &NvccConfig,
     jobs: &[(Job, Digest)],
     threads: usize,
 ) -> Vec<Result<Compiled, JobError>> {
-    let results = run_jobs(jobs, threads, jobserver(), |(job, key)| compile_one(config, job, *key));
+    let next = AtomicUsize::new(0);
+    let results: Mutex<Vec<Option<Result<Compiled, JobError>>>> =
+        Mutex::new((0..jobs.len()).map(|_| None).collect());
+    std::thread::scope(|scope| {
+        for _ in 0..threads.clamp(1, jobs.len().max(1)) {
+            scope.spawn(|| {
+                loop {
+                    let index = next.fetch_add(1, Ordering::Relaxed);
+                    let Some((job, key)) = jobs.get(index) else { break };
+                    let result = compile_one(config, job, *key);
+                    if let Ok(mut results) = results.lock() {
+                        results[index] = Some(result);
+                    }
+                }
+            });
+        }
+    });
+    let results = results.into_inner().unwrap_or_else(|poisoned| poisoned.into_inner());
     results
         .into_iter()
         .zip(jobs)
@@ -315,57 +331,6 @@ pub(crate) fn compile_all(
             })
         })
         .collect()
-}
-
-/// Cargo's jobserver, when the build script runs under one (`CARGO_MAKEFLAGS`): the tokens
-/// it hands out are shared with rustc and every other build script of the build, so nvcc runs
-/// and the rest of the build together use at most `-j` jobs. Connected once per process.
-fn jobserver() -> Option<&'static jobserver::Client> {
-    static CLIENT: std::sync::OnceLock<Option<jobserver::Client>> = std::sync::OnceLock::new();
-    CLIENT
-        .get_or_init(|| {
-            // SAFETY: `from_env` trusts the file descriptors (or semaphore) named in the
-            // environment to be the jobserver's. Cargo passes them to build scripts for exactly
-            // this; this process opens them once (the OnceLock) and nothing else here uses
-            // them.
-            unsafe { jobserver::Client::from_env() }
-        })
-        .as_ref()
-}
-
-/// Runs `work` on every item on up to `threads` threads; results in item order (`None` for
-/// an item whose thread died). With a jobserver, every run but one at a time holds a token:
-/// the process's own implicit token covers one run, the others wait for a token from the
-/// jobserver (so `threads` is only an upper bound). Without one (or when asking fails), the
-/// threads run freely.
-pub(crate) fn run_jobs<T: Sync, R: Send>(
-    items: &[T],
-    threads: usize,
-    tokens: Option<&jobserver::Client>,
-    work: impl Fn(&T) -> R + Sync,
-) -> Vec<Option<R>> {
-    let next = AtomicUsize::new(0);
-    let results: Mutex<Vec<Option<R>>> = Mutex::new((0..items.len()).map(|_| None).collect());
-    std::thread::scope(|scope| {
-        for thread in 0..threads.clamp(1, items.len().max(1)) {
-            let (next, results, work) = (&next, &results, &work);
-            scope.spawn(move || {
-                loop {
-                    let index = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(item) = items.get(index) else { break };
-                    // Thread 0 runs on the implicit token; the others take one per run.
-                    let token =
-                        if thread == 0 { None } else { tokens.and_then(|t| t.acquire().ok()) };
-                    let result = work(item);
-                    drop(token);
-                    if let Ok(mut results) = results.lock() {
-                        results[index] = Some(result);
-                    }
-                }
-            });
-        }
-    });
-    results.into_inner().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// The prerequisites listed in a make-style dependency file (`target: a b \` …), with `\ `
@@ -476,30 +441,6 @@ fn shell_quote(arg: &str) -> String {
 mod tests {
     use super::*;
     use choreo_toolkit::FoundBy;
-
-    /// Runs 8 jobs of 100 ms on 4 threads with `tokens`; the most that ran at once.
-    fn most_at_once(tokens: Option<&jobserver::Client>) -> usize {
-        let (running, most) = (AtomicUsize::new(0), AtomicUsize::new(0));
-        let items: Vec<usize> = (0..8).collect();
-        let results = run_jobs(&items, 4, tokens, |item| {
-            let now = running.fetch_add(1, Ordering::SeqCst) + 1;
-            most.fetch_max(now, Ordering::SeqCst);
-            std::thread::sleep(std::time::Duration::from_millis(100));
-            running.fetch_sub(1, Ordering::SeqCst);
-            item * 10
-        });
-        assert_eq!(results, (0..8).map(|i| Some(i * 10)).collect::<Vec<_>>());
-        most.load(Ordering::SeqCst)
-    }
-
-    #[test]
-    fn parallel_runs_hold_jobserver_tokens() {
-        // A jobserver with one token: the implicit one plus it, so at most two runs at once
-        // although four threads are asked for; without a jobserver all four run.
-        let client = jobserver::Client::new(1).expect("a jobserver");
-        assert_eq!(most_at_once(Some(&client)), 2);
-        assert_eq!(most_at_once(None), 4);
-    }
 
     fn config() -> NvccConfig {
         NvccConfig {
