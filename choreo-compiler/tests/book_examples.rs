@@ -11,9 +11,10 @@ use choreo_compiler::diagnostics::render_human;
 use choreo_compiler::source::SourceDb;
 use choreo_toolkit::{Discovery, Env};
 use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::sync::Mutex;
-use std::time::Instant;
+
+mod common {
+    pub mod nvcc;
+}
 
 fn examples_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../docs/book/src/examples")
@@ -76,46 +77,12 @@ fn every_book_example_compiles_with_nvcc() {
         std::fs::write(&cu_path, cu).expect("write .cu");
         jobs.push((stem, cu_path));
     }
-    let queue = Mutex::new(jobs.into_iter());
-    let failures = Mutex::new(Vec::new());
-    let started = Instant::now();
-    std::thread::scope(|scope| {
-        for _ in 0..2 {
-            scope.spawn(|| {
-                while let Some((stem, cu_path)) = { queue.lock().expect("queue").next() } {
-                    let output = Command::new(&toolkit.nvcc)
-                        .args(["-std=c++17", "-O2", "-DCHOREO_LEAN_PRELUDE", "-gencode"])
-                        .arg(Arch::SM_90A.gencode())
-                        .arg("-I")
-                        .arg(&include)
-                        .arg("-c")
-                        .arg(&cu_path)
-                        .arg("-o")
-                        .arg(cu_path.with_extension("o"))
-                        .output();
-                    let failure = match output {
-                        Ok(o) if o.status.success() => None,
-                        Ok(o) => Some(format!(
-                            "--- {stem}.cu ---\n{}{}",
-                            String::from_utf8_lossy(&o.stdout),
-                            String::from_utf8_lossy(&o.stderr)
-                        )),
-                        Err(e) => Some(format!("cannot run {}: {e}", toolkit.nvcc.display())),
-                    };
-                    failures.lock().expect("failures").extend(failure);
-                }
-            });
-        }
-    });
-    eprintln!("nvcc: the book's examples in {:.1} s (2 threads)", started.elapsed().as_secs_f64());
-    let failures = failures.into_inner().expect("failures");
-    if failures.is_empty() {
-        let _ = std::fs::remove_dir_all(&out_dir);
-    }
-    assert!(
-        failures.is_empty(),
-        "nvcc rejected a book example (sources kept in {}):\n{}",
-        out_dir.display(),
-        failures.join("\n")
-    );
+    let args: Vec<std::ffi::OsString> =
+        ["-std=c++17", "-O2", "-DCHOREO_LEAN_PRELUDE", "-gencode", &Arch::SM_90A.gencode(), "-I"]
+            .into_iter()
+            .map(Into::into)
+            .chain([include.into_os_string()])
+            .collect();
+    let results = common::nvcc::compile_all(&toolkit.nvcc, &args, jobs);
+    common::nvcc::assert_all_compiled(&results, &out_dir, "a book example");
 }

@@ -13,8 +13,11 @@ use choreo_toolkit::{Discovery, Env, Toolkit};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
+
+mod common {
+    pub mod nvcc;
+}
 
 fn manifest_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -181,9 +184,6 @@ fn compile_never_panics_on_any_fixture() {
     assert!(count > 100, "expected the whole fixture corpus, found {count} files");
 }
 
-/// One nvcc run: the fixture, how long nvcc took, and its output when it failed.
-type NvccResult = (String, Duration, Result<(), String>);
-
 /// Every snapshot `.cu` compiles with nvcc (`-c`, library mode, sm_90a). Fails when nvcc is
 /// missing: CI provisions it with `ci/install-cuda`.
 #[test]
@@ -202,58 +202,8 @@ fn snapshots_compile_with_nvcc() {
             (stem(&path), cu_path)
         })
         .collect();
-    let queue = Mutex::new(jobs.into_iter());
-    let results: Mutex<Vec<NvccResult>> = Mutex::new(Vec::new());
-    let started = Instant::now();
-    std::thread::scope(|scope| {
-        for _ in 0..2 {
-            scope.spawn(|| {
-                loop {
-                    let Some((name, cu_path)) = queue.lock().expect("queue").next() else {
-                        break;
-                    };
-                    let t = Instant::now();
-                    let output = Command::new(&nvcc)
-                        .args(nvcc_args(Arch::SM_90A, &include))
-                        .arg("-c")
-                        .arg(&cu_path)
-                        .arg("-o")
-                        .arg(cu_path.with_extension("o"))
-                        .output();
-                    let result = match output {
-                        Ok(o) if o.status.success() => Ok(()),
-                        Ok(o) => Err(format!(
-                            "{}{}",
-                            String::from_utf8_lossy(&o.stdout),
-                            String::from_utf8_lossy(&o.stderr)
-                        )),
-                        Err(e) => Err(format!("cannot run {}: {e}", nvcc.display())),
-                    };
-                    results.lock().expect("results").push((name, t.elapsed(), result));
-                }
-            });
-        }
-    });
-    let total = started.elapsed();
-    let mut results = results.into_inner().expect("results");
-    results.sort_by(|a, b| a.0.cmp(&b.0));
-    let mut failures = Vec::new();
-    for (name, time, result) in &results {
-        eprintln!("nvcc {name}.cu: {:.2} s", time.as_secs_f64());
-        if let Err(e) = result {
-            failures.push(format!("--- {name}.cu ---\n{e}"));
-        }
-    }
-    eprintln!("nvcc: {} files in {:.1} s (2 threads)", results.len(), total.as_secs_f64());
-    if failures.is_empty() {
-        let _ = std::fs::remove_dir_all(&out_dir);
-    }
-    assert!(
-        failures.is_empty(),
-        "nvcc rejected generated code (sources kept in {}):\n{}",
-        out_dir.display(),
-        failures.join("\n")
-    );
+    let results = common::nvcc::compile_all(&nvcc, &nvcc_args(Arch::SM_90A, &include), jobs);
+    common::nvcc::assert_all_compiled(&results, &out_dir, "generated code");
 }
 
 /// Translation speed, per fixture (run in release:
