@@ -12,9 +12,7 @@ use choreo_compiler::source::SourceDb;
 use choreo_toolkit::{Discovery, Env};
 use std::path::{Path, PathBuf};
 
-mod common {
-    pub mod nvcc;
-}
+mod common;
 
 fn examples_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../docs/book/src/examples")
@@ -22,15 +20,7 @@ fn examples_dir() -> PathBuf {
 
 /// The book's `.co` examples, sorted.
 fn examples() -> Vec<PathBuf> {
-    let dir = examples_dir();
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("cannot read {}: {e}", dir.display()))
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "co"))
-        .collect();
-    files.sort();
-    assert!(files.len() >= 20, "the book's examples are missing ({} found)", files.len());
-    files
+    common::co_files(&examples_dir(), 20)
 }
 
 fn name(path: &Path) -> String {

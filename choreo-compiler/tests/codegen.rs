@@ -15,29 +15,14 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-mod common {
-    pub mod nvcc;
-}
+mod common;
 
 fn manifest_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// The `.co` files of a fixture directory, sorted.
-fn fixtures(dir: &Path) -> Vec<PathBuf> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap_or_else(|e| panic!("cannot read {}: {e}", dir.display()))
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "co"))
-        .collect();
-    files.sort();
-    files
-}
-
 fn codegen_fixtures() -> Vec<PathBuf> {
-    let files = fixtures(&manifest_dir().join("tests/fixtures/codegen"));
-    assert!(files.len() >= 25, "expected at least 25 codegen fixtures, found {}", files.len());
-    files
+    common::co_files(&manifest_dir().join("tests/fixtures/codegen"), 25)
 }
 
 /// The file name the compiler sees: relative to the crate, so snapshots do not depend on

@@ -8,16 +8,12 @@ use choreo_compiler::diagnostics::render_human;
 use choreo_compiler::source::SourceDb;
 use std::path::PathBuf;
 
+mod common;
+
 #[test]
 fn every_e2e_program_translates_cleanly() {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/e2e");
-    let mut programs: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .expect("tests/e2e is readable")
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "co"))
-        .collect();
-    programs.sort();
-    assert!(programs.len() >= 70, "the e2e programs are missing ({})", programs.len());
+    let programs = common::co_files(&dir, 70);
     let mut failures = Vec::new();
     for path in &programs {
         let text = std::fs::read_to_string(path).expect("readable program");

@@ -18,21 +18,15 @@ use choreo_compiler::source::SourceDb;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+mod common;
+
 fn manifest_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
 /// The `.co` files of `tests/fixtures/<dir>`, sorted.
 fn fixtures_in(dir: &str, at_least: usize) -> Vec<PathBuf> {
-    let dir = manifest_dir().join("tests/fixtures").join(dir);
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("cannot read {}: {e}", dir.display()))
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "co"))
-        .collect();
-    files.sort();
-    assert!(files.len() >= at_least, "expected at least {at_least} fixtures in {}", dir.display());
-    files
+    common::co_files(&manifest_dir().join("tests/fixtures").join(dir), at_least)
 }
 
 /// The wrapper fixtures (`tests/fixtures/rust`), snapshotted in both modes.
