@@ -15,7 +15,8 @@
 //! ```
 
 use crate::diagnostics::{Diagnostic, Diagnostics, Severity};
-use crate::emit::cuda::{CudaOptions, emit_cuda};
+use crate::emit::cpu::{CpuOptions, emit_cpu};
+use crate::emit::cuda::{CudaOptions, Dialect, emit_cuda};
 use crate::emit::rust::{RustOptions, emit_rust};
 use crate::frontend::parse_file;
 use crate::hir;
@@ -23,7 +24,7 @@ pub use crate::lower::SymbolScope;
 use crate::lower::{LowerOptions, Plan, lower};
 use crate::preprocess::PreprocessOptions;
 use crate::sema;
-use crate::source::{FileId, SourceDb, Span};
+use crate::source::{FileId, SourceDb};
 
 pub use crate::emit::OutputMode;
 pub use crate::target::{Arch, Target, UnknownArch};
@@ -74,8 +75,12 @@ impl Default for CompileOptions {
 /// The result of [`compile`]: every output of the file.
 #[derive(Debug, Clone)]
 pub struct Compilation {
-    /// The `.cu` text (CUDA targets); `None` exactly when an error was reported.
+    /// The `.cu` text for a CUDA target; `None` when an error was reported or the target is
+    /// the CPU.
     pub cu: Option<String>,
+    /// The `.cpp` text for the CPU target (C++17 for the host compiler with the CPU runtime,
+    /// [`CHOREO_CPU_H`]); `None` when an error was reported or the target is CUDA.
+    pub cpp: Option<String>,
     /// The Rust wrapper module (items only; see [`crate::emit::rust`]); `None` exactly when an
     /// error was reported.
     pub rs: Option<String>,
@@ -100,7 +105,7 @@ impl Compilation {
         plan: Option<Plan>,
         diags: Diagnostics,
     ) -> Compilation {
-        Compilation { cu: None, rs: None, program, plan, diagnostics: diags.into_vec() }
+        Compilation { cu: None, cpp: None, rs: None, program, plan, diagnostics: diags.into_vec() }
     }
 }
 
@@ -140,21 +145,19 @@ pub fn compile(db: &SourceDb, file: FileId, opts: &CompileOptions) -> Compilatio
     if diags.has_errors() {
         return Compilation::failed(Some(program), Some(plan), diags);
     }
-    let cu = match opts.target {
+    let (cu, cpp) = match opts.target {
         Target::Cuda(arch) => {
-            let options =
-                CudaOptions { arch, mode: opts.mode, runtime_checks: opts.runtime_checks };
-            emit_cuda(db, file, &program, &plan, &options, &mut diags)
+            let options = CudaOptions {
+                arch,
+                mode: opts.mode,
+                runtime_checks: opts.runtime_checks,
+                dialect: Dialect::Cuda,
+            };
+            (Some(emit_cuda(db, file, &program, &plan, &options, &mut diags)), None)
         }
         Target::Cpu => {
-            let span =
-                program.functions().next().map_or(Span { file, start: 0, end: 0 }, |f| f.span);
-            diags.push(
-                Diagnostic::error("E0806", span, "the CPU target has no code generator yet")
-                    .with_label("cannot be compiled for the CPU")
-                    .with_help("compile for a CUDA architecture (`--arch sm_90a`)"),
-            );
-            String::new()
+            let options = CpuOptions { mode: opts.mode, runtime_checks: opts.runtime_checks };
+            (None, Some(emit_cpu(db, file, &program, &plan, &options, &mut diags)))
         }
     };
     if diags.has_errors() {
@@ -166,7 +169,8 @@ pub fn compile(db: &SourceDb, file: FileId, opts: &CompileOptions) -> Compilatio
     };
     let rs = emit_rust(db, &program, &plan, &rust_options);
     Compilation {
-        cu: Some(cu),
+        cu,
+        cpp,
         rs: Some(rs),
         program: Some(program),
         plan: Some(plan),

@@ -7,6 +7,8 @@
 //! choreoc emit-cu FILE.co [-D …]... [--arch sm_90a] [--standalone] [--no-runtime-checks]
 //!                [--no-bounds-checks]
 //!                 [-o OUT.cu]
+//! choreoc emit-cpp FILE.co [-D …]... [--standalone] [--no-runtime-checks]
+//!                [--no-bounds-checks] [-o OUT.cpp]
 //! choreoc emit-rs FILE.co [-D …]... [--stub] [-o OUT.rs]
 //! choreoc build FILE.co -o EXE [--arch sm_90a] [-D …]... [--nvcc PATH] [--no-runtime-checks]
 //!               [-- NVCC FLAGS...]
@@ -17,7 +19,9 @@
 //! - `check` runs the whole pipeline (preprocess, parse, semantic analysis, lowering) and
 //!   reports every diagnostic; `--dump=hir` then prints the checked program and `--dump=plan`
 //!   the lowered plan (kernels, launches, streams, memory, entry ABI) on stdout.
-//! - `emit-cu` prints the `.cu` of one file (library mode unless `--standalone`), `emit-rs` its
+//! - `emit-cu` prints the `.cu` of one file (library mode unless `--standalone`), `emit-cpp`
+//!   the `.cpp` of the CPU backend (the same C++ for the host compiler and `choreo_cpu.h`),
+//!   `emit-rs` its
 //!   Rust wrapper module (`--stub`: wrappers that return `Err(choreo::Error::NotBuilt)`, as a
 //!   build without nvcc generates them).
 //! - `build` translates one file as a whole program and compiles it with nvcc, found like
@@ -258,6 +262,26 @@ const COMMANDS: &[Command] = &[
         exit_status: "Exit status: 0 translated (warnings may be printed), 1 errors reported, 2 \
                       usage or I/O error.\n",
         run: cli::emit::run_emit_cu,
+    },
+    Command {
+        name: "emit-cpp",
+        summary: "translate one .co file for the CPU and print the .cpp",
+        usage: "FILE.co [-D NAME[=VALUE]]... [--standalone] [--no-runtime-checks] \
+                [--no-bounds-checks] [-o OUT.cpp]",
+        flags: &[
+            Flag::Define,
+            Flag::Standalone,
+            Flag::NoRuntimeChecks,
+            Flag::NoBoundsChecks,
+            Flag::Output,
+        ],
+        files: Arity::One,
+        output_required: false,
+        notes: "The .cpp is C++17 for the host compiler; it includes choreo.h, which includes the\n\
+                CPU runtime header choreo_cpu.h, and links with choreo_cpu_runtime.cpp.\n\n",
+        exit_status: "Exit status: 0 translated (warnings may be printed), 1 errors reported, 2 \
+                      usage or I/O error.\n",
+        run: cli::emit::run_emit_cpp,
     },
     Command {
         name: "emit-rs",

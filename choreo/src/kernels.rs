@@ -481,9 +481,13 @@ pub struct BoundsSite {
 /// (layout: `choreo_compiler::lower::abi::BOUNDS_RECORD` — flag and access number, dimension,
 /// index, extent). The wrapper passes [`BoundsRecord::buffer_mut`] through
 /// [`WorkStreams::write_param_ptr`] and reads the record once the call's work is done.
+/// The entry also sets [`BoundsRecord::used_flag`] when it launched a kernel whose checks were
+/// on; while that flag is 0 no kernel can have written the record, so [`BoundsRecord::check`]
+/// does not read it (a launch whose checks the host proved redundant costs no copy back).
 #[derive(Debug)]
 pub struct BoundsRecord {
     words: DeviceTensor<u64, 1>,
+    used: u8,
     function: &'static str,
     sites: &'static [BoundsSite],
 }
@@ -496,7 +500,14 @@ impl BoundsRecord {
         sites: &'static [BoundsSite],
     ) -> Result<BoundsRecord> {
         let _device = stream.bind_device()?;
-        Ok(BoundsRecord { words: DeviceTensor::zeros_on(stream, [4])?, function, sites })
+        Ok(BoundsRecord { words: DeviceTensor::zeros_on(stream, [4])?, used: 0, function, sites })
+    }
+
+    /// The host flag the entry sets (to 1) when a kernel ran with its checks on
+    /// (`AbiParam::BoundsUsed`). The pointer is valid while the record is neither moved nor
+    /// dropped; the entry writes it only during the call.
+    pub fn used_flag(&mut self) -> *mut u8 {
+        &mut self.used
     }
 
     /// The record's device memory.
@@ -507,6 +518,9 @@ impl BoundsRecord {
     /// Reads the record on `stream` (blocking; ordered after the call's work by the buffer's
     /// tracking) and fails with [`Error::OutOfBounds`] when a check failed.
     pub fn check(&self, stream: &Stream) -> Result<()> {
+        if self.used == 0 {
+            return Ok(());
+        }
         let words = self.words.to_host(stream)?;
         decode_bounds(self.function, self.sites, words.as_slice())
     }
@@ -514,6 +528,9 @@ impl BoundsRecord {
     /// [`BoundsRecord::check`] without blocking: completes when the copy on `stream` has, with
     /// the check's result.
     pub fn check_async(&self, stream: &Stream) -> Result<Pending<'static, ()>> {
+        if self.used == 0 {
+            return Ok(Pending::ready(()));
+        }
         let (function, sites) = (self.function, self.sites);
         Ok(self
             .words

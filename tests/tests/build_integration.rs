@@ -50,8 +50,14 @@ impl Fixture {
         if let Ok(text) = fs::read_to_string(&main_rs) {
             let scope =
                 choreo_compiler::compile::SymbolScope::new([name, "0.1.0", "kernels", "add_one"]);
-            fs::write(&main_rs, text.replace("@ADD_ONE_ENTRY@", &scope.entry_symbol("add_one")))
-                .unwrap();
+            fs::write(
+                &main_rs,
+                text.replace(
+                    "@ADD_ONE_ENTRY@",
+                    &scope.entry_symbol("add_one", choreo_compiler::compile::Target::default()),
+                ),
+            )
+            .unwrap();
         }
         // The workspace's lock file pins the same dependency versions (offline); cargo trims it.
         fs::copy(workspace.join("Cargo.lock"), dir.join("Cargo.lock")).unwrap();

@@ -21,6 +21,23 @@ pub(crate) fn run_emit_cu(options: &Options) -> Status {
     }
 }
 
+/// `choreoc emit-cpp`: the CPU backend's `.cpp` (library mode unless `--standalone`).
+pub(crate) fn run_emit_cpp(options: &Options) -> Status {
+    let opts = CompileOptions {
+        defines: options.defines.clone(),
+        target: Target::Cpu,
+        mode: if options.standalone { OutputMode::Standalone } else { OutputMode::Library },
+        runtime_checks: options.runtime_checks,
+        stub_wrappers: false,
+        symbol_scope: None,
+        bounds_checks: options.bounds_checks,
+    };
+    match translate(options, &opts) {
+        Ok(compilation) => write_output(options, compilation.cpp.as_deref().unwrap_or_default()),
+        Err(status) => status,
+    }
+}
+
 /// `choreoc emit-rs`: the Rust wrapper module (stubs with `--stub`) on stdout or to `-o`.
 pub(crate) fn run_emit_rs(options: &Options) -> Status {
     let opts = CompileOptions {

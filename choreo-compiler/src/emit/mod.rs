@@ -1,8 +1,10 @@
 //! Code generation: the checked program plus its lowered plan → output text.
 //!
-//! [`cuda`] writes the `.cu` file (design §3), [`rust`] the safe wrappers. This module holds what
+//! [`cuda`] writes the `.cu` file (design §3), [`cpu`] the same C++ for the host compiler and
+//! the CPU runtime, [`rust`] the safe wrappers. This module holds what
 //! several emitters and the compile API share: the output mode ([`OutputMode`]).
 
+pub mod cpu;
 pub mod cuda;
 pub mod rust;
 

@@ -728,6 +728,7 @@ impl<'f> FnEmitter<'f> {
                     format!("__choreo_ret: *mut {},", abi_scalar(ty).unwrap_or("u8"))
                 }
                 AbiParam::BoundsRecord => "__choreo_bounds: *mut u64,".to_string(),
+                AbiParam::BoundsUsed => "__choreo_bounds_used: *mut u8,".to_string(),
                 AbiParam::Message => "__choreo_err: *mut ::core::ffi::c_char,".to_string(),
                 AbiParam::MessageCapacity => "__choreo_err_cap: usize,".to_string(),
             };
@@ -976,6 +977,7 @@ impl<'f> FnEmitter<'f> {
                 AbiParam::ResultData { .. } => "__choreo_ptr_ret,".to_string(),
                 AbiParam::ResultScalar { .. } => "&mut __choreo_value,".to_string(),
                 AbiParam::BoundsRecord => "__choreo_ptr_bounds,".to_string(),
+                AbiParam::BoundsUsed => "__choreo_bounds.used_flag(),".to_string(),
                 AbiParam::Message => "__choreo_message.as_mut_ptr(),".to_string(),
                 AbiParam::MessageCapacity => "__choreo_message.capacity(),".to_string(),
             };

@@ -24,7 +24,11 @@
 //! Then, in functions with run-time bounds checks, [`AbiParam::BoundsRecord`]
 //! `__choreo_bounds_record* bounds`: a zeroed device record (layout in [`BOUNDS_RECORD`]) where
 //! the kernels note the first access that failed its check; the caller reads it when the work
-//! is done and fails the call when its flag is set.
+//! is done and fails the call when its flag is set. It is followed by [`AbiParam::BoundsUsed`]
+//! `unsigned char* checked`: a host flag, zeroed by the caller, that the entry sets when it
+//! launched a kernel whose checks were on (not all of them decided on the host,
+//! `KernelPlan::host_proof`); when it stays 0 no kernel can have written the record and the
+//! caller need not read it.
 //! Last come [`AbiParam::Message`] `char* err` and [`AbiParam::MessageCapacity`]
 //! `size_t err_cap`: a buffer that receives a NUL-terminated message (truncated to `err_cap`)
 //! when the result is -1; it may be null when `err_cap` is 0.
@@ -120,6 +124,10 @@ pub enum AbiParam {
     /// skipped). Only in functions with such checks ([`super::FunctionPlan::guards`]); the
     /// caller reads it when the call's device work has finished.
     BoundsRecord,
+    /// `unsigned char*`: a host flag, zeroed by the caller, set by the entry when a kernel ran
+    /// with its bounds checks on; the record need not be read while it is 0. Always right
+    /// after [`AbiParam::BoundsRecord`].
+    BoundsUsed,
 }
 
 impl AbiParam {
@@ -163,6 +171,7 @@ pub(super) fn entry(
     }
     if bounds_record {
         params.push(AbiParam::BoundsRecord);
+        params.push(AbiParam::BoundsUsed);
     }
     params.push(AbiParam::Message);
     params.push(AbiParam::MessageCapacity);

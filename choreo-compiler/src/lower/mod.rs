@@ -177,6 +177,11 @@ pub struct KernelPlan {
     /// Whether the kernel has asynchronous DMAs (each thread then counts the copy groups it
     /// commits, for `wait`).
     pub async_copies: bool,
+    /// Whether threads of one block may wait for each other: the body has a barrier, a DMA or
+    /// `wait`, shared memory, inline asm or `__cpp__`, foreign C++ (which may synchronise), or
+    /// the launch is cooperative. A backend that runs the threads of a block one after another
+    /// (the CPU) switches between them only in such kernels.
+    pub synchronises: bool,
     /// Compiler hints and the launch mode (`[[launch_bounds]]`, `[[maxnreg]]`,
     /// `<cooperative>`: launched with every block resident at once, which the launch checks
     /// against the device's occupancy).
@@ -382,6 +387,7 @@ fn lower_function(
                     host_proof: Vec::new(),
                     shared: SharedPool::default(),
                     async_copies: false,
+                    synchronises: false,
                     attrs: hir::KernelAttrs::default(),
                 }
             })
@@ -449,7 +455,7 @@ fn lower_function(
             }
         }
     }
-    let symbols = Symbols::of(f, scope);
+    let symbols = Symbols::of(f, scope, options.target);
     let entry = abi::entry(f, symbols.entry.clone(), result_shape, guards);
     FunctionPlan {
         symbols,
@@ -643,8 +649,13 @@ impl HostWalk<'_, '_> {
             local: Vec::new(),
             async_copies: false,
             sync_uses: instances::Uses::default(),
+            synchronises: tree.attrs.cooperative,
         };
         visit::walk_stmts(&mut kernel, &tree.body);
+        // C++ the compiler cannot see into may synchronise too.
+        kernel.synchronises |= f.foreign_code.iter().any(|(s, _)| {
+            s.file == tree.span.file && s.start >= tree.span.start && s.end <= tree.span.end
+        });
         let shared = shared_pool(f, self.target, tree, &kernel.shared, self.diags);
         check_local_bytes(f, self.target, tree, &kernel.local, self.diags);
         for problem in std::mem::take(&mut kernel.problems) {
@@ -705,6 +716,7 @@ impl HostWalk<'_, '_> {
             host_proof: Vec::new(),
             shared,
             async_copies: kernel.async_copies,
+            synchronises: kernel.synchronises,
             attrs: tree.attrs,
         };
         match self.kernels.get_mut(tree.id.index()) {
@@ -780,11 +792,41 @@ struct KernelWalk<'a> {
     async_copies: bool,
     /// What decides how selected level instances synchronise.
     sync_uses: instances::Uses,
+    /// Whether threads of a block may wait for each other ([`KernelPlan::synchronises`]).
+    synchronises: bool,
 }
 
 impl<'a> Visitor<'a> for KernelWalk<'a> {
     fn stmt(&mut self, s: &'a Stmt) -> Walk {
         self.sync_uses.note(s);
+        self.synchronises |= match &s.kind {
+            StmtKind::Barrier(_)
+            | StmtKind::NamedBarrier { .. }
+            | StmtKind::Wait { .. }
+            | StmtKind::Dma(_)
+            | StmtKind::Asm(_)
+            | StmtKind::Cpp(_) => true,
+            StmtKind::DeclBuffer { var, .. } | StmtKind::Let { var, .. } => {
+                self.f.local(*var).is_some_and(|l| {
+                    matches!(l.place, LocalPlace::SharedBuffer | LocalPlace::SharedScalar)
+                })
+            }
+            _ => false,
+        };
+        if let (StmtKind::Asm(_), Target::Cpu) = (&s.kind, self.target) {
+            self.problems.push(
+                Diagnostic::error(
+                    "E0806",
+                    s.span,
+                    "inline assembly is not supported on the CPU target",
+                )
+                .with_label("PTX runs only on a CUDA GPU")
+                .with_help(
+                    "write the operation in Choreo or C++ (`__cpp__`, a `__device__` function), \
+                     or compile this file for a CUDA architecture only",
+                ),
+            );
+        }
         let problem = match &s.kind {
             StmtKind::InnerParallel(inner) => {
                 if inner.level == Level::Group4 && !self.target.has_warpgroups() {

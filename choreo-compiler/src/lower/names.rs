@@ -2,6 +2,7 @@
 //! symbol and local of a function, and the names of every function the backends define for it.
 
 use crate::hir;
+use crate::target::Target;
 use std::collections::HashSet;
 
 /// C++ identifiers, indexed like the function's tables.
@@ -86,15 +87,17 @@ impl SymbolScope {
         out
     }
 
-    /// The `extern "C"` entry symbol of the `__co__` function `function` in this scope.
-    pub fn entry_symbol(&self, function: &str) -> String {
-        format!("__choreo_rs_{}", self.mangled(Some(function)))
+    /// The `extern "C"` entry symbol of the `__co__` function `function` in this scope, for
+    /// `target`: the CPU and CUDA builds of one file are linked into one program, so their
+    /// entries differ (`__choreo_rs_…` / `__choreo_cpu_rs_…`).
+    pub fn entry_symbol(&self, function: &str, target: Target) -> String {
+        format!("__choreo_{}rs_{}", backend_prefix(target), self.mangled(Some(function)))
     }
 
-    /// The name a host `main` definition gets in a library build (unique per scope, so the
-    /// files of one program never define it twice).
-    pub fn renamed_main(&self) -> String {
-        format!("__choreo_unused_main_{}", self.mangled(None))
+    /// The name a host `main` definition gets in a library build for `target` (unique per
+    /// scope and backend, so the files of one program never define it twice).
+    pub fn renamed_main(&self, target: Target) -> String {
+        format!("__choreo_unused_{}main_{}", backend_prefix(target), self.mangled(None))
     }
 }
 
@@ -117,7 +120,7 @@ pub struct Symbols {
 
 impl Symbols {
     /// The symbols of `f` in `scope`.
-    pub fn of(f: &hir::Function, scope: &SymbolScope) -> Symbols {
+    pub fn of(f: &hir::Function, scope: &SymbolScope, target: Target) -> Symbols {
         let name = &f.name;
         let kernels = (0..f.kernel_count)
             .map(|k| {
@@ -132,9 +135,18 @@ impl Symbols {
             wrapper: name.clone(),
             check: format!("__choreo_check_{name}"),
             core: format!("__choreo_core_{name}"),
-            entry: scope.entry_symbol(name),
+            entry: scope.entry_symbol(name, target),
             kernels,
         }
+    }
+}
+
+/// What tells the symbols of the two backends apart: nothing for CUDA (the names of earlier
+/// versions), `cpu_` for the CPU.
+fn backend_prefix(target: Target) -> &'static str {
+    match target {
+        Target::Cuda(_) => "",
+        Target::Cpu => "cpu_",
     }
 }
 
@@ -351,7 +363,7 @@ mod tests {
             SymbolScope::new(["a", "bc"]).mangled(None)
         );
         assert_eq!(
-            SymbolScope::for_file_name("k/scale.co").renamed_main(),
+            SymbolScope::for_file_name("k/scale.co").renamed_main(Target::default()),
             "__choreo_unused_main_5scale"
         );
         assert_eq!(SymbolScope::for_file_name("a.b.co"), SymbolScope::new(["a"]));

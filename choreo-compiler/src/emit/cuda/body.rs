@@ -2,7 +2,7 @@
 
 use super::types::{conv, cpp_elem, scalar_of};
 use super::writer::c_escape;
-use super::{FnEmitter, Region};
+use super::{Dialect, FnEmitter, Region};
 use crate::hir::{
     self, AssignOp, BarrierScope, CheckKind, Dim, ElemTy, FenceScope, HExpr, HExprKind,
     LocalOrigin, LocalPlace, Participants, Place, ReturnTy, Stmt, StmtKind, Ty,
@@ -176,8 +176,11 @@ impl FnEmitter<'_, '_> {
                 if host {
                     self.w.line(span, &format!("__CHOREO_CHECK({c}, \"{text}\");"));
                 } else {
-                    self.w
-                        .line(span, &format!("if (!({c})) {{ printf(\"{text}\\n\"); __trap(); }}"));
+                    let printf = self.printf(true);
+                    self.w.line(
+                        span,
+                        &format!("if (!({c})) {{ {printf}(\"{text}\\n\"); __trap(); }}"),
+                    );
                 }
             }
             StmtKind::Yield => {
@@ -187,7 +190,7 @@ impl FnEmitter<'_, '_> {
                 self.w.line(span, "return;");
             }
             StmtKind::Print { newline, args } => {
-                let text = self.print(span, *newline, args);
+                let text = self.print(span, *newline, args, !host);
                 self.w.line(span, &text);
             }
             StmtKind::Return(value) => {
@@ -229,7 +232,10 @@ impl FnEmitter<'_, '_> {
                     match scope {
                         BarrierScope::Warp => "__syncwarp();",
                         BarrierScope::Block => "__syncthreads();",
-                        BarrierScope::Grid => "cooperative_groups::this_grid().sync();",
+                        BarrierScope::Grid => match self.options.dialect {
+                            Dialect::Cuda => "cooperative_groups::this_grid().sync();",
+                            Dialect::Cpu => "__choreo_thr->grid_sync();",
+                        },
                     },
                 );
             }
@@ -291,13 +297,8 @@ impl FnEmitter<'_, '_> {
             StmtKind::NamedBarrier { sync, id, threads } => {
                 let (id, n) =
                     (self.converted(id, ElemTy::S32), self.converted(threads, ElemTy::S32));
-                let op = if *sync { "bar.sync" } else { "bar.arrive" };
-                self.w.line(
-                    span,
-                    &format!(
-                        "asm volatile(\"{op} %0, %1;\" :: \"r\"({id}), \"r\"({n}) : \"memory\");"
-                    ),
-                );
+                let line = self.named_barrier(*sync, &id, &n);
+                self.w.line(span, &line);
             }
             StmtKind::HostCopy { src, dst, count } => {
                 if !host {
@@ -422,9 +423,12 @@ impl FnEmitter<'_, '_> {
                         format!("__syncwarp(0x{lanes:x}u << (threadIdx.x & {}u));", 32 - threads)
                     }
                     Some(InstanceSync::Named { first, threads }) => format!(
-                        "asm volatile(\"bar.sync %0, %1;\" :: \"r\"({first} + \
-                         static_cast<int>(threadIdx.x / {threads})), \"r\"({threads}) : \
-                         \"memory\");  // this {what} instance's barrier"
+                        "{}  // this {what} instance's barrier",
+                        self.named_barrier(
+                            true,
+                            &format!("{first} + static_cast<int>(threadIdx.x / {threads})"),
+                            &threads.to_string()
+                        )
                     ),
                     None => {
                         return self
@@ -1052,6 +1056,32 @@ fn constant_offset(index: &hir::ElemIndex, dims: &[Dim]) -> Option<u64> {
                 offset = offset.checked_mul(d.as_const()?)?.checked_add(c)?;
             }
             Some(offset)
+        }
+    }
+}
+
+impl FnEmitter<'_, '_> {
+    /// A PTX named barrier (`bar.sync` / `bar.arrive` of `threads` threads on barrier `id`);
+    /// on the CPU a call on the executing thread.
+    pub(super) fn named_barrier(&self, sync: bool, id: &str, threads: &str) -> String {
+        match (self.options.dialect, sync) {
+            (Dialect::Cuda, _) => {
+                let op = if sync { "bar.sync" } else { "bar.arrive" };
+                format!(
+                    "asm volatile(\"{op} %0, %1;\" :: \"r\"({id}), \"r\"({threads}) : \"memory\");"
+                )
+            }
+            (Dialect::Cpu, true) => format!("__choreo_thr->bar_sync({id}, {threads});"),
+            (Dialect::Cpu, false) => format!("__choreo_thr->bar_arrive({id}, {threads});"),
+        }
+    }
+
+    /// The `printf` of host code, or of device code (`device`): on the CPU a kernel prints
+    /// through its thread, so that a launch's output comes in block order.
+    pub(super) fn printf(&self, device: bool) -> &'static str {
+        match self.options.dialect {
+            Dialect::Cpu if device => "__choreo_thr->printf",
+            _ => "::printf",
         }
     }
 }

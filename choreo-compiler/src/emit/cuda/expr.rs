@@ -302,7 +302,15 @@ impl FnEmitter<'_, '_> {
 
     // -- print ------------------------------------------------------------------------------
 
-    pub(super) fn print(&mut self, span: Span, newline: bool, args: &[HExpr]) -> String {
+    /// `device`: printed by a kernel (on the CPU, through the executing thread, which keeps
+    /// the output of a launch in block order).
+    pub(super) fn print(
+        &mut self,
+        span: Span,
+        newline: bool,
+        args: &[HExpr],
+        device: bool,
+    ) -> String {
         let mut format = String::new();
         let mut values: Vec<String> = Vec::new();
         for a in args {
@@ -316,7 +324,8 @@ impl FnEmitter<'_, '_> {
             let _ = span;
             return "(void)0;".to_string();
         }
-        let mut text = format!("::printf(\"{format}\"");
+        let printf = self.printf(device);
+        let mut text = format!("{printf}(\"{format}\"");
         for v in values {
             text.push_str(", ");
             text.push_str(&v);

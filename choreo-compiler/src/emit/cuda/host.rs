@@ -99,6 +99,7 @@ impl FnEmitter<'_, '_> {
         }
         if self.plan.guards {
             out.push("__choreo_bounds_record* __choreo_bounds".to_string());
+            out.push("unsigned char* __choreo_bounds_used".to_string());
         }
         if !self.plan.memory.returned_params.is_empty() {
             out.push("int* __choreo_returned_param".to_string());
@@ -343,6 +344,8 @@ impl FnEmitter<'_, '_> {
             );
             core_args
                 .push("static_cast<__choreo_bounds_record*>(__choreo_bounds__mem.ptr)".to_string());
+            self.w.line(span, "unsigned char __choreo_bounds_used = 0;");
+            core_args.push("&__choreo_bounds_used".to_string());
         }
         if !self.plan.memory.returned_params.is_empty() {
             self.w.line(span, "int __choreo_returned_param = -1;");
@@ -403,7 +406,7 @@ impl FnEmitter<'_, '_> {
                 );
                 self.w.line(
                     span,
-                    "::__choreo_bounds_check(__frame, __choreo_bounds__mem.ptr, __choreo_sites, sizeof __choreo_sites / sizeof *__choreo_sites);",
+                    "if (__choreo_bounds_used) ::__choreo_bounds_check(__frame, __choreo_bounds__mem.ptr, __choreo_sites, sizeof __choreo_sites / sizeof *__choreo_sites);",
                 );
             }
         }
@@ -501,6 +504,10 @@ impl FnEmitter<'_, '_> {
                 AbiParam::BoundsRecord => {
                     params.push("__choreo_bounds_record* __choreo_bounds".to_string());
                     core_args.push("__choreo_bounds".to_string());
+                }
+                AbiParam::BoundsUsed => {
+                    params.push("unsigned char* __choreo_bounds_used".to_string());
+                    core_args.push("__choreo_bounds_used".to_string());
                 }
                 AbiParam::Message => params.push("char* __choreo_err".to_string()),
                 AbiParam::MessageCapacity => {

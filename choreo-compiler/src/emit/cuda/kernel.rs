@@ -2,7 +2,7 @@
 
 use super::types::cpp_elem;
 use super::writer::comment_text;
-use super::{FnEmitter, Region};
+use super::{Dialect, FnEmitter, Region};
 use crate::hir::{self, Capture, KernelId, ParamKind, Ty};
 use crate::lower::{AfterLaunch, Grid, KernelPlan, StreamRef};
 use crate::source::Span;
@@ -84,8 +84,12 @@ impl FnEmitter<'_, '_> {
     pub(super) fn kernel(&mut self, tree: &hir::ParallelTree) {
         let Some((k, symbol)) = self.kernel_plan(tree) else { return };
         let span = tree.span;
-        let mut params: Vec<String> =
-            k.captures.iter().map(|c| self.capture_decl(span, *c)).collect();
+        let mut params: Vec<String> = Vec::new();
+        if self.options.dialect == Dialect::Cpu {
+            // The executing thread, which `threadIdx`, `__syncthreads()`, … read on the CPU.
+            params.push("const ::choreo::cpu::Thread* __choreo_thr".to_string());
+        }
+        params.extend(k.captures.iter().map(|c| self.capture_decl(span, *c)));
         if k.guards {
             params.push("__choreo_bounds_record* __choreo_bounds".to_string());
         }
@@ -144,13 +148,17 @@ impl FnEmitter<'_, '_> {
         }
         if !k.shared.slots.is_empty() {
             // The kernel's shared pool (spec §11.3): its size is passed at launch.
-            self.w.line(
-                span,
-                &format!(
+            let pool = match self.options.dialect {
+                Dialect::Cuda => format!(
                     "extern __shared__ __align__({}) unsigned char __choreo_smem[];",
                     k.shared.alignment
                 ),
-            );
+                // The block's arena, aligned by the runtime to 128 bytes.
+                Dialect::Cpu => {
+                    "unsigned char* const __choreo_smem = __choreo_thr->smem;".to_string()
+                }
+            };
+            self.w.line(span, &pool);
         }
         if k.async_copies {
             // The copy groups this thread committed (`dma.copy.async`), for `wait`.
@@ -436,15 +444,42 @@ impl FnEmitter<'_, '_> {
         if k.attrs.cooperative {
             self.cooperative_launch(span, &symbol, &grid);
         }
-        let mut args = vec!["&__choreo_launch".to_string(), symbol];
-        args.extend(k.captures.iter().map(|c| self.capture_arg(*c)));
+        if k.guards {
+            // The caller reads the bounds record only after a launch with its checks on.
+            let used = if k.host_proof.is_empty() {
+                "*__choreo_bounds_used = 1;".to_string()
+            } else {
+                "if (!__choreo_in_bounds_on_host) *__choreo_bounds_used = 1;".to_string()
+            };
+            self.w.line(span, &used);
+        }
+        let mut args: Vec<String> = k.captures.iter().map(|c| self.capture_arg(*c)).collect();
         if k.guards {
             args.push("__choreo_bounds".to_string());
         }
         if !k.host_proof.is_empty() {
             args.push("!__choreo_in_bounds_on_host".to_string());
         }
-        self.w.line(span, &format!("__CHOREO_TRY(cudaLaunchKernelEx({}));", args.join(", ")));
+        let launch = match self.options.dialect {
+            Dialect::Cuda => {
+                args.splice(0..0, ["&__choreo_launch".to_string(), symbol]);
+                format!("cudaLaunchKernelEx({})", args.join(", "))
+            }
+            Dialect::Cpu => {
+                // Threads that may wait for each other run as fibres; others one after another.
+                let mut flags = Vec::new();
+                if k.synchronises {
+                    flags.push("::choreo::cpu::kFibres");
+                }
+                if k.attrs.cooperative {
+                    flags.push("::choreo::cpu::kCooperative");
+                }
+                let flags = if flags.is_empty() { "0u".to_string() } else { flags.join(" | ") };
+                args.splice(0..0, ["&__choreo_launch".to_string(), flags]);
+                format!("::choreo::cpu::launch<{symbol}>({})", args.join(", "))
+            }
+        };
+        self.w.line(span, &format!("__CHOREO_TRY({launch});"));
         let after = match k.after {
             AfterLaunch::DeviceSync => "__CHOREO_TRY(cudaDeviceSynchronize());".to_string(),
             AfterLaunch::StreamSync(s) => {

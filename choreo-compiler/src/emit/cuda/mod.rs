@@ -80,10 +80,29 @@ use types::{conv, scalar_of};
 use writer::{Writer, comment_text};
 
 impl CudaOptions {
-    /// Whether the architecture has `cp.async` (sm_80 and later).
+    /// Whether the architecture has `cp.async` (sm_80 and later; never on the CPU).
     pub fn arch_has_cp_async(&self) -> bool {
-        self.arch.sm() >= 80
+        self.dialect == Dialect::Cuda && self.arch.sm() >= 80
     }
+}
+
+/// Which compiler the emitted C++ is for.
+///
+/// The CPU backend ([`crate::emit::cpu`]) renders the same text as the CUDA one, for the
+/// host's C++ compiler and the CPU runtime header `choreo_cpu.h`, which supplies what the CUDA
+/// headers supply (types, qualifiers, intrinsics, the runtime API). Only what that header
+/// cannot provide is spelled differently, always through [`Dialect`] checks in this module:
+/// kernels take the executing thread as a first parameter (`__choreo_thr`, which the
+/// header's `threadIdx`, `__syncthreads()`, … read), shared memory is the block's arena,
+/// launches go through `::choreo::cpu::launch<kernel>`, grid and named barriers and device
+/// `print` are calls on the thread, and inline PTX is rejected.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Dialect {
+    /// CUDA C++ for nvcc.
+    #[default]
+    Cuda,
+    /// C++17 for the host compiler with `choreo_cpu.h`.
+    Cpu,
 }
 
 /// What the CUDA emitter needs to know besides the program.
@@ -97,6 +116,8 @@ pub struct CudaOptions {
     /// launches). The check that a returned value fits the declared return shape is always
     /// emitted, because the copy into the caller's buffer depends on it.
     pub runtime_checks: bool,
+    /// CUDA C++ or C++ for the CPU runtime.
+    pub dialect: Dialect,
 }
 
 /// Writes the `.cu` text of a checked, lowered file. Internal inconsistencies (which a correct
@@ -114,7 +135,7 @@ pub fn emit_cuda(
     let cooperative = plan.functions.iter().flat_map(|f| &f.kernels).any(|k| k.attrs.cooperative);
     w.raw(&support::prelude(
         db.file(file).name(),
-        &plan.scope.renamed_main(),
+        &plan.scope.renamed_main(plan.target),
         options,
         cooperative,
     ));
@@ -127,7 +148,7 @@ pub fn emit_cuda(
                         db.snippet(*span),
                         *span,
                         &program.main_definitions,
-                        &plan.scope.renamed_main(),
+                        &plan.scope.renamed_main(plan.target),
                     ),
                     OutputMode::Standalone => db.snippet(*span).to_string(),
                 };

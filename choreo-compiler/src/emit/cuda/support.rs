@@ -2,7 +2,7 @@
 //! the support library (`support.cuh`, pasted in so the `.cu` is self-contained) in a
 //! namespace named after a hash of its text.
 
-use super::CudaOptions;
+use super::{CudaOptions, Dialect};
 use crate::emit::OutputMode;
 use std::fmt::Write as _;
 
@@ -25,34 +25,51 @@ pub(super) fn prelude(
     let _ = writeln!(
         text,
         "// Target: {}; {}.",
-        options.arch,
+        match options.dialect {
+            Dialect::Cuda => options.arch.to_string(),
+            Dialect::Cpu => "cpu".to_string(),
+        },
         match options.mode {
             OutputMode::Library => format!("library (a host main() is renamed to {renamed_main})"),
             OutputMode::Standalone => "standalone program".to_string(),
         }
     );
-    text.push_str("#ifndef CHOREO_DISABLE_CUDA_RUNTIME_ENV_CHECK\n");
-    text.push_str("#define __CHOREO_ENABLE_CUDA_RUNTIME_ENV_CHECK__ 1\n");
-    text.push_str("#endif\n");
-    let _ = writeln!(text, "#define __CHOREO_REQUIRED_GPU_DEVICE_SM__ {}", options.arch.sm());
-    text.push_str("#include \"choreo.h\"\n");
-    if cooperative {
-        text.push_str("#include <cooperative_groups.h>\n");
+    match options.dialect {
+        Dialect::Cuda => {
+            text.push_str("#ifndef CHOREO_DISABLE_CUDA_RUNTIME_ENV_CHECK\n");
+            text.push_str("#define __CHOREO_ENABLE_CUDA_RUNTIME_ENV_CHECK__ 1\n");
+            text.push_str("#endif\n");
+            let _ =
+                writeln!(text, "#define __CHOREO_REQUIRED_GPU_DEVICE_SM__ {}", options.arch.sm());
+            text.push_str("#include \"choreo.h\"\n");
+            if cooperative {
+                text.push_str("#include <cooperative_groups.h>\n");
+            }
+        }
+        Dialect::Cpu => {
+            // choreo.h then includes the CPU runtime header instead of CUDA's.
+            text.push_str("#define __CHOREO_CPU__ 1\n");
+            text.push_str("#include \"choreo.h\"\n");
+        }
     }
-    // Every generated file of the same translator version shares one definition of the
-    // support library (external linkage, so unused parts draw no warnings); files from versions
-    // with a different library never clash.
-    let _ = writeln!(text, "#define CHOREO_SUPPORT_NS {}", support_namespace());
+    // Every generated file of the same translator version and dialect shares one definition of
+    // the support library (external linkage, so unused parts draw no warnings); files from
+    // versions with a different library, or for the other dialect, never clash.
+    let _ = writeln!(text, "#define CHOREO_SUPPORT_NS {}", support_namespace(options.dialect));
     text.push_str(SUPPORT);
     text
 }
 
-/// `__choreo_support_<hash of the support library text>` (FNV-1a, 64 bits).
-fn support_namespace() -> String {
+/// `__choreo_support_<hash of the support library text>` (FNV-1a, 64 bits), `_cpu` appended
+/// for the CPU dialect (the same text compiles to different code there).
+fn support_namespace(dialect: Dialect) -> String {
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
     for b in SUPPORT.bytes() {
         hash ^= u64::from(b);
         hash = hash.wrapping_mul(0x0100_0000_01b3);
     }
-    format!("__choreo_support_{hash:016x}")
+    match dialect {
+        Dialect::Cuda => format!("__choreo_support_{hash:016x}"),
+        Dialect::Cpu => format!("__choreo_support_{hash:016x}_cpu"),
+    }
 }
