@@ -7,7 +7,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use choreo_sys as sys;
 
-use crate::device::{DeviceGuard, current_ordinal, internal_streams};
+use crate::device::{DeviceGuard, internal_streams};
 use crate::elem::{DeviceRepr, zeroed_vec};
 use crate::error::{check, check_deferred, defer_error};
 use crate::graveyard::{Release, bury, sweep};
@@ -21,14 +21,20 @@ use crate::{Device, Error, Result};
 enum AllocKind {
     /// Nothing allocated (zero bytes).
     Empty,
-    /// `cudaMallocAsync` from the device's default memory pool; freed with `cudaFreeAsync` on
-    /// the device's internal free stream.
+    /// `cudaMallocAsync` from the device's default memory pool (on the CPU: the CPU runtime's
+    /// stream-ordered allocation); freed with `cudaFreeAsync` on the device's internal free
+    /// stream.
     Pool,
     /// `cudaMalloc` (devices without memory pools); freed with `cudaFree` once idle.
     Plain,
 }
 
 /// `len` values of `T` in device memory, with access tracking.
+///
+/// The memory belongs to one [`Device`]: a CUDA GPU, or the CPU (where "device" memory is host
+/// memory that the CPU runtime's streams read and write, with the same tracking and the same
+/// guarantees). Using it with a stream of the other backend fails with
+/// [`Error::DeviceMismatch`].
 ///
 /// # Ordering and safety model
 ///
@@ -63,7 +69,7 @@ pub struct DeviceBuffer<T: DeviceRepr> {
     /// Device address; null when nothing is allocated.
     pointer: *mut T,
     len: usize,
-    device: i32,
+    device: Device,
     kind: AllocKind,
     tracking: Mutex<Tracking>,
     _marker: PhantomData<T>,
@@ -87,7 +93,7 @@ fn byte_len<T>(len: usize) -> Result<usize> {
     })
 }
 
-/// Enqueues a `cudaMemcpyAsync` of `bytes` bytes on `stream`.
+/// Enqueues a `cudaMemcpyAsync` of `bytes` bytes on `stream`, with its backend's runtime.
 fn enqueue_copy(
     destination: *mut c_void,
     source: *const c_void,
@@ -95,12 +101,14 @@ fn enqueue_copy(
     kind: sys::cudaMemcpyKind,
     stream: &Stream,
 ) -> Result<()> {
+    let (_, api) = stream.device_and_api()?;
     let _guard = stream.bind_device()?;
     // SAFETY: callers pass pointers to tracked device or pinned allocations of at least
-    // `bytes` bytes, which stay allocated until the copy has completed (it is recorded as an
+    // `bytes` bytes, of the stream's backend (the tracking refused other backends before this
+    // is called), which stay allocated until the copy has completed (it is recorded as an
     // access of both). User memory is never the source or target of a device copy.
-    let status = unsafe { sys::cudaMemcpyAsync(destination, source, bytes, kind, stream.as_raw()) };
-    check(status, "cudaMemcpyAsync")
+    let status = unsafe { (api.memcpy_async)(destination, source, bytes, kind, stream.as_raw()) };
+    check(api, status, "cudaMemcpyAsync")
 }
 
 fn check_len(expected: usize, got: usize) -> Result<()> {
@@ -115,7 +123,7 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
         // Give memory of dropped buffers whose work has finished back to the pool first.
         sweep();
         let bytes = byte_len::<T>(len)?;
-        let device = stream.device_ordinal()?;
+        let (device, api) = stream.device_and_api()?;
         if bytes == 0 {
             return Ok(Self::from_parts(
                 std::ptr::null_mut(),
@@ -130,13 +138,13 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
         let mut raw: *mut c_void = std::ptr::null_mut();
         let kind = if pools_supported {
             // SAFETY: `raw` is a valid, writable pointer slot; the stream is valid while
-            // `stream` exists and belongs to the current device.
-            let status = unsafe { sys::cudaMallocAsync(&mut raw, bytes, stream.as_raw()) };
-            check(status, "cudaMallocAsync")?;
+            // `stream` exists and belongs to the current device of `api`'s backend.
+            let status = unsafe { (api.malloc_async)(&mut raw, bytes, stream.as_raw()) };
+            check(api, status, "cudaMallocAsync")?;
             AllocKind::Pool
         } else {
             // SAFETY: `raw` is a valid, writable pointer slot for the duration of the call.
-            check(unsafe { sys::cudaMalloc(&mut raw, bytes) }, "cudaMalloc")?;
+            check(api, unsafe { (api.malloc)(&mut raw, bytes) }, "cudaMalloc")?;
             AllocKind::Plain
         };
         Ok(Self::from_parts(raw.cast(), len, tracking, kind))
@@ -167,21 +175,29 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
             return Ok(());
         }
         tracked_op(stream, &mut [], &mut [self.tracking_mut()], || {
+            let (_, api) = stream.device_and_api()?;
             let _guard = stream.bind_device()?;
-            // SAFETY: `pointer` is this buffer's allocation of `bytes` bytes; the tracking keeps
-            // it alive until the memset has completed.
-            let status = unsafe { sys::cudaMemsetAsync(pointer.cast(), 0, bytes, stream.as_raw()) };
-            check(status, "cudaMemsetAsync")
+            // SAFETY: `pointer` is this buffer's allocation of `bytes` bytes, of the stream's
+            // backend (the tracking checked); the tracking keeps it alive until the memset has
+            // completed.
+            let status = unsafe { (api.memset_async)(pointer.cast(), 0, bytes, stream.as_raw()) };
+            check(api, status, "cudaMemsetAsync")
         })
     }
 
-    /// Allocates `len` zeroed values on the calling thread's current device.
+    /// Allocates `len` zeroed values on the default device ([`Device::default_device`]: the
+    /// calling thread's current CUDA device, or the CPU on a machine without a GPU).
     ///
     /// Allocation and zeroing happen on an internal stream that never waits for user work;
     /// the first use on any stream is ordered after them automatically.
     pub fn zeroed(len: usize) -> Result<Self> {
+        Self::zeroed_on_device(Device::default_device()?, len)
+    }
+
+    /// Allocates `len` zeroed values on `device`, like [`DeviceBuffer::zeroed`].
+    pub fn zeroed_on_device(device: Device, len: usize) -> Result<Self> {
         check_deferred()?;
-        let streams = internal_streams(current_ordinal()?)?;
+        let streams = internal_streams(device)?;
         let mut buffer = Self::allocate(&streams.alloc, len)?;
         buffer.enqueue_zero(&streams.alloc)?;
         Ok(buffer)
@@ -242,7 +258,7 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
     /// Stages `data` in runtime-owned pinned memory and enqueues the copy from there. The
     /// staging buffer is freed (returned to the pinned cache) once the copy has completed.
     fn write_from_host(&mut self, stream: &Stream, data: &[T]) -> Result<()> {
-        let staging = PinnedHostBuffer::from_slice(data)?;
+        let staging = PinnedHostBuffer::from_slice_on_device(stream.device()?, data)?;
         self.copy_from_pinned(stream, &staging)
     }
 
@@ -255,7 +271,7 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
         if self.bytes() == 0 {
             return Ok(());
         }
-        let mut staging = PinnedHostBuffer::new(self.len)?;
+        let mut staging = PinnedHostBuffer::new_on_device(stream.device()?, self.len)?;
         self.copy_to_pinned(stream, &mut staging)?;
         data.copy_from_slice(staging.as_slice()?);
         Ok(())
@@ -361,11 +377,6 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
 
     /// The device that holds the memory.
     pub fn device(&self) -> Device {
-        Device::from_raw_ordinal(self.device)
-    }
-
-    /// The device ordinal of the memory.
-    pub(crate) fn device_ordinal(&self) -> i32 {
         self.device
     }
 
@@ -460,7 +471,7 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
             Some(events) => bury(events, release),
             None => {
                 // Unrecorded accesses: only the whole device can be waited for.
-                Device::from_raw_ordinal(device).synchronize()?;
+                device.synchronize()?;
                 bury(Vec::new(), release);
             }
         }
