@@ -12,7 +12,7 @@ use crate::elem::{DeviceRepr, zeroed_vec};
 use crate::error::{check, check_deferred, defer_error};
 use crate::graveyard::{Release, bury, sweep};
 use crate::pinned::PinnedHostBuffer;
-use crate::stream::Stream;
+use crate::stream::{Stream, same_backend};
 use crate::tracking::{Recorded, Tracking, tracked_op};
 use crate::{Device, Error, Result};
 
@@ -248,6 +248,7 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
     /// not wait for the device.
     pub fn copy_from_host(&mut self, stream: &Stream, data: &[T]) -> Result<()> {
         check_deferred()?;
+        self.stream_device(stream)?;
         check_len(self.len, data.len())?;
         if self.bytes() == 0 {
             return Ok(());
@@ -267,11 +268,12 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
     /// copies into runtime-owned pinned staging memory, then the host copies into `data`).
     pub fn copy_to_host(&self, stream: &Stream, data: &mut [T]) -> Result<()> {
         check_deferred()?;
+        let device = self.stream_device(stream)?;
         check_len(self.len, data.len())?;
         if self.bytes() == 0 {
             return Ok(());
         }
-        let mut staging = PinnedHostBuffer::new_on_device(stream.device()?, self.len)?;
+        let mut staging = PinnedHostBuffer::new_on_device(device, self.len)?;
         self.copy_to_pinned(stream, &mut staging)?;
         data.copy_from_slice(staging.as_slice()?);
         Ok(())
@@ -292,6 +294,8 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
         source: &PinnedHostBuffer<T>,
     ) -> Result<()> {
         check_deferred()?;
+        let device = self.stream_device(stream)?;
+        same_backend("the pinned source", source.device(), device)?;
         check_len(self.len, source.len())?;
         let (pointer, bytes) = (self.pointer, self.bytes());
         if bytes == 0 {
@@ -313,6 +317,8 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
     /// `target` ([`PinnedHostBuffer::as_slice`]) waits for the copy.
     pub fn copy_to_pinned(&self, stream: &Stream, target: &mut PinnedHostBuffer<T>) -> Result<()> {
         check_deferred()?;
+        let device = self.stream_device(stream)?;
+        same_backend("the pinned target", target.device(), device)?;
         check_len(self.len, target.len())?;
         let bytes = self.bytes();
         if bytes == 0 {
@@ -334,6 +340,8 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
     /// Enqueues a device-to-device copy of `source` into the buffer on `stream`.
     pub fn copy_from_device(&mut self, stream: &Stream, source: &DeviceBuffer<T>) -> Result<()> {
         check_deferred()?;
+        let device = self.stream_device(stream)?;
+        same_backend("the source buffer", source.device, device)?;
         check_len(self.len, source.len)?;
         let (pointer, bytes) = (self.pointer, self.bytes());
         if bytes == 0 {
@@ -354,6 +362,7 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
     /// A new buffer on `stream`'s device with a copy of this one's contents.
     pub fn try_clone(&self, stream: &Stream) -> Result<Self> {
         check_deferred()?;
+        self.stream_device(stream)?;
         let mut copy = Self::allocate(stream, self.len)?;
         copy.copy_from_device(stream, self)?;
         Ok(copy)
@@ -362,6 +371,7 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
     /// Enqueues zeroing the whole buffer on `stream`.
     pub fn fill_zero(&mut self, stream: &Stream) -> Result<()> {
         check_deferred()?;
+        self.stream_device(stream)?;
         self.enqueue_zero(stream)
     }
 
@@ -373,6 +383,14 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
     /// `true` when the buffer holds no elements.
     pub fn is_empty(&self) -> bool {
         self.len == 0
+    }
+
+    /// The device of `stream`, after checking that it is of the buffer's backend
+    /// ([`Error::DeviceMismatch`] otherwise), before anything is allocated or enqueued.
+    pub(crate) fn stream_device(&self, stream: &Stream) -> Result<Device> {
+        let device = stream.device()?;
+        same_backend("the buffer", self.device, device)?;
+        Ok(device)
     }
 
     /// The device that holds the memory.
@@ -416,6 +434,7 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
     /// For generated kernel wrappers: records that work enqueued on `stream` (after
     /// [`DeviceBuffer::device_ptr_for_read`]) reads the buffer.
     pub fn record_read(&self, stream: &Stream) -> Result<()> {
+        self.stream_device(stream)?;
         let recorded = Recorded::now(stream)?;
         self.lock_tracking().read_recorded(&recorded);
         Ok(())
@@ -445,6 +464,7 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
     /// For generated kernel wrappers: records that work enqueued on `stream` (after
     /// [`DeviceBuffer::device_ptr_for_write`]) writes the buffer.
     pub fn record_write(&mut self, stream: &Stream) -> Result<()> {
+        self.stream_device(stream)?;
         self.tracking_mut().after_write(stream)
     }
 

@@ -421,6 +421,12 @@ pub(crate) fn check_deferred() -> Result<()> {
     }
 }
 
+/// Unit tests that use the runtime hold this for reading; the test of the deferred-error slot
+/// holds it for writing, so that no runtime call of another test takes (or adds to) the errors
+/// it defers.
+#[cfg(test)]
+pub(crate) static DEFERRED_SLOT_USERS: std::sync::RwLock<()> = std::sync::RwLock::new(());
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -434,7 +440,8 @@ mod tests {
 
     #[test]
     fn deferred_errors_keep_the_first_and_are_taken_once() {
-        // The slot is process-wide; this is the only unit test that touches it.
+        // The slot is process-wide: no other unit test runs the runtime meanwhile.
+        let _exclusive = DEFERRED_SLOT_USERS.write().unwrap_or_else(PoisonError::into_inner);
         let _ = take_deferred_error();
         defer_error("dropping a DeviceBuffer", Error::InvalidArgument("first".into()));
         defer_error("dropping a Stream", Error::InvalidArgument("second".into()));

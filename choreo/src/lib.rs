@@ -61,6 +61,8 @@
 mod at_exit;
 mod backend;
 mod buffer;
+#[cfg(test)]
+mod cpu_tests;
 mod device;
 mod elem;
 mod error;

@@ -115,7 +115,8 @@ impl<T: DeviceRepr, const R: usize> DeviceTensor<T, R> {
 
     /// Enqueues a copy of the tensor into new pinned staging memory on `stream`.
     fn stage_on(&self, stream: &Stream) -> Result<PinnedHostBuffer<T>> {
-        let mut staging = PinnedHostBuffer::new_on_device(stream.device()?, self.buffer.len())?;
+        let device = self.buffer.stream_device(stream)?;
+        let mut staging = PinnedHostBuffer::new_on_device(device, self.buffer.len())?;
         self.buffer.copy_to_pinned(stream, &mut staging)?;
         Ok(staging)
     }
