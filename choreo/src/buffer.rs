@@ -38,7 +38,7 @@ enum AllocKind {
 ///
 /// # Ordering and safety model
 ///
-/// Every copy or kernel launch that touches the buffer records a CUDA event on the stream that
+/// Every copy or kernel launch that touches the buffer records an event on the stream that
 /// did it: the buffer keeps the events of the last write (one per stream, for a kernel call
 /// whose kernels run on several streams) and one event per stream that read it since. A new
 /// read on some stream first makes that stream wait for the last write; a new write waits for
@@ -75,8 +75,9 @@ pub struct DeviceBuffer<T: DeviceRepr> {
     _marker: PhantomData<T>,
 }
 
-// SAFETY: the buffer exclusively owns its device allocation, which the host never dereferences;
-// it is only passed to CUDA calls, which may be made from any thread. The tracking state is
+// SAFETY: the buffer exclusively owns its device allocation, which the host never dereferences
+// (on the CPU only the CPU runtime's stream work does, ordered by the tracking); it is only
+// passed to calls of its backend's runtime, which may be made from any thread. The tracking state is
 // behind a Mutex; writes need `&mut self`. `T: DeviceRepr` is Send + Sync.
 unsafe impl<T: DeviceRepr> Send for DeviceBuffer<T> {}
 // SAFETY: see `Send`; `&self` methods only enqueue reads of the memory and update the

@@ -64,8 +64,9 @@ impl<T: DeviceRepr> PinnedHostBuffer<T> {
         }
         let block = pinned_pool::acquire(device.backend(), bytes)?;
         let pointer = NonNull::new(block.as_ptr().cast::<T>()).unwrap_or(NonNull::dangling());
-        // SAFETY: the block holds at least `bytes` bytes, is page aligned (so aligned for T,
-        // whose alignment DeviceRepr bounds) and is ours alone: the pool hands out only blocks
+        // SAFETY: the block holds at least `bytes` bytes, is aligned to at least 256 bytes
+        // (checked by `pinned_pool::acquire`; enough for T, whose alignment DeviceRepr bounds
+        // by 256) and is ours alone: the pool hands out only blocks
         // that no GPU work uses. Zero bytes make every element a valid T (DeviceRepr).
         unsafe { std::ptr::write_bytes(pointer.as_ptr(), 0, len) };
         Ok(Self { pointer, len, block: Some(block), tracking })

@@ -21,8 +21,12 @@ use crate::{Error, Result};
 /// The smallest block (one page).
 const MIN_BLOCK_BYTES: usize = 4096;
 
-/// A page-locked allocation of `bytes` bytes (a power of two), page aligned, made by the
-/// runtime of `backend`.
+/// The alignment every block has (the largest alignment of a `DeviceRepr` type). CUDA's
+/// pinned blocks are page aligned; the CPU runtime's are checked.
+const BLOCK_ALIGN: usize = 256;
+
+/// A page-locked allocation of `bytes` bytes (a power of two), aligned to [`BLOCK_ALIGN`], made
+/// by the runtime of `backend`.
 #[derive(Debug)]
 pub(crate) struct PinnedBlock {
     pointer: NonNull<u8>,
@@ -92,9 +96,17 @@ pub(crate) fn acquire(backend: Backend, bytes: usize) -> Result<PinnedBlock> {
         unsafe { (api.host_alloc)(&mut raw, block_bytes, choreo_sys::cudaHostAllocPortable) };
     check(api, status, "cudaHostAlloc")?;
     let pointer = NonNull::new(raw.cast::<u8>()).ok_or(Error::OutOfHostMemory { bytes })?;
+    let block = PinnedBlock { pointer, bytes: block_bytes, backend };
+    if pointer.as_ptr().align_offset(BLOCK_ALIGN) != 0 {
+        let _ = block.free();
+        return Err(Error::InvalidArgument(format!(
+            "the {backend} runtime returned pinned memory that is not aligned to \
+             {BLOCK_ALIGN} bytes"
+        )));
+    }
     // The block will be cached when released: free the cache at exit.
     crate::at_exit::register();
-    Ok(PinnedBlock { pointer, bytes: block_bytes, backend })
+    Ok(block)
 }
 
 /// Takes back a block that no GPU work uses any more, for reuse. Never blocks (freeing would).
