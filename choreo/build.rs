@@ -9,7 +9,8 @@
 //! `choreo_cpu_runtime`, which `cc` links into the crate together with the C++ standard
 //! library; `pthread` is linked on Unix. The library exports the runtime's C API
 //! (`choreo_cpu_cudaMalloc`, …), which `src/backend.rs` binds, and the kernel-facing C++ entry
-//! points that CPU kernels compiled from generated code call.
+//! points that CPU kernels compiled from generated code call. `src/cpu_test_kernels.cpp` (two
+//! tiny kernels for the crate's own tests of the CPU device) is compiled into it too.
 
 use std::env;
 use std::fs;
@@ -42,7 +43,9 @@ fn main() {
         .warnings(true)
         .warnings_into_errors(false)
         .include(&sources)
-        .file(&runtime);
+        .file(&runtime)
+        .file("src/cpu_test_kernels.cpp");
+    println!("cargo::rerun-if-changed=src/cpu_test_kernels.cpp");
     if let Err(error) = build.try_compile("choreo_cpu_runtime") {
         fail(&format!(
             "compiling the CPU runtime ({}) failed: {error}. A C++17 compiler is needed (g++ >= 10 \

@@ -576,3 +576,43 @@ fn without_a_gpu_the_default_device_is_the_cpu() {
     assert_eq!(Event::new().unwrap().device(), expected);
     assert_eq!(PinnedHostBuffer::<u8>::new(4).unwrap().device(), expected);
 }
+
+unsafe extern "C" {
+    /// `src/cpu_test_kernels.cpp`: enqueues a CPU kernel on `stream` that writes `value` to
+    /// `out[0..len]`; returns the launch's status.
+    fn choreo_rs_test_fill(
+        out: *mut u32,
+        len: u64,
+        value: u32,
+        stream: choreo_sys::cudaStream_t,
+    ) -> i32;
+}
+
+#[test]
+fn a_cpu_kernel_launched_like_a_generated_wrapper_does_runs_in_stream_order() {
+    let _runtime = runtime_test();
+    let (a, b) = (cpu_stream(), cpu_stream());
+    let len = 1000;
+    let mut out = DeviceTensor::<u32, 1>::zeros_on_device(Device::cpu(), [len]).unwrap();
+    // Hold `a`, and write the tensor there first: the kernel on `b` must wait for it.
+    let gate = Gate::closed();
+    gated_fill(&a, &gate, out.buffer_mut(), 1).unwrap();
+    let mut work = WorkStreams::for_backends(&[Backend::Cuda, Backend::Cpu], &[&b]).unwrap();
+    let pointer = work.write_param_ptr("out", out.buffer_mut()).unwrap();
+    let status = match work.backend() {
+        // SAFETY: `pointer` is the tensor's CPU memory of `len` u32, handed out for this call
+        // (the stream waits for the earlier write) and recorded right after; `b` is a live CPU
+        // stream.
+        Backend::Cpu => unsafe { choreo_rs_test_fill(pointer, len as u64, 7, b.as_raw()) },
+        Backend::Cuda => unreachable!("the stream is the CPU's"),
+    };
+    work.record_write(out.buffer_mut());
+    EntryMessage::new().result_for(work.backend(), status, "fill").unwrap();
+    work.recorded().unwrap();
+    let pending = work.pending(|| Ok(())).unwrap();
+    assert!(!pending.is_complete().unwrap(), "the kernel ran before the write it waits for");
+    gate.open();
+    pending.wait().unwrap();
+    assert!(out.to_host(&b).unwrap().as_slice().iter().all(|&value| value == 7));
+    assert!(!gate.timed_out());
+}
