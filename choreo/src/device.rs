@@ -113,10 +113,22 @@ impl Device {
         Device { backend: Backend::Cpu, ordinal: 0 }
     }
 
-    /// The device that constructors without a device use: chosen by `CHOREO_DEVICE` or, when
-    /// it is unset, a CUDA GPU when there is a usable one and the CPU otherwise (see the
-    /// [module docs](self#the-default-device)). For CUDA it is the calling thread's current
-    /// device.
+    /// The device that constructors without a device use ([`crate::Stream::new`],
+    /// [`crate::Stream::default_stream`], [`crate::Event::new`],
+    /// [`crate::DeviceTensor::zeros`], [`crate::DeviceBuffer::zeroed`],
+    /// [`crate::PinnedHostBuffer::new`], [`crate::init`], and the generated wrappers that take
+    /// no stream):
+    ///
+    /// - `CHOREO_DEVICE=cpu`: the CPU;
+    /// - `CHOREO_DEVICE=cuda`: the calling thread's current CUDA device, or the "no GPU" error
+    ///   ([`Error::NoDevice`], [`Error::InsufficientDriver`] or [`Error::RuntimeNotLinked`])
+    ///   when there is no usable GPU;
+    /// - unset (or empty): the current CUDA device when a CUDA runtime is linked and the driver
+    ///   reports at least one GPU, else the CPU;
+    /// - any other value: [`Error::InvalidDeviceSelection`].
+    ///
+    /// The variable is read once per process, at the first call; the backend chosen then holds
+    /// for the rest of the process (the CUDA device is the current one of each call).
     pub fn default_device() -> Result<Device> {
         static CHOSEN: OnceLock<Result<Backend>> = OnceLock::new();
         let backend = CHOSEN

@@ -91,12 +91,15 @@ pub fn check_extent(param: &'static str, dim: usize, expected: usize, got: usize
 /// entry.
 ///
 /// ```ignore
-/// let mut work = choreo::kernels::WorkStreams::for_backends(&[Backend::Cuda, Backend::Cpu], &[s])?;
+/// use choreo::Backend;
+/// let backends = [Backend::Cuda, Backend::Cpu];
+/// let mut work = choreo::kernels::WorkStreams::for_backends(&backends, &[s])?;
 /// let x_ptr = work.read_param_ptr("x", x.buffer())?;
+/// let mut message = choreo::kernels::EntryMessage::new();
 /// let status = match work.backend() {
-///     // SAFETY: …
-///     Backend::Cuda => unsafe { __entry_cuda(x_ptr, s.as_raw(), …) },
-///     Backend::Cpu => unsafe { __entry_cpu(x_ptr, s.as_raw(), …) },
+///     // SAFETY: (as today, per entry)
+///     Backend::Cuda => unsafe { entry_cuda(x_ptr, s.as_raw(), message.as_mut_ptr()) },
+///     Backend::Cpu => unsafe { entry_cpu(x_ptr, s.as_raw(), message.as_mut_ptr()) },
 /// };
 /// work.record_read(x.buffer());
 /// message.result_for(work.backend(), status, "f")?;
