@@ -452,9 +452,15 @@ fn a_cpu_kernel_call_goes_through_work_streams() {
     let pending = work.pending(|| Ok(())).unwrap();
     pending.wait().unwrap();
     assert_eq!(y.to_host(&stream).unwrap().as_slice(), [10, 20, 30]);
-    // A wrapper with CUDA entries only refuses the CPU before handing out anything.
+    // A wrapper with CUDA entries only refuses the CPU before handing out anything: with the
+    // reason there is no GPU, or (a GPU is there) because its kernels are CUDA's only.
+    match (WorkStreams::new(&[&stream]), crate::device::cuda_usable()) {
+        (Err(error), Err(no_gpu)) => assert_eq!(error, no_gpu),
+        (Err(Error::UnsupportedBackend { backend: Backend::Cpu, .. }), Ok(())) => {}
+        (other, _) => panic!("a CUDA-only call accepted CPU streams: {other:?}"),
+    }
     assert!(matches!(
-        WorkStreams::new(&[&stream]),
+        WorkStreams::for_backends(&[], &[&stream]),
         Err(Error::UnsupportedBackend { backend: Backend::Cpu, .. })
     ));
 }
@@ -547,13 +553,7 @@ fn the_cpu_device_describes_itself() {
 #[test]
 fn without_a_gpu_the_default_device_is_the_cpu() {
     let _runtime = runtime_test();
-    let gpu_usable = crate::device::choose_backend(None, || {
-        if choreo_sys::CUDART_LINKED && Device::count()? > 0 {
-            Ok(())
-        } else {
-            Err(Error::NoDevice)
-        }
-    }) == Ok(Backend::Cuda);
+    let gpu_usable = crate::device::cuda_usable().is_ok();
     let forced = std::env::var_os(crate::DEVICE_ENV).filter(|value| !value.is_empty());
     let expected = match forced.as_ref().and_then(|value| value.to_str()) {
         Some("cpu") => Device::cpu(),

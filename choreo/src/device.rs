@@ -134,7 +134,7 @@ impl Device {
         let backend = CHOSEN
             .get_or_init(|| {
                 let value = std::env::var_os(DEVICE_ENV);
-                choose_backend(value.as_deref(), cuda_usability)
+                choose_backend(value.as_deref(), cuda_usable)
             })
             .clone()?;
         match backend {
@@ -262,15 +262,20 @@ impl fmt::Display for Device {
 }
 
 /// Whether this process can use a CUDA GPU: `Ok(())` when a runtime is linked and the driver
-/// reports at least one device, else the "no GPU" error that says why.
-fn cuda_usability() -> Result<()> {
-    if !sys::CUDART_LINKED {
-        return Err(Error::RuntimeNotLinked);
-    }
-    match Device::count()? {
-        0 => Err(Error::NoDevice),
-        _ => Ok(()),
-    }
+/// reports at least one device, else the "no GPU" error that says why. Asked once per process.
+pub(crate) fn cuda_usable() -> Result<()> {
+    static USABLE: OnceLock<Result<()>> = OnceLock::new();
+    USABLE
+        .get_or_init(|| {
+            if !sys::CUDART_LINKED {
+                return Err(Error::RuntimeNotLinked);
+            }
+            match Device::count()? {
+                0 => Err(Error::NoDevice),
+                _ => Ok(()),
+            }
+        })
+        .clone()
 }
 
 /// The backend of the default device for the value `value` of `CHOREO_DEVICE` (`None`:

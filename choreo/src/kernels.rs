@@ -249,7 +249,10 @@ fn same_device(devices: impl IntoIterator<Item = Device>) -> Result<Device> {
 impl<'s> WorkStreams<'s> {
     /// The work streams of a wrapper whose kernels were built for CUDA only:
     /// [`WorkStreams::for_backends`] with `&[Backend::Cuda]`, so streams of the CPU are
-    /// refused with [`Error::UnsupportedBackend`] before anything is handed out.
+    /// refused before anything is handed out: on a machine without a usable GPU with the error
+    /// that says why ([`Error::NoDevice`], [`Error::InsufficientDriver`],
+    /// [`Error::RuntimeNotLinked`]: [`Error::is_no_gpu`]), else (the CPU was chosen, e.g. by
+    /// `CHOREO_DEVICE=cpu`) with [`Error::UnsupportedBackend`].
     pub fn new(streams: &[&'s Stream]) -> Result<Self> {
         Self::for_backends(&[Backend::Cuda], streams)
     }
@@ -281,6 +284,11 @@ impl<'s> WorkStreams<'s> {
         }
         let device = same_device(devices.as_slice().iter().copied())?;
         if !supported.contains(&device.backend()) {
+            // A CUDA-only call on the CPU because there is no usable GPU: say why there is none
+            // (as before the CPU backend existed, and what `Error::is_no_gpu` recognises).
+            if device.is_cpu() && supported.contains(&Backend::Cuda) {
+                crate::device::cuda_usable()?;
+            }
             return Err(Error::UnsupportedBackend {
                 backend: device.backend(),
                 what: "this kernel call (its kernels were not built for the backend of its \
