@@ -199,3 +199,13 @@ fn a_failed_device_assertion_is_the_sticky_assert_error() {
 fn half_bfloat16_and_fp8_conversions_match_cuda_bit_for_bit() {
     run_program("lowp");
 }
+
+#[test]
+fn choreo_h_compiles_and_runs_in_cpu_mode() {
+    run_program("choreo_h");
+}
+
+#[test]
+fn the_support_library_of_generated_code_works_in_cpu_mode() {
+    run_program("support");
+}
