@@ -15,8 +15,17 @@ use std::time::{Duration, Instant};
 
 /// Every program in `tests/cpu_runtime/`, by file stem; `every_program_has_a_test` keeps this
 /// list and the directory in step.
-const PROGRAMS: &[&str] =
-    &["barriers", "errors_assert", "errors_deadlock", "errors_trap", "kernels", "lowp", "streams"];
+const PROGRAMS: &[&str] = &[
+    "barriers",
+    "choreo_h",
+    "errors_assert",
+    "errors_deadlock",
+    "errors_trap",
+    "kernels",
+    "lowp",
+    "streams",
+    "support",
+];
 
 const RUN_TIMEOUT: Duration = Duration::from_secs(30);
 
