@@ -874,26 +874,25 @@ void describe_deadlock(Scheduler& sched, std::vector<std::unique_ptr<Block>>& bl
   unsigned shown = 0;
   for (auto& bp : blocks) {
     Block& b = *bp;
-    unsigned waiting = 0;
-    const Fibre* first = nullptr;
+    // Where this block's threads wait, with the first waiting thread at each barrier.
+    std::map<std::string, std::pair<unsigned, const Fibre*>> at;
     for (const Fibre& f : sched.fibres) {
       if (f.thread.block_ == &b && f.state == Fibre::kWaiting) {
-        if (first == nullptr) first = &f;
-        ++waiting;
+        auto& entry = at[f.waiting_at];
+        if (entry.first++ == 0) entry.second = &f;
       }
     }
-    if (waiting == 0) continue;
-    if (shown++ < 4) {
-      text += "\n  " + g.where(b) + ": " + std::to_string(waiting) + " of " +
-              std::to_string(b.threads) + " threads wait (" + std::to_string(b.threads - b.live) +
-              " exited); thread " +
-              dims(first->thread.threadIdx.x, first->thread.threadIdx.y,
-                   first->thread.threadIdx.z) +
-              " waits at " + first->waiting_at;
+    if (at.empty() || shown++ >= 4) continue;
+    text += "\n  " + g.where(b) + " (" + std::to_string(b.threads - b.live) + " of " +
+            std::to_string(b.threads) + " threads exited):";
+    for (const auto& entry : at) {
+      const Thread& t = entry.second.second->thread;
+      text += " " + std::to_string(entry.second.first) + " wait at " + entry.first +
+              " (first: thread " + dims(t.threadIdx.x, t.threadIdx.y, t.threadIdx.z) + ");";
     }
   }
-  g.fail(cudaErrorLaunchFailure, "deadlock: every live thread waits at a barrier that cannot "
-                                 "complete" + text);
+  g.fail(cudaErrorLaunchFailure,
+         "deadlock: every live thread waits at a barrier that cannot complete" + text);
 }
 
 // Runs the given blocks' threads as fibres on this OS thread until all are done.
@@ -1203,13 +1202,12 @@ void named_barrier(const Thread* t, unsigned id, unsigned count, bool wait) {
   if (b == nullptr) return;
   if (id >= 16) fail_block(t, cudaErrorLaunchFailure, "named barrier id " + std::to_string(id) + " out of range 0..15");
   if (count == 0) count = b->threads;
-  if (count > b->threads || count % 32 != 0) {
-    if (count > b->threads || (count % 32 != 0 && count != b->threads)) {
-      fail_block(t, cudaErrorLaunchFailure,
-                 "named barrier " + std::to_string(id) + ": thread count " +
-                     std::to_string(count) + " is not a multiple of 32 within the block's " +
-                     std::to_string(b->threads));
-    }
+  // PTX wants a multiple of the warp size (a whole small block is fine too) within the block;
+  // anything else would hang or misbehave on a GPU.
+  if (count > b->threads || (count % 32 != 0 && count != b->threads)) {
+    fail_block(t, cudaErrorLaunchFailure,
+               "named barrier " + std::to_string(id) + ": thread count " + std::to_string(count) +
+                   " is not a multiple of 32 within the block's " + std::to_string(b->threads));
   }
   Fibre* f = current_fibre(t);
   if (f == nullptr) {
@@ -1228,7 +1226,11 @@ void named_barrier(const Thread* t, unsigned id, unsigned count, bool wait) {
     make_ready(f->sched, nb.waiters);
     return;
   }
-  if (wait) wait_here(f, nb.waiters, "bar.sync (named barrier)");
+  static const char* const names[16] = {
+      "bar.sync 0",  "bar.sync 1",  "bar.sync 2",  "bar.sync 3", "bar.sync 4",  "bar.sync 5",
+      "bar.sync 6",  "bar.sync 7",  "bar.sync 8",  "bar.sync 9", "bar.sync 10", "bar.sync 11",
+      "bar.sync 12", "bar.sync 13", "bar.sync 14", "bar.sync 15"};
+  if (wait) wait_here(f, nb.waiters, names[id]);
 }
 }  // namespace
 

@@ -15,7 +15,17 @@ use std::time::{Duration, Instant};
 
 /// Every program in `tests/cpu_runtime/`, by file stem; `every_program_has_a_test` keeps this
 /// list and the directory in step.
-const PROGRAMS: &[&str] = &["streams"];
+const PROGRAMS: &[&str] = &[
+    "barriers",
+    "choreo_h",
+    "errors_assert",
+    "errors_deadlock",
+    "errors_trap",
+    "kernels",
+    "lowp",
+    "streams",
+    "support",
+];
 
 const RUN_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -157,4 +167,54 @@ fn every_program_has_a_test() {
 #[test]
 fn streams_events_memory_and_errors_of_the_c_api() {
     run_program("streams");
+}
+
+#[test]
+fn loop_mode_kernels_atomics_printf_order_and_concurrent_streams() {
+    let output = run_program("kernels");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let blocks: Vec<&str> = stdout.lines().filter(|line| line.starts_with("block ")).collect();
+    let want: Vec<String> = (0..8).map(|b| format!("block {b}")).collect();
+    assert_eq!(blocks, want, "device printf not in block order:\n{stdout}");
+}
+
+#[test]
+fn fibre_kernels_with_block_warp_named_and_grid_barriers() {
+    run_program("barriers");
+}
+
+#[test]
+fn a_trap_is_a_sticky_launch_failure_and_unwinds_the_block() {
+    let output = run_program("errors_trap");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("kernel trapping") && stderr.contains("__trap()"), "{stderr}");
+}
+
+#[test]
+fn a_deadlock_is_reported_with_its_block_and_barriers() {
+    let output = run_program("errors_deadlock");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    for part in ["deadlock", "kernel stuck", "), block (", "__syncthreads", "bar.sync 3"] {
+        assert!(stderr.contains(part), "no {part:?} in the message:\n{stderr}");
+    }
+}
+
+#[test]
+fn a_failed_device_assertion_is_the_sticky_assert_error() {
+    run_program("errors_assert");
+}
+
+#[test]
+fn half_bfloat16_and_fp8_conversions_match_cuda_bit_for_bit() {
+    run_program("lowp");
+}
+
+#[test]
+fn choreo_h_compiles_and_runs_in_cpu_mode() {
+    run_program("choreo_h");
+}
+
+#[test]
+fn the_support_library_of_generated_code_works_in_cpu_mode() {
+    run_program("support");
 }
