@@ -1,13 +1,16 @@
 // CPU kernels for choreo's own tests, compiled with the CPU runtime by build.rs (they are a few
 // hundred bytes; programs that do not call them do not keep them). They are written like the
-// CPU dialect of generated code: a kernel takes the runtime's Thread first and is launched with
-// ::choreo::cpu::launch on a stream handle that the Rust side passes.
+// CPU dialect of generated code, against the include directory build.rs writes (so that it is
+// known to be complete): the file starts as a generated one does, a kernel takes the runtime's
+// Thread first, and it is launched with ::choreo::cpu::launch on a stream handle that the Rust
+// side passes.
 //
 // - choreo_rs_test_fill: out[i] = value for i < len, over blocks of 64 threads (src/cpu_tests.rs
 //   calls it the way a generated wrapper calls a CPU entry);
 // - choreo_rs_test_trap: a kernel that traps, which leaves the sticky cudaErrorLaunchFailure
 //   (tests/cpu_sticky_error.rs, a process of its own since the error is process-wide).
-#include "choreo_cpu.h"
+#define __CHOREO_CPU__ 1
+#include "choreo.h"
 
 #include <cstdint>
 
