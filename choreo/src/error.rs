@@ -15,8 +15,8 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// Everything that can go wrong in the runtime and in generated kernel wrappers.
 ///
-/// CUDA failures carry the status code, its name and description, and the runtime call that
-/// returned it. The three "no GPU here" situations have their own variants so that programs can
+/// CUDA failures (and those of the CPU runtime, [`Error::CpuRuntime`], whose codes are CUDA's)
+/// carry the status code, its name and description, and the runtime call that returned it. The three "no GPU here" situations have their own variants so that programs can
 /// tell them apart from real failures (see [`Error::is_no_gpu`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]

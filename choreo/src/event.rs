@@ -175,8 +175,10 @@ impl fmt::Debug for Event {
 ///
 /// Reusing a handle is sound because no [`Event`] refers to it any more: waits that streams
 /// enqueued on it (`cudaStreamWaitEvent`) captured the record they wait for when they were
-/// enqueued, so recording the handle again does not change them, exactly as destroying it would
-/// not; and nothing else can query or synchronise a handle whose `Event` is gone.
+/// enqueued (in CUDA, and in the CPU runtime, whose waits hold the recorded stream position),
+/// so recording the handle again does not change them, exactly as destroying it would not; and
+/// nothing else can query or synchronise a handle whose `Event` is gone. Handles are pooled by
+/// device, so a CPU handle is only ever reused as a CPU event.
 mod pool {
     use std::sync::{Mutex, PoisonError};
 

@@ -27,8 +27,12 @@ type Finish<'a, T> = Box<dyn FnOnce() -> Result<T> + Send + 'a>;
 ///
 /// - [`Pending::wait`] blocks until the work is done and returns the result;
 /// - `.await` does the same without blocking a thread (the future is woken by a host callback
-///   that the stream runs after the work; the callback never calls CUDA);
+///   that the stream runs after the work; the callback never calls the runtime);
 /// - [`Pending::then`] makes another stream wait for the work without blocking the host.
+///
+/// All of this works the same for work on the CPU device (run by the CPU runtime's stream
+/// workers); only [`Pending::then`] and [`Pending::event`] need every event and the stream to
+/// be of one backend.
 ///
 /// # Safety model
 ///
