@@ -1,6 +1,8 @@
 // choreo.h: the C++ runtime header for code generated from Choreo (.co) programs and for the host
 // C++ code written in them. Original implementation of the API described in
 // shared/runtime-abi.md §8 and §9; header-only, needs nvcc (CUDA 12.8 or newer, -std=c++17).
+// With __CHOREO_CPU__ defined it needs no CUDA: the host C++ compiler builds it against
+// choreo_cpu.h (the CPU backend; fp6/fp4 types are then absent).
 //
 // Implemented (all in namespace `choreo` unless noted):
 //   - prelude: the standard headers host code may rely on (<iostream>, <vector>, <random>, <cmath>,
@@ -95,6 +97,12 @@
 #include <thread>
 #endif
 
+#if defined(__CHOREO_CPU__)
+// The CPU backend: the host compiler builds this code, choreo_cpu.h stands in for the CUDA
+// headers (types, intrinsics, the runtime API; see ARCHITECTURE.md, "The CPU runtime").
+#include "choreo_cpu.h"
+#define CHOREO_HAS_CUDA_FP6_FP4 0
+#else
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
@@ -107,6 +115,7 @@
 #define CHOREO_HAS_CUDA_FP6_FP4 1
 #else
 #define CHOREO_HAS_CUDA_FP6_FP4 0
+#endif
 #endif
 
 #define CHOREO_HOST_DEVICE __host__ __device__
@@ -126,7 +135,7 @@
 #define __co_device__ __device__
 #endif
 
-#if defined(__CUDACC__)
+#if defined(__CUDACC__) || defined(__CHOREO_CPU__)
 // Generated code flattens the block into threadIdx.x, so a warp is 32 consecutive threadIdx.x.
 #define __CHOREO_BLOCK_SINGLE__ (threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0)
 #define __CHOREO_GROUP_SINGLE__ ((threadIdx.x % 32u) == 0)
@@ -166,6 +175,13 @@ CHOREO_HOST_DEVICE inline void choreo_assert(bool cond, const char* msg,
   printf("%s:%d: choreo assertion failed: %s\n", file, line, msg);
   __trap();
 #else
+#if defined(__CHOREO_CPU__)
+  // Host and device code are one function on the CPU: inside a kernel it traps like the GPU.
+  if (::choreo::cpu::in_kernel()) {
+    __choreo_thr->printf("%s:%d: choreo assertion failed: %s\n", file, line, msg);
+    __choreo_thr->trap();
+  }
+#endif
   std::printf("%s:%d: choreo assertion failed: %s\n", file, line, msg);
   detail::flush_and_abort();
 #endif
@@ -219,11 +235,17 @@ CHOREO_HOST_DEVICE inline void __co_abort__() {
 #if defined(__CUDA_ARCH__)
   __trap();
 #else
+#if defined(__CHOREO_CPU__)
+  if (::choreo::cpu::in_kernel()) __choreo_thr->trap();
+#endif
   detail::flush_and_abort();
 #endif
 }
 
-#if defined(__CHOREO_ENABLE_CUDA_RUNTIME_ENV_CHECK__) && defined(__CHOREO_REQUIRED_GPU_DEVICE_SM__)
+#if defined(__CHOREO_CPU__) && defined(__CHOREO_ENABLE_CUDA_RUNTIME_ENV_CHECK__)
+/// The CPU backend has no driver or compute capability to check.
+inline void __choreo_check_cuda_environment__() {}
+#elif defined(__CHOREO_ENABLE_CUDA_RUNTIME_ENV_CHECK__) && defined(__CHOREO_REQUIRED_GPU_DEVICE_SM__)
 namespace detail {
 
 inline void check_cuda_environment() {

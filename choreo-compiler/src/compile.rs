@@ -34,6 +34,15 @@ pub use crate::target::{Arch, Target, UnknownArch};
 /// compile, so it works from any directory.
 pub const CHOREO_H: &str = include_str!("../include/choreo.h");
 
+/// The CPU backend's runtime header (`include/choreo_cpu.h`): the CUDA surface for host C++
+/// compilers and the C API of the CPU runtime; `choreo.h` includes it under `__CHOREO_CPU__`.
+pub const CHOREO_CPU_H: &str = include_str!("../include/choreo_cpu.h");
+
+/// The CPU runtime (`include/choreo_cpu_runtime.cpp`): streams, events, memory, the block pool
+/// and fibres behind the C API of `choreo_cpu.h`; compiled once per program that runs kernels
+/// on the CPU.
+pub const CHOREO_CPU_RUNTIME_CPP: &str = include_str!("../include/choreo_cpu_runtime.cpp");
+
 /// Options of one compilation.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CompileOptions {

@@ -22,6 +22,11 @@ pub mod lexer;
 pub mod lower;
 pub mod parser;
 pub mod preprocess;
+/// The runtime sources that generated code needs, as text: `choreo.h` (CUDA and CPU), and for
+/// the CPU backend `choreo_cpu.h` and `choreo_cpu_runtime.cpp`.
+pub mod runtime {
+    pub use crate::compile::{CHOREO_CPU_H, CHOREO_CPU_RUNTIME_CPP, CHOREO_H};
+}
 pub mod sema;
 pub mod source;
 pub mod target;

@@ -14,9 +14,11 @@
 //! # Soundness
 //!
 //! The handler runs on the exiting thread, after `main` returned or `std::process::exit`. It
-//! is registered right after a successful CUDA call (a pinned allocation, or an event of a
-//! buried allocation), i.e. after the CUDA runtime initialised and registered its own teardown,
-//! so it runs before that teardown (exit handlers run in reverse order of registration). It
+//! is registered right after a successful runtime call (a pinned allocation, or an event of a
+//! buried allocation), i.e. after the runtime (CUDA's, or the CPU runtime, whose static
+//! objects are constructed by then) initialised and registered its own teardown, so it runs
+//! before that teardown (exit handlers run in reverse order of registration). Both backends
+//! are handled: the memory of each is freed by its own runtime. It
 //! frees only memory that no live object owns (the cache and the graveyard own it), only after
 //! the GPU work that used it has completed, and it treats every CUDA failure (a runtime that
 //! is already shutting down, a sticky error of a faulted kernel) as "leave the rest": the
@@ -34,7 +36,7 @@ unsafe extern "C" {
 
 static REGISTER: Once = Once::new();
 
-/// Registers the exit handler (once per process). Call after a successful CUDA call.
+/// Registers the exit handler (once per process). Call after a successful runtime call.
 pub(crate) fn register() {
     REGISTER.call_once(|| {
         // SAFETY: `atexit` is the C library's, taking a function pointer that is valid for the

@@ -7,12 +7,12 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use choreo_sys as sys;
 
-use crate::device::{DeviceGuard, current_ordinal, internal_streams};
+use crate::device::{DeviceGuard, internal_streams};
 use crate::elem::{DeviceRepr, zeroed_vec};
 use crate::error::{check, check_deferred, defer_error};
 use crate::graveyard::{Release, bury, sweep};
 use crate::pinned::PinnedHostBuffer;
-use crate::stream::Stream;
+use crate::stream::{Stream, same_backend};
 use crate::tracking::{Recorded, Tracking, tracked_op};
 use crate::{Device, Error, Result};
 
@@ -21,8 +21,9 @@ use crate::{Device, Error, Result};
 enum AllocKind {
     /// Nothing allocated (zero bytes).
     Empty,
-    /// `cudaMallocAsync` from the device's default memory pool; freed with `cudaFreeAsync` on
-    /// the device's internal free stream.
+    /// `cudaMallocAsync` from the device's default memory pool (on the CPU: the CPU runtime's
+    /// stream-ordered allocation); freed with `cudaFreeAsync` on the device's internal free
+    /// stream.
     Pool,
     /// `cudaMalloc` (devices without memory pools); freed with `cudaFree` once idle.
     Plain,
@@ -30,9 +31,14 @@ enum AllocKind {
 
 /// `len` values of `T` in device memory, with access tracking.
 ///
+/// The memory belongs to one [`Device`]: a CUDA GPU, or the CPU (where "device" memory is host
+/// memory that the CPU runtime's streams read and write, with the same tracking and the same
+/// guarantees). Using it with a stream of the other backend fails with
+/// [`Error::DeviceMismatch`].
+///
 /// # Ordering and safety model
 ///
-/// Every copy or kernel launch that touches the buffer records a CUDA event on the stream that
+/// Every copy or kernel launch that touches the buffer records an event on the stream that
 /// did it: the buffer keeps the events of the last write (one per stream, for a kernel call
 /// whose kernels run on several streams) and one event per stream that read it since. A new
 /// read on some stream first makes that stream wait for the last write; a new write waits for
@@ -63,14 +69,15 @@ pub struct DeviceBuffer<T: DeviceRepr> {
     /// Device address; null when nothing is allocated.
     pointer: *mut T,
     len: usize,
-    device: i32,
+    device: Device,
     kind: AllocKind,
     tracking: Mutex<Tracking>,
     _marker: PhantomData<T>,
 }
 
-// SAFETY: the buffer exclusively owns its device allocation, which the host never dereferences;
-// it is only passed to CUDA calls, which may be made from any thread. The tracking state is
+// SAFETY: the buffer exclusively owns its device allocation, which the host never dereferences
+// (on the CPU only the CPU runtime's stream work does, ordered by the tracking); it is only
+// passed to calls of its backend's runtime, which may be made from any thread. The tracking state is
 // behind a Mutex; writes need `&mut self`. `T: DeviceRepr` is Send + Sync.
 unsafe impl<T: DeviceRepr> Send for DeviceBuffer<T> {}
 // SAFETY: see `Send`; `&self` methods only enqueue reads of the memory and update the
@@ -87,7 +94,7 @@ fn byte_len<T>(len: usize) -> Result<usize> {
     })
 }
 
-/// Enqueues a `cudaMemcpyAsync` of `bytes` bytes on `stream`.
+/// Enqueues a `cudaMemcpyAsync` of `bytes` bytes on `stream`, with its backend's runtime.
 fn enqueue_copy(
     destination: *mut c_void,
     source: *const c_void,
@@ -95,12 +102,14 @@ fn enqueue_copy(
     kind: sys::cudaMemcpyKind,
     stream: &Stream,
 ) -> Result<()> {
+    let (_, api) = stream.device_and_api()?;
     let _guard = stream.bind_device()?;
     // SAFETY: callers pass pointers to tracked device or pinned allocations of at least
-    // `bytes` bytes, which stay allocated until the copy has completed (it is recorded as an
+    // `bytes` bytes, of the stream's backend (the tracking refused other backends before this
+    // is called), which stay allocated until the copy has completed (it is recorded as an
     // access of both). User memory is never the source or target of a device copy.
-    let status = unsafe { sys::cudaMemcpyAsync(destination, source, bytes, kind, stream.as_raw()) };
-    check(status, "cudaMemcpyAsync")
+    let status = unsafe { (api.memcpy_async)(destination, source, bytes, kind, stream.as_raw()) };
+    check(api, status, "cudaMemcpyAsync")
 }
 
 fn check_len(expected: usize, got: usize) -> Result<()> {
@@ -115,7 +124,7 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
         // Give memory of dropped buffers whose work has finished back to the pool first.
         sweep();
         let bytes = byte_len::<T>(len)?;
-        let device = stream.device_ordinal()?;
+        let (device, api) = stream.device_and_api()?;
         if bytes == 0 {
             return Ok(Self::from_parts(
                 std::ptr::null_mut(),
@@ -130,13 +139,13 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
         let mut raw: *mut c_void = std::ptr::null_mut();
         let kind = if pools_supported {
             // SAFETY: `raw` is a valid, writable pointer slot; the stream is valid while
-            // `stream` exists and belongs to the current device.
-            let status = unsafe { sys::cudaMallocAsync(&mut raw, bytes, stream.as_raw()) };
-            check(status, "cudaMallocAsync")?;
+            // `stream` exists and belongs to the current device of `api`'s backend.
+            let status = unsafe { (api.malloc_async)(&mut raw, bytes, stream.as_raw()) };
+            check(api, status, "cudaMallocAsync")?;
             AllocKind::Pool
         } else {
             // SAFETY: `raw` is a valid, writable pointer slot for the duration of the call.
-            check(unsafe { sys::cudaMalloc(&mut raw, bytes) }, "cudaMalloc")?;
+            check(api, unsafe { (api.malloc)(&mut raw, bytes) }, "cudaMalloc")?;
             AllocKind::Plain
         };
         Ok(Self::from_parts(raw.cast(), len, tracking, kind))
@@ -167,21 +176,29 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
             return Ok(());
         }
         tracked_op(stream, &mut [], &mut [self.tracking_mut()], || {
+            let (_, api) = stream.device_and_api()?;
             let _guard = stream.bind_device()?;
-            // SAFETY: `pointer` is this buffer's allocation of `bytes` bytes; the tracking keeps
-            // it alive until the memset has completed.
-            let status = unsafe { sys::cudaMemsetAsync(pointer.cast(), 0, bytes, stream.as_raw()) };
-            check(status, "cudaMemsetAsync")
+            // SAFETY: `pointer` is this buffer's allocation of `bytes` bytes, of the stream's
+            // backend (the tracking checked); the tracking keeps it alive until the memset has
+            // completed.
+            let status = unsafe { (api.memset_async)(pointer.cast(), 0, bytes, stream.as_raw()) };
+            check(api, status, "cudaMemsetAsync")
         })
     }
 
-    /// Allocates `len` zeroed values on the calling thread's current device.
+    /// Allocates `len` zeroed values on the default device ([`Device::default_device`]: the
+    /// calling thread's current CUDA device, or the CPU on a machine without a GPU).
     ///
     /// Allocation and zeroing happen on an internal stream that never waits for user work;
     /// the first use on any stream is ordered after them automatically.
     pub fn zeroed(len: usize) -> Result<Self> {
+        Self::zeroed_on_device(Device::default_device()?, len)
+    }
+
+    /// Allocates `len` zeroed values on `device`, like [`DeviceBuffer::zeroed`].
+    pub fn zeroed_on_device(device: Device, len: usize) -> Result<Self> {
         check_deferred()?;
-        let streams = internal_streams(current_ordinal()?)?;
+        let streams = internal_streams(device)?;
         let mut buffer = Self::allocate(&streams.alloc, len)?;
         buffer.enqueue_zero(&streams.alloc)?;
         Ok(buffer)
@@ -232,6 +249,7 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
     /// not wait for the device.
     pub fn copy_from_host(&mut self, stream: &Stream, data: &[T]) -> Result<()> {
         check_deferred()?;
+        self.stream_device(stream)?;
         check_len(self.len, data.len())?;
         if self.bytes() == 0 {
             return Ok(());
@@ -242,7 +260,7 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
     /// Stages `data` in runtime-owned pinned memory and enqueues the copy from there. The
     /// staging buffer is freed (returned to the pinned cache) once the copy has completed.
     fn write_from_host(&mut self, stream: &Stream, data: &[T]) -> Result<()> {
-        let staging = PinnedHostBuffer::from_slice(data)?;
+        let staging = PinnedHostBuffer::from_slice_on_device(stream.device()?, data)?;
         self.copy_from_pinned(stream, &staging)
     }
 
@@ -251,11 +269,12 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
     /// copies into runtime-owned pinned staging memory, then the host copies into `data`).
     pub fn copy_to_host(&self, stream: &Stream, data: &mut [T]) -> Result<()> {
         check_deferred()?;
+        let device = self.stream_device(stream)?;
         check_len(self.len, data.len())?;
         if self.bytes() == 0 {
             return Ok(());
         }
-        let mut staging = PinnedHostBuffer::new(self.len)?;
+        let mut staging = PinnedHostBuffer::new_on_device(device, self.len)?;
         self.copy_to_pinned(stream, &mut staging)?;
         data.copy_from_slice(staging.as_slice()?);
         Ok(())
@@ -276,6 +295,8 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
         source: &PinnedHostBuffer<T>,
     ) -> Result<()> {
         check_deferred()?;
+        let device = self.stream_device(stream)?;
+        same_backend("the pinned source", source.device(), device)?;
         check_len(self.len, source.len())?;
         let (pointer, bytes) = (self.pointer, self.bytes());
         if bytes == 0 {
@@ -297,6 +318,8 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
     /// `target` ([`PinnedHostBuffer::as_slice`]) waits for the copy.
     pub fn copy_to_pinned(&self, stream: &Stream, target: &mut PinnedHostBuffer<T>) -> Result<()> {
         check_deferred()?;
+        let device = self.stream_device(stream)?;
+        same_backend("the pinned target", target.device(), device)?;
         check_len(self.len, target.len())?;
         let bytes = self.bytes();
         if bytes == 0 {
@@ -318,6 +341,8 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
     /// Enqueues a device-to-device copy of `source` into the buffer on `stream`.
     pub fn copy_from_device(&mut self, stream: &Stream, source: &DeviceBuffer<T>) -> Result<()> {
         check_deferred()?;
+        let device = self.stream_device(stream)?;
+        same_backend("the source buffer", source.device, device)?;
         check_len(self.len, source.len)?;
         let (pointer, bytes) = (self.pointer, self.bytes());
         if bytes == 0 {
@@ -338,6 +363,7 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
     /// A new buffer on `stream`'s device with a copy of this one's contents.
     pub fn try_clone(&self, stream: &Stream) -> Result<Self> {
         check_deferred()?;
+        self.stream_device(stream)?;
         let mut copy = Self::allocate(stream, self.len)?;
         copy.copy_from_device(stream, self)?;
         Ok(copy)
@@ -346,6 +372,7 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
     /// Enqueues zeroing the whole buffer on `stream`.
     pub fn fill_zero(&mut self, stream: &Stream) -> Result<()> {
         check_deferred()?;
+        self.stream_device(stream)?;
         self.enqueue_zero(stream)
     }
 
@@ -359,13 +386,16 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
         self.len == 0
     }
 
-    /// The device that holds the memory.
-    pub fn device(&self) -> Device {
-        Device::from_raw_ordinal(self.device)
+    /// The device of `stream`, after checking that it is of the buffer's backend
+    /// ([`Error::DeviceMismatch`] otherwise), before anything is allocated or enqueued.
+    pub(crate) fn stream_device(&self, stream: &Stream) -> Result<Device> {
+        let device = stream.device()?;
+        same_backend("the buffer", self.device, device)?;
+        Ok(device)
     }
 
-    /// The device ordinal of the memory.
-    pub(crate) fn device_ordinal(&self) -> i32 {
+    /// The device that holds the memory.
+    pub fn device(&self) -> Device {
         self.device
     }
 
@@ -405,6 +435,7 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
     /// For generated kernel wrappers: records that work enqueued on `stream` (after
     /// [`DeviceBuffer::device_ptr_for_read`]) reads the buffer.
     pub fn record_read(&self, stream: &Stream) -> Result<()> {
+        self.stream_device(stream)?;
         let recorded = Recorded::now(stream)?;
         self.lock_tracking().read_recorded(&recorded);
         Ok(())
@@ -434,6 +465,7 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
     /// For generated kernel wrappers: records that work enqueued on `stream` (after
     /// [`DeviceBuffer::device_ptr_for_write`]) writes the buffer.
     pub fn record_write(&mut self, stream: &Stream) -> Result<()> {
+        self.stream_device(stream)?;
         self.tracking_mut().after_write(stream)
     }
 
@@ -460,7 +492,7 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
             Some(events) => bury(events, release),
             None => {
                 // Unrecorded accesses: only the whole device can be waited for.
-                Device::from_raw_ordinal(device).synchronize()?;
+                device.synchronize()?;
                 bury(Vec::new(), release);
             }
         }

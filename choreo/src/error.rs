@@ -7,13 +7,16 @@ use std::sync::{Mutex, PoisonError};
 
 use choreo_sys as sys;
 
+use crate::backend::{Api, Backend};
+use crate::device::Device;
+
 /// `Result` with [`Error`] as the error type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// Everything that can go wrong in the runtime and in generated kernel wrappers.
 ///
-/// CUDA failures carry the status code, its name and description, and the runtime call that
-/// returned it. The three "no GPU here" situations have their own variants so that programs can
+/// CUDA failures (and those of the CPU runtime, [`Error::CpuRuntime`], whose codes are CUDA's)
+/// carry the status code, its name and description, and the runtime call that returned it. The three "no GPU here" situations have their own variants so that programs can
 /// tell them apart from real failures (see [`Error::is_no_gpu`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -29,8 +32,47 @@ pub enum Error {
         /// The runtime function that returned the error, e.g. `cudaMallocAsync`.
         call: &'static str,
     },
-    /// The CUDA driver works but reports no CUDA-capable device.
+    /// A call of the CPU runtime (the CPU backend) failed. The codes are CUDA's
+    /// (`cudaErrorLaunchFailure` for a kernel that trapped, `cudaErrorAssert` for a failed
+    /// device assertion, …), and as on CUDA such a kernel fault is *sticky*: every later call
+    /// of the CPU runtime fails with it.
+    CpuRuntime {
+        /// The status, numbered like CUDA's `cudaError_t`.
+        code: i32,
+        /// The CUDA enumerator name of the status, e.g. `cudaErrorLaunchFailure`.
+        name: String,
+        /// The CPU runtime's description of the error.
+        message: String,
+        /// The runtime function that returned it, by its CUDA name, e.g. `cudaStreamSynchronize`.
+        call: &'static str,
+    },
+    /// The CUDA driver works but reports no CUDA-capable device (also: `CHOREO_DEVICE=cuda` on
+    /// a machine without a usable GPU).
     NoDevice,
+    /// One call was given objects of two devices that cannot work together: a stream, event,
+    /// buffer or pinned buffer of the CPU and one of a CUDA GPU (e.g. a copy from a CPU tensor
+    /// on a CUDA stream, or a CUDA stream waiting for a CPU event). Nothing was enqueued.
+    DeviceMismatch {
+        /// The object on the other device, e.g. ``"`x`"`` or `"the event"`.
+        what: String,
+        /// Its device.
+        found: Device,
+        /// The device the call runs on (that of its stream).
+        expected: Device,
+    },
+    /// The work cannot run on this backend: e.g. a kernel wrapper whose kernels were built for
+    /// CUDA only, called with streams and tensors of the CPU. Nothing was launched.
+    UnsupportedBackend {
+        /// The backend of the call's streams and tensors.
+        backend: Backend,
+        /// What cannot run there.
+        what: &'static str,
+    },
+    /// `CHOREO_DEVICE` has a value other than `cpu` or `cuda`.
+    InvalidDeviceSelection {
+        /// The value found.
+        value: String,
+    },
     /// No CUDA driver is installed, or it is older than the runtime linked into this program.
     InsufficientDriver {
         /// CUDA version supported by the installed driver (`1000 * major + 10 * minor`), 0 when
@@ -122,10 +164,11 @@ impl Error {
         }
     }
 
-    /// The CUDA status code, if this error came from a CUDA call.
+    /// The CUDA status code, if this error came from a CUDA call (or from the CPU runtime,
+    /// whose codes are CUDA's).
     pub fn cuda_code(&self) -> Option<i32> {
         match self {
-            Error::Cuda { code, .. } => Some(*code),
+            Error::Cuda { code, .. } | Error::CpuRuntime { code, .. } => Some(*code),
             Error::NoDevice => Some(sys::cudaError_t::cudaErrorNoDevice.0),
             Error::InsufficientDriver { .. } => {
                 Some(sys::cudaError_t::cudaErrorInsufficientDriver.0)
@@ -147,6 +190,25 @@ impl fmt::Display for Error {
             Error::Cuda { code, name, message, call } => {
                 write!(f, "CUDA error {code} ({name}) in {call}: {message}")
             }
+            Error::CpuRuntime { code, name, message, call } => {
+                write!(f, "CPU runtime error {code} ({name}) in {call}: {message}")
+            }
+            Error::DeviceMismatch { what, found, expected } => write!(
+                f,
+                "device mismatch: {what} is on {found}, but the call runs on {expected}; objects \
+                 of the CPU and of a CUDA GPU cannot be used in one call (copy the data through \
+                 the host); nothing was enqueued"
+            ),
+            Error::UnsupportedBackend { backend, what } => write!(
+                f,
+                "{what} cannot run on the {backend}: it was not built for that backend (choose \
+                 another device, e.g. with CHOREO_DEVICE); nothing was launched"
+            ),
+            Error::InvalidDeviceSelection { value } => write!(
+                f,
+                "CHOREO_DEVICE={value:?} is not a device: use `cpu` or `cuda`, or leave it unset \
+                 to use a CUDA GPU when there is one and the CPU otherwise"
+            ),
             Error::NoDevice => f.write_str(
                 "no CUDA-capable device is available (the CUDA driver reports no GPU; check \
                  CUDA_VISIBLE_DEVICES and nvidia-smi)",
@@ -221,13 +283,14 @@ impl std::error::Error for Error {
     }
 }
 
-/// Reads a static C string returned by `cudaGetErrorName`/`cudaGetErrorString`.
+/// Reads a static C string returned by `cudaGetErrorName`/`cudaGetErrorString` (of either
+/// backend).
 fn static_c_text(text: *const std::ffi::c_char) -> String {
     if text.is_null() {
         return String::new();
     }
-    // SAFETY: cudart (and choreo-sys' stub build) return pointers to static, NUL-terminated
-    // strings from these functions; null was excluded above.
+    // SAFETY: cudart, choreo-sys' stub build and the CPU runtime return pointers to static,
+    // NUL-terminated strings from these functions; null was excluded above.
     unsafe { CStr::from_ptr(text) }.to_string_lossy().into_owned()
 }
 
@@ -247,36 +310,61 @@ pub(crate) fn installed_driver_version() -> i32 {
     if status.is_success() { version } else { 0 }
 }
 
-/// Converts a failed CUDA status into an [`Error`]; `call` names the runtime function.
-pub(crate) fn error_from_status(status: sys::cudaError_t, call: &'static str) -> Error {
-    if !sys::CUDART_LINKED {
-        return Error::RuntimeNotLinked;
+/// Converts a failed status of `api`'s runtime into an [`Error`]; `call` names the function.
+pub(crate) fn error_from_status(api: &Api, status: sys::cudaError_t, call: &'static str) -> Error {
+    let text = |function: unsafe extern "C" fn(sys::cudaError_t) -> *const std::ffi::c_char| {
+        // SAFETY: cudaGetErrorName/cudaGetErrorString (and the CPU runtime's copies) accept
+        // any status value and return static strings (or null, which `static_c_text` handles).
+        static_c_text(unsafe { function(status) })
+    };
+    match api.backend {
+        Backend::Cpu => Error::CpuRuntime {
+            code: status.0,
+            name: text(api.get_error_name),
+            message: text(api.get_error_string),
+            call,
+        },
+        Backend::Cuda => {
+            if !sys::CUDART_LINKED {
+                return Error::RuntimeNotLinked;
+            }
+            if status == sys::cudaError_t::cudaErrorInsufficientDriver {
+                return Error::InsufficientDriver {
+                    driver: installed_driver_version(),
+                    runtime: linked_runtime_version(),
+                };
+            }
+            if status == sys::cudaError_t::cudaErrorNoDevice {
+                return Error::NoDevice;
+            }
+            Error::Cuda {
+                code: status.0,
+                name: text(api.get_error_name),
+                message: text(api.get_error_string),
+                call,
+            }
+        }
     }
-    if status == sys::cudaError_t::cudaErrorInsufficientDriver {
-        return Error::InsufficientDriver {
-            driver: installed_driver_version(),
-            runtime: linked_runtime_version(),
-        };
-    }
-    if status == sys::cudaError_t::cudaErrorNoDevice {
-        return Error::NoDevice;
-    }
-    // SAFETY: both functions accept any status value and return static strings.
-    let (name, message) =
-        unsafe { (sys::cudaGetErrorName(status), sys::cudaGetErrorString(status)) };
-    Error::Cuda { code: status.0, name: static_c_text(name), message: static_c_text(message), call }
 }
 
-/// `Ok(())` for `cudaSuccess`, otherwise the [`Error`] for `status` returned by `call`.
-pub(crate) fn check(status: sys::cudaError_t, call: &'static str) -> Result<()> {
-    if status.is_success() { Ok(()) } else { Err(error_from_status(status, call)) }
+/// `Ok(())` for `cudaSuccess`, otherwise the [`Error`] for `status` returned by `call` of
+/// `api`'s runtime.
+pub(crate) fn check(api: &Api, status: sys::cudaError_t, call: &'static str) -> Result<()> {
+    if status.is_success() { Ok(()) } else { Err(error_from_status(api, status, call)) }
 }
 
 /// `Ok(())` for `cudaSuccess`, otherwise the [`Error`] for `status`, naming `call` (the CUDA
 /// function or generated entry point that returned it). For generated wrappers and hand-written
 /// launchers that call `extern "C"` entry points returning a `cudaError_t`.
 pub fn check_cuda(status: sys::cudaError_t, call: &'static str) -> Result<()> {
-    check(status, call)
+    check(&crate::backend::CUDA, status, call)
+}
+
+/// [`check_cuda`] for a status of `backend`'s runtime: the CPU runtime's statuses have CUDA's
+/// numbers but become [`Error::CpuRuntime`], with the CPU runtime's descriptions. For generated
+/// wrappers and hand-written launchers that call `extern "C"` entries of either backend.
+pub fn check_status(backend: Backend, status: sys::cudaError_t, call: &'static str) -> Result<()> {
+    check(backend.api(), status, call)
 }
 
 /// Deferred errors of this process: the first one that nobody has taken yet, and how many
@@ -333,6 +421,12 @@ pub(crate) fn check_deferred() -> Result<()> {
     }
 }
 
+/// Unit tests that use the runtime hold this for reading; the test of the deferred-error slot
+/// holds it for writing, so that no runtime call of another test takes (or adds to) the errors
+/// it defers.
+#[cfg(test)]
+pub(crate) static DEFERRED_SLOT_USERS: std::sync::RwLock<()> = std::sync::RwLock::new(());
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -346,7 +440,8 @@ mod tests {
 
     #[test]
     fn deferred_errors_keep_the_first_and_are_taken_once() {
-        // The slot is process-wide; this is the only unit test that touches it.
+        // The slot is process-wide: no other unit test runs the runtime meanwhile.
+        let _exclusive = DEFERRED_SLOT_USERS.write().unwrap_or_else(PoisonError::into_inner);
         let _ = take_deferred_error();
         defer_error("dropping a DeviceBuffer", Error::InvalidArgument("first".into()));
         defer_error("dropping a Stream", Error::InvalidArgument("second".into()));

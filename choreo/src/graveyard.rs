@@ -9,8 +9,7 @@
 use std::ffi::c_void;
 use std::sync::{Arc, Mutex, PoisonError, TryLockError};
 
-use choreo_sys as sys;
-
+use crate::Device;
 use crate::device::{DeviceGuard, internal_streams};
 use crate::error::{check, defer_error};
 use crate::event::Event;
@@ -20,10 +19,11 @@ use crate::pinned_pool::{self, PinnedBlock};
 pub(crate) enum Release {
     /// Return a page-locked block to the pinned cache.
     PinnedHost(PinnedBlock),
-    /// Free device memory of device `device`: with `cudaFreeAsync` on the device's idle
-    /// internal free stream when it came from `cudaMallocAsync` (`pooled`), else `cudaFree`
-    /// (which synchronises the device; only for devices without memory pools).
-    Device { pointer: *mut c_void, device: i32, pooled: bool },
+    /// Free device memory of device `device` (with its backend's runtime): with
+    /// `cudaFreeAsync` on the device's idle internal free stream when it came from
+    /// `cudaMallocAsync` (`pooled`), else `cudaFree` (which synchronises the device; only for
+    /// devices without memory pools).
+    Device { pointer: *mut c_void, device: Device, pooled: bool },
 }
 
 /// An allocation waiting for its events.
@@ -34,7 +34,7 @@ struct Grave {
 
 // SAFETY: the memory is owned exclusively by the graveyard once buried (its previous owner was
 // dropped), is never dereferenced by the host, and is only handed to the pinned cache or to
-// cudaFree, which may be called from any thread.
+// cudaFree of its backend, which may be called from any thread.
 unsafe impl Send for Grave {}
 
 static GRAVEYARD: Mutex<Vec<Grave>> = Mutex::new(Vec::new());
@@ -70,21 +70,23 @@ fn release(release: Release) {
     }
 }
 
-fn free_device_memory(pointer: *mut c_void, device: i32, pooled: bool) -> crate::Result<()> {
+fn free_device_memory(pointer: *mut c_void, device: Device, pooled: bool) -> crate::Result<()> {
     let free_stream = if pooled { Some(&internal_streams(device)?.free) } else { None };
     let _guard = DeviceGuard::enter(device)?;
+    let api = device.api();
     match free_stream {
         Some(stream) => {
-            // SAFETY: `pointer` came from cudaMallocAsync on `device` and is freed once; its
-            // owner is gone and all GPU accesses (the allocation included) have completed, so
-            // the free needs no ordering beyond the idle free stream.
-            let status = unsafe { sys::cudaFreeAsync(pointer, stream.as_raw()) };
-            check(status, "cudaFreeAsync")
+            // SAFETY: `pointer` came from cudaMallocAsync of `api`'s runtime on `device`, whose
+            // internal free stream this is, and is freed once; its owner is gone and all
+            // accesses (the allocation included) have completed, so the free needs no
+            // ordering beyond the idle free stream.
+            let status = unsafe { (api.free_async)(pointer, stream.as_raw()) };
+            check(api, status, "cudaFreeAsync")
         }
         None => {
-            // SAFETY: `pointer` came from cudaMalloc on `device`, which is current, and is freed
-            // once; its owner is gone and all GPU accesses have completed.
-            check(unsafe { sys::cudaFree(pointer) }, "cudaFree")
+            // SAFETY: `pointer` came from cudaMalloc of `api`'s runtime on `device`, which is
+            // current, and is freed once; its owner is gone and all accesses have completed.
+            check(api, unsafe { (api.free)(pointer) }, "cudaFree")
         }
     }
 }
@@ -134,7 +136,7 @@ pub(crate) fn drain_at_exit() {
         Err(TryLockError::Poisoned(poisoned)) => std::mem::take(&mut *poisoned.into_inner()),
         Err(TryLockError::WouldBlock) => return,
     };
-    let mut devices: Vec<i32> = Vec::new();
+    let mut devices: Vec<Device> = Vec::new();
     for grave in graves {
         if grave.events.iter().any(|event| event.synchronize().is_err()) {
             continue;

@@ -7,8 +7,11 @@
 //!
 //! - [`WorkStreams`] orders every stream a wrapper's kernels run on after earlier accesses to
 //!   each tensor it passes, and records the new accesses afterwards (so buffers dropped while
-//!   the device still uses them stay alive until it is done);
-//! - [`EntryMessage`] turns the status of a generated `extern "C"` entry into an [`Error`];
+//!   the device still uses them stay alive until it is done); it also tells the wrapper which
+//!   [`Backend`] the call runs on ([`WorkStreams::backend`]), so that it calls the `extern "C"`
+//!   entry compiled for that backend;
+//! - [`EntryMessage`] turns the status of a generated `extern "C"` entry into an [`Error`]
+//!   ([`EntryMessage::result_for`] with the call's backend);
 //! - [`check_extent`] and [`extent`] check and compute shapes before anything is launched;
 //! - [`return_tensor`], [`join_unit`] and [`join_value`] build results.
 
@@ -16,12 +19,13 @@ use std::ffi::c_char;
 
 use choreo_sys as sys;
 
+use crate::backend::Backend;
 use crate::elem::DeviceRepr;
-use crate::error::{check_cuda, check_deferred};
+use crate::error::{check_deferred, check_status};
 use crate::one_or_many::{InlineList, OneOrMany};
 use crate::stream::Stream;
 use crate::tracking::Recorded;
-use crate::{DeviceBuffer, DeviceTensor, Error, Pending, Result};
+use crate::{Device, DeviceBuffer, DeviceTensor, Error, Pending, Result};
 
 /// Includes the Rust modules that `choreo-build` generated for a crate's `.co` files: one
 /// `pub mod <file stem>` per file, each with one safe function per `__co__` function.
@@ -76,10 +80,36 @@ pub fn check_extent(param: &'static str, dim: usize, expected: usize, got: usize
 /// [`DeviceBuffer`]), so a failure costs time, never memory safety. A buffer written on several
 /// streams keeps the events of all of them as its last write.
 ///
+/// # Backends
+///
+/// A call runs on the backend of its streams ([`WorkStreams::backend`]): the wrapper calls the
+/// `extern "C"` entry compiled for it, passing the streams' raw handles (for the CPU these are
+/// the CPU runtime's handles) and the buffers' pointers (for the CPU, host memory).
+/// [`WorkStreams::for_backends`] takes the backends the wrapper has entries for and refuses
+/// the others with [`Error::UnsupportedBackend`]; [`WorkStreams::new`] is the CUDA-only form
+/// (what wrappers written before the CPU backend call), so a CPU stream can never reach a CUDA
+/// entry.
+///
+/// ```ignore
+/// use choreo::Backend;
+/// let backends = [Backend::Cuda, Backend::Cpu];
+/// let mut work = choreo::kernels::WorkStreams::for_backends(&backends, &[s])?;
+/// let x_ptr = work.read_param_ptr("x", x.buffer())?;
+/// let mut message = choreo::kernels::EntryMessage::new();
+/// let status = match work.backend() {
+///     // SAFETY: (as today, per entry)
+///     Backend::Cuda => unsafe { entry_cuda(x_ptr, s.as_raw(), message.as_mut_ptr()) },
+///     Backend::Cpu => unsafe { entry_cpu(x_ptr, s.as_raw(), message.as_mut_ptr()) },
+/// };
+/// work.record_read(x.buffer());
+/// message.result_for(work.backend(), status, "f")?;
+/// ```
+///
 /// # Checks before anything is launched
 ///
 /// - All work streams belong to one device ([`WorkStreams::new`]), and every buffer handed out
-///   lives on that device: otherwise [`Error::InvalidArgument`] names the buffer and both
+///   lives on that device: otherwise [`Error::DeviceMismatch`] (a CPU object in a CUDA call or
+///   the reverse) or [`Error::InvalidArgument`] (another CUDA device) names the buffer and both
 ///   devices (a kernel cannot address another device's memory through these pointers).
 /// - No buffer handed out for writing overlaps another buffer of the same call (read or
 ///   written): otherwise [`Error::InvalidArgument`] says that the two arguments alias. The
@@ -96,7 +126,7 @@ pub struct WorkStreams<'s> {
     /// Distinct streams, in the order given.
     streams: OneOrMany<&'s Stream>,
     /// The device of the streams, where every buffer of the call must live.
-    device: i32,
+    device: Device,
     /// The buffers handed out so far, for the aliasing check.
     handouts: InlineList<Handout, 4>,
     /// One event per stream, recorded after the entry call (see [`WorkStreams::call_events`]).
@@ -165,12 +195,20 @@ fn alias_error<'h>(
     )))
 }
 
-/// [`Error::InvalidArgument`] when `what` (a buffer on device `buffer_device`) is used by a
-/// kernel call on device `call_device`.
-fn device_error(what: &str, buffer_device: i32, call_device: i32) -> Result<()> {
+/// [`Error::DeviceMismatch`] (other backend) or [`Error::InvalidArgument`] (other CUDA device)
+/// when `what` (a buffer on `buffer_device`) is used by a kernel call on `call_device`.
+fn device_error(what: &str, buffer_device: Device, call_device: Device) -> Result<()> {
     if buffer_device == call_device {
         return Ok(());
     }
+    if buffer_device.backend() != call_device.backend() {
+        return Err(Error::DeviceMismatch {
+            what: what.to_owned(),
+            found: buffer_device,
+            expected: call_device,
+        });
+    }
+    let (buffer_device, call_device) = (buffer_device.ordinal(), call_device.ordinal());
     Err(Error::InvalidArgument(format!(
         "{what} is on device {buffer_device}, but the kernel call runs on device {call_device} \
          (the device of its streams); copy the data to device {call_device} or call with \
@@ -178,18 +216,28 @@ fn device_error(what: &str, buffer_device: i32, call_device: i32) -> Result<()> 
     )))
 }
 
-/// [`Error::InvalidArgument`] unless every stream (given by its device, in order) belongs to
-/// the device of the first.
-fn same_device(devices: impl IntoIterator<Item = i32>) -> Result<i32> {
+/// [`Error::DeviceMismatch`] (other backend) or [`Error::InvalidArgument`] (other CUDA
+/// device) unless every stream (given by its device, in order) belongs to the device of the
+/// first.
+fn same_device(devices: impl IntoIterator<Item = Device>) -> Result<Device> {
     let mut first = None;
     for (index, device) in devices.into_iter().enumerate() {
         match first {
             None => first = Some(device),
+            Some(first) if first.backend() != device.backend() => {
+                return Err(Error::DeviceMismatch {
+                    what: format!("stream #{} of the kernel call", index + 1),
+                    found: device,
+                    expected: first,
+                });
+            }
             Some(first) if first != device => {
                 return Err(Error::InvalidArgument(format!(
                     "the streams of one kernel call must belong to one device: stream #1 is on \
-                     device {first}, stream #{} on device {device}; nothing was launched",
-                    index + 1
+                     device {}, stream #{} on device {}; nothing was launched",
+                    first.ordinal(),
+                    index + 1,
+                    device.ordinal()
                 )));
             }
             Some(_) => {}
@@ -199,16 +247,30 @@ fn same_device(devices: impl IntoIterator<Item = i32>) -> Result<i32> {
 }
 
 impl<'s> WorkStreams<'s> {
+    /// The work streams of a wrapper whose kernels were built for CUDA only:
+    /// [`WorkStreams::for_backends`] with `&[Backend::Cuda]`, so streams of the CPU are
+    /// refused before anything is handed out: on a machine without a usable GPU with the error
+    /// that says why ([`Error::NoDevice`], [`Error::InsufficientDriver`],
+    /// [`Error::RuntimeNotLinked`]: [`Error::is_no_gpu`]), else (the CPU was chosen, e.g. by
+    /// `CHOREO_DEVICE=cpu`) with [`Error::UnsupportedBackend`].
+    pub fn new(streams: &[&'s Stream]) -> Result<Self> {
+        Self::for_backends(&[Backend::Cuda], streams)
+    }
+
     /// The work streams, without duplicates (the same stream passed twice counts once; so do
-    /// two handles of the legacy default stream). At least one stream is required, and all
-    /// must belong to one device (else [`Error::InvalidArgument`]).
+    /// two handles of the legacy default stream), of a wrapper that has `extern "C"` entries
+    /// for the backends `supported`. At least one stream is required; all must belong to one
+    /// device (else [`Error::DeviceMismatch`] for streams of both backends,
+    /// [`Error::InvalidArgument`] for two CUDA devices), whose backend must be one of
+    /// `supported` (else [`Error::UnsupportedBackend`]). The wrapper then calls the entry of
+    /// [`WorkStreams::backend`].
     ///
     /// Fails with a deferred error of an earlier drop, if there is one (checked here once for
     /// the whole call).
-    pub fn new(streams: &[&'s Stream]) -> Result<Self> {
+    pub fn for_backends(supported: &[Backend], streams: &[&'s Stream]) -> Result<Self> {
         check_deferred()?;
         let mut unique: OneOrMany<&'s Stream> = OneOrMany::default();
-        let mut devices: OneOrMany<i32> = OneOrMany::default();
+        let mut devices: OneOrMany<Device> = OneOrMany::default();
         for &stream in streams {
             let key = stream.key()?;
             let mut seen = false;
@@ -217,10 +279,22 @@ impl<'s> WorkStreams<'s> {
             }
             if !seen {
                 unique.push(stream);
-                devices.push(stream.device_ordinal()?);
+                devices.push(key.device());
             }
         }
         let device = same_device(devices.as_slice().iter().copied())?;
+        if !supported.contains(&device.backend()) {
+            // A CUDA-only call on the CPU because there is no usable GPU: say why there is none
+            // (as before the CPU backend existed, and what `Error::is_no_gpu` recognises).
+            if device.is_cpu() && supported.contains(&Backend::Cuda) {
+                crate::device::cuda_usable()?;
+            }
+            return Err(Error::UnsupportedBackend {
+                backend: device.backend(),
+                what: "this kernel call (its kernels were not built for the backend of its \
+                       streams)",
+            });
+        }
         Ok(WorkStreams {
             streams: unique,
             device,
@@ -228,6 +302,17 @@ impl<'s> WorkStreams<'s> {
             call_events: None,
             error: None,
         })
+    }
+
+    /// The backend the call runs on: that of its streams, which every buffer handed out
+    /// shares. Generated wrappers match on it to call the `extern "C"` entry compiled for it.
+    pub fn backend(&self) -> Backend {
+        self.device.backend()
+    }
+
+    /// The device the call runs on (that of its streams).
+    pub fn device(&self) -> Device {
+        self.device
     }
 
     /// The streams, first one first.
@@ -261,8 +346,8 @@ impl<'s> WorkStreams<'s> {
         let position = self.handouts.len() + 1;
         // The description is formatted only for an error: this runs for every argument of
         // every call.
-        if buffer.device_ordinal() != self.device {
-            device_error(&handout.describe(position), buffer.device_ordinal(), self.device)?;
+        if buffer.device() != self.device {
+            device_error(&handout.describe(position), buffer.device(), self.device)?;
         }
         if let Some(error) = alias_error(self.handouts.iter(), &handout, position) {
             return Err(error);
@@ -274,8 +359,9 @@ impl<'s> WorkStreams<'s> {
     /// Orders every work stream after the last write to `buffer` and returns its device
     /// address for device work that only reads it. Pair with [`WorkStreams::record_read`].
     ///
-    /// Fails with [`Error::InvalidArgument`] when `buffer` is on another device than the
-    /// streams, or overlaps a buffer that the call writes (see the type's docs).
+    /// Fails with [`Error::DeviceMismatch`] or [`Error::InvalidArgument`] when `buffer` is on
+    /// another device than the streams, and with [`Error::InvalidArgument`] when it overlaps a
+    /// buffer that the call writes (see the type's docs).
     pub fn read_ptr<T: DeviceRepr>(&mut self, buffer: &DeviceBuffer<T>) -> Result<*const T> {
         self.read_ptr_of(None, buffer)
     }
@@ -309,8 +395,9 @@ impl<'s> WorkStreams<'s> {
     /// for an event recorded on it right after (which covers the same accesses, and the work
     /// enqueued on the first stream before them).
     ///
-    /// Fails with [`Error::InvalidArgument`] when `buffer` is on another device than the
-    /// streams, or overlaps another buffer of the call (see the type's docs).
+    /// Fails with [`Error::DeviceMismatch`] or [`Error::InvalidArgument`] when `buffer` is on
+    /// another device than the streams, and with [`Error::InvalidArgument`] when it overlaps
+    /// another buffer of the call (see the type's docs).
     pub fn write_ptr<T: DeviceRepr>(&mut self, buffer: &mut DeviceBuffer<T>) -> Result<*mut T> {
         self.write_ptr_of(None, buffer)
     }
@@ -437,15 +524,23 @@ impl EntryMessage {
         String::from_utf8_lossy(&bytes).into_owned()
     }
 
-    /// The result of entry `function` that returned `status`: `0` is success, a positive value
-    /// the `cudaError_t` of a failed CUDA call, a negative one a failed runtime check whose
-    /// message is in the buffer ([`Error::RuntimeCheck`]).
+    /// The result of the CUDA entry `function` that returned `status`:
+    /// [`EntryMessage::result_for`] with [`Backend::Cuda`].
     pub fn result(&self, status: i32, function: &'static str) -> Result<()> {
+        self.result_for(Backend::Cuda, status, function)
+    }
+
+    /// The result of entry `function`, compiled for `backend`, that returned `status`: `0` is
+    /// success, a positive value the `cudaError_t` of a failed runtime call
+    /// ([`Error::Cuda`] and the other CUDA errors for CUDA, [`Error::CpuRuntime`] for the
+    /// CPU, e.g. a sticky kernel fault), a negative one a failed runtime check whose message
+    /// is in the buffer ([`Error::RuntimeCheck`]).
+    pub fn result_for(&self, backend: Backend, status: i32, function: &'static str) -> Result<()> {
         if status == 0 {
             return Ok(());
         }
         if status > 0 {
-            return check_cuda(sys::cudaError_t(status), function);
+            return check_status(backend, sys::cudaError_t(status), function);
         }
         let mut message = self.message();
         if message.is_empty() {
@@ -455,15 +550,15 @@ impl EntryMessage {
     }
 }
 
-/// The device buffer for a spanned return value of `shape`, on the device of `stream`,
-/// zeroed. Allocation and zeroing run on the device's internal stream, which never waits for
-/// user work; the wrapper orders the streams that fill it after them (`WorkStreams::write_ptr`).
+/// The device buffer for a spanned return value of `shape`, on the device of `stream` (a CUDA
+/// GPU or the CPU), zeroed. Allocation and zeroing run on the device's internal stream, which
+/// never waits for user work; the wrapper orders the streams that fill it after them
+/// (`WorkStreams::write_ptr`).
 pub fn return_tensor<T: DeviceRepr, const R: usize>(
     stream: &Stream,
     shape: [usize; R],
 ) -> Result<DeviceTensor<T, R>> {
-    let _device = stream.bind_device()?;
-    DeviceTensor::zeros(shape)
+    DeviceTensor::zeros_on_device(stream.device()?, shape)
 }
 
 /// An element access of a generated function that is checked at run time, by its access
@@ -809,23 +904,42 @@ mod tests {
 
     #[test]
     fn buffers_and_streams_of_a_call_must_share_one_device() {
-        assert_eq!(device_error("`x`", 0, 0), Ok(()));
-        match device_error("`x`", 1, 0) {
+        let gpu = Device::from_cuda_ordinal;
+        assert_eq!(device_error("`x`", gpu(0), gpu(0)), Ok(()));
+        assert_eq!(device_error("`x`", Device::cpu(), Device::cpu()), Ok(()));
+        match device_error("`x`", gpu(1), gpu(0)) {
             Err(Error::InvalidArgument(message)) => {
                 assert!(message.starts_with("`x` is on device 1"), "{message}");
                 assert!(message.contains("runs on device 0"), "{message}");
             }
             other => panic!("expected a device error, got {other:?}"),
         }
-        assert_eq!(same_device([3]), Ok(3));
-        assert_eq!(same_device([0, 0, 0]), Ok(0));
-        match same_device([0, 0, 1]) {
+        assert_eq!(same_device([gpu(3)]), Ok(gpu(3)));
+        assert_eq!(same_device([gpu(0), gpu(0), gpu(0)]), Ok(gpu(0)));
+        match same_device([gpu(0), gpu(0), gpu(1)]) {
             Err(Error::InvalidArgument(message)) => {
                 assert!(message.contains("stream #3 on device 1"), "{message}");
             }
             other => panic!("expected a device error, got {other:?}"),
         }
         assert!(matches!(same_device([]), Err(Error::InvalidArgument(_))));
+        // The CPU and a GPU: a device mismatch, naming both.
+        assert_eq!(
+            device_error("`x`", Device::cpu(), gpu(0)),
+            Err(Error::DeviceMismatch {
+                what: "`x`".into(),
+                found: Device::cpu(),
+                expected: gpu(0)
+            })
+        );
+        match same_device([Device::cpu(), Device::cpu(), gpu(0)]) {
+            Err(error @ Error::DeviceMismatch { .. }) => {
+                let text = error.to_string();
+                assert!(text.contains("stream #3"), "{text}");
+                assert!(text.contains("CUDA device 0") && text.contains("the CPU"), "{text}");
+            }
+            other => panic!("expected a device mismatch, got {other:?}"),
+        }
     }
 
     #[test]

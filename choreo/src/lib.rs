@@ -1,5 +1,6 @@
 //! Safe runtime for Choreo kernels: devices, streams, events, tracked device memory, host
-//! tensors and views, and [`Pending`], the completion token of asynchronous work.
+//! tensors and views, and [`Pending`], the completion token of asynchronous work — on a CUDA
+//! GPU or on the CPU, behind the same types.
 //!
 //! Kernel wrappers generated from `.co` files (by `choreo-build`) are written against this
 //! crate; programs use it to allocate device data and to pass host data:
@@ -18,8 +19,8 @@
 //!
 //! # Guarantees
 //!
-//! - No function panics on a CUDA failure: everything fallible returns [`Result`]. Machines
-//!   without a GPU, driver, or CUDA runtime get [`Error::NoDevice`],
+//! - No function panics on a runtime failure: everything fallible returns [`Result`]. Asking
+//!   for a GPU on machines without a GPU, driver, or CUDA runtime gives [`Error::NoDevice`],
 //!   [`Error::InsufficientDriver`] or [`Error::RuntimeNotLinked`].
 //! - Device memory is owned by [`DeviceBuffer`]s that record an event for every access and
 //!   free themselves only once the last one has completed, so dropping a buffer that a kernel
@@ -35,10 +36,33 @@
 //!   dropped while the GPU used them) is given back by an exit handler once the GPU work that
 //!   used it is done, so memory checkers such as compute-sanitizer's leak check see no leak.
 //!
-//! Device selection follows CUDA's per-thread current device; see [`Device`] and [`init`].
+//! # Devices: a CUDA GPU or the CPU
+//!
+//! Every stream, event, device buffer and pinned buffer belongs to a [`Device`] of one of two
+//! [`Backend`]s: a CUDA GPU, or the CPU, whose runtime (compiled into this crate from
+//! `choreo_cpu_runtime.cpp`) gives the same guarantees: a [`Stream`] is an ordered queue run by
+//! a worker thread (two streams overlap for real), [`Event`]s and [`Pending`]s mean what they
+//! mean on CUDA, and "device" memory is host memory with the same access tracking. Calls that
+//! mix objects of both backends fail with [`Error::DeviceMismatch`].
+//!
+//! Constructors without a device ([`Stream::new`], [`Stream::default_stream`],
+//! [`DeviceTensor::zeros`], …) use [`Device::default_device`]:
+//!
+//! - `CHOREO_DEVICE=cpu` chooses the CPU;
+//! - `CHOREO_DEVICE=cuda` chooses the current CUDA device, and is an error ([`Error::NoDevice`]
+//!   or another "no GPU" error) on a machine without a usable GPU;
+//! - without `CHOREO_DEVICE`, a CUDA GPU is used when a CUDA runtime is linked and the driver
+//!   reports one, and the CPU otherwise.
+//!
+//! Explicit devices: [`Device::cpu`], [`Device::new`]/[`Device::cuda`] and
+//! [`Stream::new_on_device`]. CUDA devices follow CUDA's per-thread current device; see
+//! [`Device`] and [`init`].
 
 mod at_exit;
+mod backend;
 mod buffer;
+#[cfg(test)]
+mod cpu_tests;
 mod device;
 mod elem;
 mod error;
@@ -55,13 +79,17 @@ mod tensor;
 mod tracking;
 
 /// The raw CUDA runtime bindings this crate is built on (for generated `extern "C"`
-/// declarations, which take `cudaStream_t`).
+/// declarations, which take `cudaStream_t`; the CPU runtime's stream handles have the same
+/// Rust type).
 pub use choreo_sys as sys;
 
+pub use backend::Backend;
 pub use buffer::DeviceBuffer;
-pub use device::{Device, DeviceGuard, MemoryInfo, driver_version, init, runtime_version};
+pub use device::{
+    DEVICE_ENV, Device, DeviceGuard, MemoryInfo, driver_version, init, runtime_version,
+};
 pub use elem::{DeviceRepr, F8E4M3, F8E5M2};
-pub use error::{Error, Result, check_cuda, take_deferred_error};
+pub use error::{Error, Result, check_cuda, check_status, take_deferred_error};
 pub use event::Event;
 pub use host::{HostTensor, HostView, HostViewMut, element_count};
 pub use pending::{Pending, PendingFuture};

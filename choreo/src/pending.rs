@@ -7,15 +7,12 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll, Waker};
 
-use choreo_sys as sys;
-
-use crate::device::current_ordinal;
 use crate::error::check;
 use crate::event::Event;
 use crate::graveyard::sweep;
 use crate::one_or_many::OneOrMany;
 use crate::stream::Stream;
-use crate::{Error, Result};
+use crate::{Device, Error, Result};
 
 /// The finishing step of a [`Pending`], run on the host once the device work has completed.
 type Finish<'a, T> = Box<dyn FnOnce() -> Result<T> + Send + 'a>;
@@ -30,8 +27,12 @@ type Finish<'a, T> = Box<dyn FnOnce() -> Result<T> + Send + 'a>;
 ///
 /// - [`Pending::wait`] blocks until the work is done and returns the result;
 /// - `.await` does the same without blocking a thread (the future is woken by a host callback
-///   that the stream runs after the work; the callback never calls CUDA);
+///   that the stream runs after the work; the callback never calls the runtime);
 /// - [`Pending::then`] makes another stream wait for the work without blocking the host.
+///
+/// All of this works the same for work on the CPU device (run by the CPU runtime's stream
+/// workers); only [`Pending::then`] and [`Pending::event`] need every event and the stream to
+/// be of one backend.
 ///
 /// # Safety model
 ///
@@ -121,18 +122,25 @@ impl<'a, T> Pending<'a, T> {
 
     /// A new event that completes when all of the work has completed (recorded on a scratch
     /// stream that waits for every event; the host does not block).
+    ///
+    /// For work of both backends (a [`Pending::join`] of CPU and CUDA work) this fails with
+    /// [`Error::DeviceMismatch`]; [`Pending::wait`] works for it.
     pub fn event(&self) -> Result<Event> {
-        let ordinal = match self.events.as_slice().first() {
-            Some(event) => event.device_ordinal(),
-            None => current_ordinal()?,
+        let device = match self.events.as_slice().first() {
+            Some(event) => event.device(),
+            None => Device::default_device()?,
         };
-        let scratch = Stream::new_on(ordinal)?;
+        let scratch = Stream::create(device)?;
         self.then(&scratch)?;
         scratch.record_untimed_event()
     }
 
     /// Makes all work enqueued on `stream` from now on wait until this work has completed,
     /// without blocking the host.
+    ///
+    /// [`Error::DeviceMismatch`] when some of the work is of the other backend than `stream`
+    /// (CPU work cannot be waited for by a CUDA stream, nor the reverse); the host can wait
+    /// for it with [`Pending::wait`] instead.
     pub fn then(&self, stream: &Stream) -> Result<()> {
         self.events.as_slice().iter().try_for_each(|event| stream.wait_event(event))
     }
@@ -186,14 +194,15 @@ struct NotificationState {
     waker: Option<Waker>,
 }
 
-/// The host function enqueued with `cudaLaunchHostFunc`. It must not call CUDA, and it does
-/// not: it sets a flag and wakes the task.
+/// The host function enqueued with `cudaLaunchHostFunc` (of either backend). It must not call
+/// the runtime, and it does not: it sets a flag and wakes the task.
 unsafe extern "C" fn notify_completion(data: *mut c_void) {
     // SAFETY: `data` is the pointer `Arc::into_raw` produced in `PendingFuture::register`,
-    // which handed one strong count to this callback; CUDA runs the callback at most once, so
-    // the count is taken back exactly once (or leaked, if the callback never runs).
+    // which handed one strong count to this callback; the runtime (CUDA or the CPU runtime)
+    // runs the callback at most once, so the count is taken back exactly once (or leaked, if
+    // the callback never runs).
     let notification = unsafe { Arc::from_raw(data.cast_const().cast::<Notification>()) };
-    // A panic must not unwind into the CUDA runtime; a panicking waker is the executor's bug.
+    // A panic must not unwind into the runtime (C or C++ code); a panicking waker is the executor's bug.
     let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         let waker = {
             let mut state = notification.state.lock().unwrap_or_else(PoisonError::into_inner);
@@ -211,7 +220,7 @@ unsafe extern "C" fn notify_completion(data: *mut c_void) {
 /// The first poll that finds the work unfinished enqueues a host callback behind the work on
 /// a scratch stream; the callback wakes the task. The callback owns its share of the state, so
 /// dropping the future at any point is safe. Executors must not poll the future from inside
-/// `Waker::wake` (the callback's thread must not call CUDA, and polling may).
+/// `Waker::wake` (the callback's thread must not call the runtime, and polling may).
 #[must_use = "futures do nothing unless polled"]
 pub struct PendingFuture<'a, T> {
     /// `None` once the result was returned.
@@ -232,12 +241,12 @@ impl<T> fmt::Debug for PendingFuture<'_, T> {
 impl<T> PendingFuture<'_, T> {
     /// Enqueues the completion callback behind all events of the work.
     fn register(events: &[Arc<Event>], waker: &Waker) -> Result<Arc<Notification>> {
-        let ordinal = match events.first() {
-            Some(event) => event.device_ordinal(),
-            None => current_ordinal()?,
+        let device = match events.first() {
+            Some(event) => event.device(),
+            None => Device::default_device()?,
         };
         // A scratch stream per future: waiting on the work there delays nothing else.
-        let scratch = Stream::new_on(ordinal)?;
+        let scratch = Stream::create(device)?;
         for event in events {
             scratch.wait_event(event)?;
         }
@@ -246,13 +255,14 @@ impl<T> PendingFuture<'_, T> {
         });
         let data = Arc::into_raw(Arc::clone(&notification)).cast_mut().cast::<c_void>();
         let _guard = scratch.bind_device()?;
-        // SAFETY: the scratch stream is valid; `notify_completion` matches `cudaHostFn_t` and
-        // never calls CUDA; `data` carries a strong count of the Arc that the callback takes
-        // back. Destroying the scratch stream afterwards lets the enqueued work (and the
-        // callback) run to completion.
+        let api = device.api();
+        // SAFETY: the scratch stream is a valid stream of `api`'s runtime; `notify_completion`
+        // matches `cudaHostFn_t` and never calls the runtime; `data` carries a strong count of
+        // the Arc that the callback takes back. Destroying the scratch stream afterwards lets
+        // the enqueued work (and the callback) run to completion.
         let status =
-            unsafe { sys::cudaLaunchHostFunc(scratch.as_raw(), Some(notify_completion), data) };
-        if let Err(error) = check(status, "cudaLaunchHostFunc") {
+            unsafe { (api.launch_host_func)(scratch.as_raw(), Some(notify_completion), data) };
+        if let Err(error) = check(api, status, "cudaLaunchHostFunc") {
             // SAFETY: the callback was not enqueued, so its strong count is still ours to
             // release; `data` came from `Arc::into_raw` above.
             drop(unsafe { Arc::from_raw(data.cast_const().cast::<Notification>()) });

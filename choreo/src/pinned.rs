@@ -4,15 +4,19 @@ use std::fmt;
 use std::ptr::NonNull;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-use crate::device::current_ordinal;
 use crate::elem::DeviceRepr;
 use crate::error::check_deferred;
 use crate::graveyard::{Release, bury, sweep};
 use crate::pinned_pool::{self, PinnedBlock};
 use crate::tracking::Tracking;
-use crate::{Error, Result};
+use crate::{Device, Error, Result};
 
-/// A buffer of `len` values of `T` in page-locked host memory (`cudaHostAlloc`).
+/// A buffer of `len` values of `T` in page-locked host memory (`cudaHostAlloc`), or for the
+/// CPU device in plain host memory of the CPU runtime (its `cudaHostAlloc`).
+///
+/// The buffer belongs to the device it was made for: its copies run on streams of that
+/// device's backend (a CUDA buffer serves every CUDA device); a stream of the other backend
+/// gets [`Error::DeviceMismatch`].
 ///
 /// The GPU can copy to and from pinned memory asynchronously, so the buffer tracks the copies
 /// that use it like a [`crate::DeviceBuffer`] does: [`PinnedHostBuffer::as_slice`] first waits
@@ -39,31 +43,43 @@ unsafe impl<T: DeviceRepr> Send for PinnedHostBuffer<T> {}
 unsafe impl<T: DeviceRepr> Sync for PinnedHostBuffer<T> {}
 
 impl<T: DeviceRepr> PinnedHostBuffer<T> {
-    /// Allocates `len` zeroed values in pinned memory, usable by every device.
+    /// Allocates `len` zeroed values in pinned memory for the default device
+    /// ([`Device::default_device`]); for CUDA, usable by every CUDA device.
     pub fn new(len: usize) -> Result<Self> {
+        Self::new_on_device(Device::default_device()?, len)
+    }
+
+    /// Allocates `len` zeroed values in pinned memory for `device` (for CUDA, usable by every
+    /// CUDA device).
+    pub fn new_on_device(device: Device, len: usize) -> Result<Self> {
         check_deferred()?;
         sweep();
         let bytes = len
             .checked_mul(size_of::<T>())
             .filter(|&bytes| bytes <= isize::MAX as usize)
             .ok_or(Error::OutOfHostMemory { bytes: usize::MAX })?;
-        let device = current_ordinal()?;
         let tracking = Mutex::new(Tracking::new(device));
         if bytes == 0 {
             return Ok(Self { pointer: NonNull::dangling(), len, block: None, tracking });
         }
-        let block = pinned_pool::acquire(bytes)?;
+        let block = pinned_pool::acquire(device.backend(), bytes)?;
         let pointer = NonNull::new(block.as_ptr().cast::<T>()).unwrap_or(NonNull::dangling());
-        // SAFETY: the block holds at least `bytes` bytes, is page aligned (so aligned for T,
-        // whose alignment DeviceRepr bounds) and is ours alone: the pool hands out only blocks
+        // SAFETY: the block holds at least `bytes` bytes, is aligned to at least 256 bytes
+        // (checked by `pinned_pool::acquire`; enough for T, whose alignment DeviceRepr bounds
+        // by 256) and is ours alone: the pool hands out only blocks
         // that no GPU work uses. Zero bytes make every element a valid T (DeviceRepr).
         unsafe { std::ptr::write_bytes(pointer.as_ptr(), 0, len) };
         Ok(Self { pointer, len, block: Some(block), tracking })
     }
 
-    /// Allocates pinned memory holding a copy of `data`.
+    /// Allocates pinned memory for the default device holding a copy of `data`.
     pub fn from_slice(data: &[T]) -> Result<Self> {
-        let mut buffer = Self::new(data.len())?;
+        Self::from_slice_on_device(Device::default_device()?, data)
+    }
+
+    /// Allocates pinned memory for `device` holding a copy of `data`.
+    pub fn from_slice_on_device(device: Device, data: &[T]) -> Result<Self> {
+        let mut buffer = Self::new_on_device(device, data.len())?;
         // A new buffer has no pending GPU access, so this does not wait.
         buffer.as_mut_slice()?.copy_from_slice(data);
         Ok(buffer)
@@ -96,6 +112,11 @@ impl<T: DeviceRepr> PinnedHostBuffer<T> {
         Ok(unsafe { std::slice::from_raw_parts_mut(self.pointer.as_ptr(), self.len) })
     }
 
+    /// The device whose streams copy to and from the buffer.
+    pub fn device(&self) -> Device {
+        self.lock_tracking().device()
+    }
+
     /// `true` when no GPU access to the buffer is pending; does not block.
     pub fn is_idle(&self) -> Result<bool> {
         self.lock_tracking().is_idle()
@@ -120,7 +141,8 @@ impl<T: DeviceRepr> Drop for PinnedHostBuffer<T> {
         let Some(block) = self.block.take() else {
             return;
         };
-        let tracking = std::mem::replace(self.tracking_mut(), Tracking::new(0));
+        let device = self.tracking_mut().device();
+        let tracking = std::mem::replace(self.tracking_mut(), Tracking::new(device));
         let release = Release::PinnedHost(block);
         match tracking.into_events() {
             Some(events) => bury(events, release),

@@ -10,9 +10,9 @@ use crate::pinned::PinnedHostBuffer;
 use crate::stream::Stream;
 use crate::{Device, Error, Result};
 
-/// A row-major tensor of rank `R` in device memory: what kernel wrappers take for `global`
-/// parameters (`&DeviceTensor` when the kernel only reads it, `&mut DeviceTensor` when it
-/// writes it).
+/// A row-major tensor of rank `R` in device memory (of a CUDA GPU or of the CPU): what kernel
+/// wrappers take for `global` parameters (`&DeviceTensor` when the kernel only reads it,
+/// `&mut DeviceTensor` when it writes it).
 ///
 /// The storage is a [`DeviceBuffer`], so every access is tracked and dropping the tensor while
 /// the device still uses it is safe.
@@ -34,10 +34,15 @@ fn check_shape<const R: usize>(
 }
 
 impl<T: DeviceRepr, const R: usize> DeviceTensor<T, R> {
-    /// A zeroed tensor of `shape` on the calling thread's current device (see
-    /// [`DeviceBuffer::zeroed`]).
+    /// A zeroed tensor of `shape` on the default device (see [`DeviceBuffer::zeroed`]).
     pub fn zeros(shape: [usize; R]) -> Result<Self> {
         let buffer = DeviceBuffer::zeroed(element_count(&shape)?)?;
+        Ok(Self { buffer, shape })
+    }
+
+    /// A zeroed tensor of `shape` on `device` (see [`DeviceBuffer::zeroed_on_device`]).
+    pub fn zeros_on_device(device: Device, shape: [usize; R]) -> Result<Self> {
+        let buffer = DeviceBuffer::zeroed_on_device(device, element_count(&shape)?)?;
         Ok(Self { buffer, shape })
     }
 
@@ -110,7 +115,8 @@ impl<T: DeviceRepr, const R: usize> DeviceTensor<T, R> {
 
     /// Enqueues a copy of the tensor into new pinned staging memory on `stream`.
     fn stage_on(&self, stream: &Stream) -> Result<PinnedHostBuffer<T>> {
-        let mut staging = PinnedHostBuffer::new(self.buffer.len())?;
+        let device = self.buffer.stream_device(stream)?;
+        let mut staging = PinnedHostBuffer::new_on_device(device, self.buffer.len())?;
         self.buffer.copy_to_pinned(stream, &mut staging)?;
         Ok(staging)
     }
@@ -162,7 +168,7 @@ impl<T: DeviceRepr, const R: usize> fmt::Debug for DeviceTensor<T, R> {
         f.debug_struct("DeviceTensor")
             .field("type", &T::CHOREO_TYPE)
             .field("shape", &self.shape)
-            .field("device", &self.buffer.device().ordinal())
+            .field("device", &self.buffer.device())
             .finish_non_exhaustive()
     }
 }

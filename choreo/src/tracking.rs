@@ -16,13 +16,11 @@
 
 use std::sync::Arc;
 
-use crate::Result;
 use crate::device::DeviceGuard;
 use crate::error::check;
 use crate::event::Event;
-use crate::stream::{Stream, StreamKey};
-
-use choreo_sys as sys;
+use crate::stream::{Stream, StreamKey, same_backend};
+use crate::{Device, Result};
 
 /// An event together with the stream it was recorded on.
 #[derive(Clone)]
@@ -48,8 +46,8 @@ impl Recorded {
 
 /// The access history of one allocation.
 pub(crate) struct Tracking {
-    /// The allocation's device, for the whole-device fallback.
-    device: i32,
+    /// The allocation's device, for the whole-device fallback and the backend check.
+    device: Device,
     /// The last write, one entry per stream it ran on (empty: never written).
     writes: Vec<Recorded>,
     /// At most one entry per stream: a later read on the same stream replaces its entry.
@@ -64,7 +62,7 @@ pub(crate) struct Tracking {
 }
 
 impl Tracking {
-    pub(crate) fn new(device: i32) -> Tracking {
+    pub(crate) fn new(device: Device) -> Tracking {
         Tracking {
             device,
             writes: Vec::new(),
@@ -77,7 +75,7 @@ impl Tracking {
 
     /// Tracking for a fresh allocation made in stream order on `stream`: until the first
     /// recorded access, only `stream` is ordered after the allocation.
-    pub(crate) fn new_allocated(device: i32, stream: StreamKey) -> Tracking {
+    pub(crate) fn new_allocated(device: Device, stream: StreamKey) -> Tracking {
         Tracking { unrecorded_allocation: Some(stream), ..Tracking::new(device) }
     }
 
@@ -108,8 +106,10 @@ impl Tracking {
     /// fallback for accesses that were not recorded.
     fn synchronize_device(&mut self) -> Result<()> {
         let _guard = DeviceGuard::enter(self.device)?;
-        // SAFETY: no arguments; waits for the current device, which the guard selected.
-        check(unsafe { sys::cudaDeviceSynchronize() }, "cudaDeviceSynchronize")?;
+        let api = self.device.api();
+        // SAFETY: no arguments; waits for the current device of `api`'s backend, which the
+        // guard selected.
+        check(api, unsafe { (api.device_synchronize)() }, "cudaDeviceSynchronize")?;
         self.unrecorded_reads = 0;
         self.unrecorded_writes = 0;
         self.unrecorded_allocation = None;
@@ -118,8 +118,11 @@ impl Tracking {
 
     /// Orders `stream` after the last write. Call before enqueueing a read on `stream`, then
     /// [`Tracking::read_recorded`] once it is enqueued.
+    ///
+    /// [`crate::Error::DeviceMismatch`] when `stream` is of the other backend.
     pub(crate) fn before_read(&mut self, stream: &Stream) -> Result<()> {
         let key = stream.key()?;
+        same_backend("the memory", self.device, key.device())?;
         if self.unrecorded_writes > 0 || self.allocation_unordered_for(key) {
             // Callers of `before_write` hold `&mut` access to the allocation until they
             // record, so a read can only see an unrecorded write that was never recorded.
@@ -149,8 +152,11 @@ impl Tracking {
 
     /// Orders `stream` after the last write and all reads since. Call before enqueueing a
     /// write on `stream`, then [`Tracking::write_recorded`] once it is enqueued.
+    ///
+    /// [`crate::Error::DeviceMismatch`] when `stream` is of the other backend.
     pub(crate) fn before_write(&mut self, stream: &Stream) -> Result<()> {
         let key = stream.key()?;
+        same_backend("the memory", self.device, key.device())?;
         if self.unrecorded_reads > 0
             || self.unrecorded_writes > 0
             || self.allocation_unordered_for(key)
@@ -231,7 +237,7 @@ impl Tracking {
     }
 
     /// The device of the allocation.
-    pub(crate) fn device(&self) -> i32 {
+    pub(crate) fn device(&self) -> Device {
         self.device
     }
 }

@@ -1,6 +1,7 @@
 //! The runtime on a machine without a usable GPU (CI, this project's build machines): every
 //! entry point that needs CUDA returns a clear `Err` (no driver, no device, or no CUDA runtime
-//! linked), nothing panics or aborts, and what needs no GPU still works.
+//! linked), nothing panics or aborts, and what needs no GPU still works — the default device
+//! is then the CPU (unless `CHOREO_DEVICE=cuda` asks for a GPU, which is then an error).
 //!
 //! On a machine with a GPU the same calls must succeed instead, so these tests check real
 //! behaviour everywhere and never pass vacuously.
@@ -66,21 +67,30 @@ fn assert_no_gpu_error<T: std::fmt::Debug>(what: &str, result: choreo::Result<T>
     }
 }
 
+/// The value of `CHOREO_DEVICE` this test process runs with (`None`: unset or empty).
+fn device_env() -> Option<String> {
+    std::env::var(choreo::DEVICE_ENV).ok().filter(|value| !value.trim().is_empty())
+}
+
 #[test]
-fn every_entry_point_fails_cleanly_without_a_gpu_and_works_with_one() {
+fn every_cuda_entry_point_fails_cleanly_without_a_gpu_and_works_with_one() {
     let machine = machine();
     if let Machine::Gpus(count) = machine {
         // With a GPU, the same entry points must work.
         assert_eq!(Device::count().unwrap(), usize::try_from(count).unwrap());
-        let stream = Stream::new().unwrap();
-        Stream::default_stream().synchronize().unwrap();
-        Event::new().unwrap();
-        DeviceBuffer::<f32>::zeroed(16).unwrap();
-        DeviceTensor::<f32, 2>::zeros([2, 3]).unwrap();
-        PinnedHostBuffer::<u8>::new(16).unwrap();
+        let gpu = Device::cuda(0).unwrap();
+        let stream = Stream::new_on_device(gpu).unwrap();
+        Stream::default_stream_on(gpu).synchronize().unwrap();
+        Event::new_on_device(gpu).unwrap();
+        DeviceBuffer::<f32>::zeroed_on_device(gpu, 16).unwrap();
+        DeviceTensor::<f32, 2>::zeros_on_device(gpu, [2, 3]).unwrap();
+        PinnedHostBuffer::<u8>::new_on_device(gpu, 16).unwrap();
         let data = [1.0f32, 2.0, 3.0];
         let tensor = DeviceTensor::from_host(&stream, HostView::from(&data)).unwrap();
         assert_eq!(tensor.to_host(&stream).unwrap().as_slice(), data);
+        if device_env().is_none() {
+            assert_eq!(Device::default_device(), Device::current(), "a GPU is the default");
+        }
         return;
     }
 
@@ -91,36 +101,68 @@ fn every_entry_point_fails_cleanly_without_a_gpu_and_works_with_one() {
     }
     assert_no_gpu_error("Device::current", Device::current());
     assert_no_gpu_error("Device::new(0)", Device::new(0));
+    assert_no_gpu_error("Device::cuda(0)", Device::cuda(0));
     assert_no_gpu_error("Device::set(0)", Device::set(0));
-    assert_no_gpu_error("init", choreo::init());
-    assert_no_gpu_error("Stream::new", Stream::new());
-    assert_no_gpu_error("default stream synchronize", Stream::default_stream().synchronize());
-    assert_no_gpu_error("default stream query", Stream::default_stream().query());
-    assert_no_gpu_error("default stream record_event", Stream::default_stream().record_event());
-    assert_no_gpu_error("Event::new", Event::new());
-    assert_no_gpu_error("DeviceBuffer::zeroed", DeviceBuffer::<f32>::zeroed(16));
-    assert_no_gpu_error(
-        "DeviceBuffer::zeroed_on",
-        DeviceBuffer::<i32>::zeroed_on(&Stream::default_stream(), 16),
-    );
-    assert_no_gpu_error(
-        "DeviceBuffer::from_host",
-        DeviceBuffer::from_host(&Stream::default_stream(), &[1.0f32, 2.0]),
-    );
-    assert_no_gpu_error("DeviceTensor::zeros", DeviceTensor::<f32, 2>::zeros([2, 3]));
-    let data = [1u8, 2, 3, 4, 5, 6];
-    assert_no_gpu_error(
-        "DeviceTensor::from_host",
-        DeviceTensor::from_host(&Stream::default_stream(), HostView::new(&data, [2, 3]).unwrap()),
-    );
-    assert_no_gpu_error("PinnedHostBuffer::new", PinnedHostBuffer::<f32>::new(16));
-    assert_no_gpu_error("PinnedHostBuffer::from_slice", PinnedHostBuffer::from_slice(&data));
-    assert_no_gpu_error("Pending::after", Pending::after(&[&Stream::default_stream()], || Ok(())));
-    // Nothing was allocated, so there is no pinned memory to cache or to give back.
-    assert_eq!(choreo::cached_pinned_memory(), 0);
-    assert_eq!(choreo::release_cached_pinned_memory(), Ok(0));
-    // Nothing was created, so no destructor could have deferred an error.
+    // Nothing was allocated, so there is no pinned memory of CUDA to give back; nothing was
+    // created, so no destructor could have deferred an error.
     assert_eq!(choreo::take_deferred_error(), None);
+}
+
+#[test]
+fn without_a_gpu_the_default_device_is_the_cpu_unless_cuda_is_asked_for() {
+    if let Machine::Gpus(_) = machine() {
+        return; // Checked by the test above.
+    }
+    match device_env().as_deref().map(str::trim) {
+        Some(value) if value.eq_ignore_ascii_case("cuda") => {
+            // A GPU was asked for: everything that uses the default device says why there is
+            // none.
+            assert_no_gpu_error("Device::default_device", Device::default_device());
+            assert_no_gpu_error("init", choreo::init());
+            assert_no_gpu_error("Stream::new", Stream::new());
+            let legacy = Stream::default_stream();
+            assert_no_gpu_error("default stream synchronize", legacy.synchronize());
+            assert_no_gpu_error("default stream query", legacy.query());
+            assert_no_gpu_error("default stream record_event", legacy.record_event());
+            assert_no_gpu_error("Event::new", Event::new());
+            assert_no_gpu_error("DeviceBuffer::zeroed", DeviceBuffer::<f32>::zeroed(16));
+            assert_no_gpu_error("DeviceTensor::zeros", DeviceTensor::<f32, 2>::zeros([2, 3]));
+            assert_no_gpu_error("PinnedHostBuffer::new", PinnedHostBuffer::<f32>::new(16));
+            assert_no_gpu_error(
+                "DeviceBuffer::from_host",
+                DeviceBuffer::from_host(&Stream::default_stream(), &[1.0f32, 2.0]),
+            );
+            assert_no_gpu_error("Pending::after", Pending::after(&[&legacy], || Ok(())));
+        }
+        Some(value) if !value.eq_ignore_ascii_case("cpu") => {
+            assert!(matches!(Device::default_device(), Err(Error::InvalidDeviceSelection { .. })));
+        }
+        _ => {
+            // The CPU: the same calls work.
+            let cpu = Device::cpu();
+            assert_eq!(Device::default_device(), Ok(cpu));
+            assert_eq!(choreo::init(), Ok(cpu));
+            let stream = Stream::new().unwrap();
+            assert_eq!(stream.device(), Ok(cpu));
+            let legacy = Stream::default_stream();
+            assert_eq!(legacy.device(), Ok(cpu));
+            legacy.synchronize().unwrap();
+            assert!(legacy.query().is_ok());
+            legacy.record_event().unwrap().synchronize().unwrap();
+            assert_eq!(Event::new().unwrap().device(), cpu);
+            assert_eq!(DeviceBuffer::<f32>::zeroed(16).unwrap().device(), cpu);
+            let zeros = DeviceTensor::<f32, 2>::zeros([2, 3]).unwrap();
+            assert_eq!(zeros.to_host(&stream).unwrap().as_slice(), [0.0; 6]);
+            let pinned = PinnedHostBuffer::from_slice(&[1u8, 2, 3]).unwrap();
+            assert_eq!(pinned.as_slice().unwrap(), [1, 2, 3]);
+            let data = [1u8, 2, 3, 4, 5, 6];
+            let tensor =
+                DeviceTensor::from_host(&legacy, HostView::new(&data, [2, 3]).unwrap()).unwrap();
+            assert_eq!(tensor.to_host_async(&stream).unwrap().wait().unwrap().as_slice(), data);
+            Pending::after(&[&legacy], || Ok(())).unwrap().wait().unwrap();
+            assert_eq!(choreo::take_deferred_error(), None);
+        }
+    }
 }
 
 #[test]

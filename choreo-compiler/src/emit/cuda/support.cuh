@@ -344,6 +344,10 @@ __device__ __forceinline__ void __choreo_cp_async(void* smem, const void* gmem) 
     asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"(dst), "l"(gmem), "n"(Bytes)
                  : "memory");
   }
+#elif defined(__CHOREO_CPU__)
+  // CPU backend: the copy is complete when it returns, so commit and wait have nothing to do.
+  // memcpy, not a chunk type: the host compiler's aliasing rules would not allow that.
+  std::memcpy(smem, gmem, Bytes);
 #else
   struct __align__(Bytes) chunk { unsigned char b[Bytes]; };
   *static_cast<chunk*>(smem) = *static_cast<const chunk*>(gmem);
@@ -425,8 +429,15 @@ using namespace CHOREO_SUPPORT_NS;
 
 namespace {
 
+#if defined(__CHOREO_CPU__)
+// CPU backend: kernels take the running thread first (see choreo_cpu.h).
+template <typename T>
+void __choreo_fill_kernel(const ::choreo::cpu::Thread* __choreo_thr, T* data,
+                          std::uint64_t count, T value) {
+#else
 template <typename T>
 __global__ void __choreo_fill_kernel(T* data, std::uint64_t count, T value) {
+#endif
   const std::uint64_t step = static_cast<std::uint64_t>(gridDim.x) * blockDim.x;
   for (std::uint64_t i = static_cast<std::uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
        i < count; i += step) {
@@ -451,7 +462,11 @@ cudaError_t __choreo_fill(__choreo_frame& frame, T* data, std::uint64_t count, T
   config.gridDim = dim3(static_cast<unsigned>(blocks), 1, 1);
   config.blockDim = dim3(static_cast<unsigned>(threads), 1, 1);
   config.stream = stream;
+#if defined(__CHOREO_CPU__)
+  err = ::choreo::cpu::launch<__choreo_fill_kernel<T>>(&config, 0, data, count, value);
+#else
   err = cudaLaunchKernelEx(&config, __choreo_fill_kernel<T>, data, count, value);
+#endif
   if (err == cudaSuccess) err = cudaStreamSynchronize(stream);
   return err;
 }
