@@ -111,6 +111,19 @@ pub enum Error {
     },
     /// nvcc failed on one or more `.cu` files (generated or hand-written).
     Nvcc(Vec<NvccFailure>),
+    /// The host C++ compiler failed on the CPU version (`.cpp`) of one or more `.co` files
+    /// (`cu_file` of each failure is the generated `.cpp`).
+    CxxCompile(Vec<NvccFailure>),
+    /// No C++ compiler was found for the CPU version of the kernels.
+    CxxNotFound {
+        /// `cc`'s message.
+        message: String,
+    },
+    /// `CHOREO_NVCC=require` and no usable nvcc was found.
+    NvccRequired {
+        /// Why none could be used.
+        reason: String,
+    },
     /// Creating the static library failed.
     Archive {
         /// The command line.
@@ -165,6 +178,17 @@ impl Error {
             Error::Diagnostics(files) => files
                 .iter()
                 .map(|f| format!("{}: {}", f.file.display(), plural(f.errors, "error")))
+                .collect(),
+            Error::CxxCompile(failures) => failures
+                .iter()
+                .map(|f| {
+                    format!(
+                        "{}: the C++ compiler failed on the generated {} ({})",
+                        f.source_file.display(),
+                        f.cu_file.display(),
+                        f.status
+                    )
+                })
                 .collect(),
             Error::Nvcc(failures) => failures
                 .iter()
@@ -265,6 +289,17 @@ impl Error {
             Error::Archive { command, status, .. } => {
                 format!("creating the static library failed ({status}): {command}")
             }
+            Error::CxxCompile(failures) => format!(
+                "the C++ compiler failed on the CPU version of {}",
+                plural(failures.len(), ".co file")
+            ),
+            Error::CxxNotFound { message } => format!(
+                "no C++ compiler for the CPU version of the kernels: {message}; install one \
+                 (g++ or clang++) or set CXX"
+            ),
+            Error::NvccRequired { reason } => format!(
+                "CHOREO_NVCC=require, but the kernels cannot be compiled for CUDA: {reason}"
+            ),
         }
     }
 }
@@ -278,7 +313,7 @@ impl fmt::Display for Error {
                     write!(f, "\n\n{}", file.rendered.trim_end())?;
                 }
             }
-            Error::Nvcc(failures) => {
+            Error::Nvcc(failures) | Error::CxxCompile(failures) => {
                 for failure in failures {
                     write!(f, "\n\n{}", failure.cu_file.display())?;
                     if !failure.hand_written {

@@ -136,6 +136,7 @@
 //! generated files to a folder of your choice: `<dir>/<name>/<module>.cu`, `.rs`, `choreo.h`
 //! and `<dir>/<name>.rs`.
 
+mod cpu;
 mod error;
 mod hash;
 mod inputs;
@@ -148,7 +149,7 @@ pub use error::{Error, FileDiagnostics, NvccFailure};
 use choreo_compiler::compile::{
     Arch, CompileOptions, OutputMode, SymbolScope, Target as CompileTarget,
 };
-use choreo_compiler::diagnostics::{Severity, render_human};
+use choreo_compiler::diagnostics::{Diagnostic, Severity, render_human};
 use choreo_compiler::source::SourceDb;
 use choreo_toolkit::{Discovery, Env, Target};
 use error::{one_line, plural};
@@ -370,7 +371,14 @@ impl Builder {
 
         let (inputs, cuda_inputs) = self.inputs(cargo)?;
         let discovery = choreo_toolkit::discover(env, &target)?;
-        let stub = matches!(discovery, Discovery::Stub(_));
+        let cuda = !matches!(discovery, Discovery::Stub(_));
+        if let (Discovery::Stub(reason), Some(policy)) = (&discovery, env.text("CHOREO_NVCC")) {
+            if policy == "require" {
+                return Err(Error::NvccRequired { reason: one_line(&reason.to_string()) });
+            }
+        }
+        // docs.rs builds documentation only: nothing is compiled there.
+        let cpu = env.non_empty("DOCS_RS").is_none();
         // The external symbols of each file live in (package, version, library, module): two
         // files, libraries or crates (two versions of one included) never define one twice.
         let scope = [
@@ -378,7 +386,7 @@ impl Builder {
             env.text("CARGO_PKG_VERSION").unwrap_or_default(),
             name.to_owned(),
         ];
-        let translated = self.translate(&inputs, arch, stub, &scope, cargo)?;
+        let translated = self.translate(&inputs, arch, cuda, cpu, &scope, cargo)?;
         let mut hand_written = read_hand_written(cuda_inputs, cargo)?;
         let mut generated = write_sources(&layout, &translated)?;
         let dump_dir =
@@ -397,16 +405,36 @@ impl Builder {
             stub: None,
             nvcc_runs: 0,
             cache_hits: 0,
+            cpu_runs: 0,
             warnings: translated.iter().map(|file| file.warnings).sum(),
             dump_dir,
         };
 
+        // The CPU version of every file that has one (always, unless on docs.rs).
+        let mut objects = Vec::new();
+        if generated.iter().any(|file| file.cpp_digest.is_some()) {
+            let (cpu_objects, runs) =
+                self.compile_cpu(env, &target, &layout, &mut generated, cargo)?;
+            objects.extend(cpu_objects);
+            report.cpu_runs = runs;
+        }
+
         let toolkit = match discovery {
             Discovery::Stub(reason) => {
+                let built_on_cpu = !objects.is_empty();
                 let (what, consequence) = match (generated.is_empty(), hand_written.is_empty()) {
+                    (false, true) if built_on_cpu => (
+                        "the .co kernels",
+                        "they are built for the CPU only, and their Rust wrappers run them there",
+                    ),
                     (false, true) => (
                         "the .co kernels",
                         "their Rust wrappers return Err(choreo::Error::NotBuilt)",
+                    ),
+                    (false, false) if built_on_cpu => (
+                        "the .co kernels and the hand-written .cu files",
+                        "the .co kernels are built for the CPU only, and the hand-written \
+                         .cu files are not linked",
                     ),
                     (false, false) => (
                         "the .co kernels and the hand-written .cu files",
@@ -416,12 +444,17 @@ impl Builder {
                     (true, _) => ("the hand-written .cu files", "nothing is linked"),
                 };
                 cargo.line(&format!(
-                    "warning=choreo-build: {what} of `{name}` are not compiled ({}); {consequence}",
+                    "warning=choreo-build: {what} of `{name}` are not compiled for CUDA ({}); \
+                     {consequence}",
                     one_line(&reason.to_string())
                 ));
+                report.stub = Some(reason);
+                if built_on_cpu {
+                    report.library =
+                        Some(self.link(env, &layout, &out_dir, &target, name, &objects, cargo)?);
+                }
                 report.files = generated.into_iter().map(|file| file.report).collect();
                 report.cuda_files = hand_written.into_iter().map(|file| file.report).collect();
-                report.stub = Some(reason);
                 write_report(&layout, &report)?;
                 return Ok(report);
             }
@@ -440,32 +473,94 @@ impl Builder {
             ));
         }
         let config = self.nvcc_config(env, &target, &toolkit, arch)?;
-        let objects =
+        let cuda_objects =
             compile_objects(&config, &layout, &mut generated, &mut hand_written, env, cargo)?;
         report.nvcc_runs = generated.iter().filter(|file| file.report.compiled).count()
             + hand_written.iter().filter(|file| file.report.compiled).count();
-        report.cache_hits = objects.len() - report.nvcc_runs;
-
-        // The library and the link lines.
-        let link_name = link_name(env, name);
-        let lib_dir = layout.choreo_dir.join("lib");
-        std::fs::create_dir_all(&lib_dir)
-            .map_err(|e| Error::io("create directory", &lib_dir, e))?;
-        let lib_path = lib_dir.join(format!("lib{link_name}.a"));
-        let rebuilt = nvcc::archive(archiver(env, &out_dir), &lib_path, &objects)?;
-        cargo.line(&format!("rustc-link-search=native={}", absolute(&lib_dir)?.display()));
-        cargo.line(&format!("rustc-link-lib=static={link_name}"));
-        // The objects are C++. The CUDA runtime they call is linked by choreo-sys (found by the
-        // same discovery), which every crate using the wrappers depends on through `choreo`.
-        if target.os == "linux" {
-            cargo.line("rustc-link-lib=dylib=stdc++");
-        }
-        report.library = Some(Library { link_name, path: lib_path, rebuilt });
+        report.cache_hits = cuda_objects.len() - report.nvcc_runs;
+        objects.extend(cuda_objects);
+        report.library = Some(self.link(env, &layout, &out_dir, &target, name, &objects, cargo)?);
         report.files = generated.into_iter().map(|file| file.report).collect();
         report.cuda_files = hand_written.into_iter().map(|file| file.report).collect();
         report.toolkit = Some(toolkit);
         write_report(&layout, &report)?;
         Ok(report)
+    }
+
+    /// Archives `objects` into the build's static library and prints its link lines.
+    #[allow(clippy::too_many_arguments)]
+    fn link(
+        &self,
+        env: &Env,
+        layout: &Layout,
+        out_dir: &Path,
+        target: &Target,
+        name: &str,
+        objects: &[(PathBuf, Digest)],
+        cargo: &mut Cargo,
+    ) -> Result<Library, Error> {
+        let link_name = link_name(env, name);
+        let lib_dir = layout.choreo_dir.join("lib");
+        std::fs::create_dir_all(&lib_dir)
+            .map_err(|e| Error::io("create directory", &lib_dir, e))?;
+        let lib_path = lib_dir.join(format!("lib{link_name}.a"));
+        let rebuilt = nvcc::archive(archiver(env, out_dir), &lib_path, objects)?;
+        cargo.line(&format!("rustc-link-search=native={}", absolute(&lib_dir)?.display()));
+        cargo.line(&format!("rustc-link-lib=static={link_name}"));
+        // The objects are C++. The CUDA runtime they call is linked by choreo-sys (found by the
+        // same discovery), and the CPU runtime by `choreo`; every crate using the wrappers
+        // depends on both through `choreo`.
+        if target.os == "linux" {
+            cargo.line("rustc-link-lib=dylib=stdc++");
+        }
+        Ok(Library { link_name, path: lib_path, rebuilt })
+    }
+
+    /// Compiles the CPU versions (`obj/cpu/<module>.o`), stale ones only; returns the objects
+    /// and how many were compiled.
+    fn compile_cpu(
+        &self,
+        env: &Env,
+        target: &Target,
+        layout: &Layout,
+        generated: &mut [Generated],
+        cargo: &mut Cargo,
+    ) -> Result<(Vec<(PathBuf, Digest)>, usize), Error> {
+        let generated_dir = absolute(&layout.generated_dir())?;
+        let mut include_dirs = vec![generated_dir.clone()];
+        for dir in &self.include_dirs {
+            include_dirs.push(absolute(dir)?);
+        }
+        let config = cpu::CpuConfig::from_cc(
+            &target.triple,
+            &env.text("HOST").unwrap_or_else(|| target.triple.clone()),
+            &env.text("OPT_LEVEL").unwrap_or_else(|| "2".to_string()),
+            self.defines.clone(),
+            include_dirs,
+        )?;
+        let obj_dir = generated_dir.join("obj").join("cpu");
+        let mut jobs = Vec::new();
+        for file in generated.iter_mut() {
+            let (Some(cpp), Some(digest)) = (&file.report.cpp, file.cpp_digest) else { continue };
+            let object = obj_dir.join(format!("{}.o", file.input.module));
+            file.report.cpu_object = Some(object.clone());
+            jobs.push(cpu::CpuJob {
+                source: file.input.path.clone(),
+                source_dir: file.co_dir.clone(),
+                cpp: absolute(cpp)?,
+                digest,
+                object,
+            });
+        }
+        let (objects, runs) = cpu::compile_all(&config, &jobs, jobs_from_env(env), cargo)?;
+        // Which files were compiled is not tracked per file beyond the count: a run compiles
+        // exactly the stale ones, and a fresh build compiles all.
+        if runs == jobs.len() {
+            for file in generated.iter_mut().filter(|f| f.report.cpu_object.is_some()) {
+                file.report.cpu_compiled = true;
+            }
+        }
+        Ok((objects, runs))
     }
 
     /// The input files, sorted: the `.co` files with module names, and the hand-written `.cu`
@@ -488,11 +583,18 @@ impl Builder {
 
     /// Translates every input; all diagnostics of all files are collected, and any error fails
     /// the build. Warnings become cargo warnings (and are rendered on stderr).
+    ///
+    /// Each file is translated for the CPU (when `cpu`) and then for CUDA; the Rust wrappers
+    /// call the CUDA entries when `cuda` (nvcc will compile them) and the CPU entries when the
+    /// CPU version exists. A file whose only errors on the CPU are constructs the CPU cannot
+    /// run (`E0806`, e.g. inline PTX) gets no CPU version when CUDA is built (a cargo warning
+    /// says so); without CUDA those are its errors.
     fn translate(
         &self,
         inputs: &[Input],
         arch: Arch,
-        stub: bool,
+        cuda: bool,
+        cpu: bool,
         scope: &[String],
         cargo: &mut Cargo,
     ) -> Result<Vec<Translated>, Error> {
@@ -501,7 +603,8 @@ impl Builder {
             target: CompileTarget::Cuda(arch),
             mode: OutputMode::Library,
             runtime_checks: self.runtime_checks,
-            stub_wrappers: stub,
+            cuda_wrappers: cuda,
+            cpu_wrappers: false,
             symbol_scope: None,
             bounds_checks: self.bounds_checks,
         };
@@ -518,12 +621,38 @@ impl Builder {
             options.symbol_scope = Some(SymbolScope::new(
                 scope.iter().map(String::as_str).chain([input.module.as_str()]),
             ));
+            let mut cpp = None;
+            let mut cpu_failure = None;
+            if cpu {
+                let cpu_options = CompileOptions { target: CompileTarget::Cpu, ..options.clone() };
+                let on_cpu = choreo_compiler::compile::compile(&db, file, &cpu_options);
+                let errors: Vec<&Diagnostic> =
+                    on_cpu.diagnostics.iter().filter(|d| d.is_error()).collect();
+                if errors.is_empty() {
+                    cpp = on_cpu.cpp;
+                } else if errors.iter().all(|d| d.code == "E0806") {
+                    if cuda {
+                        cargo.line(&format!(
+                            "warning={}: the kernels of this file use what the CPU cannot run \
+                             ({}); they are built for CUDA only",
+                            db.location(errors[0].primary.span),
+                            one_line(&errors[0].message)
+                        ));
+                    } else {
+                        cpu_failure = Some(on_cpu.diagnostics);
+                    }
+                }
+                // Other errors are the file's own: the CUDA translation reports them.
+            }
+            options.cpu_wrappers = cpp.is_some();
             let compilation = choreo_compiler::compile::compile(&db, file, &options);
-            let errors = compilation.diagnostics.iter().filter(|d| d.is_error()).count();
+            let mut diagnostics = compilation.diagnostics;
+            if let Some(cpu_errors) = cpu_failure {
+                diagnostics.extend(cpu_errors.into_iter().filter(|d| d.code == "E0806"));
+            }
+            let errors = diagnostics.iter().filter(|d| d.is_error()).count();
             let mut warnings = 0;
-            for warning in
-                compilation.diagnostics.iter().filter(|d| d.severity == Severity::Warning)
-            {
+            for warning in diagnostics.iter().filter(|d| d.severity == Severity::Warning) {
                 warnings += 1;
                 cargo.line(&format!(
                     "warning={}: warning[{}]: {}",
@@ -534,18 +663,25 @@ impl Builder {
             }
             // A compile-time `println!` prints where cargo shows it (build-script output
             // is hidden otherwise).
-            for note in compilation.diagnostics.iter().filter(|d| d.code == "N0701") {
+            for note in diagnostics.iter().filter(|d| d.code == "N0701") {
                 cargo.line(&format!(
                     "warning={}: println!: {}",
                     db.location(note.primary.span),
                     one_line(&note.message)
                 ));
             }
-            let rendered = render_human(&db, &compilation.diagnostics);
+            let rendered = render_human(&db, &diagnostics);
             match (compilation.cu, compilation.rs) {
                 (Some(cu), Some(rs)) if errors == 0 => {
                     eprint!("{rendered}");
-                    translated.push(Translated { input: input.clone(), co_dir, cu, rs, warnings });
+                    translated.push(Translated {
+                        input: input.clone(),
+                        co_dir,
+                        cu,
+                        cpp,
+                        rs,
+                        warnings,
+                    });
                 }
                 _ => failed.push(FileDiagnostics {
                     file: input.path.clone(),
@@ -746,6 +882,8 @@ struct Translated {
     co_dir: PathBuf,
     /// The `.cu` text.
     cu: String,
+    /// The `.cpp` text of the CPU version, when there is one.
+    cpp: Option<String>,
     /// The Rust wrapper module text.
     rs: String,
     /// How many warnings it drew.
@@ -769,13 +907,16 @@ struct Generated {
     input: Input,
     co_dir: PathBuf,
     cu_digest: Digest,
+    /// The hash of the `.cpp`, when there is a CPU version.
+    cpp_digest: Option<Digest>,
     report: FileReport,
 }
 
 /// Writes `choreo.h`, every `.cu` and `.rs` and the index (each only if it changed).
 fn write_sources(layout: &Layout, translated: &[Translated]) -> Result<Vec<Generated>, Error> {
     let dir = layout.generated_dir();
-    output::write_if_changed(&layout.header(), choreo_compiler::compile::CHOREO_H)?;
+    output::write_if_changed(&layout.header(), choreo_compiler::runtime::CHOREO_H)?;
+    output::write_if_changed(&dir.join("choreo_cpu.h"), choreo_compiler::runtime::CHOREO_CPU_H)?;
     let mut generated = Vec::with_capacity(translated.len());
     let mut entries = Vec::with_capacity(translated.len());
     for file in translated {
@@ -784,6 +925,14 @@ fn write_sources(layout: &Layout, translated: &[Translated]) -> Result<Vec<Gener
         let rs = dir.join(format!("{}.rs", file.input.module));
         let cu_written = output::write_if_changed(&cu, &file.cu)?;
         let rs_written = output::write_if_changed(&rs, &file.rs)?;
+        let cpp = match &file.cpp {
+            Some(text) => {
+                let path = dir.join(format!("{}.cpp", file.input.module));
+                output::write_if_changed(&path, text)?;
+                Some(path)
+            }
+            None => None,
+        };
         entries.push((
             file.input.module.clone(),
             source,
@@ -793,15 +942,19 @@ fn write_sources(layout: &Layout, translated: &[Translated]) -> Result<Vec<Gener
             input: file.input.clone(),
             co_dir: file.co_dir.clone(),
             cu_digest: Digest::of(&file.cu),
+            cpp_digest: file.cpp.as_ref().map(Digest::of),
             report: FileReport {
                 source: file.input.path.clone(),
                 module: file.input.module.clone(),
                 cu,
                 rs,
+                cpp,
                 object: None,
+                cpu_object: None,
                 cu_written,
                 rs_written,
                 compiled: false,
+                cpu_compiled: false,
             },
         });
     }
@@ -988,6 +1141,8 @@ pub struct Report {
     pub nvcc_runs: usize,
     /// How many objects (generated or hand-written) were up to date.
     pub cache_hits: usize,
+    /// How many times the host C++ compiler ran on a CPU version (one per stale `.cpp`).
+    pub cpu_runs: usize,
     /// Warnings reported by the translator.
     pub warnings: usize,
     /// Where the generated sources were copied, if anywhere.
@@ -1006,14 +1161,20 @@ pub struct FileReport {
     pub cu: PathBuf,
     /// The generated `.rs`.
     pub rs: PathBuf,
-    /// The object file (absent in stub mode).
+    /// The generated `.cpp` of the CPU version (absent when the file has none).
+    pub cpp: Option<PathBuf>,
+    /// The CUDA object file (absent without nvcc).
     pub object: Option<PathBuf>,
+    /// The CPU object file (`obj/cpu/<module>.o`; absent without a CPU version).
+    pub cpu_object: Option<PathBuf>,
     /// Whether the `.cu` file was (re)written (its content changed).
     pub cu_written: bool,
     /// Whether the `.rs` file was (re)written.
     pub rs_written: bool,
-    /// Whether nvcc compiled it in this build (false: cache hit, or stub mode).
+    /// Whether nvcc compiled it in this build (false: cache hit, or no nvcc).
     pub compiled: bool,
+    /// Whether the C++ compiler compiled its CPU version in this build (false: cache hit).
+    pub cpu_compiled: bool,
 }
 
 /// What happened to one hand-written `.cu` file.
@@ -1076,14 +1237,14 @@ impl fmt::Display for Report {
         }
         writeln!(
             f,
-            "nvcc_runs={}\ncache_hits={}\nwarnings={}",
-            self.nvcc_runs, self.cache_hits, self.warnings
+            "nvcc_runs={}\ncache_hits={}\ncpu_runs={}\nwarnings={}",
+            self.nvcc_runs, self.cache_hits, self.cpu_runs, self.warnings
         )?;
         if let Some(dir) = &self.dump_dir {
             writeln!(f, "dump_dir={}", dir.display())?;
         }
         for file in &self.files {
-            writeln!(
+            write!(
                 f,
                 "file={} module={} compiled={} cu_written={} rs_written={} cu={} rs={}",
                 file.source.display(),
@@ -1094,6 +1255,10 @@ impl fmt::Display for Report {
                 file.cu.display(),
                 file.rs.display()
             )?;
+            if let Some(cpp) = &file.cpp {
+                write!(f, " cpp={} cpu_compiled={}", cpp.display(), file.cpu_compiled)?;
+            }
+            writeln!(f)?;
         }
         for file in &self.cuda_files {
             write!(f, "cuda_file={} compiled={}", file.source.display(), file.compiled)?;

@@ -54,9 +54,13 @@ pub struct CompileOptions {
     pub mode: OutputMode,
     /// Whether the generated code runs the runtime checks of spec §19.2 (default true).
     pub runtime_checks: bool,
-    /// Whether the Rust wrappers are stubs that return `Err(choreo::Error::NotBuilt)` (a build
-    /// that compiles no kernels) instead of calling the `extern "C"` entries (default false).
-    pub stub_wrappers: bool,
+    /// Whether the Rust wrappers call the CUDA entries (the kernels are compiled by nvcc;
+    /// default true).
+    pub cuda_wrappers: bool,
+    /// Whether the Rust wrappers call the CPU entries (the kernels are compiled for the CPU
+    /// too; default false). With neither, the wrappers are stubs that return
+    /// `Err(choreo::Error::NotBuilt)`.
+    pub cpu_wrappers: bool,
     /// Where the file's external symbols live ([`SymbolScope`]); `None`: the file's stem.
     /// `choreo-build` passes (package, version, library, module), so files and crates linked
     /// together never define the same symbol.
@@ -74,7 +78,8 @@ impl Default for CompileOptions {
             target: Target::default(),
             mode: OutputMode::Library,
             runtime_checks: true,
-            stub_wrappers: false,
+            cuda_wrappers: true,
+            cpu_wrappers: false,
             symbol_scope: None,
             bounds_checks: true,
         }
@@ -173,7 +178,8 @@ pub fn compile(db: &SourceDb, file: FileId, opts: &CompileOptions) -> Compilatio
         return Compilation::failed(Some(program), Some(plan), diags);
     }
     let rust_options = RustOptions {
-        stub: opts.stub_wrappers,
+        cuda: opts.cuda_wrappers,
+        cpu: opts.cpu_wrappers,
         module_doc_source: db.file(file).name().to_string(),
     };
     let rs = emit_rust(db, &program, &plan, &rust_options);

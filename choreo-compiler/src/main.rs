@@ -9,7 +9,7 @@
 //!                 [-o OUT.cu]
 //! choreoc emit-cpp FILE.co [-D …]... [--standalone] [--no-runtime-checks]
 //!                [--no-bounds-checks] [-o OUT.cpp]
-//! choreoc emit-rs FILE.co [-D …]... [--stub] [-o OUT.rs]
+//! choreoc emit-rs FILE.co [-D …]... [--stub] [--cpu] [-o OUT.rs]
 //! choreoc build FILE.co -o EXE [--arch sm_90a] [-D …]... [--nvcc PATH] [--no-runtime-checks]
 //!               [-- NVCC FLAGS...]
 //! choreoc explain [CODE]
@@ -94,6 +94,8 @@ enum Flag {
     NoBoundsChecks,
     /// `--stub`
     Stub,
+    /// `--cpu` (wrappers that call the CPU entries too)
+    Cpu,
     /// `--nvcc PATH` / `--nvcc=PATH`
     Nvcc,
     /// `-o FILE`
@@ -177,8 +179,15 @@ impl Flag {
             Flag::Stub => row(
                 "--stub",
                 &[
-                    "wrappers that return Err(choreo::Error::NotBuilt) (what a",
-                    "build without nvcc generates) instead of calling the kernels",
+                    "wrappers that do not call the CUDA kernels (a build without",
+                    "nvcc); with neither kernels they return Err(NotBuilt)",
+                ],
+            ),
+            Flag::Cpu => row(
+                "--cpu",
+                &[
+                    "wrappers that also call the CPU kernels (emit-cpp) on CPU",
+                    "streams; with --stub, only those",
                 ],
             ),
             Flag::Nvcc => row(
@@ -286,8 +295,8 @@ const COMMANDS: &[Command] = &[
     Command {
         name: "emit-rs",
         summary: "translate one .co file and print its Rust wrapper module",
-        usage: "FILE.co [-D NAME[=VALUE]]... [--stub] [--no-bounds-checks] [-o OUT.rs]",
-        flags: &[Flag::Define, Flag::Stub, Flag::NoBoundsChecks, Flag::Output],
+        usage: "FILE.co [-D NAME[=VALUE]]... [--stub] [--cpu] [--no-bounds-checks] [-o OUT.rs]",
+        flags: &[Flag::Define, Flag::Stub, Flag::Cpu, Flag::NoBoundsChecks, Flag::Output],
         files: Arity::One,
         output_required: false,
         notes: "The module holds the items that choreo-build puts in <OUT_DIR>/choreo/<name>/<stem>.rs\n\
@@ -366,6 +375,7 @@ struct Options {
     runtime_checks: bool,
     bounds_checks: bool,
     stub: bool,
+    cpu_wrappers: bool,
     nvcc: Option<PathBuf>,
     output: Option<PathBuf>,
     nvcc_flags: Vec<OsString>,
@@ -542,6 +552,7 @@ fn parse_options(command: &'static Command, args: &[OsString]) -> Result<Options
         runtime_checks: true,
         bounds_checks: true,
         stub: false,
+        cpu_wrappers: false,
         nvcc: None,
         output: None,
         nvcc_flags: Vec::new(),
@@ -627,6 +638,8 @@ fn parse_options(command: &'static Command, args: &[OsString]) -> Result<Options
             options.bounds_checks = false;
         } else if accepts(Flag::Stub) && text == "--stub" {
             options.stub = true;
+        } else if accepts(Flag::Cpu) && text == "--cpu" {
+            options.cpu_wrappers = true;
         } else if accepts(Flag::Nvcc) && (text == "--nvcc" || text.starts_with("--nvcc=")) {
             options.nvcc = Some(match text.strip_prefix("--nvcc=") {
                 Some(v) => PathBuf::from(v),

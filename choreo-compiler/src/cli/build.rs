@@ -33,7 +33,8 @@ pub(crate) fn run_build(options: &Options) -> Status {
         target: Target::Cuda(arch),
         mode: OutputMode::Standalone,
         runtime_checks: options.runtime_checks,
-        stub_wrappers: false,
+        cuda_wrappers: true,
+        cpu_wrappers: false,
         symbol_scope: None,
         bounds_checks: options.bounds_checks,
     };

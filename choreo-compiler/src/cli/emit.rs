@@ -11,7 +11,8 @@ pub(crate) fn run_emit_cu(options: &Options) -> Status {
         target: Target::Cuda(options.arch.unwrap_or_default()),
         mode: if options.standalone { OutputMode::Standalone } else { OutputMode::Library },
         runtime_checks: options.runtime_checks,
-        stub_wrappers: false,
+        cuda_wrappers: true,
+        cpu_wrappers: false,
         symbol_scope: None,
         bounds_checks: options.bounds_checks,
     };
@@ -28,7 +29,8 @@ pub(crate) fn run_emit_cpp(options: &Options) -> Status {
         target: Target::Cpu,
         mode: if options.standalone { OutputMode::Standalone } else { OutputMode::Library },
         runtime_checks: options.runtime_checks,
-        stub_wrappers: false,
+        cuda_wrappers: true,
+        cpu_wrappers: false,
         symbol_scope: None,
         bounds_checks: options.bounds_checks,
     };
@@ -42,7 +44,8 @@ pub(crate) fn run_emit_cpp(options: &Options) -> Status {
 pub(crate) fn run_emit_rs(options: &Options) -> Status {
     let opts = CompileOptions {
         defines: options.defines.clone(),
-        stub_wrappers: options.stub,
+        cuda_wrappers: !options.stub,
+        cpu_wrappers: options.cpu_wrappers,
         bounds_checks: options.bounds_checks,
         ..CompileOptions::default()
     };

@@ -65,17 +65,22 @@ use crate::hir::{
     self, BinOp, Dim, ElemTy, Function, HExpr, HExprKind, MathFn, Param, ParamId, ParamKind,
     ReturnTy, SymId, Ty, UnOp,
 };
-use crate::lower::{AbiParam, FunctionPlan, Plan, StreamRef};
+use crate::lower::{AbiParam, FunctionPlan, Plan, StreamRef, SymbolScope};
 use crate::source::SourceDb;
+use crate::target::Target;
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
 /// Options of [`emit_rust`].
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct RustOptions {
-    /// Stub mode: the kernels are not compiled, so the wrappers must not reference the
-    /// `extern "C"` entries; they return `Err(choreo::Error::NotBuilt)` instead.
-    pub stub: bool,
+    /// Whether the kernels are compiled for CUDA (the wrappers call the CUDA entry on CUDA
+    /// streams).
+    pub cuda: bool,
+    /// Whether the kernels are compiled for the CPU (the wrappers call the CPU entry on CPU
+    /// streams). With neither, the wrappers are stubs: they must not reference any
+    /// `extern "C"` entry and return `Err(choreo::Error::NotBuilt)`.
+    pub cpu: bool,
     /// The `.co` file as shown in the generated comments (e.g. its path).
     pub module_doc_source: String,
 }
@@ -90,15 +95,16 @@ pub fn emit_rust(db: &SourceDb, program: &hir::Program, plan: &Plan, opts: &Rust
          // `__co__` functions. Do not edit. Included inside `pub mod <file stem>` by\n\
          // `choreo::include_kernels!`."
     );
-    if opts.stub {
+    if !opts.cuda && !opts.cpu {
         out.push_str(
             "// Stub build: the kernels were not compiled (no nvcc), so every function returns\n\
              // `Err(choreo::Error::NotBuilt)`.\n",
         );
     }
-    for (f, plan) in program.functions().zip(&plan.functions) {
+    let all = plan;
+    for (f, plan) in program.functions().zip(&all.functions) {
         out.push('\n');
-        match FnEmitter::new(db, f, plan, opts) {
+        match FnEmitter::new(db, f, plan, &all.scope, opts) {
             Ok(e) => e.emit(&mut out),
             Err(reason) => {
                 let _ = writeln!(
@@ -254,7 +260,9 @@ struct FnEmitter<'f> {
     db: &'f SourceDb,
     f: &'f Function,
     plan: &'f FunctionPlan,
-    stub: bool,
+    /// The entry symbols of the backends the kernels were compiled for, with the runtime's
+    /// name of each backend (`Cuda`, `Cpu`); empty in a stub build.
+    entries: Vec<(&'static str, String)>,
     source: String,
     params: Vec<ParamInfo<'f>>,
     /// The Rust type of the value the function returns (`()` for void).
@@ -272,6 +280,7 @@ impl<'f> FnEmitter<'f> {
         db: &'f SourceDb,
         f: &'f Function,
         plan: &'f FunctionPlan,
+        scope: &SymbolScope,
         opts: &RustOptions,
     ) -> Result<FnEmitter<'f>, String> {
         let mut params = Vec::with_capacity(f.params.len());
@@ -346,7 +355,11 @@ impl<'f> FnEmitter<'f> {
             db,
             f,
             plan,
-            stub: opts.stub,
+            entries: [(opts.cuda, "Cuda", Target::default()), (opts.cpu, "Cpu", Target::Cpu)]
+                .into_iter()
+                .filter(|(built, _, _)| *built)
+                .map(|(_, backend, target)| (backend, scope.entry_symbol(&f.name, target)))
+                .collect(),
             source: doc_text(&opts.module_doc_source),
             params,
             ret_rust,
@@ -400,7 +413,7 @@ impl<'f> FnEmitter<'f> {
         self.doc(out);
         self.signature(out);
         let mut body = Body::default();
-        if self.stub {
+        if self.entries.is_empty() {
             self.stub_body(&mut body);
         } else if let Some(reason) = &self.unsupported {
             self.unsupported_body(&mut body, reason);
@@ -479,7 +492,7 @@ impl<'f> FnEmitter<'f> {
                     .to_string(),
             );
         }
-        if self.stub {
+        if self.entries.is_empty() {
             doc.push(String::new());
             doc.push(
                 "**Stub build**: the kernels were not compiled (nvcc was not found), so this \
@@ -685,7 +698,10 @@ impl<'f> FnEmitter<'f> {
         if self.plan.guards {
             b.line("__choreo_work.record_write(__choreo_bounds.buffer_mut());");
         }
-        b.line(&format!("__choreo_message.result(__choreo_status, {:?})?;", f.name));
+        b.line(&format!(
+            "__choreo_message.result_for(__choreo_work.backend(), __choreo_status, {:?})?;",
+            f.name
+        ));
         b.line("__choreo_work.recorded()?;");
         b.blank();
         if f.is_async {
@@ -696,13 +712,22 @@ impl<'f> FnEmitter<'f> {
     }
 
     fn extern_decl(&self, b: &mut Body) {
-        let entry = self.plan.entry.symbol.clone();
         b.line("unsafe extern \"C\" {");
         b.indent += 1;
-        b.line(&format!(
-            "// The C entry of `{}` in the kernels compiled from the same `.co` file.",
-            self.f.name
-        ));
+        for (backend, entry) in &self.entries {
+            b.line(&format!(
+                "// The C entry of `{}` in the kernels compiled from the same `.co` file for {}.",
+                self.f.name,
+                if *backend == "Cpu" { "the CPU" } else { "CUDA" }
+            ));
+            self.entry_decl(b, entry);
+        }
+        b.indent -= 1;
+        b.line("}");
+    }
+
+    /// The declaration of one entry (the same C signature for every backend).
+    fn entry_decl(&self, b: &mut Body, entry: &str) {
         b.line(&format!("fn {entry}("));
         b.indent += 1;
         for a in &self.plan.entry.params {
@@ -736,8 +761,6 @@ impl<'f> FnEmitter<'f> {
         }
         b.indent -= 1;
         b.line(") -> i32;");
-        b.indent -= 1;
-        b.line("}");
     }
 
     fn shape_checks(&self, b: &mut Body) {
@@ -812,8 +835,14 @@ impl<'f> FnEmitter<'f> {
             self.stream_expr(staging)
         ));
         let list: Vec<String> = work.iter().map(|s| self.stream_expr(*s)).collect();
+        let backends: Vec<String> = self
+            .entries
+            .iter()
+            .map(|(backend, _)| format!("::choreo::Backend::{backend}"))
+            .collect();
         b.line(&format!(
-            "let mut __choreo_work = ::choreo::kernels::WorkStreams::new(&[{}])?;",
+            "let mut __choreo_work = ::choreo::kernels::WorkStreams::for_backends(&[{}], &[{}])?;",
+            backends.join(", "),
             list.join(", ")
         ));
     }
@@ -919,8 +948,30 @@ impl<'f> FnEmitter<'f> {
     }
 
     fn call(&self, b: &mut Body) {
-        let entry = self.plan.entry.symbol.clone();
         b.blank();
+        // The entry of the backend the call's streams and tensors live on (`WorkStreams`
+        // refused any other, and a mix of backends, before anything was allocated).
+        let entry = match self.entries.as_slice() {
+            [(_, only)] => only.clone(),
+            several => {
+                let arity = self.plan.entry.params.len();
+                let placeholders = vec!["_"; arity].join(", ");
+                b.line("let __choreo_entry = match __choreo_work.backend() {");
+                b.indent += 1;
+                for (i, (backend, symbol)) in several.iter().enumerate() {
+                    if i == 0 {
+                        b.line(&format!(
+                            "::choreo::Backend::{backend} => {symbol} as unsafe extern \"C\" fn({placeholders}) -> i32,"
+                        ));
+                    } else {
+                        b.line(&format!("::choreo::Backend::{backend} => {symbol},"));
+                    }
+                }
+                b.indent -= 1;
+                b.line("};");
+                "__choreo_entry".to_string()
+            }
+        };
         b.line("let mut __choreo_message = ::choreo::kernels::EntryMessage::new();");
         if let Some(t) = self.ret_scalar {
             b.line(&format!(
@@ -934,7 +985,8 @@ impl<'f> FnEmitter<'f> {
         b.line("let _device = __choreo_staging.bind_device()?;");
         let mut safety = format!(
             "SAFETY: `{entry}` is the entry of `{}` in the kernels compiled from the same `.co` \
-             file, declared above with its C signature. Each pointer is null (data the function \
+             file for the backend of the call's streams and tensors, declared above with its C \
+             signature. Each pointer is null (data the function \
              does not use) or comes from a live device tensor, owned by this call or borrowed \
              for it, whose own extents are passed next to it, so the entry gets exactly the \
              memory it is told about; data the function only reads is passed `*const`. The \

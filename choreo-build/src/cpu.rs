@@ -1,0 +1,224 @@
+//! The CPU version of the kernels: each `.co` file's `.cpp` (the CUDA emitter's text in its
+//! CPU dialect, see `choreo_compiler::emit::cpu`), compiled by the host C++ compiler that `cc`
+//! finds for the target, with `choreo.h` and `choreo_cpu.h` from the generated folder. The CPU
+//! runtime those objects call (`choreo_cpu_runtime.cpp`) is compiled once, by the `choreo`
+//! crate's build script, so every library of a program shares one.
+//!
+//! The command comes from `cc::Build::try_get_compiler` (the target's compiler, `CXX`/
+//! `CXXFLAGS`, cross prefixes, `-fPIC`, the optimisation level of the profile) and is run
+//! here, one process per stale file, in parallel: like the nvcc path, so that a file whose
+//! inputs did not change is not recompiled. Its object `obj/cpu/<module>.o` is kept with a
+//! `.key` file holding the hash of the `.cpp`, both headers and the full command line.
+
+use crate::Cargo;
+use crate::error::{Error, NvccFailure};
+use crate::hash::{Digest, Hasher};
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// One `.cpp` to bring up to date.
+pub(crate) struct CpuJob {
+    /// The `.co` file it was generated from (for messages).
+    pub(crate) source: PathBuf,
+    /// The `.co` file's folder (`-I`, for its local includes).
+    pub(crate) source_dir: PathBuf,
+    /// The generated `.cpp`.
+    pub(crate) cpp: PathBuf,
+    /// The hash of its text.
+    pub(crate) digest: Digest,
+    /// The object to write.
+    pub(crate) object: PathBuf,
+}
+
+/// What every CPU compile of a build shares.
+pub(crate) struct CpuConfig {
+    /// The compiler and its flags, as `cc` chose them for the target.
+    pub(crate) compiler: PathBuf,
+    pub(crate) flags: Vec<String>,
+    /// The environment `cc` wants the compiler run with.
+    pub(crate) env: Vec<(String, String)>,
+    /// `-D` definitions (also given to the Choreo preprocessor).
+    pub(crate) defines: Vec<(String, Option<String>)>,
+    /// The generated folder (`choreo.h`, `choreo_cpu.h`) and the user's include folders.
+    pub(crate) include_dirs: Vec<PathBuf>,
+    /// The hash of the two runtime headers.
+    pub(crate) headers: Digest,
+}
+
+impl CpuConfig {
+    /// The configuration `cc` gives for `target` (its triple) on `host`, at `opt_level`.
+    pub(crate) fn from_cc(
+        target: &str,
+        host: &str,
+        opt_level: &str,
+        defines: Vec<(String, Option<String>)>,
+        include_dirs: Vec<PathBuf>,
+    ) -> Result<CpuConfig, Error> {
+        let mut build = cc::Build::new();
+        build
+            .cpp(true)
+            .target(target)
+            .host(host)
+            .opt_level_str(opt_level)
+            .cargo_metadata(false)
+            .cargo_warnings(false)
+            .warnings(false)
+            .std("c++17");
+        let tool =
+            build.try_get_compiler().map_err(|e| Error::CxxNotFound { message: e.to_string() })?;
+        let mut flags: Vec<String> =
+            tool.args().iter().map(|a| a.to_string_lossy().into_owned()).collect();
+        flags.push("-pthread".to_string());
+        let env = tool
+            .get_envs()
+            .map(|(k, v)| (k.to_string_lossy().into_owned(), v.to_string_lossy().into_owned()))
+            .collect();
+        let headers = Digest::of(format!(
+            "{}\0{}",
+            choreo_compiler::runtime::CHOREO_H,
+            choreo_compiler::runtime::CHOREO_CPU_H
+        ));
+        Ok(CpuConfig {
+            compiler: tool.path().to_path_buf(),
+            flags,
+            env,
+            defines,
+            include_dirs,
+            headers,
+        })
+    }
+
+    fn args(&self, job: &CpuJob) -> Vec<String> {
+        let mut args = self.flags.clone();
+        // Errors in the generated code carry `#line` directives naming the `.co` file.
+        args.push("-D__CHOREO_CPU__=1".to_string());
+        for (name, value) in &self.defines {
+            args.push(match value {
+                Some(value) => format!("-D{name}={value}"),
+                None => format!("-D{name}"),
+            });
+        }
+        for dir in self.include_dirs.iter().chain([&job.source_dir]) {
+            args.push(format!("-I{}", dir.display()));
+        }
+        args.push("-c".to_string());
+        args.push(job.cpp.display().to_string());
+        args.push("-o".to_string());
+        args.push(job.object.display().to_string());
+        args
+    }
+
+    fn key(&self, job: &CpuJob) -> String {
+        let mut hasher = Hasher::new();
+        hasher
+            .field("choreo-build cpu object v1")
+            .field(self.compiler.as_os_str().as_encoded_bytes())
+            .field(job.digest.to_string())
+            .field(self.headers.to_string());
+        for arg in self.args(job) {
+            hasher.field(arg);
+        }
+        hasher.finish().to_string()
+    }
+}
+
+/// Compiles the stale objects of `jobs` (`threads` at a time) and returns every object with
+/// the hash of its content, in the order of `jobs`, and how many were compiled.
+pub(crate) fn compile_all(
+    config: &CpuConfig,
+    jobs: &[CpuJob],
+    threads: usize,
+    cargo: &mut Cargo,
+) -> Result<(Vec<(PathBuf, Digest)>, usize), Error> {
+    let stale: Vec<&CpuJob> = jobs
+        .iter()
+        .filter(|job| {
+            !job.object.is_file()
+                || fs::read_to_string(key_file(&job.object))
+                    .map_or(true, |key| key.trim() != config.key(job))
+        })
+        .collect();
+    let next = AtomicUsize::new(0);
+    let failures: Mutex<Vec<Result<NvccFailure, Error>>> = Mutex::new(Vec::new());
+    std::thread::scope(|scope| {
+        for _ in 0..threads.clamp(1, stale.len().max(1)) {
+            scope.spawn(|| {
+                loop {
+                    let index = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(job) = stale.get(index) else { break };
+                    if let Err(failure) = compile_one(config, job) {
+                        if let Ok(mut failures) = failures.lock() {
+                            failures.push(failure);
+                        }
+                    }
+                }
+            });
+        }
+    });
+    let failures = failures.into_inner().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let mut compile_failures = Vec::new();
+    for failure in failures {
+        match failure {
+            Ok(failure) => compile_failures.push(failure),
+            Err(error) => return Err(error),
+        }
+    }
+    if !compile_failures.is_empty() {
+        return Err(Error::CxxCompile(compile_failures));
+    }
+    for job in jobs {
+        cargo.line(&format!("rerun-if-changed={}", job.cpp.display()));
+    }
+    let objects = jobs
+        .iter()
+        .map(|job| {
+            let bytes = fs::read(&job.object).map_err(|e| Error::io("read", &job.object, e))?;
+            Ok((job.object.clone(), Digest::of(bytes)))
+        })
+        .collect::<Result<Vec<_>, Error>>()?;
+    Ok((objects, stale.len()))
+}
+
+fn key_file(object: &Path) -> PathBuf {
+    object.with_extension("key")
+}
+
+/// Runs the compiler on one job; `Ok(failure)` in the error position is a compile error of the
+/// file (reported with the others), `Err` a failure to run at all.
+fn compile_one(config: &CpuConfig, job: &CpuJob) -> Result<(), Result<NvccFailure, Error>> {
+    let key_path = key_file(&job.object);
+    // A failed or interrupted run must not leave an entry that looks valid.
+    let _ = fs::remove_file(&key_path);
+    if let Some(dir) = job.object.parent() {
+        fs::create_dir_all(dir).map_err(|e| Err(Error::io("create directory", dir, e)))?;
+    }
+    let args = config.args(job);
+    let mut command = Command::new(&config.compiler);
+    command.args(&args);
+    for (name, value) in &config.env {
+        command.env(name, value);
+    }
+    let output = command
+        .output()
+        .map_err(|source| Err(Error::Spawn { program: config.compiler.clone(), source }))?;
+    if !output.status.success() {
+        let mut text = String::from_utf8_lossy(&output.stderr).into_owned();
+        text.push_str(&String::from_utf8_lossy(&output.stdout));
+        return Err(Ok(NvccFailure {
+            source_file: job.source.clone(),
+            cu_file: job.cpp.clone(),
+            hand_written: false,
+            command: std::iter::once(config.compiler.display().to_string())
+                .chain(args)
+                .collect::<Vec<_>>()
+                .join(" "),
+            status: output.status.to_string(),
+            output: text,
+        }));
+    }
+    fs::write(&key_path, config.key(job)).map_err(|e| Err(Error::io("write", &key_path, e)))?;
+    Ok(())
+}
