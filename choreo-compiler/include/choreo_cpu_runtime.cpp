@@ -31,7 +31,10 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#if defined(__ELF__) && (defined(__x86_64__) || defined(__aarch64__))
+// Fibres switch with a few lines of assembly where the ABI is known (x86-64 SysV, AArch64, ELF);
+// elsewhere, or with CHOREO_CPU_UCONTEXT defined (how the tests cover it), through ucontext.
+#if defined(__ELF__) && (defined(__x86_64__) || defined(__aarch64__)) && \
+    !defined(CHOREO_CPU_UCONTEXT)
 #define CHOREO_CPU_ASM_CONTEXT 1
 #else
 #include <ucontext.h>
