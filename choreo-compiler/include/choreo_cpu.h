@@ -270,16 +270,16 @@ inline cudaError_t cudaHostAlloc(T** ptr, std::size_t size, unsigned flags) {
 // ---------------------------------------------------------------------------------------------
 
 // Qualifiers. Device and host code are the same code here. `__shared__` variables declared in
-// a kernel (CUDA's static shared memory) become `static thread_local`: a block runs on one OS
-// thread (loop mode and fibre mode alike), so its threads share the variable and blocks running
-// at the same time on other workers have their own. The emitter's dynamic shared memory is
-// Thread::smem instead (`extern __shared__` has no equivalent).
+// a kernel (CUDA's static shared memory) become `thread_local` (static at block scope): a block
+// runs on one OS thread (loop mode and fibre mode alike), so its threads share the variable and
+// blocks running at the same time on other workers have their own. Dynamic shared memory is
+// Thread::smem (an `extern __shared__` array declares a thread_local nobody defines).
 #define __host__
 #define __device__
 #define __global__
 #define __constant__
 #define __managed__
-#define __shared__ static thread_local
+#define __shared__ thread_local
 #define __forceinline__ __inline__ __attribute__((always_inline))
 #define __noinline__ __attribute__((noinline))
 #define __align__(n) __attribute__((aligned(n)))
@@ -1123,11 +1123,76 @@ cudaError_t launch(const cudaLaunchConfig_t* config, unsigned flags, Args... arg
   return static_cast<cudaError_t>(choreo_cpu_launch(&desc));
 }
 
+namespace detail {
+// CUDA-dialect kernels (no Thread parameter; see cudaLaunchKernelEx below): the kernel is a
+// run-time pointer stored first in the argument tuple.
+template <class Args, std::size_t... I>
+inline void call_pointer(const Args& args, std::index_sequence<I...>) {
+  std::get<0>(args)(std::get<I + 1>(args)...);
+}
+template <class Args>
+void run_thread_pointer(const void* args, Thread*) {
+  const Args& a = *static_cast<const Args*>(args);
+  call_pointer(a, std::make_index_sequence<std::tuple_size<Args>::value - 1>{});
+}
+template <class Args>
+void run_block_pointer(const void* args, Thread* thread) {
+  const dim3 b = thread->blockDim;
+  unsigned linear = 0;
+  for (unsigned z = 0; z < b.z; ++z) {
+    for (unsigned y = 0; y < b.y; ++y) {
+      for (unsigned x = 0; x < b.x; ++x) {
+        thread->threadIdx = uint3{x, y, z};
+        thread->linear_ = linear++;
+        run_thread_pointer<Args>(args, thread);
+      }
+    }
+  }
+}
+}  // namespace detail
+
 // Whether the calling OS thread runs a kernel's thread now.
 inline bool in_kernel() { return choreo_cpu_current_thread()->block_ != nullptr; }
 
 }  // namespace cpu
 }  // namespace choreo
+
+// A kernel in the CUDA dialect (no leading Thread parameter: what the CUDA emitter writes) also
+// runs: its built-ins reach the current thread through the global `__choreo_thr`, and since
+// nothing says whether it has barriers it always runs in fibre mode. Slower than
+// choreo::cpu::launch (no inlining, a thread-local read per built-in), but it lets CUDA code
+// that was not written for the CPU backend run unchanged.
+template <class... P, class... A>
+inline cudaError_t cudaLaunchKernelEx(const cudaLaunchConfig_t* config, void (*kernel)(P...),
+                                      A&&... args) {
+  static_assert(sizeof...(P) == sizeof...(A), "cudaLaunchKernelEx: wrong number of arguments");
+  using Args = std::tuple<void (*)(P...), std::decay_t<P>...>;
+  if (config == nullptr || kernel == nullptr) {
+    return static_cast<cudaError_t>(choreo_cpu_launch(nullptr));
+  }
+  unsigned flags = ::choreo::cpu::kFibres;
+  for (unsigned i = 0; config->attrs != nullptr && i < config->numAttrs; ++i) {
+    if (config->attrs[i].id == cudaLaunchAttributeCooperative && config->attrs[i].val.cooperative) {
+      flags |= ::choreo::cpu::kCooperative;
+    }
+  }
+  choreo_cpu_launch_desc desc;
+  desc.grid[0] = config->gridDim.x;
+  desc.grid[1] = config->gridDim.y;
+  desc.grid[2] = config->gridDim.z;
+  desc.block[0] = config->blockDim.x;
+  desc.block[1] = config->blockDim.y;
+  desc.block[2] = config->blockDim.z;
+  desc.smem_bytes = config->dynamicSmemBytes;
+  desc.stream = config->stream;
+  desc.flags = flags;
+  desc.name = "a CUDA-dialect kernel (cudaLaunchKernelEx)";
+  desc.args = new (std::nothrow) Args(kernel, std::forward<A>(args)...);
+  desc.destroy_args = &::choreo::cpu::detail::destroy_args<Args>;
+  desc.run_block = &::choreo::cpu::detail::run_block_pointer<Args>;
+  desc.run_thread = &::choreo::cpu::detail::run_thread_pointer<Args>;
+  return static_cast<cudaError_t>(choreo_cpu_launch(&desc));
+}
 
 // The thread running on this OS thread, for code outside kernels' bodies (see CurrentThread);
 // inside a kernel the parameter of the same name hides it.

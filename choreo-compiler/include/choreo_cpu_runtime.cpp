@@ -31,7 +31,10 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#if defined(__ELF__) && (defined(__x86_64__) || defined(__aarch64__))
+// Fibres switch with a few lines of assembly where the ABI is known (x86-64 SysV, AArch64, ELF);
+// elsewhere, or with CHOREO_CPU_UCONTEXT defined (how the tests cover it), through ucontext.
+#if defined(__ELF__) && (defined(__x86_64__) || defined(__aarch64__)) && \
+    !defined(CHOREO_CPU_UCONTEXT)
 #define CHOREO_CPU_ASM_CONTEXT 1
 #else
 #include <ucontext.h>
@@ -673,38 +676,87 @@ std::size_t stack_size() {
   return size;
 }
 
-// Fibre stacks of one OS thread, reused across blocks: mmap'd with a guard page below, so an
-// overflow faults instead of corrupting a neighbour.
+// Fibre stacks of one OS thread, reused across blocks. The first ones get a guard page below
+// (an overflow faults instead of corrupting a neighbour); each costs the kernel two memory
+// mappings, and Linux allows about 65530, so past kGuardedStacks (a cooperative grid of many
+// blocks has a fibre per thread of the grid) stacks come from unguarded slabs of kSlabStacks.
+// Every stack also has a canary at its bottom, checked whenever its fibre yields, so an
+// overflow there is reported instead of passing silently.
+constexpr std::uint64_t kCanary = 0x63686f72656f5f31ull;  // "choreo_1"
+constexpr unsigned kGuardedStacks = 8192;
+constexpr std::size_t kSlabStacks = 64;
+std::atomic<unsigned> g_guarded_stacks{0};
+
+void* map_memory(std::size_t bytes) {
+  int flags = MAP_PRIVATE | MAP_ANONYMOUS;
+#if defined(MAP_NORESERVE)
+  flags |= MAP_NORESERVE;
+#endif
+  void* base = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, flags, -1, 0);
+  return base == MAP_FAILED ? nullptr : base;
+}
+
 struct StackPool {
   std::vector<unsigned char*> free;
+  std::vector<unsigned char*> guarded;  // every guarded stack of this pool
+  std::vector<unsigned char*> slabs;    // every slab of this pool
+
+  StackPool() = default;
+  StackPool(const StackPool&) = delete;
+  StackPool& operator=(const StackPool&) = delete;
   ~StackPool() {
-    for (unsigned char* s : free) munmap(s - page_size(), stack_size() + page_size());
+    for (unsigned char* s : guarded) munmap(s - page_size(), stack_size() + page_size());
+    for (unsigned char* slab : slabs) munmap(slab, stack_size() * kSlabStacks);
+    g_guarded_stacks.fetch_sub(static_cast<unsigned>(guarded.size()));
   }
+
   unsigned char* take() {
+    unsigned char* s = nullptr;
     if (!free.empty()) {
-      unsigned char* s = free.back();
+      s = free.back();
       free.pop_back();
-      return s;
+    } else {
+      s = fresh();
     }
-    const std::size_t page = page_size();
-    int flags = MAP_PRIVATE | MAP_ANONYMOUS;
-#if defined(MAP_NORESERVE)
-    flags |= MAP_NORESERVE;
-#endif
-    void* base = mmap(nullptr, stack_size() + page, PROT_READ | PROT_WRITE, flags, -1, 0);
-    if (base == MAP_FAILED) return nullptr;
-    if (mprotect(base, page, PROT_NONE) != 0) {
-      munmap(base, stack_size() + page);
+    if (s != nullptr) std::memcpy(s, &kCanary, sizeof kCanary);
+    return s;
+  }
+
+  void give(unsigned char* s) {
+    // Cannot fail: every stack's slot was reserved when the stack was made.
+    free.push_back(s);
+  }
+
+ private:
+  unsigned char* fresh() {
+    // Room in the free list for every stack this pool owns, reserved up front so that give()
+    // never allocates.
+    try {
+      free.reserve(guarded.size() + slabs.size() * kSlabStacks + kSlabStacks);
+      guarded.reserve(guarded.size() + 1);
+      slabs.reserve(slabs.size() + 1);
+    } catch (...) {
       return nullptr;
     }
-    return static_cast<unsigned char*>(base) + page;
-  }
-  void give(unsigned char* s) {
-    try {
-      free.push_back(s);
-    } catch (...) {
-      munmap(s - page_size(), stack_size() + page_size());
+    if (g_guarded_stacks.fetch_add(1) < kGuardedStacks) {
+      const std::size_t page = page_size();
+      void* base = map_memory(stack_size() + page);
+      if (base != nullptr && mprotect(base, page, PROT_NONE) == 0) {
+        unsigned char* s = static_cast<unsigned char*>(base) + page;
+        guarded.push_back(s);
+        return s;
+      }
+      if (base != nullptr) munmap(base, stack_size() + page);
+      g_guarded_stacks.fetch_sub(1);
+      return nullptr;
     }
+    g_guarded_stacks.fetch_sub(1);
+    void* base = map_memory(stack_size() * kSlabStacks);
+    if (base == nullptr) return nullptr;
+    unsigned char* slab = static_cast<unsigned char*>(base);
+    slabs.push_back(slab);
+    for (std::size_t i = 1; i < kSlabStacks; ++i) free.push_back(slab + i * stack_size());
+    return slab;
   }
 };
 thread_local StackPool t_stacks;
@@ -965,6 +1017,15 @@ void run_fibres(Grid& g, std::vector<std::unique_ptr<Block>>& blocks, unsigned c
     ctx_swap(&sched.main, &f->context);
     t_current = saved;
     sched.current = nullptr;
+    std::uint64_t canary = 0;
+    std::memcpy(&canary, f->stack, sizeof canary);
+    if (canary != kCanary) {
+      g.fail(cudaErrorLaunchFailure,
+             g.where(*f->thread.block_) + ": a fibre overflowed its stack of " +
+                 std::to_string(stack_size()) + " bytes (set CHOREO_CPU_STACK to more)");
+      sched.abandon = true;
+      std::memcpy(f->stack, &kCanary, sizeof kCanary);
+    }
     if (f->state == Fibre::kDone) {
       t_stacks.give(f->stack);
       f->stack = nullptr;

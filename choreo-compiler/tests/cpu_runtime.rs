@@ -66,13 +66,28 @@ fn describe(output: &Output) -> String {
     )
 }
 
-/// choreo_cpu_runtime.cpp compiled once for the whole test binary.
-fn runtime_object() -> &'static Result<PathBuf, String> {
-    static OBJECT: OnceLock<Result<PathBuf, String>> = OnceLock::new();
-    OBJECT.get_or_init(|| {
-        let object = out_dir().join("choreo_cpu_runtime.o");
+/// How the runtime object is built: as shipped, or with the portable ucontext fibres.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Flavour {
+    Default,
+    Ucontext,
+}
+
+/// choreo_cpu_runtime.cpp compiled once (per flavour) for the whole test binary.
+fn runtime_object(flavour: Flavour) -> &'static Result<PathBuf, String> {
+    static DEFAULT: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    static UCONTEXT: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    let (cell, name) = match flavour {
+        Flavour::Default => (&DEFAULT, "choreo_cpu_runtime.o"),
+        Flavour::Ucontext => (&UCONTEXT, "choreo_cpu_runtime_ucontext.o"),
+    };
+    cell.get_or_init(|| {
+        let object = out_dir().join(name);
         let mut command = Command::new(cxx());
         common_flags(&mut command);
+        if flavour == Flavour::Ucontext {
+            command.arg("-DCHOREO_CPU_UCONTEXT");
+        }
         command.arg("-c").arg(include_dir().join("choreo_cpu_runtime.cpp")).arg("-o").arg(&object);
         let output = command.output().map_err(|err| format!("cannot run {}: {err}", cxx()))?;
         if !output.status.success() {
@@ -123,11 +138,16 @@ fn run_with_timeout(mut command: Command, limit: Duration) -> Result<Output, Str
 
 /// Builds and runs `tests/cpu_runtime/<name>.cpp`; returns its output (which printed `ok`).
 fn run_program(name: &str) -> Output {
-    let object = match runtime_object() {
+    run_program_with(name, Flavour::Default)
+}
+
+fn run_program_with(name: &str, flavour: Flavour) -> Output {
+    let object = match runtime_object(flavour) {
         Ok(object) => object,
         Err(err) => panic!("{err}"),
     };
-    let exe = out_dir().join(name);
+    let suffix = if flavour == Flavour::Ucontext { "-ucontext" } else { "" };
+    let exe = out_dir().join(format!("{name}{suffix}"));
     let mut command = Command::new(cxx());
     common_flags(&mut command);
     command.arg(programs_dir().join(format!("{name}.cpp"))).arg(object).arg("-o").arg(&exe);
@@ -217,4 +237,10 @@ fn choreo_h_compiles_and_runs_in_cpu_mode() {
 #[test]
 fn the_support_library_of_generated_code_works_in_cpu_mode() {
     run_program("support");
+}
+
+#[test]
+fn fibres_work_with_the_portable_ucontext_switch() {
+    run_program_with("barriers", Flavour::Ucontext);
+    run_program_with("errors_deadlock", Flavour::Ucontext);
 }

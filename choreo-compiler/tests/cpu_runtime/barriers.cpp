@@ -1,7 +1,7 @@
 // Kernels in fibre mode: __syncthreads inside loops (a tiled transpose through shared memory,
 // a block reduction), exited threads counting as arrived, __syncwarp with a mask, named
-// barriers (a producer/consumer handoff), a cooperative grid barrier, and barriers called from
-// __device__ functions.
+// barriers (a producer/consumer handoff), a cooperative grid barrier, barriers called from
+// __device__ functions, and a CUDA-dialect kernel (cudaLaunchKernelEx) with static __shared__.
 #define __CHOREO_CPU__ 1
 #include "choreo_cpu.h"
 
@@ -111,6 +111,16 @@ static void grid_sum(const Thread* __choreo_thr, const int* in, int* partial, in
   __choreo_thr->grid_sync();
 }
 
+// A kernel in the CUDA dialect (no Thread parameter), launched with cudaLaunchKernelEx: static
+// __shared__ memory and barriers reach the thread through the global __choreo_thr.
+__global__ void cuda_dialect_reverse(const int* in, int* out) {
+  __shared__ int tile[128];
+  const unsigned t = threadIdx.x;
+  tile[t] = in[blockIdx.x * blockDim.x + t];
+  __syncthreads();
+  out[blockIdx.x * blockDim.x + t] = tile[blockDim.x - 1 - t];
+}
+
 static cudaLaunchConfig_t config(dim3 grid, dim3 block, std::size_t smem) {
   cudaLaunchConfig_t c = {};
   c.gridDim = grid;
@@ -204,6 +214,18 @@ int main() {
   CHECK_OK(choreo::cpu::launch<grid_sum>(&c, kFibres | kCooperative, gdev, partial, total));
   CHECK_OK(cudaDeviceSynchronize());
   CHECK(*total == want);
+
+  // The CUDA dialect.
+  int *rin = nullptr, *rout = nullptr;
+  CHECK_OK(cudaMalloc(&rin, 4 * 128 * sizeof(int)));
+  CHECK_OK(cudaMalloc(&rout, 4 * 128 * sizeof(int)));
+  for (int i = 0; i < 4 * 128; ++i) rin[i] = i;
+  c = config(dim3(4), dim3(128), 0);
+  CHECK_OK(cudaLaunchKernelEx(&c, cuda_dialect_reverse, rin, rout));
+  CHECK_OK(cudaDeviceSynchronize());
+  for (int b = 0; b < 4; ++b) {
+    for (int t = 0; t < 128; ++t) CHECK(rout[b * 128 + t] == b * 128 + 127 - t);
+  }
 
   std::printf("ok\n");
   return 0;
