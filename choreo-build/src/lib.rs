@@ -534,7 +534,9 @@ impl Builder {
         let config = cpu::CpuConfig::from_cc(
             &target.triple,
             &env.text("HOST").unwrap_or_else(|| target.triple.clone()),
-            &env.text("OPT_LEVEL").unwrap_or_else(|| "2".to_string()),
+            // Like the nvcc path (`-O2` in every profile): kernels of a debug build are still
+            // meant to run at speed, and the generated code is not for stepping through.
+            "2",
             self.defines.clone(),
             include_dirs,
         )?;
