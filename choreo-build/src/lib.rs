@@ -1391,13 +1391,77 @@ mod tests {
         }
         let warning = printed.iter().find(|line| line.starts_with("warning=")).unwrap();
         assert!(
-            warning.contains("the hand-written .cu files of `k` are not compiled (CHOREO_NVCC"),
+            warning.contains(
+                "the hand-written .cu files of `k` are not compiled for CUDA (CHOREO_NVCC"
+            ),
             "{warning}"
         );
         assert!(report.to_string().contains(&format!(
             "cuda_file={} compiled=false\n",
             dir.join("cuda/util.cu").display()
         )));
+    }
+
+    /// Without nvcc the `.co` kernels are compiled for the CPU (by the host C++ compiler
+    /// that `cc` finds): the library exists, the wrappers call the CPU entries only, and a
+    /// warning says so.
+    #[test]
+    fn without_nvcc_the_kernels_are_built_for_the_cpu_only() {
+        let dir = temp("cpu-only");
+        std::fs::create_dir_all(dir.join("k")).unwrap();
+        std::fs::write(
+            dir.join("k/scale.co"),
+            "__co__ void scale(global f32 [N] x, f32 k) {\n  parallel p by N : block { x.at(p) = x.at(p) * k; }\n}\n",
+        )
+        .unwrap();
+        let host = format!("{}-unknown-linux-gnu", std::env::consts::ARCH);
+        let skip = Env::fixed([
+            ("CHOREO_NVCC", "skip"),
+            ("TARGET", host.as_str()),
+            ("HOST", host.as_str()),
+        ]);
+        let mut cargo = Cargo::new(true);
+        let report = Builder::new()
+            .files(format!("{}/k/*.co", dir.display()))
+            .out_dir(dir.join("out"))
+            .build_in(&skip, &mut cargo, "k")
+            .unwrap();
+        assert!(report.stub.is_some(), "{report}");
+        let library = report.library.as_ref().expect("a CPU library");
+        assert!(library.path.is_file(), "{report}");
+        assert_eq!(report.cpu_runs, 1, "{report}");
+        let file = &report.files[0];
+        assert!(file.cpu_object.as_ref().is_some_and(|o| o.is_file()), "{report}");
+        let rs = std::fs::read_to_string(&file.rs).unwrap();
+        assert!(rs.contains("fn __choreo_cpu_rs_"), "{rs}");
+        assert!(!rs.contains("fn __choreo_rs_"), "{rs}");
+        assert!(rs.contains("for_backends(&[::choreo::Backend::Cpu]"), "{rs}");
+        let warning = cargo.printed.iter().find(|line| line.starts_with("warning=")).unwrap();
+        assert!(warning.contains("built for the CPU only"), "{warning}");
+        // A rebuild with nothing changed runs the C++ compiler zero times.
+        let again = Builder::new()
+            .files(format!("{}/k/*.co", dir.display()))
+            .out_dir(dir.join("out"))
+            .build_in(&skip, &mut Cargo::new(false), "k")
+            .unwrap();
+        assert_eq!(again.cpu_runs, 0, "{again}");
+    }
+
+    /// `CHOREO_NVCC=require`: a build that could not compile for CUDA fails, saying why,
+    /// instead of building for the CPU only.
+    #[test]
+    fn choreo_nvcc_require_makes_a_cpu_only_build_an_error() {
+        let dir = temp("require");
+        std::fs::create_dir_all(dir.join("k")).unwrap();
+        std::fs::write(dir.join("k/a.co"), "__co__ void a(global f32 [4] x) {}\n").unwrap();
+        let env = Env::fixed([("CHOREO_NVCC", "require"), ("CHOREO_SYS_NO_CUDART", "1")]);
+        let error = Builder::new()
+            .files(format!("{}/k/*.co", dir.display()))
+            .out_dir(dir.join("out"))
+            .build_in(&env, &mut Cargo::new(false), "k")
+            .unwrap_err();
+        assert!(matches!(error, Error::NvccRequired { .. }), "{error}");
+        assert!(error.to_string().contains("CHOREO_SYS_NO_CUDART is set"), "{error}");
     }
 
     /// choreo-sys links only CUDA 13: kernels built with another toolkit would have no runtime

@@ -191,19 +191,23 @@ pub enum Discovery {
     Stub(StubReason),
 }
 
-/// For builds of kernels (choreo-build): `CHOREO_NVCC=skip` → stub mode (another non-empty
-/// value is an error), then everything [`discover_runtime`] does. So kernels are compiled
-/// exactly when choreo-sys, run in the same environment, links a runtime for them.
+/// For builds of kernels (choreo-build): `CHOREO_NVCC=skip` → stub mode, `require` (the
+/// caller turns stub mode into an error) or unset → everything [`discover_runtime`] does
+/// (another non-empty value is an error). So CUDA kernels are compiled exactly when
+/// choreo-sys, run in the same environment, links a runtime for them.
 pub fn discover(env: &Env, target: &Target) -> Result<Discovery, Error> {
     if let Some(value) = env.non_empty("CHOREO_NVCC") {
         if value == "skip" {
             return Ok(Discovery::Stub(StubReason::Skipped));
         }
-        return Err(Error::InvalidEnv {
-            var: "CHOREO_NVCC",
-            value: lossy(&value),
-            expected: "`skip` (build without nvcc: stub wrappers) or unset",
-        });
+        if value != "require" {
+            return Err(Error::InvalidEnv {
+                var: "CHOREO_NVCC",
+                value: lossy(&value),
+                expected: "`skip` (no CUDA kernels: the CPU version only), `require` (no nvcc \
+                           is an error) or unset",
+            });
+        }
     }
     discover_runtime(env, target)
 }

@@ -1,6 +1,7 @@
 //! What several test suites share. Each suite uses part of it.
 #![allow(dead_code)]
 
+pub mod cxx;
 pub mod nvcc;
 
 use std::path::{Path, PathBuf};
