@@ -10,7 +10,6 @@
 //! inputs did not change is not recompiled. Its object `obj/cpu/<module>.o` is kept with a
 //! `.key` file holding the hash of the `.cpp`, both headers and the full command line.
 
-use crate::Cargo;
 use crate::error::{Error, NvccFailure};
 use crate::hash::{Digest, Hasher};
 use std::fs;
@@ -131,7 +130,6 @@ pub(crate) fn compile_all(
     config: &CpuConfig,
     jobs: &[CpuJob],
     threads: usize,
-    cargo: &mut Cargo,
 ) -> Result<(Vec<(PathBuf, Digest)>, usize), Error> {
     let stale: Vec<&CpuJob> = jobs
         .iter()
@@ -168,9 +166,6 @@ pub(crate) fn compile_all(
     }
     if !compile_failures.is_empty() {
         return Err(Error::CxxCompile(compile_failures));
-    }
-    for job in jobs {
-        cargo.line(&format!("rerun-if-changed={}", job.cpp.display()));
     }
     let objects = jobs
         .iter()

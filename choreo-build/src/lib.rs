@@ -554,7 +554,7 @@ impl Builder {
                 object,
             });
         }
-        let (objects, runs) = cpu::compile_all(&config, &jobs, jobs_from_env(env), cargo)?;
+        let (objects, runs) = cpu::compile_all(&config, &jobs, jobs_from_env(env))?;
         // Which files were compiled is not tracked per file beyond the count: a run compiles
         // exactly the stale ones, and a fresh build compiles all.
         if runs == jobs.len() {

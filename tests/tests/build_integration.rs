@@ -282,31 +282,38 @@ fn co_errors_fail_the_build_with_rendered_diagnostics() {
 }
 
 #[test]
-fn stub_mode_builds_checks_and_runs_without_nvcc() {
+fn without_nvcc_the_kernels_are_built_for_the_cpu_and_run() {
     let fixture = Fixture::new("basic", "fixture-basic-stub");
     let skip = [("CHOREO_NVCC", "skip")];
 
     let check = fixture.cargo(&["check"], &skip);
     let stderr = String::from_utf8_lossy(&check.stderr);
     assert!(check.status.success(), "cargo check failed:\n{stderr}");
-    // One warning, naming the reason.
-    assert_eq!(stderr.matches("are not compiled (CHOREO_NVCC=skip is set)").count(), 1, "{stderr}");
+    // One warning, naming the reason and what is built instead.
+    assert_eq!(
+        stderr.matches("are not compiled for CUDA (CHOREO_NVCC=skip is set)").count(),
+        1,
+        "{stderr}"
+    );
+    assert!(stderr.contains("built for the CPU only"), "{stderr}");
     let report = fixture.take_report().expect("the build script ran");
     assert_eq!(field(&report, "mode"), "stub", "{report}");
     assert_eq!(field(&report, "nvcc_runs"), "0", "{report}");
-    assert!(!report.contains("library="), "{report}");
+    assert_eq!(field(&report, "cpu_runs"), "2", "{report}");
+    assert!(report.contains("library="), "{report}");
 
-    // `cargo build` reuses the build script's run of `cargo check`, then links nothing of CUDA
-    // kernels, and the binary runs.
+    // `cargo build` reuses the build script's run of `cargo check`, links the CPU kernels,
+    // and the binary runs.
     fixture.build_ok(&skip);
-    // The wrapper exists and says that the kernels were not built; nothing crashes.
     let output = fixture.run();
     assert!(output.status.success(), "{output:?}");
     let stdout = String::from_utf8_lossy(&output.stdout);
     let mut lines = stdout.lines();
+    // The wrapper exists and checks shapes before anything runs, on the CPU as on the GPU.
     let wrapper = lines.next().unwrap_or_default();
-    assert!(wrapper.starts_with("wrapper: error: kernels not built: `"), "{stdout}");
-    assert!(wrapper.contains("add_one"), "{stdout}");
+    assert!(wrapper.starts_with("wrapper: error: "), "{stdout}");
+    assert!(wrapper.contains("15") && !wrapper.contains("not built"), "{stdout}");
+    // No CUDA entry and no hand-written .cu are linked.
     assert_eq!(lines.next(), Some("entry: stub build, not linked"), "{stdout}");
     assert_eq!(lines.next(), Some("hand: stub build, not linked"), "{stdout}");
     // The hand-written file is listed, not compiled.

@@ -1,8 +1,8 @@
 //! Calls the kernels that the build script compiled, in ways that need no GPU: a wrapper with
-//! a wrong shape (rejected before anything reaches the device, or `NotBuilt` in a stub build)
-//! and, when built, the `extern "C"` entry with a wrong extent (its entry check fails before
-//! any CUDA call, so the linked C++ code runs on any machine) and the host function of the
-//! hand-written `cuda/hand.cu`.
+//! a wrong shape (rejected before anything reaches the device, in CUDA and CPU-only builds
+//! alike) and, when the CUDA kernels were built, the CUDA `extern "C"` entry with a wrong
+//! extent (its entry check fails before any CUDA call, so the linked C++ code runs on any
+//! machine) and the host function of the hand-written `cuda/hand.cu`.
 
 choreo::include_kernels!();
 
