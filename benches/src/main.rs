@@ -3,8 +3,12 @@
 //! ```text
 //! choreo-bench gpu [--trials N] [--warmup N] [--quick]
 //!                  [--only overlap,launch,bandwidth,tiled] [--markdown FILE]
+//! choreo-bench cpu [--elements N] [--trials N] [--markdown FILE]
 //! choreo-bench build [ARGS]        (build speed; `choreo-bench build --help`)
 //! ```
+//!
+//! `cpu` runs the generated kernels on the CPU device next to hand-written multithreaded Rust
+//! (any machine).
 //!
 //! `gpu` needs a CUDA GPU (it runs on the H200 from a bundle built elsewhere: see
 //! `docs/performance.md`); it prints the environment, one table of all measurements and a
@@ -12,6 +16,7 @@
 //! machine it runs on.
 
 mod build_speed;
+mod cpu;
 mod gpu;
 
 use std::process::ExitCode;
@@ -21,6 +26,7 @@ use gpu::{BenchError, Options};
 
 const USAGE: &str = "usage: choreo-bench gpu [--trials N] [--warmup N] [--quick] \
                      [--only overlap,launch,bandwidth,tiled] [--markdown FILE]\n       \
+                     choreo-bench cpu [--elements N] [--trials N] [--markdown FILE]\n       \
                      choreo-bench build [--help | ARGS]";
 
 fn main() -> ExitCode {
@@ -28,6 +34,7 @@ fn main() -> ExitCode {
     match args.first().map(String::as_str) {
         Some("gpu") => gpu_main(&args[1..]),
         Some("build") => build_speed::main(&args[1..]),
+        Some("cpu") => cpu::main(&args[1..]),
         Some("-h" | "--help") => {
             println!("{USAGE}");
             ExitCode::SUCCESS

@@ -413,8 +413,7 @@ impl Builder {
         // The CPU version of every file that has one (always, unless on docs.rs).
         let mut objects = Vec::new();
         if generated.iter().any(|file| file.cpp_digest.is_some()) {
-            let (cpu_objects, runs) =
-                self.compile_cpu(env, &target, &layout, &mut generated, cargo)?;
+            let (cpu_objects, runs) = self.compile_cpu(env, &target, &layout, &mut generated)?;
             objects.extend(cpu_objects);
             report.cpu_runs = runs;
         }
@@ -524,7 +523,6 @@ impl Builder {
         target: &Target,
         layout: &Layout,
         generated: &mut [Generated],
-        cargo: &mut Cargo,
     ) -> Result<(Vec<(PathBuf, Digest)>, usize), Error> {
         let generated_dir = absolute(&layout.generated_dir())?;
         let mut include_dirs = vec![generated_dir.clone()];

@@ -1,7 +1,8 @@
 //! Fuzz target: the whole pipeline on lossy-UTF-8 input. First the front end as the snapshot
 //! harness runs it (preprocess + lex + parse, then sema even after parse errors, diagnostics
 //! rendered), then `compile` (parse → sema → lower → emit, stopping at the first stage with
-//! errors), whose `.cu` must exist exactly when no error was reported.
+//! errors), whose `.cu` must exist exactly when no error was reported; then the same for the
+//! CPU target and its `.cpp`.
 #![no_main]
 
 use choreo_compiler::compile::{CompileOptions, compile};
@@ -25,4 +26,10 @@ fuzz_target!(|data: &[u8]| {
     let compilation = compile(&db, file, &CompileOptions::default());
     let _ = render_human(&db, &compilation.diagnostics);
     assert_eq!(compilation.cu.is_some(), !compilation.has_errors());
+
+    let on_cpu = CompileOptions { target: Target::Cpu, ..CompileOptions::default() };
+    let compilation = compile(&db, file, &on_cpu);
+    let _ = render_human(&db, &compilation.diagnostics);
+    assert_eq!(compilation.cpp.is_some(), !compilation.has_errors());
+    assert!(compilation.cu.is_none());
 });
