@@ -52,13 +52,18 @@ fn stem(path: &Path) -> String {
     path.file_stem().expect("file stem").to_string_lossy().to_string()
 }
 
-/// The `.rs` of a fixture (`compile`'s output; stub wrappers with `stub`); panics with the
+/// The `.rs` of a fixture (`compile`'s output): wrappers of kernels built for CUDA and the CPU,
+/// as a build with nvcc makes them, or stub wrappers (no kernels) with `stub`; panics with the
 /// rendered diagnostics when it has errors.
 fn emit(path: &Path, stub: bool) -> String {
     let text = std::fs::read_to_string(path).expect("fixture readable");
     let mut db = SourceDb::new();
     let file = db.add(display_name(path), text);
-    let options = CompileOptions { stub_wrappers: stub, ..CompileOptions::default() };
+    let options = CompileOptions {
+        cuda_wrappers: !stub,
+        cpu_wrappers: !stub,
+        ..CompileOptions::default()
+    };
     let out = compile(&db, file, &options);
     match out.rs {
         Some(rs) => rs,
@@ -134,7 +139,9 @@ fn the_seed_maps_parameters_as_the_design_says() {
          a: ::choreo::HostView<'_, f32, 1>,\n    b: ::choreo::HostView<'_, f32, 1>,\n) -> \
          Result<::choreo::Pending<'a, ()>, ::choreo::Error> {"
     ));
-    assert!(text.contains("WorkStreams::new(&[s0, s1])"));
+    assert!(text.contains(
+        "WorkStreams::for_backends(&[::choreo::Backend::Cuda, ::choreo::Backend::Cpu], &[s0, s1])"
+    ));
     // bar: synchronous, no lifetime, staged on its stream.
     assert!(text.contains(
         "pub fn bar(\n    _s: &::choreo::Stream,\n    a: ::choreo::HostView<'_, f32, 1>,\n) -> \
@@ -156,7 +163,7 @@ fn global_parameters_follow_the_read_write_sets() {
     assert!(!text.contains("check_extent(\"idx\""));
     assert!(!text.contains("check_extent(\"out\", 0"));
     // An unbound asynchronous launch runs (and is waited for) on the default stream.
-    assert!(text.contains("WorkStreams::new(&[&__choreo_default_stream])"));
+    assert!(text.contains("&[&__choreo_default_stream])"));
 }
 
 /// Compiles the generated modules of every fixture, real and stub, in a scratch crate that
