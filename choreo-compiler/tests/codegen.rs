@@ -1,7 +1,9 @@
 //! Code generation tests: every `tests/fixtures/codegen/*.co` is translated (library mode,
 //! sm_90a, runtime checks on) and its `.cu` compared with the committed insta snapshot
 //! (`tests/snapshots/codegen__<stem>.snap`); every snapshot must compile with nvcc; output is
-//! deterministic; `compile` never panics on any fixture of the repository.
+//! deterministic; `compile` never panics on any fixture of the repository. The same for the
+//! CPU backend: each fixture's `.cpp` (`codegen__<stem>_cpu.snap`) compiles with the host C++
+//! compiler, and fixtures the CPU cannot run are refused with `E0806`.
 //!
 //! Update snapshots with `INSTA_UPDATE=always cargo test -p choreo-compiler --test codegen`
 //! and review the diff.
@@ -189,6 +191,72 @@ fn snapshots_compile_with_nvcc() {
         .collect();
     let results = common::nvcc::compile_all(&nvcc, &nvcc_args(Arch::SM_90A, &include), jobs);
     common::nvcc::assert_all_compiled(&results, &out_dir, "generated code");
+}
+
+/// Fixtures with inline PTX, which the CPU target refuses (`E0806`).
+const GPU_ONLY_FIXTURES: &[&str] = &["calls_atomics"];
+
+/// The CPU backend's `.cpp` of a fixture, or `None` for the fixtures the CPU cannot run (which
+/// must be refused with `E0806` only).
+fn translate_for_cpu(path: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(path).expect("fixture readable");
+    let mut db = SourceDb::new();
+    let file = db.add(display_name(path), text);
+    let opts = CompileOptions { target: Target::Cpu, ..CompileOptions::default() };
+    let out = compile(&db, file, &opts);
+    if GPU_ONLY_FIXTURES.contains(&stem(path).as_str()) {
+        let errors: Vec<_> = out.diagnostics.iter().filter(|d| d.is_error()).collect();
+        assert!(
+            out.cpp.is_none() && !errors.is_empty() && errors.iter().all(|d| d.code == "E0806"),
+            "{}: expected E0806 on the CPU target:\n{}",
+            path.display(),
+            render_human(&db, &out.diagnostics)
+        );
+        return None;
+    }
+    match out.cpp {
+        Some(cpp) => Some(cpp),
+        None => panic!(
+            "{} was rejected on the CPU:\n{}",
+            path.display(),
+            render_human(&db, &out.diagnostics)
+        ),
+    }
+}
+
+#[test]
+fn cpp_snapshots() {
+    for path in codegen_fixtures() {
+        if let Some(cpp) = translate_for_cpu(&path) {
+            insta::assert_snapshot!(format!("{}_cpu", stem(&path)), cpp);
+        }
+    }
+}
+
+/// Every CPU snapshot compiles with the host C++ compiler (`CXX`, else `c++`) against the CPU
+/// runtime header, as choreo-build compiles it (`-std=c++17`, library mode).
+#[test]
+fn cpp_snapshots_compile_with_the_host_compiler() {
+    let include = manifest_dir().join("include");
+    let out_dir = std::env::temp_dir().join(format!("choreo-codegen-cxx-{}", std::process::id()));
+    std::fs::create_dir_all(&out_dir).expect("temp dir");
+    let jobs: Vec<(String, PathBuf)> = codegen_fixtures()
+        .into_iter()
+        .filter_map(|path| {
+            let cpp = translate_for_cpu(&path)?;
+            let cpp_path = out_dir.join(format!("{}.cpp", stem(&path)));
+            std::fs::write(&cpp_path, cpp).expect("write .cpp");
+            Some((stem(&path), cpp_path))
+        })
+        .collect();
+    let args: Vec<OsString> = ["-std=c++17", "-O0", "-pthread", "-Wall", "-I"]
+        .into_iter()
+        .map(OsString::from)
+        .chain([include.into_os_string()])
+        .collect();
+    let cxx = PathBuf::from(common::cxx::cxx());
+    let results = common::nvcc::compile_all(&cxx, &args, jobs);
+    common::nvcc::assert_all_compiled(&results, &out_dir, "generated CPU code");
 }
 
 /// Translation speed, per fixture (run in release:

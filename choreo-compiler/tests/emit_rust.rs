@@ -59,11 +59,8 @@ fn emit(path: &Path, stub: bool) -> String {
     let text = std::fs::read_to_string(path).expect("fixture readable");
     let mut db = SourceDb::new();
     let file = db.add(display_name(path), text);
-    let options = CompileOptions {
-        cuda_wrappers: !stub,
-        cpu_wrappers: !stub,
-        ..CompileOptions::default()
-    };
+    let options =
+        CompileOptions { cuda_wrappers: !stub, cpu_wrappers: !stub, ..CompileOptions::default() };
     let out = compile(&db, file, &options);
     match out.rs {
         Some(rs) => rs,
