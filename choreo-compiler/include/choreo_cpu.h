@@ -765,11 +765,14 @@ inline int __mulhi(int x, int y) {
 inline unsigned __umulhi(unsigned x, unsigned y) {
   return static_cast<unsigned>((static_cast<unsigned long long>(x) * y) >> 32);
 }
+// __extension__: 128-bit integers are a GCC/clang extension (-Wpedantic would say so).
+__extension__ typedef unsigned __int128 __choreo_cpu_u128;
+__extension__ typedef __int128 __choreo_cpu_s128;
 inline unsigned long long __umul64hi(unsigned long long x, unsigned long long y) {
-  return static_cast<unsigned long long>((static_cast<unsigned __int128>(x) * y) >> 64);
+  return static_cast<unsigned long long>((static_cast<__choreo_cpu_u128>(x) * y) >> 64);
 }
 inline long long __mul64hi(long long x, long long y) {
-  return static_cast<long long>((static_cast<__int128>(x) * y) >> 64);
+  return static_cast<long long>((static_cast<__choreo_cpu_s128>(x) * y) >> 64);
 }
 template <class T>
 inline T __ldg(const T* p) {
