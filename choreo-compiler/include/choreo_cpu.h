@@ -889,6 +889,53 @@ inline double atomicExch(double* p, double v) {
   return ::choreo::cpu::detail::atomic_float_update<double, std::uint64_t>(
       p, [](double, double b) { return b; }, v);
 }
+// 16-bit floats: a compare-and-swap loop on the storage.
+#define CHOREO_CPU_ATOMIC_16(T)                                                                \
+  inline T atomicAdd(T* p, T v) {                                                              \
+    unsigned short* bits = &p->__x;                                                            \
+    unsigned short old = __atomic_load_n(bits, __ATOMIC_RELAXED);                              \
+    for (;;) {                                                                                 \
+      T old_value;                                                                             \
+      old_value.__x = old;                                                                     \
+      const T sum = T(static_cast<float>(old_value) + static_cast<float>(v));                 \
+      if (__atomic_compare_exchange_n(bits, &old, sum.__x, true, __ATOMIC_RELAXED,             \
+                                      __ATOMIC_RELAXED)) {                                     \
+        return old_value;                                                                      \
+      }                                                                                        \
+    }                                                                                          \
+  }
+CHOREO_CPU_ATOMIC_16(__half)
+CHOREO_CPU_ATOMIC_16(__nv_bfloat16)
+#undef CHOREO_CPU_ATOMIC_16
+
+// The _block and _system scopes are the same operations here.
+#define CHOREO_CPU_ATOMIC_SCOPES(op)                                 \
+  template <class T, class U>                                        \
+  inline T op##_block(T* p, U v) {                                   \
+    return op(p, static_cast<T>(v));                                 \
+  }                                                                  \
+  template <class T, class U>                                        \
+  inline T op##_system(T* p, U v) {                                  \
+    return op(p, static_cast<T>(v));                                 \
+  }
+CHOREO_CPU_ATOMIC_SCOPES(atomicAdd)
+CHOREO_CPU_ATOMIC_SCOPES(atomicSub)
+CHOREO_CPU_ATOMIC_SCOPES(atomicExch)
+CHOREO_CPU_ATOMIC_SCOPES(atomicMin)
+CHOREO_CPU_ATOMIC_SCOPES(atomicMax)
+CHOREO_CPU_ATOMIC_SCOPES(atomicAnd)
+CHOREO_CPU_ATOMIC_SCOPES(atomicOr)
+CHOREO_CPU_ATOMIC_SCOPES(atomicXor)
+#undef CHOREO_CPU_ATOMIC_SCOPES
+template <class T, class U>
+inline T atomicCAS_block(T* p, U compare, U v) {
+  return atomicCAS(p, static_cast<T>(compare), static_cast<T>(v));
+}
+template <class T, class U>
+inline T atomicCAS_system(T* p, U compare, U v) {
+  return atomicCAS(p, static_cast<T>(compare), static_cast<T>(v));
+}
+
 // Threads of a block may run on one OS thread (fibres) or several blocks on several: a full
 // fence covers both.
 inline void __threadfence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
