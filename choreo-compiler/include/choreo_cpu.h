@@ -936,11 +936,7 @@ inline T atomicCAS_system(T* p, U compare, U v) {
   return atomicCAS(p, static_cast<T>(compare), static_cast<T>(v));
 }
 
-// Threads of a block may run on one OS thread (fibres) or several blocks on several: a full
-// fence covers both.
-inline void __threadfence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
-inline void __threadfence_block() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
-inline void __threadfence_system() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+// The fences are defined with the kernel-facing API below (they are scheduling points).
 
 // ---------------------------------------------------------------------------------------------
 // 3. The kernel-facing API.
@@ -1070,6 +1066,10 @@ struct Thread {
   void bar_arrive(unsigned id, unsigned count) const;
   // Grid barrier; cooperative launches only.
   void grid_sync() const;
+  // Lets the block's other fibres run (a no-op in loop mode and on the host): what fences and
+  // __nanosleep do, so that a thread spinning on a flag another thread of its block sets
+  // makes progress under fibres, which are not preempted.
+  void yield() const;
   // Device printf: buffered per block, written in block order when the kernel completes.
   int printf(const char* format, ...) const __attribute__((format(printf, 2, 3)));
   // Stops the block; the launch fails with the sticky cudaErrorLaunchFailure.
@@ -1243,6 +1243,22 @@ inline cudaError_t cudaLaunchKernelEx(const cudaLaunchConfig_t* config, void (*k
   desc.run_thread = &::choreo::cpu::detail::run_thread_pointer<Args>;
   return static_cast<cudaError_t>(choreo_cpu_launch(&desc));
 }
+
+// Threads of a block may run on one OS thread (fibres) or several blocks on several: a full
+// fence covers both; it is also a scheduling point (see Thread::yield).
+inline void __threadfence() {
+  __atomic_thread_fence(__ATOMIC_SEQ_CST);
+  choreo_cpu_current_thread()->yield();
+}
+inline void __threadfence_block() {
+  __atomic_thread_fence(__ATOMIC_SEQ_CST);
+  choreo_cpu_current_thread()->yield();
+}
+inline void __threadfence_system() {
+  __atomic_thread_fence(__ATOMIC_SEQ_CST);
+  choreo_cpu_current_thread()->yield();
+}
+inline void __nanosleep(unsigned) { choreo_cpu_current_thread()->yield(); }
 
 // The thread running on this OS thread, for code outside kernels' bodies (see CurrentThread);
 // inside a kernel the parameter of the same name hides it.

@@ -1320,6 +1320,16 @@ void Thread::grid_sync() const {
   wait_here(f, sched->grid_waiters, "grid sync");
 }
 
+void Thread::yield() const {
+  Fibre* f = current_fibre(this);
+  if (f == nullptr) return;
+  Scheduler* sched = f->sched;
+  if (sched->abandon) throw Abandon{};
+  f->state = Fibre::kReady;
+  sched->ready.push_back(f);
+  yield_to_scheduler(f);
+}
+
 int Thread::printf(const char* format, ...) const {
   va_list args;
   va_start(args, format);

@@ -121,6 +121,21 @@ __global__ void cuda_dialect_reverse(const int* in, int* out) {
   out[blockIdx.x * blockDim.x + t] = tile[blockDim.x - 1 - t];
 }
 
+// Thread 0 spins on a flag that the block's last thread sets, with no barrier in between: the
+// fence in the loop lets the other fibres run.
+static void spin_on_flag(const Thread* __choreo_thr, int* out) {
+  volatile int* flag = reinterpret_cast<volatile int*>(__choreo_thr->smem);
+  if (threadIdx.x == 0) {
+    *flag = 0;
+    __syncthreads();
+    while (*flag == 0) __threadfence_block();
+    out[blockIdx.x] = *flag;
+  } else {
+    __syncthreads();
+    if (threadIdx.x == blockDim.x - 1) *flag = 7;
+  }
+}
+
 static cudaLaunchConfig_t config(dim3 grid, dim3 block, std::size_t smem) {
   cudaLaunchConfig_t c = {};
   c.gridDim = grid;
@@ -214,6 +229,14 @@ int main() {
   CHECK_OK(choreo::cpu::launch<grid_sum>(&c, kFibres | kCooperative, gdev, partial, total));
   CHECK_OK(cudaDeviceSynchronize());
   CHECK(*total == want);
+
+  // Spinning with a fence.
+  int* spun = nullptr;
+  CHECK_OK(cudaMalloc(&spun, 3 * sizeof(int)));
+  c = config(dim3(3), dim3(64), sizeof(int));
+  CHECK_OK(choreo::cpu::launch<spin_on_flag>(&c, kFibres, spun));
+  CHECK_OK(cudaDeviceSynchronize());
+  CHECK(spun[0] == 7 && spun[1] == 7 && spun[2] == 7);
 
   // The CUDA dialect.
   int *rin = nullptr, *rout = nullptr;
