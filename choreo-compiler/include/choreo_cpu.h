@@ -1070,6 +1070,15 @@ struct Thread {
   // __nanosleep do, so that a thread spinning on a flag another thread of its block sets
   // makes progress under fibres, which are not preempted.
   void yield() const;
+  // Warp exchange (what the shuffles and votes are built on; fibre mode): every lane of `mask`
+  // offers `value`; returns the value lane `source` offered (its own when `source` did not
+  // take part).
+  unsigned long long warp_exchange(unsigned mask, unsigned long long value,
+                                   unsigned source) const;
+  // The lanes of `mask` whose `predicate` is true (__ballot_sync).
+  unsigned warp_ballot(unsigned mask, bool predicate) const;
+  // The lanes of this thread's warp that have not exited (__activemask).
+  unsigned warp_active() const;
   // Device printf: buffered per block, written in block order when the kernel completes.
   int printf(const char* format, ...) const __attribute__((format(printf, 2, 3)));
   // Stops the block; the launch fails with the sticky cudaErrorLaunchFailure.
@@ -1259,6 +1268,72 @@ inline void __threadfence_system() {
   choreo_cpu_current_thread()->yield();
 }
 inline void __nanosleep(unsigned) { choreo_cpu_current_thread()->yield(); }
+
+// Warp shuffles and votes (fibre mode; they synchronise the lanes of `mask` like __syncwarp).
+namespace choreo {
+namespace cpu {
+namespace detail {
+template <class T>
+inline T warp_shuffle(unsigned mask, T value, unsigned source) {
+  static_assert(sizeof(T) <= 8 && std::is_trivially_copyable<T>::value,
+                "warp shuffles move values of up to 8 bytes");
+  unsigned long long bits = 0;
+  std::memcpy(&bits, &value, sizeof(T));
+  bits = choreo_cpu_current_thread()->warp_exchange(mask, bits, source);
+  T result;
+  std::memcpy(&result, &bits, sizeof(T));
+  return result;
+}
+inline unsigned lane_id() { return choreo_cpu_current_thread()->linear_ % 32u; }
+}  // namespace detail
+}  // namespace cpu
+}  // namespace choreo
+
+template <class T>
+inline T __shfl_sync(unsigned mask, T value, int source, int width = 32) {
+  const unsigned lane = ::choreo::cpu::detail::lane_id();
+  const unsigned w = static_cast<unsigned>(width);
+  return ::choreo::cpu::detail::warp_shuffle(
+      mask, value, (lane & ~(w - 1)) | (static_cast<unsigned>(source) & (w - 1)));
+}
+template <class T>
+inline T __shfl_up_sync(unsigned mask, T value, unsigned delta, int width = 32) {
+  const unsigned lane = ::choreo::cpu::detail::lane_id();
+  const unsigned w = static_cast<unsigned>(width);
+  const unsigned source = (lane & (w - 1)) >= delta ? lane - delta : lane;
+  return ::choreo::cpu::detail::warp_shuffle(mask, value, source);
+}
+template <class T>
+inline T __shfl_down_sync(unsigned mask, T value, unsigned delta, int width = 32) {
+  const unsigned lane = ::choreo::cpu::detail::lane_id();
+  const unsigned w = static_cast<unsigned>(width);
+  const unsigned source = (lane & (w - 1)) + delta < w ? lane + delta : lane;
+  return ::choreo::cpu::detail::warp_shuffle(mask, value, source);
+}
+template <class T>
+inline T __shfl_xor_sync(unsigned mask, T value, int lane_mask, int width = 32) {
+  const unsigned lane = ::choreo::cpu::detail::lane_id();
+  const unsigned w = static_cast<unsigned>(width);
+  unsigned source = lane ^ static_cast<unsigned>(lane_mask);
+  if ((source & ~(w - 1)) != (lane & ~(w - 1)) || source >= 32) source = lane;
+  return ::choreo::cpu::detail::warp_shuffle(mask, value, source);
+}
+inline unsigned __ballot_sync(unsigned mask, int predicate) {
+  return choreo_cpu_current_thread()->warp_ballot(mask, predicate != 0);
+}
+inline int __all_sync(unsigned mask, int predicate) {
+  const ::choreo::cpu::Thread* t = choreo_cpu_current_thread();
+  const unsigned in = mask | (1u << (t->linear_ % 32u));
+  return (t->warp_ballot(mask, predicate != 0) & in & t->warp_active()) ==
+         (in & t->warp_active());
+}
+inline int __any_sync(unsigned mask, int predicate) {
+  return choreo_cpu_current_thread()->warp_ballot(mask, predicate != 0) != 0;
+}
+inline unsigned __activemask() { return choreo_cpu_current_thread()->warp_active(); }
+inline unsigned __lanemask_lt() {
+  return (1u << ::choreo::cpu::detail::lane_id()) - 1u;
+}
 
 // The thread running on this OS thread, for code outside kernels' bodies (see CurrentThread);
 // inside a kernel the parameter of the same name hides it.

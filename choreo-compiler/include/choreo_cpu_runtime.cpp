@@ -374,6 +374,7 @@ struct Waiters {
 };
 
 struct Warp {
+  unsigned long long slots[32] = {};  // the values offered to a shuffle or vote
   unsigned lanes = 0;    // the lanes that exist (a partial last warp has fewer)
   unsigned exited = 0;
   unsigned arrived = 0;
@@ -1318,6 +1319,50 @@ void Thread::grid_sync() const {
     return;
   }
   wait_here(f, sched->grid_waiters, "grid sync");
+}
+
+namespace {
+// The warp state of a thread: its block's, in fibre mode; a private one otherwise (loop mode
+// and the host, where only a thread's own lane can take part).
+detail::Warp* warp_of(const Thread* t) {
+  Fibre* f = current_fibre(t);
+  if (f != nullptr) return &t->block_->warps[t->linear_ / 32];
+  thread_local detail::Warp solo;
+  return &solo;
+}
+}  // namespace
+
+unsigned long long Thread::warp_exchange(unsigned mask, unsigned long long value,
+                                         unsigned source) const {
+  detail::Warp* w = warp_of(this);
+  const unsigned lane = linear_ % 32;
+  w->slots[lane] = value;
+  sync_warp(mask);
+  const unsigned taking = (mask | (1u << lane)) & ~w->exited;
+  const unsigned long long result =
+      (source < 32 && (taking >> source & 1u) != 0) ? w->slots[source] : value;
+  sync_warp(mask);  // nobody offers the next value before everyone has read this one
+  return result;
+}
+
+unsigned Thread::warp_ballot(unsigned mask, bool predicate) const {
+  detail::Warp* w = warp_of(this);
+  const unsigned lane = linear_ % 32;
+  w->slots[lane] = predicate ? 1u : 0u;
+  sync_warp(mask);
+  const unsigned taking = (mask | (1u << lane)) & ~w->exited;
+  unsigned bits = 0;
+  for (unsigned l = 0; l < 32; ++l) {
+    if ((taking >> l & 1u) != 0 && w->slots[l] != 0) bits |= 1u << l;
+  }
+  sync_warp(mask);
+  return bits;
+}
+
+unsigned Thread::warp_active() const {
+  if (block_ == nullptr || current_fibre(this) == nullptr) return 1u << (linear_ % 32);
+  const detail::Warp& w = block_->warps[linear_ / 32];
+  return w.lanes & ~w.exited;
 }
 
 void Thread::yield() const {

@@ -136,6 +136,32 @@ static void spin_on_flag(const Thread* __choreo_thr, int* out) {
   }
 }
 
+// Warp shuffles and votes: a butterfly sum, a down-shift reduction, a ballot.
+static void warp_ops(const Thread* __choreo_thr, int* out) {
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  const int warp = static_cast<int>(threadIdx.x / 32);
+  int v = lane + 1;
+  for (int m = 16; m > 0; m /= 2) v += __shfl_xor_sync(0xffffffffu, v, m);
+  float f = static_cast<float>(lane);
+  for (unsigned d = 16; d > 0; d /= 2) f += __shfl_down_sync(0xffffffffu, f, d);
+  const int from3 = __shfl_sync(0xffffffffu, lane * 10, 3);
+  const int up = __shfl_up_sync(0xffffffffu, lane, 1);
+  const unsigned odd = __ballot_sync(0xffffffffu, lane % 2);
+  const int all = __all_sync(0xffffffffu, lane < 32);
+  const int any = __any_sync(0xffffffffu, lane == 31);
+  int* o = out + (blockIdx.x * 2 + warp) * 8;
+  if (lane == 0) {
+    o[0] = v;
+    o[1] = static_cast<int>(f);
+    o[2] = static_cast<int>(odd == 0xaaaaaaaau);
+    o[3] = all;
+    o[4] = any;
+    o[5] = static_cast<int>((__activemask() & 1u) != 0);  // which others are active varies
+  }
+  if (lane == 5) o[6] = from3;
+  if (lane == 0) o[7] = up;  // lane 0 keeps its own value
+}
+
 static cudaLaunchConfig_t config(dim3 grid, dim3 block, std::size_t smem) {
   cudaLaunchConfig_t c = {};
   c.gridDim = grid;
@@ -229,6 +255,21 @@ int main() {
   CHECK_OK(choreo::cpu::launch<grid_sum>(&c, kFibres | kCooperative, gdev, partial, total));
   CHECK_OK(cudaDeviceSynchronize());
   CHECK(*total == want);
+
+  // Warp shuffles and votes.
+  int* wo = nullptr;
+  CHECK_OK(cudaMalloc(&wo, 2 * 2 * 8 * sizeof(int)));
+  c = config(dim3(2), dim3(64), 0);
+  CHECK_OK(choreo::cpu::launch<warp_ops>(&c, kFibres, wo));
+  CHECK_OK(cudaDeviceSynchronize());
+  for (int w = 0; w < 4; ++w) {
+    const int* o = wo + w * 8;
+    CHECK(o[0] == 32 * 33 / 2);
+    CHECK(o[1] == 31 * 32 / 2);
+    CHECK(o[2] == 1 && o[3] == 1 && o[4] == 1 && o[5] == 1);
+    CHECK(o[6] == 30);
+    CHECK(o[7] == 0);
+  }
 
   // Spinning with a fence.
   int* spun = nullptr;
