@@ -921,11 +921,11 @@ void init_thread(Thread& t, Block& b, unsigned char* smem) {
   t.fibre_ = nullptr;
 }
 
-void describe_deadlock(Scheduler& sched, std::vector<std::unique_ptr<Block>>& blocks) {
+void describe_deadlock(Scheduler& sched, const std::vector<Block*>& blocks) {
   Grid& g = *sched.grid;
   std::string text;
   unsigned shown = 0;
-  for (auto& bp : blocks) {
+  for (Block* bp : blocks) {
     Block& b = *bp;
     // Where this block's threads wait, with the first waiting thread at each barrier.
     std::map<std::string, std::pair<unsigned, const Fibre*>> at;
@@ -949,7 +949,7 @@ void describe_deadlock(Scheduler& sched, std::vector<std::unique_ptr<Block>>& bl
 }
 
 // Runs the given blocks' threads as fibres on this OS thread until all are done.
-void run_fibres(Grid& g, std::vector<std::unique_ptr<Block>>& blocks, unsigned char* smem_base,
+void run_fibres(Grid& g, const std::vector<Block*>& blocks, unsigned char* smem_base,
                 std::size_t smem_stride, bool cooperative) {
   Scheduler sched;
   sched.grid = &g;
@@ -1043,19 +1043,13 @@ void run_block(Grid& g, unsigned long long linear) {
     g.fail(cudaErrorMemoryAllocation, "cannot allocate shared memory");
     return;
   }
-  std::vector<std::unique_ptr<Block>> blocks;
-  try {
-    blocks.push_back(std::make_unique<Block>());
-  } catch (...) {
-    g.fail(cudaErrorMemoryAllocation, "out of memory");
-    return;
-  }
-  Block& b = *blocks.front();
+  // On the stack: a loop-mode block allocates nothing.
+  Block b;
   init_block(b, g, linear);
   const Thread* saved = t_current;
   try {
     if ((g.desc.flags & choreo::cpu::kFibres) != 0) {
-      run_fibres(g, blocks, smem, 0, false);
+      run_fibres(g, std::vector<Block*>{&b}, smem, 0, false);
     } else {
       Thread t{};
       init_thread(t, b, smem);
@@ -1082,20 +1076,23 @@ void run_block(Grid& g, unsigned long long linear) {
 // is a barrier like the others.
 void run_cooperative(Grid& g) {
   const std::size_t smem_stride = (g.desc.smem_bytes + 127) / 128 * 128;
-  unsigned char* smem = nullptr;
-  std::vector<std::unique_ptr<Block>> blocks;
+  std::vector<std::unique_ptr<Block>> owned;
+  std::vector<Block*> blocks;
   try {
-    smem = t_arena.get(smem_stride * g.blocks);
+    unsigned char* smem = t_arena.get(smem_stride * g.blocks);
     if (smem == nullptr) throw std::bad_alloc();
+    owned.reserve(g.blocks);
+    blocks.reserve(g.blocks);
     for (unsigned long long i = 0; i < g.blocks; ++i) {
-      blocks.push_back(std::make_unique<Block>());
-      init_block(*blocks.back(), g, i);
+      owned.push_back(std::make_unique<Block>());
+      blocks.push_back(owned.back().get());
+      init_block(*owned.back(), g, i);
     }
     run_fibres(g, blocks, smem, smem_stride, true);
   } catch (const std::bad_alloc&) {
     g.fail(cudaErrorMemoryAllocation, "kernel " + g.name + ": out of memory");
   }
-  for (auto& b : blocks) {
+  for (auto& b : owned) {
     if (!b->prints.empty()) g.prints[b->linear] = std::move(b->prints);
   }
 }
