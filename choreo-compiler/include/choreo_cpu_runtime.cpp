@@ -40,6 +40,22 @@
 #include <ucontext.h>
 #endif
 
+// AddressSanitizer must be told about stack switches (else exceptions thrown on a fibre's stack
+// make it report errors that are not there).
+#if defined(__SANITIZE_ADDRESS__)
+#define CHOREO_CPU_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define CHOREO_CPU_ASAN 1
+#endif
+#endif
+#if defined(CHOREO_CPU_ASAN)
+extern "C" void __sanitizer_start_switch_fiber(void** fake_stack_save, const void* bottom,
+                                               std::size_t size);
+extern "C" void __sanitizer_finish_switch_fiber(void* fake_stack_save, const void** bottom_old,
+                                                std::size_t* size_old);
+#endif
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -790,6 +806,7 @@ namespace detail {
 struct Fibre {
   Thread thread{};
   Context context;
+  void* fake = nullptr;  // AddressSanitizer's fake stack of this fibre
   unsigned char* stack = nullptr;
   enum State { kNew, kReady, kWaiting, kDone } state = kNew;
   const char* waiting_at = nullptr;
@@ -801,6 +818,10 @@ struct Fibre {
 struct Scheduler {
   Grid* grid = nullptr;
   Context main;
+  // The scheduler's own stack, for AddressSanitizer's switch annotations.
+  const void* main_bottom = nullptr;
+  std::size_t main_size = 0;
+  void* main_fake = nullptr;
   std::vector<Fibre> fibres;
   std::deque<Fibre*> ready;
   bool abandon = false;
@@ -833,9 +854,33 @@ void make_ready(Scheduler* sched, Waiters& w) {
 
 Fibre* current_fibre(const Thread* t) { return static_cast<Fibre*>(t->fibre_); }
 
+// The switches between the scheduler and a fibre (with AddressSanitizer's annotations).
+void switch_to_fibre(Scheduler& sched, Fibre* f) {
+#if defined(CHOREO_CPU_ASAN)
+  __sanitizer_start_switch_fiber(&sched.main_fake, f->stack, stack_size());
+#endif
+  ctx_swap(&sched.main, &f->context);
+#if defined(CHOREO_CPU_ASAN)
+  __sanitizer_finish_switch_fiber(sched.main_fake, nullptr, nullptr);
+#endif
+}
+void switch_to_scheduler(Fibre* f, bool exiting) {
+  Scheduler* sched = f->sched;
+#if defined(CHOREO_CPU_ASAN)
+  __sanitizer_start_switch_fiber(exiting ? nullptr : &f->fake, sched->main_bottom,
+                                 sched->main_size);
+#else
+  (void)exiting;
+#endif
+  ctx_swap(&f->context, &sched->main);
+#if defined(CHOREO_CPU_ASAN)
+  __sanitizer_finish_switch_fiber(f->fake, &sched->main_bottom, &sched->main_size);
+#endif
+}
+
 // Leaves the running fibre (already marked waiting or done) for the scheduler; back when released.
 void yield_to_scheduler(Fibre* f) {
-  ctx_swap(&f->context, &f->sched->main);
+  switch_to_scheduler(f, false);
   if (f->sched->abandon && f->state != Fibre::kDone) throw Abandon{};
 }
 
@@ -881,6 +926,9 @@ void fibre_entry(void* arg) {
   Fibre* f = static_cast<Fibre*>(arg);
   Scheduler* sched = f->sched;
   Grid* grid = sched->grid;
+#if defined(CHOREO_CPU_ASAN)
+  __sanitizer_finish_switch_fiber(nullptr, &sched->main_bottom, &sched->main_size);
+#endif
   try {
     grid->desc.run_thread(grid->desc.args, &f->thread);
   } catch (const KernelFailure&) {
@@ -897,7 +945,7 @@ void fibre_entry(void* arg) {
   f->state = Fibre::kDone;
   if (!sched->abandon) thread_exited(f);
   // Never resumed: the scheduler returns the stack to the pool.
-  ctx_swap(&f->context, &sched->main);
+  switch_to_scheduler(f, true);
 }
 
 void init_block(Block& b, Grid& g, unsigned long long linear) {
@@ -1015,7 +1063,7 @@ void run_fibres(Grid& g, const std::vector<Block*>& blocks, unsigned char* smem_
     sched.current = f;
     f->state = Fibre::kReady;
     t_current = &f->thread;
-    ctx_swap(&sched.main, &f->context);
+    switch_to_fibre(sched, f);
     t_current = saved;
     sched.current = nullptr;
     std::uint64_t canary = 0;
