@@ -247,6 +247,87 @@ inline const char* cudaGetErrorString(cudaError_t error) {
   return choreo_cpu_cudaGetErrorString(static_cast<int>(error));
 }
 
+// The special stream handles. The per-thread default stream is served by the legacy stream
+// (stronger ordering than CUDA's, never weaker).
+#define cudaStreamLegacy (reinterpret_cast<cudaStream_t>(0x1))
+#define cudaStreamPerThread (reinterpret_cast<cudaStream_t>(0x2))
+
+// What cudaGetDeviceProperties reports: the fields host code commonly reads, from the
+// attributes (the CUDA structure has many more).
+struct cudaDeviceProp {
+  char name[256];
+  std::size_t totalGlobalMem;
+  std::size_t sharedMemPerBlock;
+  std::size_t sharedMemPerBlockOptin;
+  std::size_t sharedMemPerMultiprocessor;
+  int regsPerBlock;
+  int warpSize;
+  int maxThreadsPerBlock;
+  int maxThreadsDim[3];
+  int maxGridSize[3];
+  int clockRate;
+  int multiProcessorCount;
+  int maxThreadsPerMultiProcessor;
+  int major;
+  int minor;
+  int concurrentKernels;
+  int cooperativeLaunch;
+  int l2CacheSize;
+};
+inline cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device) {
+  if (prop == nullptr) return cudaErrorInvalidValue;
+  *prop = cudaDeviceProp{};
+  std::snprintf(prop->name, sizeof prop->name, "choreo CPU device");
+  std::size_t free_bytes = 0;
+  cudaError_t err = cudaMemGetInfo(&free_bytes, &prop->totalGlobalMem);
+  int v = 0;
+  const auto get = [&](cudaDeviceAttr attr, int* out) {
+    if (err == cudaSuccess) err = cudaDeviceGetAttribute(out, attr, device);
+  };
+  get(cudaDevAttrMaxSharedMemoryPerBlock, &v);
+  prop->sharedMemPerBlock = static_cast<std::size_t>(v);
+  get(cudaDevAttrMaxSharedMemoryPerBlockOptin, &v);
+  prop->sharedMemPerBlockOptin = static_cast<std::size_t>(v);
+  get(cudaDevAttrMaxSharedMemoryPerMultiprocessor, &v);
+  prop->sharedMemPerMultiprocessor = static_cast<std::size_t>(v);
+  get(cudaDevAttrMaxRegistersPerBlock, &prop->regsPerBlock);
+  get(cudaDevAttrWarpSize, &prop->warpSize);
+  get(cudaDevAttrMaxThreadsPerBlock, &prop->maxThreadsPerBlock);
+  get(cudaDevAttrMaxBlockDimX, &prop->maxThreadsDim[0]);
+  get(cudaDevAttrMaxBlockDimY, &prop->maxThreadsDim[1]);
+  get(cudaDevAttrMaxBlockDimZ, &prop->maxThreadsDim[2]);
+  get(cudaDevAttrMaxGridDimX, &prop->maxGridSize[0]);
+  get(cudaDevAttrMaxGridDimY, &prop->maxGridSize[1]);
+  get(cudaDevAttrMaxGridDimZ, &prop->maxGridSize[2]);
+  get(cudaDevAttrClockRate, &prop->clockRate);
+  get(cudaDevAttrMultiProcessorCount, &prop->multiProcessorCount);
+  get(cudaDevAttrMaxThreadsPerMultiProcessor, &prop->maxThreadsPerMultiProcessor);
+  get(cudaDevAttrComputeCapabilityMajor, &prop->major);
+  get(cudaDevAttrComputeCapabilityMinor, &prop->minor);
+  get(cudaDevAttrConcurrentKernels, &prop->concurrentKernels);
+  get(cudaDevAttrCooperativeLaunch, &prop->cooperativeLaunch);
+  get(cudaDevAttrL2CacheSize, &prop->l2CacheSize);
+  return err;
+}
+
+// __constant__ and __device__ variables are ordinary globals: the symbol copies are copies in
+// the legacy stream's order, like cudaMemcpy.
+template <class T>
+inline cudaError_t cudaMemcpyToSymbol(const T& symbol, const void* src, std::size_t count,
+                                      std::size_t offset = 0,
+                                      cudaMemcpyKind kind = cudaMemcpyHostToDevice) {
+  if (offset + count > sizeof(T)) return cudaErrorInvalidValue;
+  void* dst = const_cast<char*>(reinterpret_cast<const char*>(&symbol)) + offset;
+  return cudaMemcpy(dst, src, count, kind);
+}
+template <class T>
+inline cudaError_t cudaMemcpyFromSymbol(void* dst, const T& symbol, std::size_t count,
+                                        std::size_t offset = 0,
+                                        cudaMemcpyKind kind = cudaMemcpyDeviceToHost) {
+  if (offset + count > sizeof(T)) return cudaErrorInvalidValue;
+  return cudaMemcpy(dst, reinterpret_cast<const char*>(&symbol) + offset, count, kind);
+}
+
 // The typed overloads of the CUDA runtime headers.
 template <class T>
 inline cudaError_t cudaMalloc(T** ptr, std::size_t size) {

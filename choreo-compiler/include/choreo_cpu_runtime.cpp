@@ -225,7 +225,8 @@ namespace {
 // nullptr for an unknown handle.
 std::shared_ptr<StreamState> resolve_locked(cudaStream_t handle) {
   Streams& s = streams();
-  if (handle == nullptr) {
+  // nullptr, cudaStreamLegacy (0x1) and cudaStreamPerThread (0x2): the legacy stream.
+  if (reinterpret_cast<std::uintptr_t>(handle) <= 2) {
     if (!s.legacy) {
       s.legacy = start_stream(true, true);
       s.all.push_back(s.legacy);
