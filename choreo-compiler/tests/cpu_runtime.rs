@@ -24,6 +24,7 @@ const PROGRAMS: &[&str] = &[
     "kernels",
     "lowp",
     "streams",
+    "stress",
     "support",
 ];
 
@@ -243,4 +244,9 @@ fn the_support_library_of_generated_code_works_in_cpu_mode() {
 fn fibres_work_with_the_portable_ucontext_switch() {
     run_program_with("barriers", Flavour::Ucontext);
     run_program_with("errors_deadlock", Flavour::Ucontext);
+}
+
+#[test]
+fn many_streams_kernels_and_events_keep_their_order() {
+    run_program("stress");
 }
