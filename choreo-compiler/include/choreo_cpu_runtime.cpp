@@ -172,8 +172,18 @@ void worker_main(std::shared_ptr<StreamState> self) {
       Op op = std::move(self->queue.front());
       self->queue.pop_front();
       lock.unlock();
-      if (op.run) op.run();
-      op.run = nullptr;  // captured state goes before the completion is visible
+      try {
+        if (op.run) op.run();
+        op.run = nullptr;  // captured state goes before the completion is visible
+      } catch (...) {
+        // A host function that threw (kernels catch their own): the process must not end here,
+        // so it is a failure of the device, reported like a failed kernel.
+        std::fflush(stdout);
+        std::fprintf(stderr, "choreo cpu runtime: an exception escaped a stream operation (a "
+                             "host function?)\n");
+        set_sticky(cudaErrorLaunchFailure);
+        op.run = nullptr;
+      }
       op.deps.clear();
       lock.lock();
       self->completed = op.seq;
