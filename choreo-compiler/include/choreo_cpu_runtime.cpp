@@ -8,6 +8,12 @@
 //
 // User errors never abort: they are error codes, sticky ones for failed kernels as in CUDA.
 #define CHOREO_CPU_RUNTIME_IMPLEMENTATION 1
+#if defined(__APPLE__) && !defined(_XOPEN_SOURCE)
+// macOS offers ucontext (the fibre switch there) only under _XOPEN_SOURCE; _DARWIN_C_SOURCE
+// keeps the rest of its API visible. Before any header.
+#define _XOPEN_SOURCE 700
+#define _DARWIN_C_SOURCE 1
+#endif
 #include "choreo_cpu.h"
 
 #include <algorithm>

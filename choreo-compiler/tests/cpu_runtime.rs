@@ -20,6 +20,7 @@ const PROGRAMS: &[&str] = &[
     "choreo_h",
     "errors_assert",
     "errors_deadlock",
+    "errors_loop_barrier",
     "errors_trap",
     "kernels",
     "lowp",
@@ -249,4 +250,11 @@ fn fibres_work_with_the_portable_ucontext_switch() {
 #[test]
 fn many_streams_kernels_and_events_keep_their_order() {
     run_program("stress");
+}
+
+#[test]
+fn a_barrier_without_fibres_is_reported_not_run_wrongly() {
+    let output = run_program("errors_loop_barrier");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("__syncthreads in a kernel launched without kFibres"), "{stderr}");
 }
