@@ -525,9 +525,12 @@ struct Context {
 }  // namespace choreo
 
 #if defined(CHOREO_CPU_ASM_CONTEXT)
-// choreo_cpu_ctx_switch(void** save_sp, void* load_sp): saves the callee-saved registers (and
-// the floating-point control words, callee-saved too) on the current stack, stores the stack
-// pointer in *save_sp, switches to load_sp and restores what was saved there. A new context's
+// choreo_cpu_ctx_switch(void** save_sp, void* load_sp): saves the callee-saved registers on the
+// current stack, stores the stack pointer in *save_sp, switches to load_sp and restores what was
+// saved there. Not the floating-point control words (MXCSR, the x87 control word, FPCR on
+// AArch64 is cheap and kept): on x86-64 saving and restoring them costs more than the rest of the
+// switch together (measured), so all fibres of an OS thread share its floating-point modes; only
+// a kernel that changes its rounding mode between barriers would notice. A new context's
 // stack is prepared (ctx_init) to "return" into choreo_cpu_ctx_start, which calls fn(arg).
 extern "C" void choreo_cpu_ctx_switch(void** save_sp, void* load_sp);
 extern "C" void choreo_cpu_ctx_start();
@@ -545,14 +548,8 @@ choreo_cpu_ctx_switch:
   pushq %r13
   pushq %r14
   pushq %r15
-  subq $8, %rsp
-  stmxcsr (%rsp)
-  fnstcw 4(%rsp)
   movq %rsp, (%rdi)
   movq %rsi, %rsp
-  ldmxcsr (%rsp)
-  fldcw 4(%rsp)
-  addq $8, %rsp
   popq %r15
   popq %r14
   popq %r13
@@ -643,10 +640,6 @@ void ctx_init(Context* c, unsigned char* stack, std::size_t size, void (*fn)(voi
   // that its call gives fn the ABI's alignment.
   top -= 16;
   auto* slot = reinterpret_cast<std::uint64_t*>(top);
-  std::uint32_t mxcsr = 0;
-  std::uint16_t fpucw = 0;
-  asm volatile("stmxcsr %0" : "=m"(mxcsr));
-  asm volatile("fnstcw %0" : "=m"(fpucw));
   slot[-1] = reinterpret_cast<std::uint64_t>(&choreo_cpu_ctx_start);  // return address
   slot[-2] = 0;                                                         // rbp
   slot[-3] = 0;                                                         // rbx
@@ -654,8 +647,7 @@ void ctx_init(Context* c, unsigned char* stack, std::size_t size, void (*fn)(voi
   slot[-5] = reinterpret_cast<std::uint64_t>(fn);                       // r13
   slot[-6] = 0;                                                         // r14
   slot[-7] = 0;                                                         // r15
-  slot[-8] = static_cast<std::uint64_t>(mxcsr) | (static_cast<std::uint64_t>(fpucw) << 32);
-  c->sp = &slot[-8];
+  c->sp = &slot[-7];
 #else
   auto* frame = reinterpret_cast<std::uint64_t*>(top - 176);
   std::memset(frame, 0, 176);
@@ -714,8 +706,9 @@ std::size_t stack_size() {
 // (an overflow faults instead of corrupting a neighbour); each costs the kernel two memory
 // mappings, and Linux allows about 65530, so past kGuardedStacks (a cooperative grid of many
 // blocks has a fibre per thread of the grid) stacks come from unguarded slabs of kSlabStacks.
-// Every stack also has a canary at its bottom, checked whenever its fibre yields, so an
-// overflow there is reported instead of passing silently.
+// The unguarded stacks have a canary at their bottom instead, checked whenever their fibre
+// yields, so an overflow there is reported instead of passing silently. (Not the guarded ones:
+// touching the bottom page of every stack costs a TLB entry per fibre.)
 constexpr std::uint64_t kCanary = 0x63686f72656f5f31ull;  // "choreo_1"
 constexpr unsigned kGuardedStacks = 8192;
 constexpr std::size_t kSlabStacks = 64;
@@ -744,7 +737,8 @@ struct StackPool {
     g_guarded_stacks.fetch_sub(static_cast<unsigned>(guarded.size()));
   }
 
-  unsigned char* take() {
+  // A stack, and whether it has a canary to check (unguarded); nullptr when none can be mapped.
+  unsigned char* take(bool* canary) {
     unsigned char* s = nullptr;
     if (!free.empty()) {
       s = free.back();
@@ -752,7 +746,8 @@ struct StackPool {
     } else {
       s = fresh();
     }
-    if (s != nullptr) std::memcpy(s, &kCanary, sizeof kCanary);
+    *canary = s != nullptr && !is_guarded(s);
+    if (*canary) std::memcpy(s, &kCanary, sizeof kCanary);
     return s;
   }
 
@@ -762,6 +757,13 @@ struct StackPool {
   }
 
  private:
+  bool is_guarded(const unsigned char* s) const {
+    for (const unsigned char* slab : slabs) {
+      if (s >= slab && s < slab + stack_size() * kSlabStacks) return false;
+    }
+    return true;
+  }
+
   unsigned char* fresh() {
     // Room in the free list for every stack this pool owns, reserved up front so that give()
     // never allocates.
@@ -824,6 +826,7 @@ struct Fibre {
   Thread thread{};
   Context context;
   void* fake = nullptr;  // AddressSanitizer's fake stack of this fibre
+  bool canary = false;   // the stack is unguarded: check its canary
   unsigned char* stack = nullptr;
   enum State { kNew, kReady, kWaiting, kDone } state = kNew;
   const char* waiting_at = nullptr;
@@ -839,7 +842,8 @@ struct Scheduler {
   const void* main_bottom = nullptr;
   std::size_t main_size = 0;
   void* main_fake = nullptr;
-  std::vector<Fibre> fibres;
+  std::vector<Fibre> fibres;  // the first `count` are this run's (the vector is reused)
+  std::size_t count = 0;
   std::deque<Fibre*> ready;
   bool abandon = false;
   bool cooperative = false;
@@ -994,7 +998,8 @@ void describe_deadlock(Scheduler& sched, const std::vector<Block*>& blocks) {
     Block& b = *bp;
     // Where this block's threads wait, with the first waiting thread at each barrier.
     std::map<std::string, std::pair<unsigned, const Fibre*>> at;
-    for (const Fibre& f : sched.fibres) {
+    for (std::size_t i = 0; i < sched.count; ++i) {
+      const Fibre& f = sched.fibres[i];
       if (f.thread.block_ == &b && f.state == Fibre::kWaiting) {
         auto& entry = at[f.waiting_at];
         if (entry.first++ == 0) entry.second = &f;
@@ -1013,6 +1018,8 @@ void describe_deadlock(Scheduler& sched, const std::vector<Block*>& blocks) {
          "deadlock: every live thread waits at a barrier that cannot complete" + text);
 }
 
+thread_local std::vector<Fibre> t_fibres;
+
 // Runs the given blocks' threads as fibres on this OS thread until all are done.
 void run_fibres(Grid& g, const std::vector<Block*>& blocks, unsigned char* smem_base,
                 std::size_t smem_stride, bool cooperative) {
@@ -1020,7 +1027,14 @@ void run_fibres(Grid& g, const std::vector<Block*>& blocks, unsigned char* smem_
   sched.grid = &g;
   sched.cooperative = cooperative;
   const std::size_t count = blocks.size() * g.threads;
-  sched.fibres.resize(count);
+  sched.count = count;
+  // The fibres' records are reused from block to block (every field is set below).
+  sched.fibres.swap(t_fibres);
+  if (sched.fibres.size() < count) sched.fibres.resize(count);
+  struct GiveBack {
+    Scheduler& sched;
+    ~GiveBack() { sched.fibres.swap(t_fibres); }
+  } give_back{sched};
   sched.live = count;
   std::size_t i = 0;
   for (std::size_t bi = 0; bi < blocks.size(); ++bi) {
@@ -1031,16 +1045,24 @@ void run_fibres(Grid& g, const std::vector<Block*>& blocks, unsigned char* smem_
       const unsigned n = std::min<unsigned>(32, g.threads - static_cast<unsigned>(w) * 32);
       b.warps[w].lanes = n == 32 ? 0xffffffffu : ((1u << n) - 1);
     }
-    const dim3 bd(g.desc.block[0], g.desc.block[1], g.desc.block[2]);
-    for (unsigned t = 0; t < g.threads; ++t, ++i) {
-      Fibre& f = sched.fibres[i];
-      init_thread(f.thread, b, smem_base + bi * smem_stride);
-      f.thread.threadIdx = uint3{t % bd.x, t / bd.x % bd.y, t / bd.x / bd.y};
-      f.thread.linear_ = t;
-      f.thread.fibre_ = &f;
-      f.sched = &sched;
-      f.state = Fibre::kReady;
-      sched.ready.push_back(&f);
+    unsigned t = 0;
+    for (unsigned z = 0; z < g.desc.block[2]; ++z) {
+      for (unsigned y = 0; y < g.desc.block[1]; ++y) {
+        for (unsigned x = 0; x < g.desc.block[0]; ++x, ++t, ++i) {
+          Fibre& f = sched.fibres[i];
+          init_thread(f.thread, b, smem_base + bi * smem_stride);
+          f.thread.threadIdx = uint3{x, y, z};
+          f.thread.linear_ = t;
+          f.thread.fibre_ = &f;
+          f.stack = nullptr;
+          f.state = Fibre::kReady;
+          f.waiting_at = nullptr;
+          f.sched = &sched;
+          f.fake = nullptr;
+          f.canary = false;
+          sched.ready.push_back(&f);
+        }
+      }
     }
   }
   const Thread* saved = t_current;
@@ -1050,7 +1072,8 @@ void run_fibres(Grid& g, const std::vector<Block*>& blocks, unsigned char* smem_
       // Every live fibre waits and nothing can release it.
       describe_deadlock(sched, blocks);
       sched.abandon = true;
-      for (Fibre& f : sched.fibres) {
+      for (std::size_t i = 0; i < count; ++i) {
+        Fibre& f = sched.fibres[i];
         if (f.state == Fibre::kWaiting) {
           f.state = Fibre::kReady;
           sched.ready.push_back(&f);
@@ -1066,7 +1089,7 @@ void run_fibres(Grid& g, const std::vector<Block*>& blocks, unsigned char* smem_
         ++done;
         continue;
       }
-      f->stack = t_stacks.take();
+      f->stack = t_stacks.take(&f->canary);
       if (f->stack == nullptr) {
         g.fail(cudaErrorLaunchOutOfResources,
                g.where(*f->thread.block_) + ": cannot map a fibre stack");
@@ -1083,8 +1106,8 @@ void run_fibres(Grid& g, const std::vector<Block*>& blocks, unsigned char* smem_
     switch_to_fibre(sched, f);
     t_current = saved;
     sched.current = nullptr;
-    std::uint64_t canary = 0;
-    std::memcpy(&canary, f->stack, sizeof canary);
+    std::uint64_t canary = kCanary;
+    if (f->canary) std::memcpy(&canary, f->stack, sizeof canary);
     if (canary != kCanary) {
       g.fail(cudaErrorLaunchFailure,
              g.where(*f->thread.block_) + ": a fibre overflowed its stack of " +
