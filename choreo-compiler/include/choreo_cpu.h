@@ -1140,6 +1140,10 @@ struct Thread {
 
   // Block barrier (__syncthreads); threads that have exited count as arrived.
   void sync_threads() const;
+  // The block barrier with a predicate: __syncthreads_count / _and / _or.
+  int sync_threads_count(int predicate) const;
+  int sync_threads_and(int predicate) const;
+  int sync_threads_or(int predicate) const;
   // The lanes of `mask` in this thread's warp (32 consecutive linear thread indices).
   void sync_warp(unsigned mask = 0xffffffffu) const;
   // Named barriers (PTX bar.sync / bar.arrive): `count` threads in all arrive at barrier `id`.
@@ -1441,6 +1445,9 @@ inline thread_block this_thread_block() { return thread_block{}; }
 #define blockDim __choreo_thr->blockDim
 #define gridDim __choreo_thr->gridDim
 #define __syncthreads() (__choreo_thr->sync_threads())
+#define __syncthreads_count(predicate) (__choreo_thr->sync_threads_count(predicate))
+#define __syncthreads_and(predicate) (__choreo_thr->sync_threads_and(predicate))
+#define __syncthreads_or(predicate) (__choreo_thr->sync_threads_or(predicate))
 #define __syncwarp(...) (__choreo_thr->sync_warp(__VA_ARGS__))
 #define __trap() (__choreo_thr->trap())
 #endif

@@ -430,6 +430,12 @@ struct Block {
   unsigned live = 0;  // threads that have not exited
   unsigned sync_arrived = 0;
   Waiters sync_waiters;
+  // __syncthreads_count/_and/_or: the predicates of the threads at the barrier of generation
+  // sync_generation, in the slot of its parity (a slot is cleared one barrier later, once all
+  // have read it), and how many threads took part.
+  unsigned long long sync_generation = 0;
+  unsigned sync_count[2] = {0, 0};
+  unsigned sync_taking[2] = {0, 0};
   std::vector<Warp> warps;
   NamedBarrier named[16];
   std::string prints;
@@ -919,16 +925,23 @@ void wait_here(Fibre* f, Waiters& w, const char* what) {
   throw KernelFailure{code};
 }
 
+// Completes the block barrier (every live thread has arrived).
+void release_block_barrier(Block* b, Scheduler* sched) {
+  const unsigned parity = static_cast<unsigned>(b->sync_generation & 1u);
+  b->sync_taking[parity] = b->sync_arrived;
+  b->sync_count[parity ^ 1u] = 0;
+  b->sync_generation += 1;
+  b->sync_arrived = 0;
+  make_ready(sched, b->sync_waiters);
+}
+
 // Barrier bookkeeping when a thread exits: exited threads count as arrived at __syncthreads and
 // at __syncwarp, and leave the grid barrier's count.
 void thread_exited(Fibre* f) {
   Block* b = f->thread.block_;
   Scheduler* sched = f->sched;
   b->live -= 1;
-  if (b->sync_arrived > 0 && b->sync_arrived >= b->live) {
-    b->sync_arrived = 0;
-    make_ready(sched, b->sync_waiters);
-  }
+  if (b->sync_arrived > 0 && b->sync_arrived >= b->live) release_block_barrier(b, sched);
   choreo::cpu::detail::Warp& w = b->warps[f->thread.linear_ / 32];
   w.exited |= 1u << (f->thread.linear_ % 32);
   if (w.arrived != 0 && ((w.arrived | w.exited) & w.wanted & w.lanes) == (w.wanted & w.lanes)) {
@@ -1289,26 +1302,45 @@ void execute(const std::shared_ptr<Grid>& g) {
 namespace choreo {
 namespace cpu {
 
-void Thread::sync_threads() const {
-  Block* b = block_;
-  if (b == nullptr) return;  // host stand-in
-  Fibre* f = current_fibre(this);
+namespace {
+// The block barrier; returns how many of the threads that took part had a true predicate, and
+// how many took part.
+std::pair<unsigned, unsigned> block_barrier(const Thread* t, bool predicate) {
+  Block* b = t->block_;
+  if (b == nullptr) return {predicate ? 1u : 0u, 1u};  // host stand-in
+  Fibre* f = current_fibre(t);
   if (f == nullptr) {
     if (b->threads > 1) {
-      fail_block(this, cudaErrorLaunchFailure,
+      fail_block(t, cudaErrorLaunchFailure,
                  "__syncthreads in a kernel launched without kFibres (its threads run one "
                  "after the other)");
     }
-    return;
+    return {predicate ? 1u : 0u, 1u};
   }
   if (f->sched->abandon) throw Abandon{};
+  const unsigned parity = static_cast<unsigned>(b->sync_generation & 1u);
+  b->sync_count[parity] += predicate ? 1u : 0u;
   b->sync_arrived += 1;
   if (b->sync_arrived >= b->live) {
-    b->sync_arrived = 0;
-    make_ready(f->sched, b->sync_waiters);
-    return;
+    release_block_barrier(b, f->sched);
+  } else {
+    wait_here(f, b->sync_waiters, "__syncthreads");
   }
-  wait_here(f, b->sync_waiters, "__syncthreads");
+  return {b->sync_count[parity], b->sync_taking[parity]};
+}
+}  // namespace
+
+void Thread::sync_threads() const { block_barrier(this, false); }
+
+int Thread::sync_threads_count(int predicate) const {
+  return static_cast<int>(block_barrier(this, predicate != 0).first);
+}
+int Thread::sync_threads_and(int predicate) const {
+  const auto r = block_barrier(this, predicate != 0);
+  return r.first == r.second ? 1 : 0;
+}
+int Thread::sync_threads_or(int predicate) const {
+  return block_barrier(this, predicate != 0).first != 0 ? 1 : 0;
 }
 
 void Thread::sync_warp(unsigned mask) const {

@@ -162,6 +162,31 @@ static void warp_ops(const Thread* __choreo_thr, int* out) {
   if (lane == 0) o[7] = up;  // lane 0 keeps its own value
 }
 
+// __syncthreads_count/_and/_or, several in a row (the slots alternate), with early exits.
+static void predicates(const Thread* __choreo_thr, int* out) {
+  const unsigned t = threadIdx.x;
+  if (t >= 100) return;  // 100 live threads of 128
+  int* o = out + blockIdx.x * 6;
+  for (int round = 0; round < 3; ++round) {
+    const int odd = __syncthreads_count(t % 2);
+    const int all_small = __syncthreads_and(t < 100);
+    const int any_big = __syncthreads_or(t == 99);
+    const int none = __syncthreads_or(0);
+    const int not_all = __syncthreads_and(t != 5);
+    __syncthreads();
+    if (t == 0 && round == 2) {
+      o[0] = odd;
+      o[1] = all_small;
+      o[2] = any_big;
+      o[3] = none;
+      o[4] = not_all;
+      o[5] = __syncthreads_count(1) + 1000;  // only thread 0: the others have not arrived...
+    } else if (round == 2) {
+      __syncthreads_count(1);  // ...so they arrive here
+    }
+  }
+}
+
 static cudaLaunchConfig_t config(dim3 grid, dim3 block, std::size_t smem) {
   cudaLaunchConfig_t c = {};
   c.gridDim = grid;
@@ -269,6 +294,17 @@ int main() {
     CHECK(o[2] == 1 && o[3] == 1 && o[4] == 1 && o[5] == 1);
     CHECK(o[6] == 30);
     CHECK(o[7] == 0);
+  }
+
+  // Barriers with predicates.
+  int* po = nullptr;
+  CHECK_OK(cudaMalloc(&po, 2 * 6 * sizeof(int)));
+  c = config(dim3(2), dim3(128), 0);
+  CHECK_OK(choreo::cpu::launch<predicates>(&c, kFibres, po));
+  CHECK_OK(cudaDeviceSynchronize());
+  for (int b = 0; b < 2; ++b) {
+    const int* o = po + b * 6;
+    CHECK(o[0] == 50 && o[1] == 1 && o[2] == 1 && o[3] == 0 && o[4] == 0 && o[5] == 1100);
   }
 
   // Spinning with a fence.
