@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <limits>
 #include <memory>
 #include <new>
@@ -858,6 +859,12 @@ inline long long __mul64hi(long long x, long long y) {
 template <class T>
 inline T __ldg(const T* p) {
   return *p;
+}
+// The cycle counters: nanoseconds of a steady clock here (monotonic, like the GPU's).
+inline long long clock64() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<long long>(ts.tv_sec) * 1000000000ll + ts.tv_nsec;
 }
 
 // ---- Atomics and fences ----------------------------------------------------------------------

@@ -6,6 +6,7 @@
 #include "choreo_cpu.h"
 
 #include <atomic>
+#include <chrono>
 #include <thread>
 #include <vector>
 
@@ -62,7 +63,9 @@ static void convert_kernel(const Thread* __choreo_thr, float f, unsigned char c,
 static std::atomic<int> flag{0};
 static void spin_kernel(const Thread* __choreo_thr, int* seen) {
   (void)__choreo_thr;
-  for (long i = 0; i < 20000000 && flag.load() == 0; ++i) {
+  // Bounded (a broken runtime fails instead of hanging), generously: the machine may be busy.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (flag.load() == 0 && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::yield();
   }
   *seen = flag.load();
