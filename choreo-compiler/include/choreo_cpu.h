@@ -224,7 +224,8 @@ CHOREO_CPU_FORWARD(cudaStreamCreateWithFlags, (cudaStream_t * stream, unsigned f
 CHOREO_CPU_FORWARD(cudaStreamDestroy, (cudaStream_t stream), (stream))
 CHOREO_CPU_FORWARD(cudaStreamSynchronize, (cudaStream_t stream), (stream))
 CHOREO_CPU_FORWARD(cudaStreamQuery, (cudaStream_t stream), (stream))
-CHOREO_CPU_FORWARD(cudaStreamWaitEvent, (cudaStream_t stream, cudaEvent_t event, unsigned flags = 0),
+CHOREO_CPU_FORWARD(cudaStreamWaitEvent,
+                   (cudaStream_t stream, cudaEvent_t event, unsigned flags = 0),
                    (stream, event, flags))
 CHOREO_CPU_FORWARD(cudaEventCreate, (cudaEvent_t * event), (event))
 CHOREO_CPU_FORWARD(cudaEventCreateWithFlags, (cudaEvent_t * event, unsigned flags), (event, flags))
@@ -603,13 +604,19 @@ inline __half __hsub(__half a, __half b) { return a - b; }
 inline __half __hmul(__half a, __half b) { return a * b; }
 inline __half __hdiv(__half a, __half b) { return a / b; }
 inline __half __hneg(__half a) { return -a; }
-inline __half __habs(__half a) { return __ushort_as_half(static_cast<unsigned short>(a.__x & 0x7fffu)); }
+inline __half __habs(__half a) {
+  return __ushort_as_half(static_cast<unsigned short>(a.__x & 0x7fffu));
+}
 inline __half __hfma(__half a, __half b, __half c) {
   // The exact product and sum of three halves fit a double, so this rounds once, like fma.
   return __half(static_cast<double>(float(a)) * float(b) + float(c));
 }
-inline __half __hmax(__half a, __half b) { return float(a) >= float(b) || float(b) != float(b) ? a : b; }
-inline __half __hmin(__half a, __half b) { return float(a) <= float(b) || float(b) != float(b) ? a : b; }
+inline __half __hmax(__half a, __half b) {
+  return float(a) >= float(b) || float(b) != float(b) ? a : b;
+}
+inline __half __hmin(__half a, __half b) {
+  return float(a) <= float(b) || float(b) != float(b) ? a : b;
+}
 inline bool __heq(__half a, __half b) { return a == b; }
 inline bool __hne(__half a, __half b) { return a != b; }
 inline bool __hlt(__half a, __half b) { return a < b; }
@@ -743,9 +750,17 @@ CHOREO_CPU_FP8_TYPE(__nv_fp8_e5m2, __NV_E5M2)
 // ---- Math ------------------------------------------------------------------------------------
 
 // CUDA declares min/max for the arithmetic types in the global namespace, also for host code.
-#define CHOREO_CPU_MINMAX(A, B, R)                                                    \
-  inline R min(A a, B b) { return static_cast<R>(a) < static_cast<R>(b) ? static_cast<R>(a) : static_cast<R>(b); } \
-  inline R max(A a, B b) { return static_cast<R>(a) > static_cast<R>(b) ? static_cast<R>(a) : static_cast<R>(b); }
+#define CHOREO_CPU_MINMAX(A, B, R)                 \
+  inline R min(A a, B b) {                         \
+    const R x = static_cast<R>(a);                 \
+    const R y = static_cast<R>(b);                 \
+    return x < y ? x : y;                          \
+  }                                                \
+  inline R max(A a, B b) {                         \
+    const R x = static_cast<R>(a);                 \
+    const R y = static_cast<R>(b);                 \
+    return x > y ? x : y;                          \
+  }
 CHOREO_CPU_MINMAX(int, int, int)
 CHOREO_CPU_MINMAX(unsigned, unsigned, unsigned)
 CHOREO_CPU_MINMAX(int, unsigned, unsigned)
@@ -934,8 +949,8 @@ inline unsigned short atomicCAS(unsigned short* p, unsigned short compare, unsig
   return compare;
 }
 inline unsigned atomicInc(unsigned* p, unsigned limit) {
-  return ::choreo::cpu::detail::atomic_update(p,
-                                              [limit](unsigned o) { return o >= limit ? 0u : o + 1u; });
+  return ::choreo::cpu::detail::atomic_update(
+      p, [limit](unsigned o) { return o >= limit ? 0u : o + 1u; });
 }
 inline unsigned atomicDec(unsigned* p, unsigned limit) {
   return ::choreo::cpu::detail::atomic_update(

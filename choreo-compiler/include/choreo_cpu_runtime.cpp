@@ -1282,7 +1282,9 @@ void execute(const std::shared_ptr<Grid>& g) {
   }
   // Device printf output, in block order, when the kernel completes.
   if (!g->prints.empty()) {
-    for (const auto& entry : g->prints) std::fwrite(entry.second.data(), 1, entry.second.size(), stdout);
+    for (const auto& entry : g->prints) {
+      std::fwrite(entry.second.data(), 1, entry.second.size(), stdout);
+    }
     std::fflush(stdout);
   }
   if (g->error != 0) {
@@ -1379,7 +1381,10 @@ namespace {
 void named_barrier(const Thread* t, unsigned id, unsigned count, bool wait) {
   Block* b = t->block_;
   if (b == nullptr) return;
-  if (id >= 16) fail_block(t, cudaErrorLaunchFailure, "named barrier id " + std::to_string(id) + " out of range 0..15");
+  if (id >= 16) {
+    fail_block(t, cudaErrorLaunchFailure,
+               "named barrier id " + std::to_string(id) + " out of range 0..15");
+  }
   if (count == 0) count = b->threads;
   // PTX wants a multiple of the warp size (a whole small block is fine too) within the block;
   // anything else would hang or misbehave on a GPU.

@@ -32,7 +32,9 @@ void wait_for_b(void*) { overlap_seen = wait_flag(1); }
 void set_flag(void*) { flag.store(1); }
 
 std::vector<int> order;
-void push(void* value) { order.push_back(static_cast<int>(reinterpret_cast<std::intptr_t>(value))); }
+void push(void* value) {
+  order.push_back(static_cast<int>(reinterpret_cast<std::intptr_t>(value)));
+}
 void* tag(int v) { return reinterpret_cast<void*>(static_cast<std::intptr_t>(v)); }
 
 std::atomic<int> released{0};
