@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <limits>
 #include <memory>
 #include <new>
@@ -223,7 +224,8 @@ CHOREO_CPU_FORWARD(cudaStreamCreateWithFlags, (cudaStream_t * stream, unsigned f
 CHOREO_CPU_FORWARD(cudaStreamDestroy, (cudaStream_t stream), (stream))
 CHOREO_CPU_FORWARD(cudaStreamSynchronize, (cudaStream_t stream), (stream))
 CHOREO_CPU_FORWARD(cudaStreamQuery, (cudaStream_t stream), (stream))
-CHOREO_CPU_FORWARD(cudaStreamWaitEvent, (cudaStream_t stream, cudaEvent_t event, unsigned flags = 0),
+CHOREO_CPU_FORWARD(cudaStreamWaitEvent,
+                   (cudaStream_t stream, cudaEvent_t event, unsigned flags = 0),
                    (stream, event, flags))
 CHOREO_CPU_FORWARD(cudaEventCreate, (cudaEvent_t * event), (event))
 CHOREO_CPU_FORWARD(cudaEventCreateWithFlags, (cudaEvent_t * event, unsigned flags), (event, flags))
@@ -245,6 +247,87 @@ inline const char* cudaGetErrorName(cudaError_t error) {
 }
 inline const char* cudaGetErrorString(cudaError_t error) {
   return choreo_cpu_cudaGetErrorString(static_cast<int>(error));
+}
+
+// The special stream handles. The per-thread default stream is served by the legacy stream
+// (stronger ordering than CUDA's, never weaker).
+#define cudaStreamLegacy (reinterpret_cast<cudaStream_t>(0x1))
+#define cudaStreamPerThread (reinterpret_cast<cudaStream_t>(0x2))
+
+// What cudaGetDeviceProperties reports: the fields host code commonly reads, from the
+// attributes (the CUDA structure has many more).
+struct cudaDeviceProp {
+  char name[256];
+  std::size_t totalGlobalMem;
+  std::size_t sharedMemPerBlock;
+  std::size_t sharedMemPerBlockOptin;
+  std::size_t sharedMemPerMultiprocessor;
+  int regsPerBlock;
+  int warpSize;
+  int maxThreadsPerBlock;
+  int maxThreadsDim[3];
+  int maxGridSize[3];
+  int clockRate;
+  int multiProcessorCount;
+  int maxThreadsPerMultiProcessor;
+  int major;
+  int minor;
+  int concurrentKernels;
+  int cooperativeLaunch;
+  int l2CacheSize;
+};
+inline cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device) {
+  if (prop == nullptr) return cudaErrorInvalidValue;
+  *prop = cudaDeviceProp{};
+  std::snprintf(prop->name, sizeof prop->name, "choreo CPU device");
+  std::size_t free_bytes = 0;
+  cudaError_t err = cudaMemGetInfo(&free_bytes, &prop->totalGlobalMem);
+  int v = 0;
+  const auto get = [&](cudaDeviceAttr attr, int* out) {
+    if (err == cudaSuccess) err = cudaDeviceGetAttribute(out, attr, device);
+  };
+  get(cudaDevAttrMaxSharedMemoryPerBlock, &v);
+  prop->sharedMemPerBlock = static_cast<std::size_t>(v);
+  get(cudaDevAttrMaxSharedMemoryPerBlockOptin, &v);
+  prop->sharedMemPerBlockOptin = static_cast<std::size_t>(v);
+  get(cudaDevAttrMaxSharedMemoryPerMultiprocessor, &v);
+  prop->sharedMemPerMultiprocessor = static_cast<std::size_t>(v);
+  get(cudaDevAttrMaxRegistersPerBlock, &prop->regsPerBlock);
+  get(cudaDevAttrWarpSize, &prop->warpSize);
+  get(cudaDevAttrMaxThreadsPerBlock, &prop->maxThreadsPerBlock);
+  get(cudaDevAttrMaxBlockDimX, &prop->maxThreadsDim[0]);
+  get(cudaDevAttrMaxBlockDimY, &prop->maxThreadsDim[1]);
+  get(cudaDevAttrMaxBlockDimZ, &prop->maxThreadsDim[2]);
+  get(cudaDevAttrMaxGridDimX, &prop->maxGridSize[0]);
+  get(cudaDevAttrMaxGridDimY, &prop->maxGridSize[1]);
+  get(cudaDevAttrMaxGridDimZ, &prop->maxGridSize[2]);
+  get(cudaDevAttrClockRate, &prop->clockRate);
+  get(cudaDevAttrMultiProcessorCount, &prop->multiProcessorCount);
+  get(cudaDevAttrMaxThreadsPerMultiProcessor, &prop->maxThreadsPerMultiProcessor);
+  get(cudaDevAttrComputeCapabilityMajor, &prop->major);
+  get(cudaDevAttrComputeCapabilityMinor, &prop->minor);
+  get(cudaDevAttrConcurrentKernels, &prop->concurrentKernels);
+  get(cudaDevAttrCooperativeLaunch, &prop->cooperativeLaunch);
+  get(cudaDevAttrL2CacheSize, &prop->l2CacheSize);
+  return err;
+}
+
+// __constant__ and __device__ variables are ordinary globals: the symbol copies are copies in
+// the legacy stream's order, like cudaMemcpy.
+template <class T>
+inline cudaError_t cudaMemcpyToSymbol(const T& symbol, const void* src, std::size_t count,
+                                      std::size_t offset = 0,
+                                      cudaMemcpyKind kind = cudaMemcpyHostToDevice) {
+  if (offset + count > sizeof(T)) return cudaErrorInvalidValue;
+  void* dst = const_cast<char*>(reinterpret_cast<const char*>(&symbol)) + offset;
+  return cudaMemcpy(dst, src, count, kind);
+}
+template <class T>
+inline cudaError_t cudaMemcpyFromSymbol(void* dst, const T& symbol, std::size_t count,
+                                        std::size_t offset = 0,
+                                        cudaMemcpyKind kind = cudaMemcpyDeviceToHost) {
+  if (offset + count > sizeof(T)) return cudaErrorInvalidValue;
+  return cudaMemcpy(dst, reinterpret_cast<const char*>(&symbol) + offset, count, kind);
 }
 
 // The typed overloads of the CUDA runtime headers.
@@ -521,13 +604,19 @@ inline __half __hsub(__half a, __half b) { return a - b; }
 inline __half __hmul(__half a, __half b) { return a * b; }
 inline __half __hdiv(__half a, __half b) { return a / b; }
 inline __half __hneg(__half a) { return -a; }
-inline __half __habs(__half a) { return __ushort_as_half(static_cast<unsigned short>(a.__x & 0x7fffu)); }
+inline __half __habs(__half a) {
+  return __ushort_as_half(static_cast<unsigned short>(a.__x & 0x7fffu));
+}
 inline __half __hfma(__half a, __half b, __half c) {
   // The exact product and sum of three halves fit a double, so this rounds once, like fma.
   return __half(static_cast<double>(float(a)) * float(b) + float(c));
 }
-inline __half __hmax(__half a, __half b) { return float(a) >= float(b) || float(b) != float(b) ? a : b; }
-inline __half __hmin(__half a, __half b) { return float(a) <= float(b) || float(b) != float(b) ? a : b; }
+inline __half __hmax(__half a, __half b) {
+  return float(a) >= float(b) || float(b) != float(b) ? a : b;
+}
+inline __half __hmin(__half a, __half b) {
+  return float(a) <= float(b) || float(b) != float(b) ? a : b;
+}
 inline bool __heq(__half a, __half b) { return a == b; }
 inline bool __hne(__half a, __half b) { return a != b; }
 inline bool __hlt(__half a, __half b) { return a < b; }
@@ -661,9 +750,17 @@ CHOREO_CPU_FP8_TYPE(__nv_fp8_e5m2, __NV_E5M2)
 // ---- Math ------------------------------------------------------------------------------------
 
 // CUDA declares min/max for the arithmetic types in the global namespace, also for host code.
-#define CHOREO_CPU_MINMAX(A, B, R)                                                    \
-  inline R min(A a, B b) { return static_cast<R>(a) < static_cast<R>(b) ? static_cast<R>(a) : static_cast<R>(b); } \
-  inline R max(A a, B b) { return static_cast<R>(a) > static_cast<R>(b) ? static_cast<R>(a) : static_cast<R>(b); }
+#define CHOREO_CPU_MINMAX(A, B, R)                 \
+  inline R min(A a, B b) {                         \
+    const R x = static_cast<R>(a);                 \
+    const R y = static_cast<R>(b);                 \
+    return x < y ? x : y;                          \
+  }                                                \
+  inline R max(A a, B b) {                         \
+    const R x = static_cast<R>(a);                 \
+    const R y = static_cast<R>(b);                 \
+    return x > y ? x : y;                          \
+  }
 CHOREO_CPU_MINMAX(int, int, int)
 CHOREO_CPU_MINMAX(unsigned, unsigned, unsigned)
 CHOREO_CPU_MINMAX(int, unsigned, unsigned)
@@ -765,15 +862,24 @@ inline int __mulhi(int x, int y) {
 inline unsigned __umulhi(unsigned x, unsigned y) {
   return static_cast<unsigned>((static_cast<unsigned long long>(x) * y) >> 32);
 }
+// __extension__: 128-bit integers are a GCC/clang extension (-Wpedantic would say so).
+__extension__ typedef unsigned __int128 __choreo_cpu_u128;
+__extension__ typedef __int128 __choreo_cpu_s128;
 inline unsigned long long __umul64hi(unsigned long long x, unsigned long long y) {
-  return static_cast<unsigned long long>((static_cast<unsigned __int128>(x) * y) >> 64);
+  return static_cast<unsigned long long>((static_cast<__choreo_cpu_u128>(x) * y) >> 64);
 }
 inline long long __mul64hi(long long x, long long y) {
-  return static_cast<long long>((static_cast<__int128>(x) * y) >> 64);
+  return static_cast<long long>((static_cast<__choreo_cpu_s128>(x) * y) >> 64);
 }
 template <class T>
 inline T __ldg(const T* p) {
   return *p;
+}
+// The cycle counters: nanoseconds of a steady clock here (monotonic, like the GPU's).
+inline long long clock64() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<long long>(ts.tv_sec) * 1000000000ll + ts.tv_nsec;
 }
 
 // ---- Atomics and fences ----------------------------------------------------------------------
@@ -843,8 +949,8 @@ inline unsigned short atomicCAS(unsigned short* p, unsigned short compare, unsig
   return compare;
 }
 inline unsigned atomicInc(unsigned* p, unsigned limit) {
-  return ::choreo::cpu::detail::atomic_update(p,
-                                              [limit](unsigned o) { return o >= limit ? 0u : o + 1u; });
+  return ::choreo::cpu::detail::atomic_update(
+      p, [limit](unsigned o) { return o >= limit ? 0u : o + 1u; });
 }
 inline unsigned atomicDec(unsigned* p, unsigned limit) {
   return ::choreo::cpu::detail::atomic_update(
@@ -886,11 +992,54 @@ inline double atomicExch(double* p, double v) {
   return ::choreo::cpu::detail::atomic_float_update<double, std::uint64_t>(
       p, [](double, double b) { return b; }, v);
 }
-// Threads of a block may run on one OS thread (fibres) or several blocks on several: a full
-// fence covers both.
-inline void __threadfence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
-inline void __threadfence_block() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
-inline void __threadfence_system() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+// 16-bit floats: a compare-and-swap loop on the storage.
+#define CHOREO_CPU_ATOMIC_16(T)                                                                \
+  inline T atomicAdd(T* p, T v) {                                                              \
+    unsigned short* bits = &p->__x;                                                            \
+    unsigned short old = __atomic_load_n(bits, __ATOMIC_RELAXED);                              \
+    for (;;) {                                                                                 \
+      T old_value;                                                                             \
+      old_value.__x = old;                                                                     \
+      const T sum = T(static_cast<float>(old_value) + static_cast<float>(v));                 \
+      if (__atomic_compare_exchange_n(bits, &old, sum.__x, true, __ATOMIC_RELAXED,             \
+                                      __ATOMIC_RELAXED)) {                                     \
+        return old_value;                                                                      \
+      }                                                                                        \
+    }                                                                                          \
+  }
+CHOREO_CPU_ATOMIC_16(__half)
+CHOREO_CPU_ATOMIC_16(__nv_bfloat16)
+#undef CHOREO_CPU_ATOMIC_16
+
+// The _block and _system scopes are the same operations here.
+#define CHOREO_CPU_ATOMIC_SCOPES(op)                                 \
+  template <class T, class U>                                        \
+  inline T op##_block(T* p, U v) {                                   \
+    return op(p, static_cast<T>(v));                                 \
+  }                                                                  \
+  template <class T, class U>                                        \
+  inline T op##_system(T* p, U v) {                                  \
+    return op(p, static_cast<T>(v));                                 \
+  }
+CHOREO_CPU_ATOMIC_SCOPES(atomicAdd)
+CHOREO_CPU_ATOMIC_SCOPES(atomicSub)
+CHOREO_CPU_ATOMIC_SCOPES(atomicExch)
+CHOREO_CPU_ATOMIC_SCOPES(atomicMin)
+CHOREO_CPU_ATOMIC_SCOPES(atomicMax)
+CHOREO_CPU_ATOMIC_SCOPES(atomicAnd)
+CHOREO_CPU_ATOMIC_SCOPES(atomicOr)
+CHOREO_CPU_ATOMIC_SCOPES(atomicXor)
+#undef CHOREO_CPU_ATOMIC_SCOPES
+template <class T, class U>
+inline T atomicCAS_block(T* p, U compare, U v) {
+  return atomicCAS(p, static_cast<T>(compare), static_cast<T>(v));
+}
+template <class T, class U>
+inline T atomicCAS_system(T* p, U compare, U v) {
+  return atomicCAS(p, static_cast<T>(compare), static_cast<T>(v));
+}
+
+// The fences are defined with the kernel-facing API below (they are scheduling points).
 
 // ---------------------------------------------------------------------------------------------
 // 3. The kernel-facing API.
@@ -1013,6 +1162,10 @@ struct Thread {
 
   // Block barrier (__syncthreads); threads that have exited count as arrived.
   void sync_threads() const;
+  // The block barrier with a predicate: __syncthreads_count / _and / _or.
+  int sync_threads_count(int predicate) const;
+  int sync_threads_and(int predicate) const;
+  int sync_threads_or(int predicate) const;
   // The lanes of `mask` in this thread's warp (32 consecutive linear thread indices).
   void sync_warp(unsigned mask = 0xffffffffu) const;
   // Named barriers (PTX bar.sync / bar.arrive): `count` threads in all arrive at barrier `id`.
@@ -1020,6 +1173,19 @@ struct Thread {
   void bar_arrive(unsigned id, unsigned count) const;
   // Grid barrier; cooperative launches only.
   void grid_sync() const;
+  // Lets the block's other fibres run (a no-op in loop mode and on the host): what fences and
+  // __nanosleep do, so that a thread spinning on a flag another thread of its block sets
+  // makes progress under fibres, which are not preempted.
+  void yield() const;
+  // Warp exchange (what the shuffles and votes are built on; fibre mode): every lane of `mask`
+  // offers `value`; returns the value lane `source` offered (its own when `source` did not
+  // take part).
+  unsigned long long warp_exchange(unsigned mask, unsigned long long value,
+                                   unsigned source) const;
+  // The lanes of `mask` whose `predicate` is true (__ballot_sync).
+  unsigned warp_ballot(unsigned mask, bool predicate) const;
+  // The lanes of this thread's warp that have not exited (__activemask).
+  unsigned warp_active() const;
   // Device printf: buffered per block, written in block order when the kernel completes.
   int printf(const char* format, ...) const __attribute__((format(printf, 2, 3)));
   // Stops the block; the launch fails with the sticky cudaErrorLaunchFailure.
@@ -1194,6 +1360,88 @@ inline cudaError_t cudaLaunchKernelEx(const cudaLaunchConfig_t* config, void (*k
   return static_cast<cudaError_t>(choreo_cpu_launch(&desc));
 }
 
+// Threads of a block may run on one OS thread (fibres) or several blocks on several: a full
+// fence covers both; it is also a scheduling point (see Thread::yield).
+inline void __threadfence() {
+  __atomic_thread_fence(__ATOMIC_SEQ_CST);
+  choreo_cpu_current_thread()->yield();
+}
+inline void __threadfence_block() {
+  __atomic_thread_fence(__ATOMIC_SEQ_CST);
+  choreo_cpu_current_thread()->yield();
+}
+inline void __threadfence_system() {
+  __atomic_thread_fence(__ATOMIC_SEQ_CST);
+  choreo_cpu_current_thread()->yield();
+}
+inline void __nanosleep(unsigned) { choreo_cpu_current_thread()->yield(); }
+
+// Warp shuffles and votes (fibre mode; they synchronise the lanes of `mask` like __syncwarp).
+namespace choreo {
+namespace cpu {
+namespace detail {
+template <class T>
+inline T warp_shuffle(unsigned mask, T value, unsigned source) {
+  static_assert(sizeof(T) <= 8 && std::is_trivially_copyable<T>::value,
+                "warp shuffles move values of up to 8 bytes");
+  unsigned long long bits = 0;
+  std::memcpy(&bits, &value, sizeof(T));
+  bits = choreo_cpu_current_thread()->warp_exchange(mask, bits, source);
+  T result;
+  std::memcpy(&result, &bits, sizeof(T));
+  return result;
+}
+inline unsigned lane_id() { return choreo_cpu_current_thread()->linear_ % 32u; }
+}  // namespace detail
+}  // namespace cpu
+}  // namespace choreo
+
+template <class T>
+inline T __shfl_sync(unsigned mask, T value, int source, int width = 32) {
+  const unsigned lane = ::choreo::cpu::detail::lane_id();
+  const unsigned w = static_cast<unsigned>(width);
+  return ::choreo::cpu::detail::warp_shuffle(
+      mask, value, (lane & ~(w - 1)) | (static_cast<unsigned>(source) & (w - 1)));
+}
+template <class T>
+inline T __shfl_up_sync(unsigned mask, T value, unsigned delta, int width = 32) {
+  const unsigned lane = ::choreo::cpu::detail::lane_id();
+  const unsigned w = static_cast<unsigned>(width);
+  const unsigned source = (lane & (w - 1)) >= delta ? lane - delta : lane;
+  return ::choreo::cpu::detail::warp_shuffle(mask, value, source);
+}
+template <class T>
+inline T __shfl_down_sync(unsigned mask, T value, unsigned delta, int width = 32) {
+  const unsigned lane = ::choreo::cpu::detail::lane_id();
+  const unsigned w = static_cast<unsigned>(width);
+  const unsigned source = (lane & (w - 1)) + delta < w ? lane + delta : lane;
+  return ::choreo::cpu::detail::warp_shuffle(mask, value, source);
+}
+template <class T>
+inline T __shfl_xor_sync(unsigned mask, T value, int lane_mask, int width = 32) {
+  const unsigned lane = ::choreo::cpu::detail::lane_id();
+  const unsigned w = static_cast<unsigned>(width);
+  unsigned source = lane ^ static_cast<unsigned>(lane_mask);
+  if ((source & ~(w - 1)) != (lane & ~(w - 1)) || source >= 32) source = lane;
+  return ::choreo::cpu::detail::warp_shuffle(mask, value, source);
+}
+inline unsigned __ballot_sync(unsigned mask, int predicate) {
+  return choreo_cpu_current_thread()->warp_ballot(mask, predicate != 0);
+}
+inline int __all_sync(unsigned mask, int predicate) {
+  const ::choreo::cpu::Thread* t = choreo_cpu_current_thread();
+  const unsigned in = mask | (1u << (t->linear_ % 32u));
+  return (t->warp_ballot(mask, predicate != 0) & in & t->warp_active()) ==
+         (in & t->warp_active());
+}
+inline int __any_sync(unsigned mask, int predicate) {
+  return choreo_cpu_current_thread()->warp_ballot(mask, predicate != 0) != 0;
+}
+inline unsigned __activemask() { return choreo_cpu_current_thread()->warp_active(); }
+inline unsigned __lanemask_lt() {
+  return (1u << ::choreo::cpu::detail::lane_id()) - 1u;
+}
+
 // The thread running on this OS thread, for code outside kernels' bodies (see CurrentThread);
 // inside a kernel the parameter of the same name hides it.
 inline constexpr ::choreo::cpu::detail::CurrentThread __choreo_thr{};
@@ -1219,6 +1467,9 @@ inline thread_block this_thread_block() { return thread_block{}; }
 #define blockDim __choreo_thr->blockDim
 #define gridDim __choreo_thr->gridDim
 #define __syncthreads() (__choreo_thr->sync_threads())
+#define __syncthreads_count(predicate) (__choreo_thr->sync_threads_count(predicate))
+#define __syncthreads_and(predicate) (__choreo_thr->sync_threads_and(predicate))
+#define __syncthreads_or(predicate) (__choreo_thr->sync_threads_or(predicate))
 #define __syncwarp(...) (__choreo_thr->sync_warp(__VA_ARGS__))
 #define __trap() (__choreo_thr->trap())
 #endif

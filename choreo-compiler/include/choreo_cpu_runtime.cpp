@@ -8,6 +8,12 @@
 //
 // User errors never abort: they are error codes, sticky ones for failed kernels as in CUDA.
 #define CHOREO_CPU_RUNTIME_IMPLEMENTATION 1
+#if defined(__APPLE__) && !defined(_XOPEN_SOURCE)
+// macOS offers ucontext (the fibre switch there) only under _XOPEN_SOURCE; _DARWIN_C_SOURCE
+// keeps the rest of its API visible. Before any header.
+#define _XOPEN_SOURCE 700
+#define _DARWIN_C_SOURCE 1
+#endif
 #include "choreo_cpu.h"
 
 #include <algorithm>
@@ -38,6 +44,22 @@
 #define CHOREO_CPU_ASM_CONTEXT 1
 #else
 #include <ucontext.h>
+#endif
+
+// AddressSanitizer must be told about stack switches (else exceptions thrown on a fibre's stack
+// make it report errors that are not there).
+#if defined(__SANITIZE_ADDRESS__)
+#define CHOREO_CPU_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define CHOREO_CPU_ASAN 1
+#endif
+#endif
+#if defined(CHOREO_CPU_ASAN)
+extern "C" void __sanitizer_start_switch_fiber(void** fake_stack_save, const void* bottom,
+                                               std::size_t size);
+extern "C" void __sanitizer_finish_switch_fiber(void* fake_stack_save, const void** bottom_old,
+                                                std::size_t* size_old);
 #endif
 
 namespace {
@@ -156,8 +178,18 @@ void worker_main(std::shared_ptr<StreamState> self) {
       Op op = std::move(self->queue.front());
       self->queue.pop_front();
       lock.unlock();
-      if (op.run) op.run();
-      op.run = nullptr;  // captured state goes before the completion is visible
+      try {
+        if (op.run) op.run();
+        op.run = nullptr;  // captured state goes before the completion is visible
+      } catch (...) {
+        // A host function that threw (kernels catch their own): the process must not end here,
+        // so it is a failure of the device, reported like a failed kernel.
+        std::fflush(stdout);
+        std::fprintf(stderr, "choreo cpu runtime: an exception escaped a stream operation (a "
+                             "host function?)\n");
+        set_sticky(cudaErrorLaunchFailure);
+        op.run = nullptr;
+      }
       op.deps.clear();
       lock.lock();
       self->completed = op.seq;
@@ -209,7 +241,8 @@ namespace {
 // nullptr for an unknown handle.
 std::shared_ptr<StreamState> resolve_locked(cudaStream_t handle) {
   Streams& s = streams();
-  if (handle == nullptr) {
+  // nullptr, cudaStreamLegacy (0x1) and cudaStreamPerThread (0x2): the legacy stream.
+  if (reinterpret_cast<std::uintptr_t>(handle) <= 2) {
     if (!s.legacy) {
       s.legacy = start_stream(true, true);
       s.all.push_back(s.legacy);
@@ -374,6 +407,7 @@ struct Waiters {
 };
 
 struct Warp {
+  unsigned long long slots[32] = {};  // the values offered to a shuffle or vote
   unsigned lanes = 0;    // the lanes that exist (a partial last warp has fewer)
   unsigned exited = 0;
   unsigned arrived = 0;
@@ -396,6 +430,12 @@ struct Block {
   unsigned live = 0;  // threads that have not exited
   unsigned sync_arrived = 0;
   Waiters sync_waiters;
+  // __syncthreads_count/_and/_or: the predicates of the threads at the barrier of generation
+  // sync_generation, in the slot of its parity (a slot is cleared one barrier later, once all
+  // have read it), and how many threads took part.
+  unsigned long long sync_generation = 0;
+  unsigned sync_count[2] = {0, 0};
+  unsigned sync_taking[2] = {0, 0};
   std::vector<Warp> warps;
   NamedBarrier named[16];
   std::string prints;
@@ -491,9 +531,12 @@ struct Context {
 }  // namespace choreo
 
 #if defined(CHOREO_CPU_ASM_CONTEXT)
-// choreo_cpu_ctx_switch(void** save_sp, void* load_sp): saves the callee-saved registers (and
-// the floating-point control words, callee-saved too) on the current stack, stores the stack
-// pointer in *save_sp, switches to load_sp and restores what was saved there. A new context's
+// choreo_cpu_ctx_switch(void** save_sp, void* load_sp): saves the callee-saved registers on the
+// current stack, stores the stack pointer in *save_sp, switches to load_sp and restores what was
+// saved there. Not the floating-point control words (MXCSR, the x87 control word, FPCR on
+// AArch64 is cheap and kept): on x86-64 saving and restoring them costs more than the rest of the
+// switch together (measured), so all fibres of an OS thread share its floating-point modes; only
+// a kernel that changes its rounding mode between barriers would notice. A new context's
 // stack is prepared (ctx_init) to "return" into choreo_cpu_ctx_start, which calls fn(arg).
 extern "C" void choreo_cpu_ctx_switch(void** save_sp, void* load_sp);
 extern "C" void choreo_cpu_ctx_start();
@@ -511,14 +554,8 @@ choreo_cpu_ctx_switch:
   pushq %r13
   pushq %r14
   pushq %r15
-  subq $8, %rsp
-  stmxcsr (%rsp)
-  fnstcw 4(%rsp)
   movq %rsp, (%rdi)
   movq %rsi, %rsp
-  ldmxcsr (%rsp)
-  fldcw 4(%rsp)
-  addq $8, %rsp
   popq %r15
   popq %r14
   popq %r13
@@ -609,10 +646,6 @@ void ctx_init(Context* c, unsigned char* stack, std::size_t size, void (*fn)(voi
   // that its call gives fn the ABI's alignment.
   top -= 16;
   auto* slot = reinterpret_cast<std::uint64_t*>(top);
-  std::uint32_t mxcsr = 0;
-  std::uint16_t fpucw = 0;
-  asm volatile("stmxcsr %0" : "=m"(mxcsr));
-  asm volatile("fnstcw %0" : "=m"(fpucw));
   slot[-1] = reinterpret_cast<std::uint64_t>(&choreo_cpu_ctx_start);  // return address
   slot[-2] = 0;                                                         // rbp
   slot[-3] = 0;                                                         // rbx
@@ -620,8 +653,7 @@ void ctx_init(Context* c, unsigned char* stack, std::size_t size, void (*fn)(voi
   slot[-5] = reinterpret_cast<std::uint64_t>(fn);                       // r13
   slot[-6] = 0;                                                         // r14
   slot[-7] = 0;                                                         // r15
-  slot[-8] = static_cast<std::uint64_t>(mxcsr) | (static_cast<std::uint64_t>(fpucw) << 32);
-  c->sp = &slot[-8];
+  c->sp = &slot[-7];
 #else
   auto* frame = reinterpret_cast<std::uint64_t*>(top - 176);
   std::memset(frame, 0, 176);
@@ -680,8 +712,9 @@ std::size_t stack_size() {
 // (an overflow faults instead of corrupting a neighbour); each costs the kernel two memory
 // mappings, and Linux allows about 65530, so past kGuardedStacks (a cooperative grid of many
 // blocks has a fibre per thread of the grid) stacks come from unguarded slabs of kSlabStacks.
-// Every stack also has a canary at its bottom, checked whenever its fibre yields, so an
-// overflow there is reported instead of passing silently.
+// The unguarded stacks have a canary at their bottom instead, checked whenever their fibre
+// yields, so an overflow there is reported instead of passing silently. (Not the guarded ones:
+// touching the bottom page of every stack costs a TLB entry per fibre.)
 constexpr std::uint64_t kCanary = 0x63686f72656f5f31ull;  // "choreo_1"
 constexpr unsigned kGuardedStacks = 8192;
 constexpr std::size_t kSlabStacks = 64;
@@ -710,7 +743,8 @@ struct StackPool {
     g_guarded_stacks.fetch_sub(static_cast<unsigned>(guarded.size()));
   }
 
-  unsigned char* take() {
+  // A stack, and whether it has a canary to check (unguarded); nullptr when none can be mapped.
+  unsigned char* take(bool* canary) {
     unsigned char* s = nullptr;
     if (!free.empty()) {
       s = free.back();
@@ -718,7 +752,8 @@ struct StackPool {
     } else {
       s = fresh();
     }
-    if (s != nullptr) std::memcpy(s, &kCanary, sizeof kCanary);
+    *canary = s != nullptr && !is_guarded(s);
+    if (*canary) std::memcpy(s, &kCanary, sizeof kCanary);
     return s;
   }
 
@@ -728,6 +763,13 @@ struct StackPool {
   }
 
  private:
+  bool is_guarded(const unsigned char* s) const {
+    for (const unsigned char* slab : slabs) {
+      if (s >= slab && s < slab + stack_size() * kSlabStacks) return false;
+    }
+    return true;
+  }
+
   unsigned char* fresh() {
     // Room in the free list for every stack this pool owns, reserved up front so that give()
     // never allocates.
@@ -789,6 +831,8 @@ namespace detail {
 struct Fibre {
   Thread thread{};
   Context context;
+  void* fake = nullptr;  // AddressSanitizer's fake stack of this fibre
+  bool canary = false;   // the stack is unguarded: check its canary
   unsigned char* stack = nullptr;
   enum State { kNew, kReady, kWaiting, kDone } state = kNew;
   const char* waiting_at = nullptr;
@@ -800,7 +844,12 @@ struct Fibre {
 struct Scheduler {
   Grid* grid = nullptr;
   Context main;
-  std::vector<Fibre> fibres;
+  // The scheduler's own stack, for AddressSanitizer's switch annotations.
+  const void* main_bottom = nullptr;
+  std::size_t main_size = 0;
+  void* main_fake = nullptr;
+  std::vector<Fibre> fibres;  // the first `count` are this run's (the vector is reused)
+  std::size_t count = 0;
   std::deque<Fibre*> ready;
   bool abandon = false;
   bool cooperative = false;
@@ -832,9 +881,33 @@ void make_ready(Scheduler* sched, Waiters& w) {
 
 Fibre* current_fibre(const Thread* t) { return static_cast<Fibre*>(t->fibre_); }
 
+// The switches between the scheduler and a fibre (with AddressSanitizer's annotations).
+void switch_to_fibre(Scheduler& sched, Fibre* f) {
+#if defined(CHOREO_CPU_ASAN)
+  __sanitizer_start_switch_fiber(&sched.main_fake, f->stack, stack_size());
+#endif
+  ctx_swap(&sched.main, &f->context);
+#if defined(CHOREO_CPU_ASAN)
+  __sanitizer_finish_switch_fiber(sched.main_fake, nullptr, nullptr);
+#endif
+}
+void switch_to_scheduler(Fibre* f, bool exiting) {
+  Scheduler* sched = f->sched;
+#if defined(CHOREO_CPU_ASAN)
+  __sanitizer_start_switch_fiber(exiting ? nullptr : &f->fake, sched->main_bottom,
+                                 sched->main_size);
+#else
+  (void)exiting;
+#endif
+  ctx_swap(&f->context, &sched->main);
+#if defined(CHOREO_CPU_ASAN)
+  __sanitizer_finish_switch_fiber(f->fake, &sched->main_bottom, &sched->main_size);
+#endif
+}
+
 // Leaves the running fibre (already marked waiting or done) for the scheduler; back when released.
 void yield_to_scheduler(Fibre* f) {
-  ctx_swap(&f->context, &f->sched->main);
+  switch_to_scheduler(f, false);
   if (f->sched->abandon && f->state != Fibre::kDone) throw Abandon{};
 }
 
@@ -852,16 +925,23 @@ void wait_here(Fibre* f, Waiters& w, const char* what) {
   throw KernelFailure{code};
 }
 
+// Completes the block barrier (every live thread has arrived).
+void release_block_barrier(Block* b, Scheduler* sched) {
+  const unsigned parity = static_cast<unsigned>(b->sync_generation & 1u);
+  b->sync_taking[parity] = b->sync_arrived;
+  b->sync_count[parity ^ 1u] = 0;
+  b->sync_generation += 1;
+  b->sync_arrived = 0;
+  make_ready(sched, b->sync_waiters);
+}
+
 // Barrier bookkeeping when a thread exits: exited threads count as arrived at __syncthreads and
 // at __syncwarp, and leave the grid barrier's count.
 void thread_exited(Fibre* f) {
   Block* b = f->thread.block_;
   Scheduler* sched = f->sched;
   b->live -= 1;
-  if (b->sync_arrived > 0 && b->sync_arrived >= b->live) {
-    b->sync_arrived = 0;
-    make_ready(sched, b->sync_waiters);
-  }
+  if (b->sync_arrived > 0 && b->sync_arrived >= b->live) release_block_barrier(b, sched);
   choreo::cpu::detail::Warp& w = b->warps[f->thread.linear_ / 32];
   w.exited |= 1u << (f->thread.linear_ % 32);
   if (w.arrived != 0 && ((w.arrived | w.exited) & w.wanted & w.lanes) == (w.wanted & w.lanes)) {
@@ -880,6 +960,9 @@ void fibre_entry(void* arg) {
   Fibre* f = static_cast<Fibre*>(arg);
   Scheduler* sched = f->sched;
   Grid* grid = sched->grid;
+#if defined(CHOREO_CPU_ASAN)
+  __sanitizer_finish_switch_fiber(nullptr, &sched->main_bottom, &sched->main_size);
+#endif
   try {
     grid->desc.run_thread(grid->desc.args, &f->thread);
   } catch (const KernelFailure&) {
@@ -896,7 +979,7 @@ void fibre_entry(void* arg) {
   f->state = Fibre::kDone;
   if (!sched->abandon) thread_exited(f);
   // Never resumed: the scheduler returns the stack to the pool.
-  ctx_swap(&f->context, &sched->main);
+  switch_to_scheduler(f, true);
 }
 
 void init_block(Block& b, Grid& g, unsigned long long linear) {
@@ -920,15 +1003,16 @@ void init_thread(Thread& t, Block& b, unsigned char* smem) {
   t.fibre_ = nullptr;
 }
 
-void describe_deadlock(Scheduler& sched, std::vector<std::unique_ptr<Block>>& blocks) {
+void describe_deadlock(Scheduler& sched, const std::vector<Block*>& blocks) {
   Grid& g = *sched.grid;
   std::string text;
   unsigned shown = 0;
-  for (auto& bp : blocks) {
+  for (Block* bp : blocks) {
     Block& b = *bp;
     // Where this block's threads wait, with the first waiting thread at each barrier.
     std::map<std::string, std::pair<unsigned, const Fibre*>> at;
-    for (const Fibre& f : sched.fibres) {
+    for (std::size_t i = 0; i < sched.count; ++i) {
+      const Fibre& f = sched.fibres[i];
       if (f.thread.block_ == &b && f.state == Fibre::kWaiting) {
         auto& entry = at[f.waiting_at];
         if (entry.first++ == 0) entry.second = &f;
@@ -947,14 +1031,23 @@ void describe_deadlock(Scheduler& sched, std::vector<std::unique_ptr<Block>>& bl
          "deadlock: every live thread waits at a barrier that cannot complete" + text);
 }
 
+thread_local std::vector<Fibre> t_fibres;
+
 // Runs the given blocks' threads as fibres on this OS thread until all are done.
-void run_fibres(Grid& g, std::vector<std::unique_ptr<Block>>& blocks, unsigned char* smem_base,
+void run_fibres(Grid& g, const std::vector<Block*>& blocks, unsigned char* smem_base,
                 std::size_t smem_stride, bool cooperative) {
   Scheduler sched;
   sched.grid = &g;
   sched.cooperative = cooperative;
   const std::size_t count = blocks.size() * g.threads;
-  sched.fibres.resize(count);
+  sched.count = count;
+  // The fibres' records are reused from block to block (every field is set below).
+  sched.fibres.swap(t_fibres);
+  if (sched.fibres.size() < count) sched.fibres.resize(count);
+  struct GiveBack {
+    Scheduler& sched;
+    ~GiveBack() { sched.fibres.swap(t_fibres); }
+  } give_back{sched};
   sched.live = count;
   std::size_t i = 0;
   for (std::size_t bi = 0; bi < blocks.size(); ++bi) {
@@ -965,16 +1058,24 @@ void run_fibres(Grid& g, std::vector<std::unique_ptr<Block>>& blocks, unsigned c
       const unsigned n = std::min<unsigned>(32, g.threads - static_cast<unsigned>(w) * 32);
       b.warps[w].lanes = n == 32 ? 0xffffffffu : ((1u << n) - 1);
     }
-    const dim3 bd(g.desc.block[0], g.desc.block[1], g.desc.block[2]);
-    for (unsigned t = 0; t < g.threads; ++t, ++i) {
-      Fibre& f = sched.fibres[i];
-      init_thread(f.thread, b, smem_base + bi * smem_stride);
-      f.thread.threadIdx = uint3{t % bd.x, t / bd.x % bd.y, t / bd.x / bd.y};
-      f.thread.linear_ = t;
-      f.thread.fibre_ = &f;
-      f.sched = &sched;
-      f.state = Fibre::kReady;
-      sched.ready.push_back(&f);
+    unsigned t = 0;
+    for (unsigned z = 0; z < g.desc.block[2]; ++z) {
+      for (unsigned y = 0; y < g.desc.block[1]; ++y) {
+        for (unsigned x = 0; x < g.desc.block[0]; ++x, ++t, ++i) {
+          Fibre& f = sched.fibres[i];
+          init_thread(f.thread, b, smem_base + bi * smem_stride);
+          f.thread.threadIdx = uint3{x, y, z};
+          f.thread.linear_ = t;
+          f.thread.fibre_ = &f;
+          f.stack = nullptr;
+          f.state = Fibre::kReady;
+          f.waiting_at = nullptr;
+          f.sched = &sched;
+          f.fake = nullptr;
+          f.canary = false;
+          sched.ready.push_back(&f);
+        }
+      }
     }
   }
   const Thread* saved = t_current;
@@ -984,7 +1085,8 @@ void run_fibres(Grid& g, std::vector<std::unique_ptr<Block>>& blocks, unsigned c
       // Every live fibre waits and nothing can release it.
       describe_deadlock(sched, blocks);
       sched.abandon = true;
-      for (Fibre& f : sched.fibres) {
+      for (std::size_t i = 0; i < count; ++i) {
+        Fibre& f = sched.fibres[i];
         if (f.state == Fibre::kWaiting) {
           f.state = Fibre::kReady;
           sched.ready.push_back(&f);
@@ -1000,7 +1102,7 @@ void run_fibres(Grid& g, std::vector<std::unique_ptr<Block>>& blocks, unsigned c
         ++done;
         continue;
       }
-      f->stack = t_stacks.take();
+      f->stack = t_stacks.take(&f->canary);
       if (f->stack == nullptr) {
         g.fail(cudaErrorLaunchOutOfResources,
                g.where(*f->thread.block_) + ": cannot map a fibre stack");
@@ -1014,11 +1116,11 @@ void run_fibres(Grid& g, std::vector<std::unique_ptr<Block>>& blocks, unsigned c
     sched.current = f;
     f->state = Fibre::kReady;
     t_current = &f->thread;
-    ctx_swap(&sched.main, &f->context);
+    switch_to_fibre(sched, f);
     t_current = saved;
     sched.current = nullptr;
-    std::uint64_t canary = 0;
-    std::memcpy(&canary, f->stack, sizeof canary);
+    std::uint64_t canary = kCanary;
+    if (f->canary) std::memcpy(&canary, f->stack, sizeof canary);
     if (canary != kCanary) {
       g.fail(cudaErrorLaunchFailure,
              g.where(*f->thread.block_) + ": a fibre overflowed its stack of " +
@@ -1042,19 +1144,13 @@ void run_block(Grid& g, unsigned long long linear) {
     g.fail(cudaErrorMemoryAllocation, "cannot allocate shared memory");
     return;
   }
-  std::vector<std::unique_ptr<Block>> blocks;
-  try {
-    blocks.push_back(std::make_unique<Block>());
-  } catch (...) {
-    g.fail(cudaErrorMemoryAllocation, "out of memory");
-    return;
-  }
-  Block& b = *blocks.front();
+  // On the stack: a loop-mode block allocates nothing.
+  Block b;
   init_block(b, g, linear);
   const Thread* saved = t_current;
   try {
     if ((g.desc.flags & choreo::cpu::kFibres) != 0) {
-      run_fibres(g, blocks, smem, 0, false);
+      run_fibres(g, std::vector<Block*>{&b}, smem, 0, false);
     } else {
       Thread t{};
       init_thread(t, b, smem);
@@ -1081,20 +1177,23 @@ void run_block(Grid& g, unsigned long long linear) {
 // is a barrier like the others.
 void run_cooperative(Grid& g) {
   const std::size_t smem_stride = (g.desc.smem_bytes + 127) / 128 * 128;
-  unsigned char* smem = nullptr;
-  std::vector<std::unique_ptr<Block>> blocks;
+  std::vector<std::unique_ptr<Block>> owned;
+  std::vector<Block*> blocks;
   try {
-    smem = t_arena.get(smem_stride * g.blocks);
+    unsigned char* smem = t_arena.get(smem_stride * g.blocks);
     if (smem == nullptr) throw std::bad_alloc();
+    owned.reserve(g.blocks);
+    blocks.reserve(g.blocks);
     for (unsigned long long i = 0; i < g.blocks; ++i) {
-      blocks.push_back(std::make_unique<Block>());
-      init_block(*blocks.back(), g, i);
+      owned.push_back(std::make_unique<Block>());
+      blocks.push_back(owned.back().get());
+      init_block(*owned.back(), g, i);
     }
     run_fibres(g, blocks, smem, smem_stride, true);
   } catch (const std::bad_alloc&) {
     g.fail(cudaErrorMemoryAllocation, "kernel " + g.name + ": out of memory");
   }
-  for (auto& b : blocks) {
+  for (auto& b : owned) {
     if (!b->prints.empty()) g.prints[b->linear] = std::move(b->prints);
   }
 }
@@ -1183,7 +1282,9 @@ void execute(const std::shared_ptr<Grid>& g) {
   }
   // Device printf output, in block order, when the kernel completes.
   if (!g->prints.empty()) {
-    for (const auto& entry : g->prints) std::fwrite(entry.second.data(), 1, entry.second.size(), stdout);
+    for (const auto& entry : g->prints) {
+      std::fwrite(entry.second.data(), 1, entry.second.size(), stdout);
+    }
     std::fflush(stdout);
   }
   if (g->error != 0) {
@@ -1203,26 +1304,45 @@ void execute(const std::shared_ptr<Grid>& g) {
 namespace choreo {
 namespace cpu {
 
-void Thread::sync_threads() const {
-  Block* b = block_;
-  if (b == nullptr) return;  // host stand-in
-  Fibre* f = current_fibre(this);
+namespace {
+// The block barrier; returns how many of the threads that took part had a true predicate, and
+// how many took part.
+std::pair<unsigned, unsigned> block_barrier(const Thread* t, bool predicate) {
+  Block* b = t->block_;
+  if (b == nullptr) return {predicate ? 1u : 0u, 1u};  // host stand-in
+  Fibre* f = current_fibre(t);
   if (f == nullptr) {
     if (b->threads > 1) {
-      fail_block(this, cudaErrorLaunchFailure,
+      fail_block(t, cudaErrorLaunchFailure,
                  "__syncthreads in a kernel launched without kFibres (its threads run one "
                  "after the other)");
     }
-    return;
+    return {predicate ? 1u : 0u, 1u};
   }
   if (f->sched->abandon) throw Abandon{};
+  const unsigned parity = static_cast<unsigned>(b->sync_generation & 1u);
+  b->sync_count[parity] += predicate ? 1u : 0u;
   b->sync_arrived += 1;
   if (b->sync_arrived >= b->live) {
-    b->sync_arrived = 0;
-    make_ready(f->sched, b->sync_waiters);
-    return;
+    release_block_barrier(b, f->sched);
+  } else {
+    wait_here(f, b->sync_waiters, "__syncthreads");
   }
-  wait_here(f, b->sync_waiters, "__syncthreads");
+  return {b->sync_count[parity], b->sync_taking[parity]};
+}
+}  // namespace
+
+void Thread::sync_threads() const { block_barrier(this, false); }
+
+int Thread::sync_threads_count(int predicate) const {
+  return static_cast<int>(block_barrier(this, predicate != 0).first);
+}
+int Thread::sync_threads_and(int predicate) const {
+  const auto r = block_barrier(this, predicate != 0);
+  return r.first == r.second ? 1 : 0;
+}
+int Thread::sync_threads_or(int predicate) const {
+  return block_barrier(this, predicate != 0).first != 0 ? 1 : 0;
 }
 
 void Thread::sync_warp(unsigned mask) const {
@@ -1261,7 +1381,10 @@ namespace {
 void named_barrier(const Thread* t, unsigned id, unsigned count, bool wait) {
   Block* b = t->block_;
   if (b == nullptr) return;
-  if (id >= 16) fail_block(t, cudaErrorLaunchFailure, "named barrier id " + std::to_string(id) + " out of range 0..15");
+  if (id >= 16) {
+    fail_block(t, cudaErrorLaunchFailure,
+               "named barrier id " + std::to_string(id) + " out of range 0..15");
+  }
   if (count == 0) count = b->threads;
   // PTX wants a multiple of the warp size (a whole small block is fine too) within the block;
   // anything else would hang or misbehave on a GPU.
@@ -1318,6 +1441,60 @@ void Thread::grid_sync() const {
     return;
   }
   wait_here(f, sched->grid_waiters, "grid sync");
+}
+
+namespace {
+// The warp state of a thread: its block's, in fibre mode; a private one otherwise (loop mode
+// and the host, where only a thread's own lane can take part).
+detail::Warp* warp_of(const Thread* t) {
+  Fibre* f = current_fibre(t);
+  if (f != nullptr) return &t->block_->warps[t->linear_ / 32];
+  thread_local detail::Warp solo;
+  return &solo;
+}
+}  // namespace
+
+unsigned long long Thread::warp_exchange(unsigned mask, unsigned long long value,
+                                         unsigned source) const {
+  detail::Warp* w = warp_of(this);
+  const unsigned lane = linear_ % 32;
+  w->slots[lane] = value;
+  sync_warp(mask);
+  const unsigned taking = (mask | (1u << lane)) & ~w->exited;
+  const unsigned long long result =
+      (source < 32 && (taking >> source & 1u) != 0) ? w->slots[source] : value;
+  sync_warp(mask);  // nobody offers the next value before everyone has read this one
+  return result;
+}
+
+unsigned Thread::warp_ballot(unsigned mask, bool predicate) const {
+  detail::Warp* w = warp_of(this);
+  const unsigned lane = linear_ % 32;
+  w->slots[lane] = predicate ? 1u : 0u;
+  sync_warp(mask);
+  const unsigned taking = (mask | (1u << lane)) & ~w->exited;
+  unsigned bits = 0;
+  for (unsigned l = 0; l < 32; ++l) {
+    if ((taking >> l & 1u) != 0 && w->slots[l] != 0) bits |= 1u << l;
+  }
+  sync_warp(mask);
+  return bits;
+}
+
+unsigned Thread::warp_active() const {
+  if (block_ == nullptr || current_fibre(this) == nullptr) return 1u << (linear_ % 32);
+  const detail::Warp& w = block_->warps[linear_ / 32];
+  return w.lanes & ~w.exited;
+}
+
+void Thread::yield() const {
+  Fibre* f = current_fibre(this);
+  if (f == nullptr) return;
+  Scheduler* sched = f->sched;
+  if (sched->abandon) throw Abandon{};
+  f->state = Fibre::kReady;
+  sched->ready.push_back(f);
+  yield_to_scheduler(f);
 }
 
 int Thread::printf(const char* format, ...) const {

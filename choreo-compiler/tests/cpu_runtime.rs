@@ -20,10 +20,12 @@ const PROGRAMS: &[&str] = &[
     "choreo_h",
     "errors_assert",
     "errors_deadlock",
+    "errors_loop_barrier",
     "errors_trap",
     "kernels",
     "lowp",
     "streams",
+    "stress",
     "support",
 ];
 
@@ -243,4 +245,16 @@ fn the_support_library_of_generated_code_works_in_cpu_mode() {
 fn fibres_work_with_the_portable_ucontext_switch() {
     run_program_with("barriers", Flavour::Ucontext);
     run_program_with("errors_deadlock", Flavour::Ucontext);
+}
+
+#[test]
+fn many_streams_kernels_and_events_keep_their_order() {
+    run_program("stress");
+}
+
+#[test]
+fn a_barrier_without_fibres_is_reported_not_run_wrongly() {
+    let output = run_program("errors_loop_barrier");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("__syncthreads in a kernel launched without kFibres"), "{stderr}");
 }

@@ -121,6 +121,72 @@ __global__ void cuda_dialect_reverse(const int* in, int* out) {
   out[blockIdx.x * blockDim.x + t] = tile[blockDim.x - 1 - t];
 }
 
+// Thread 0 spins on a flag that the block's last thread sets, with no barrier in between: the
+// fence in the loop lets the other fibres run.
+static void spin_on_flag(const Thread* __choreo_thr, int* out) {
+  volatile int* flag = reinterpret_cast<volatile int*>(__choreo_thr->smem);
+  if (threadIdx.x == 0) {
+    *flag = 0;
+    __syncthreads();
+    while (*flag == 0) __threadfence_block();
+    out[blockIdx.x] = *flag;
+  } else {
+    __syncthreads();
+    if (threadIdx.x == blockDim.x - 1) *flag = 7;
+  }
+}
+
+// Warp shuffles and votes: a butterfly sum, a down-shift reduction, a ballot.
+static void warp_ops(const Thread* __choreo_thr, int* out) {
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  const int warp = static_cast<int>(threadIdx.x / 32);
+  int v = lane + 1;
+  for (int m = 16; m > 0; m /= 2) v += __shfl_xor_sync(0xffffffffu, v, m);
+  float f = static_cast<float>(lane);
+  for (unsigned d = 16; d > 0; d /= 2) f += __shfl_down_sync(0xffffffffu, f, d);
+  const int from3 = __shfl_sync(0xffffffffu, lane * 10, 3);
+  const int up = __shfl_up_sync(0xffffffffu, lane, 1);
+  const unsigned odd = __ballot_sync(0xffffffffu, lane % 2);
+  const int all = __all_sync(0xffffffffu, lane < 32);
+  const int any = __any_sync(0xffffffffu, lane == 31);
+  int* o = out + (blockIdx.x * 2 + warp) * 8;
+  if (lane == 0) {
+    o[0] = v;
+    o[1] = static_cast<int>(f);
+    o[2] = static_cast<int>(odd == 0xaaaaaaaau);
+    o[3] = all;
+    o[4] = any;
+    o[5] = static_cast<int>((__activemask() & 1u) != 0);  // which others are active varies
+  }
+  if (lane == 5) o[6] = from3;
+  if (lane == 0) o[7] = up;  // lane 0 keeps its own value
+}
+
+// __syncthreads_count/_and/_or, several in a row (the slots alternate), with early exits.
+static void predicates(const Thread* __choreo_thr, int* out) {
+  const unsigned t = threadIdx.x;
+  if (t >= 100) return;  // 100 live threads of 128
+  int* o = out + blockIdx.x * 6;
+  for (int round = 0; round < 3; ++round) {
+    const int odd = __syncthreads_count(t % 2);
+    const int all_small = __syncthreads_and(t < 100);
+    const int any_big = __syncthreads_or(t == 99);
+    const int none = __syncthreads_or(0);
+    const int not_all = __syncthreads_and(t != 5);
+    __syncthreads();
+    if (t == 0 && round == 2) {
+      o[0] = odd;
+      o[1] = all_small;
+      o[2] = any_big;
+      o[3] = none;
+      o[4] = not_all;
+      o[5] = __syncthreads_count(1) + 1000;  // only thread 0: the others have not arrived...
+    } else if (round == 2) {
+      __syncthreads_count(1);  // ...so they arrive here
+    }
+  }
+}
+
 static cudaLaunchConfig_t config(dim3 grid, dim3 block, std::size_t smem) {
   cudaLaunchConfig_t c = {};
   c.gridDim = grid;
@@ -214,6 +280,40 @@ int main() {
   CHECK_OK(choreo::cpu::launch<grid_sum>(&c, kFibres | kCooperative, gdev, partial, total));
   CHECK_OK(cudaDeviceSynchronize());
   CHECK(*total == want);
+
+  // Warp shuffles and votes.
+  int* wo = nullptr;
+  CHECK_OK(cudaMalloc(&wo, 2 * 2 * 8 * sizeof(int)));
+  c = config(dim3(2), dim3(64), 0);
+  CHECK_OK(choreo::cpu::launch<warp_ops>(&c, kFibres, wo));
+  CHECK_OK(cudaDeviceSynchronize());
+  for (int w = 0; w < 4; ++w) {
+    const int* o = wo + w * 8;
+    CHECK(o[0] == 32 * 33 / 2);
+    CHECK(o[1] == 31 * 32 / 2);
+    CHECK(o[2] == 1 && o[3] == 1 && o[4] == 1 && o[5] == 1);
+    CHECK(o[6] == 30);
+    CHECK(o[7] == 0);
+  }
+
+  // Barriers with predicates.
+  int* po = nullptr;
+  CHECK_OK(cudaMalloc(&po, 2 * 6 * sizeof(int)));
+  c = config(dim3(2), dim3(128), 0);
+  CHECK_OK(choreo::cpu::launch<predicates>(&c, kFibres, po));
+  CHECK_OK(cudaDeviceSynchronize());
+  for (int b = 0; b < 2; ++b) {
+    const int* o = po + b * 6;
+    CHECK(o[0] == 50 && o[1] == 1 && o[2] == 1 && o[3] == 0 && o[4] == 0 && o[5] == 1100);
+  }
+
+  // Spinning with a fence.
+  int* spun = nullptr;
+  CHECK_OK(cudaMalloc(&spun, 3 * sizeof(int)));
+  c = config(dim3(3), dim3(64), sizeof(int));
+  CHECK_OK(choreo::cpu::launch<spin_on_flag>(&c, kFibres, spun));
+  CHECK_OK(cudaDeviceSynchronize());
+  CHECK(spun[0] == 7 && spun[1] == 7 && spun[2] == 7);
 
   // The CUDA dialect.
   int *rin = nullptr, *rout = nullptr;

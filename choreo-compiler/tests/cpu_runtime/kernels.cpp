@@ -6,6 +6,7 @@
 #include "choreo_cpu.h"
 
 #include <atomic>
+#include <chrono>
 #include <thread>
 #include <vector>
 
@@ -23,14 +24,16 @@ static void index_kernel(const Thread* __choreo_thr, unsigned* out) {
 // A __device__ function has no __choreo_thr parameter: the macros read the current thread.
 __device__ unsigned global_index() { return blockIdx.x * blockDim.x + threadIdx.x; }
 
-static void sum_kernel([[maybe_unused]] const Thread* __choreo_thr, unsigned long long* total, int* counts,
-                       float* fsum, unsigned n) {
+static void sum_kernel([[maybe_unused]] const Thread* __choreo_thr, unsigned long long* total,
+                       int* counts, float* fsum, __half* half_sum, unsigned n) {
   const unsigned i = global_index();
   if (i < n) {
     atomicAdd(total, static_cast<unsigned long long>(i));
     atomicAdd(&counts[i % 7], 1);
     atomicMax(&counts[7], static_cast<int>(i));
     atomicAdd(fsum, 1.0f);
+    atomicAdd_block(&counts[8], 1);
+    if (i < 64) atomicAdd(half_sum, __half(1.0f));
   }
 }
 
@@ -60,7 +63,9 @@ static void convert_kernel(const Thread* __choreo_thr, float f, unsigned char c,
 static std::atomic<int> flag{0};
 static void spin_kernel(const Thread* __choreo_thr, int* seen) {
   (void)__choreo_thr;
-  for (long i = 0; i < 20000000 && flag.load() == 0; ++i) {
+  // Bounded (a broken runtime fails instead of hanging), generously: the machine may be busy.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (flag.load() == 0 && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::yield();
   }
   *seen = flag.load();
@@ -102,13 +107,16 @@ int main() {
   int* counts = nullptr;
   float* fsum = nullptr;
   CHECK_OK(cudaMalloc(&sum, sizeof *sum));
-  CHECK_OK(cudaMalloc(&counts, 8 * sizeof(int)));
+  CHECK_OK(cudaMalloc(&counts, 9 * sizeof(int)));
   CHECK_OK(cudaMalloc(&fsum, sizeof(float)));
   CHECK_OK(cudaMemset(sum, 0, sizeof *sum));
-  CHECK_OK(cudaMemset(counts, 0, 8 * sizeof(int)));
+  CHECK_OK(cudaMemset(counts, 0, 9 * sizeof(int)));
+  __half* half_sum = nullptr;
+  CHECK_OK(cudaMalloc(&half_sum, sizeof(__half)));
+  CHECK_OK(cudaMemset(half_sum, 0, sizeof(__half)));
   CHECK_OK(cudaMemset(fsum, 0, sizeof(float)));
   c = config(dim3((n + 255) / 256), dim3(256));
-  CHECK_OK(choreo::cpu::launch<sum_kernel>(&c, 0, sum, counts, fsum, n));
+  CHECK_OK(choreo::cpu::launch<sum_kernel>(&c, 0, sum, counts, fsum, half_sum, n));
   CHECK_OK(cudaDeviceSynchronize());
   CHECK(*sum == static_cast<unsigned long long>(n) * (n - 1) / 2);
   int expect_counts = 0;
@@ -116,6 +124,8 @@ int main() {
   CHECK(expect_counts == static_cast<int>(n));
   CHECK(counts[7] == static_cast<int>(n - 1));
   CHECK(*fsum == static_cast<float>(n));  // integers below 2^24 add exactly
+  CHECK(counts[8] == static_cast<int>(n));
+  CHECK(__half2float(*half_sum) == 64.0f);
 
   // Dynamic shared memory, per block.
   int* out = nullptr;

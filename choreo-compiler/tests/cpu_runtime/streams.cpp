@@ -11,6 +11,8 @@
 
 #include "check.h"
 
+__constant__ float coefficients[4];
+
 namespace {
 
 std::atomic<int> flag{0};
@@ -30,7 +32,9 @@ void wait_for_b(void*) { overlap_seen = wait_flag(1); }
 void set_flag(void*) { flag.store(1); }
 
 std::vector<int> order;
-void push(void* value) { order.push_back(static_cast<int>(reinterpret_cast<std::intptr_t>(value))); }
+void push(void* value) {
+  order.push_back(static_cast<int>(reinterpret_cast<std::intptr_t>(value)));
+}
 void* tag(int v) { return reinterpret_cast<void*>(static_cast<std::intptr_t>(v)); }
 
 std::atomic<int> released{0};
@@ -176,6 +180,25 @@ int main() {
   CHECK_OK(cudaRuntimeGetVersion(&version));
   CHECK(version >= 12000);
   CHECK(std::string(cudaGetErrorName(cudaErrorLaunchFailure)) == "cudaErrorLaunchFailure");
+  cudaDeviceProp prop;
+  CHECK_OK(cudaGetDeviceProperties(&prop, 0));
+  CHECK(prop.multiProcessorCount == sms && prop.warpSize == 32 && prop.major == 0);
+  CHECK(prop.sharedMemPerBlockOptin == 227 * 1024 && prop.totalGlobalMem > 0);
+
+  // Symbols and the special stream handles.
+  const float coef[4] = {1.0f, 2.0f, 3.0f, 4.0f};
+  CHECK_OK(cudaMemcpyToSymbol(coefficients, coef, sizeof coef));
+  float coef_back[2] = {};
+  CHECK_OK(cudaMemcpyFromSymbol(coef_back, coefficients, sizeof coef_back, 2 * sizeof(float)));
+  CHECK(coefficients[1] == 2.0f && coef_back[0] == 3.0f && coef_back[1] == 4.0f);
+  CHECK(cudaMemcpyToSymbol(coefficients, coef, sizeof coef, 4) == cudaErrorInvalidValue);
+  order.clear();
+  CHECK_OK(cudaLaunchHostFunc(cudaStreamPerThread, push, tag(1)));
+  CHECK_OK(cudaLaunchHostFunc(cudaStreamLegacy, push, tag(2)));
+  CHECK_OK(cudaStreamSynchronize(cudaStreamPerThread));
+  CHECK(order.size() == 2 && order[0] == 1 && order[1] == 2);
+  CHECK(cudaStreamDestroy(cudaStreamLegacy) == cudaErrorInvalidResourceHandle);
+  CHECK(cudaGetLastError() == cudaErrorInvalidResourceHandle);
 
   CHECK_OK(cudaEventDestroy(e));
   CHECK_OK(cudaEventDestroy(t0));

@@ -73,7 +73,9 @@ int main() {
   CHECK_OK(choreo::cpu::launch<staged>(&c, choreo::cpu::kFibres, din, dout));
   CHECK_OK(cudaDeviceSynchronize());
   for (int t = 0; t < 32; ++t) {
-    for (int j = 0; j < 4; ++j) CHECK(dout[t * 4 + j] == static_cast<float>(((t + 1) % 32) * 4 + j));
+    for (int j = 0; j < 4; ++j) {
+      CHECK(dout[t * 4 + j] == static_cast<float>(((t + 1) % 32) * 4 + j));
+    }
   }
 
   // Math helpers.
