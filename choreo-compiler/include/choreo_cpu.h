@@ -1218,17 +1218,21 @@ inline void call_kernel(const Thread* thread, const Args& args, std::index_seque
 }
 
 // Loop mode: all threads of one block in a loop; the kernel is known here and inlines.
+// The kernel sees local copies of its arguments and of the thread: no store of the kernel can
+// change them (their addresses do not escape unless the kernel passes them on), so the
+// compiler keeps them in registers across the loop instead of reloading them per thread.
 template <auto Kernel, class Args>
 void run_block(const void* args, Thread* thread) {
-  const Args& a = *static_cast<const Args*>(args);
-  const dim3 b = thread->blockDim;
+  const Args a = *static_cast<const Args*>(args);
+  Thread local = *thread;
+  const dim3 b = local.blockDim;
   unsigned linear = 0;
   for (unsigned z = 0; z < b.z; ++z) {
     for (unsigned y = 0; y < b.y; ++y) {
       for (unsigned x = 0; x < b.x; ++x) {
-        thread->threadIdx = uint3{x, y, z};
-        thread->linear_ = linear++;
-        call_kernel<Kernel>(thread, a, std::make_index_sequence<std::tuple_size<Args>::value>{});
+        local.threadIdx = uint3{x, y, z};
+        local.linear_ = linear++;
+        call_kernel<Kernel>(&local, a, std::make_index_sequence<std::tuple_size<Args>::value>{});
       }
     }
   }

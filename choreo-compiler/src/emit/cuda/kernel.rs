@@ -87,7 +87,7 @@ impl FnEmitter<'_, '_> {
         let mut params: Vec<String> = Vec::new();
         if self.options.dialect == Dialect::Cpu {
             // The executing thread, which `threadIdx`, `__syncthreads()`, … read on the CPU.
-            params.push("const ::choreo::cpu::Thread* __choreo_thr".to_string());
+            params.push("[[maybe_unused]] const ::choreo::cpu::Thread* __choreo_thr".to_string());
         }
         params.extend(k.captures.iter().map(|c| self.capture_decl(span, *c)));
         if k.guards {
