@@ -12,6 +12,13 @@
 // runtime") says why it looks like this and where it differs from CUDA.
 #pragma once
 
+// The CPU and CUDA objects of one .co file are linked into one program, and choreo.h's inline
+// functions and templates compile to different code in the two modes (they call this header's
+// runtime instead of CUDA's) under the same mangled names, which the linker would merge. In
+// CPU mode the namespace `choreo` therefore has a name of its own; code that writes
+// `choreo::…` (generated code, the .co file's host code) is renamed with it.
+#define choreo choreo_on_cpu
+
 // Every standard header this one needs, and <memory>, is included before the qualifier macros
 // below: libstdc++ spells `__attribute__((__noinline__))`, which the `__noinline__` macro would
 // break in a header included after it (the same trap as with CUDA's own headers).
@@ -1220,7 +1227,9 @@ inline void call_kernel(const Thread* thread, const Args& args, std::index_seque
 // Loop mode: all threads of one block in a loop; the kernel is known here and inlines.
 // The kernel sees local copies of its arguments and of the thread: no store of the kernel can
 // change them (their addresses do not escape unless the kernel passes them on), so the
-// compiler keeps them in registers across the loop instead of reloading them per thread.
+// compiler keeps them in registers across the loop instead of reloading them per thread. The
+// runtime's thread gets the same index too (a store, no reload): `__device__` functions reach
+// it through the thread-local `__choreo_thr`.
 template <auto Kernel, class Args>
 void run_block(const void* args, Thread* thread) {
   const Args a = *static_cast<const Args*>(args);
@@ -1230,8 +1239,8 @@ void run_block(const void* args, Thread* thread) {
   for (unsigned z = 0; z < b.z; ++z) {
     for (unsigned y = 0; y < b.y; ++y) {
       for (unsigned x = 0; x < b.x; ++x) {
-        local.threadIdx = uint3{x, y, z};
-        local.linear_ = linear++;
+        local.threadIdx = thread->threadIdx = uint3{x, y, z};
+        local.linear_ = thread->linear_ = linear++;
         call_kernel<Kernel>(&local, a, std::make_index_sequence<std::tuple_size<Args>::value>{});
       }
     }
