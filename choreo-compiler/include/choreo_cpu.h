@@ -1156,7 +1156,12 @@ namespace detail {
 struct Block;
 }
 
-enum : unsigned { kFibres = 1u, kCooperative = 2u };
+// Launch flags. kFibres: the threads of a block synchronise (every thread a fibre).
+// kCooperative: a grid barrier (all blocks' threads fibres of one scheduler). kDeviceThread: a
+// loop-mode kernel calls `__device__` functions that read threadIdx & co. through the global
+// `__choreo_thr` (the runner then keeps the thread-local one up to date, a store per thread;
+// generated kernels never need it, since foreign code makes them fibre kernels).
+enum : unsigned { kFibres = 1u, kCooperative = 2u, kDeviceThread = 4u };
 
 // One CUDA thread of a running kernel: what `threadIdx` & co. read, and the barriers.
 struct Thread {
@@ -1204,6 +1209,7 @@ struct Thread {
   detail::Block* block_;
   unsigned linear_;  // threadIdx as a linear index within the block
   void* fibre_;      // the fibre running this thread; nullptr in loop mode and on the host
+  bool mirror_;      // loop mode: copy each index here too (the launch's kDeviceThread)
 };
 
 namespace detail {
@@ -1226,21 +1232,25 @@ inline void call_kernel(const Thread* thread, const Args& args, std::index_seque
 
 // Loop mode: all threads of one block in a loop; the kernel is known here and inlines.
 // The kernel sees local copies of its arguments and of the thread: no store of the kernel can
-// change them (their addresses do not escape unless the kernel passes them on), so the
-// compiler keeps them in registers across the loop instead of reloading them per thread. The
-// runtime's thread gets the same index too (a store, no reload): `__device__` functions reach
-// it through the thread-local `__choreo_thr`.
+// change them (their addresses do not escape), so the compiler keeps them in registers across
+// the loop instead of reloading them per thread. With kDeviceThread the runtime's thread (what
+// the thread-local `__choreo_thr` gives `__device__` functions) gets each index as well.
 template <auto Kernel, class Args>
 void run_block(const void* args, Thread* thread) {
   const Args a = *static_cast<const Args*>(args);
   Thread local = *thread;
   const dim3 b = local.blockDim;
+  const bool mirror = thread->mirror_;
   unsigned linear = 0;
   for (unsigned z = 0; z < b.z; ++z) {
     for (unsigned y = 0; y < b.y; ++y) {
       for (unsigned x = 0; x < b.x; ++x) {
-        local.threadIdx = thread->threadIdx = uint3{x, y, z};
-        local.linear_ = thread->linear_ = linear++;
+        local.threadIdx = uint3{x, y, z};
+        local.linear_ = linear++;
+        if (mirror) {
+          thread->threadIdx = local.threadIdx;
+          thread->linear_ = local.linear_;
+        }
         call_kernel<Kernel>(&local, a, std::make_index_sequence<std::tuple_size<Args>::value>{});
       }
     }

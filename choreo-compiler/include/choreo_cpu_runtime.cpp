@@ -1001,6 +1001,7 @@ void init_thread(Thread& t, Block& b, unsigned char* smem) {
   t.smem = smem;
   t.block_ = &b;
   t.fibre_ = nullptr;
+  t.mirror_ = (g.desc.flags & choreo::cpu::kDeviceThread) != 0;
 }
 
 void describe_deadlock(Scheduler& sched, const std::vector<Block*>& blocks) {

@@ -116,7 +116,9 @@ int main() {
   CHECK_OK(cudaMemset(half_sum, 0, sizeof(__half)));
   CHECK_OK(cudaMemset(fsum, 0, sizeof(float)));
   c = config(dim3((n + 255) / 256), dim3(256));
-  CHECK_OK(choreo::cpu::launch<sum_kernel>(&c, 0, sum, counts, fsum, half_sum, n));
+  // sum_kernel's index comes from a __device__ function, through the global __choreo_thr.
+  CHECK_OK(choreo::cpu::launch<sum_kernel>(&c, choreo::cpu::kDeviceThread, sum, counts, fsum,
+                                           half_sum, n));
   CHECK_OK(cudaDeviceSynchronize());
   CHECK(*sum == static_cast<unsigned long long>(n) * (n - 1) / 2);
   int expect_counts = 0;
