@@ -8,7 +8,7 @@
 // Rust runtime calls, prefixed `choreo_cpu_`) and the CUDA names forwarding to it; 2. the CUDA
 // surface of device code (qualifiers, vector types, half/bfloat16/fp8, math, atomics); 3. the
 // kernel-facing API (choreo::cpu::Thread, launch<Kernel>, the threadIdx/... macros).
-// The contract between these parts is cpu-backend-interface.md; ARCHITECTURE.md ("The CPU
+// The contract between these parts is docs/cpu-backend-interface.md of the repository; ARCHITECTURE.md ("The CPU
 // runtime") says why it looks like this and where it differs from CUDA.
 #pragma once
 

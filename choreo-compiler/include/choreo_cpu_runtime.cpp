@@ -3,7 +3,7 @@
 // implements the C API declared there (a mirror of the CUDA runtime functions, prefixed
 // `choreo_cpu_`), streams (one worker thread each), events, "device" memory (host memory), the
 // block pool that runs kernels, and the fibres that run the threads of kernels with barriers.
-// ARCHITECTURE.md ("The CPU runtime") describes the design; cpu-backend-interface.md the
+// ARCHITECTURE.md ("The CPU runtime") describes the design; docs/cpu-backend-interface.md the
 // contract.
 //
 // User errors never abort: they are error codes, sticky ones for failed kernels as in CUDA.

@@ -8,10 +8,13 @@
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 use std::sync::OnceLock;
-use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+mod common;
+
+use common::cxx::{cxx, describe, include_dir, run_with_timeout};
 
 /// Every program in `tests/cpu_runtime/`, by file stem; `every_program_has_a_test` keeps this
 /// list and the directory in step.
@@ -35,10 +38,6 @@ fn manifest_dir() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
-fn include_dir() -> PathBuf {
-    manifest_dir().join("include")
-}
-
 fn programs_dir() -> PathBuf {
     manifest_dir().join("tests").join("cpu_runtime")
 }
@@ -49,23 +48,12 @@ fn out_dir() -> PathBuf {
     dir
 }
 
-fn cxx() -> String {
-    std::env::var("CXX").ok().filter(|c| !c.is_empty()).unwrap_or_else(|| "c++".to_string())
-}
-
 /// The flags of every compilation: the runtime must build warning-free.
-fn common_flags(command: &mut Command) {
-    command.args(["-std=c++17", "-O1", "-g0", "-pthread", "-Wall", "-Wextra", "-Werror"]);
-    command.arg("-I").arg(include_dir());
-}
+const FLAGS: &[&str] = &["-std=c++17", "-O1", "-g0", "-pthread", "-Wall", "-Wextra", "-Werror"];
 
-fn describe(output: &Output) -> String {
-    format!(
-        "status {}\n--- stdout\n{}\n--- stderr\n{}",
-        output.status,
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    )
+fn common_flags(command: &mut Command) {
+    command.args(FLAGS);
+    command.arg("-I").arg(include_dir());
 }
 
 /// How the runtime object is built: as shipped, or with the portable ucontext fibres.
@@ -84,57 +72,11 @@ fn runtime_object(flavour: Flavour) -> &'static Result<PathBuf, String> {
         Flavour::Ucontext => (&UCONTEXT, "choreo_cpu_runtime_ucontext.o"),
     };
     cell.get_or_init(|| {
-        let object = out_dir().join(name);
-        let mut command = Command::new(cxx());
-        common_flags(&mut command);
+        let mut flags = FLAGS.to_vec();
         if flavour == Flavour::Ucontext {
-            command.arg("-DCHOREO_CPU_UCONTEXT");
+            flags.push("-DCHOREO_CPU_UCONTEXT");
         }
-        command.arg("-c").arg(include_dir().join("choreo_cpu_runtime.cpp")).arg("-o").arg(&object);
-        let output = command.output().map_err(|err| format!("cannot run {}: {err}", cxx()))?;
-        if !output.status.success() {
-            return Err(format!("the runtime does not compile:\n{}", describe(&output)));
-        }
-        Ok(object)
-    })
-}
-
-/// Runs `command` with its output captured, killing it after `limit`.
-fn run_with_timeout(mut command: Command, limit: Duration) -> Result<Output, String> {
-    let mut child = command
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|err| format!("cannot start the program: {err}"))?;
-    // The pipes are drained by threads so a chatty program cannot block on a full pipe.
-    let mut stdout = child.stdout.take().expect("piped stdout");
-    let mut stderr = child.stderr.take().expect("piped stderr");
-    let out = thread::spawn(move || {
-        let mut buf = Vec::new();
-        std::io::Read::read_to_end(&mut stdout, &mut buf).ok();
-        buf
-    });
-    let err = thread::spawn(move || {
-        let mut buf = Vec::new();
-        std::io::Read::read_to_end(&mut stderr, &mut buf).ok();
-        buf
-    });
-    let start = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().map_err(|e| e.to_string())? {
-            break status;
-        }
-        if start.elapsed() > limit {
-            child.kill().ok();
-            child.wait().ok();
-            return Err(format!("the program ran longer than {limit:?} (hung?); killed"));
-        }
-        thread::sleep(Duration::from_millis(10));
-    };
-    Ok(Output {
-        status,
-        stdout: out.join().unwrap_or_default(),
-        stderr: err.join().unwrap_or_default(),
+        common::cxx::compile_runtime(&out_dir().join(name), &flags)
     })
 }
 
