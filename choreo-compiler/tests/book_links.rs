@@ -147,6 +147,39 @@ fn book_links_and_includes_resolve_inside_the_repository() {
     assert!(problems.is_empty(), "broken book links:\n{}", problems.join("\n"));
 }
 
+/// Includes by line numbers break silently when the file changes: chapters include parts of
+/// files by anchor (`{{#include path:name}}`, `// ANCHOR: name` … `// ANCHOR_END: name` in the
+/// file), and every anchor they name exists.
+#[test]
+fn includes_name_anchors_that_exist() {
+    let src = book_src();
+    let mut problems = Vec::new();
+    for file in markdown_files(&src) {
+        let text = std::fs::read_to_string(&file).expect("readable page");
+        let mut rest = text.as_str();
+        while let Some(at) = rest.find("{{#include") {
+            let after = &rest[at + "{{#include".len()..];
+            let arg = after.split("}}").next().unwrap_or("").trim();
+            rest = after;
+            let mut parts = arg.splitn(2, ':');
+            let (path, selector) = (parts.next().unwrap_or(""), parts.next());
+            let Some(selector) = selector else { continue };
+            let target = file.parent().expect("folder").join(path);
+            let shown = file.strip_prefix(&src).unwrap_or(&file).display().to_string();
+            if selector.chars().next().is_some_and(|c| c.is_ascii_digit()) {
+                problems.push(format!("{shown}: {arg} includes by line numbers; use an anchor"));
+                continue;
+            }
+            let body = std::fs::read_to_string(&target).unwrap_or_default();
+            let (open, close) = (format!("ANCHOR: {selector}"), format!("ANCHOR_END: {selector}"));
+            if !body.contains(&open) || !body.contains(&close) {
+                problems.push(format!("{shown}: {arg}: the file has no anchor `{selector}`"));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
 #[test]
 fn every_book_page_is_in_the_summary() {
     let src = book_src();

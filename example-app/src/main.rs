@@ -34,6 +34,7 @@ enum AppError {
     Failed(String),
 }
 
+// ANCHOR: app_error
 impl From<choreo::Error> for AppError {
     fn from(e: choreo::Error) -> AppError {
         if e.is_no_gpu() || matches!(e, choreo::Error::NotBuilt { .. }) {
@@ -43,6 +44,7 @@ impl From<choreo::Error> for AppError {
         }
     }
 }
+// ANCHOR_END: app_error
 
 fn run() -> Result<(), AppError> {
     let device = choreo::init()?;
