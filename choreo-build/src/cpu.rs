@@ -12,6 +12,7 @@
 
 use crate::error::{Error, NvccFailure};
 use crate::hash::{Digest, Hasher};
+use crate::nvcc::JobError;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -140,7 +141,7 @@ pub(crate) fn compile_all(
         })
         .collect();
     let next = AtomicUsize::new(0);
-    let failures: Mutex<Vec<Result<NvccFailure, Error>>> = Mutex::new(Vec::new());
+    let failures: Mutex<Vec<JobError>> = Mutex::new(Vec::new());
     std::thread::scope(|scope| {
         for _ in 0..threads.clamp(1, stale.len().max(1)) {
             scope.spawn(|| {
@@ -160,8 +161,8 @@ pub(crate) fn compile_all(
     let mut compile_failures = Vec::new();
     for failure in failures {
         match failure {
-            Ok(failure) => compile_failures.push(failure),
-            Err(error) => return Err(error),
+            JobError::Failed(failure) => compile_failures.push(*failure),
+            JobError::Fatal(error) => return Err(error),
         }
     }
     if !compile_failures.is_empty() {
@@ -181,14 +182,15 @@ fn key_file(object: &Path) -> PathBuf {
     object.with_extension("key")
 }
 
-/// Runs the compiler on one job; `Ok(failure)` in the error position is a compile error of the
-/// file (reported with the others), `Err` a failure to run at all.
-fn compile_one(config: &CpuConfig, job: &CpuJob) -> Result<(), Result<NvccFailure, Error>> {
+/// Runs the compiler on one job: `JobError::Failed` is a compile error of the file (reported
+/// with the others), `JobError::Fatal` a failure to run at all.
+fn compile_one(config: &CpuConfig, job: &CpuJob) -> Result<(), JobError> {
     let key_path = key_file(&job.object);
     // A failed or interrupted run must not leave an entry that looks valid.
     let _ = fs::remove_file(&key_path);
     if let Some(dir) = job.object.parent() {
-        fs::create_dir_all(dir).map_err(|e| Err(Error::io("create directory", dir, e)))?;
+        fs::create_dir_all(dir)
+            .map_err(|e| JobError::Fatal(Error::io("create directory", dir, e)))?;
     }
     let args = config.args(job);
     let mut command = Command::new(&config.compiler);
@@ -196,13 +198,13 @@ fn compile_one(config: &CpuConfig, job: &CpuJob) -> Result<(), Result<NvccFailur
     for (name, value) in &config.env {
         command.env(name, value);
     }
-    let output = command
-        .output()
-        .map_err(|source| Err(Error::Spawn { program: config.compiler.clone(), source }))?;
+    let output = command.output().map_err(|source| {
+        JobError::Fatal(Error::Spawn { program: config.compiler.clone(), source })
+    })?;
     if !output.status.success() {
         let mut text = String::from_utf8_lossy(&output.stderr).into_owned();
         text.push_str(&String::from_utf8_lossy(&output.stdout));
-        return Err(Ok(NvccFailure {
+        return Err(JobError::Failed(Box::new(NvccFailure {
             source_file: job.source.clone(),
             cu_file: job.cpp.clone(),
             hand_written: false,
@@ -212,8 +214,9 @@ fn compile_one(config: &CpuConfig, job: &CpuJob) -> Result<(), Result<NvccFailur
                 .join(" "),
             status: output.status.to_string(),
             output: text,
-        }));
+        })));
     }
-    fs::write(&key_path, config.key(job)).map_err(|e| Err(Error::io("write", &key_path, e)))?;
+    fs::write(&key_path, config.key(job))
+        .map_err(|e| JobError::Fatal(Error::io("write", &key_path, e)))?;
     Ok(())
 }
