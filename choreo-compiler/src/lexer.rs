@@ -75,6 +75,7 @@ pub fn lex(text: &Expanded, intrinsics: &IntrinsicNames, diags: &mut Diagnostics
         depth: 0,
         tokens: Vec::with_capacity(text.text.len() / 3 + 1),
         diags,
+        bad_char_errors: 0,
     };
     lexer.run();
     lexer.tokens
@@ -98,7 +99,14 @@ struct Lexer<'a> {
     depth: usize,
     tokens: Vec<Token>,
     diags: &'a mut Diagnostics,
+    /// Unexpected characters reported so far: after [`MAX_BAD_CHAR_ERRORS`] the rest become
+    /// error tokens without a diagnostic each (a macro can expand to megabytes of junk).
+    bad_char_errors: usize,
 }
+
+/// How many "unexpected character" errors one file reports; one more says that the rest are
+/// not shown.
+const MAX_BAD_CHAR_ERRORS: usize = 100;
 
 fn is_ident_start(b: u8) -> bool {
     b.is_ascii_alphabetic() || b == b'_'
@@ -453,8 +461,27 @@ impl<'a> Lexer<'a> {
             end += c.len_utf8();
         }
         let end = end.max(start + 1).min(self.bytes.len());
-        let shown = self.slice(start, end).escape_debug().to_string();
-        let message = if self.slice(start, end).chars().count() == 1 {
+        self.bad_char_errors += 1;
+        if self.bad_char_errors > MAX_BAD_CHAR_ERRORS {
+            if self.bad_char_errors == MAX_BAD_CHAR_ERRORS + 1 {
+                self.diags.push(
+                    Diagnostic::error(
+                        "E0201",
+                        self.span(start, end),
+                        format!(
+                            "more unexpected characters (after {MAX_BAD_CHAR_ERRORS} reported)"
+                        ),
+                    )
+                    .with_label("the rest of the file's unexpected characters are not reported"),
+                );
+            }
+            self.pos = end;
+            self.push(TokenKind::Error, start, end);
+            return;
+        }
+        let run = self.slice(start, end);
+        let shown = shown_start(run);
+        let message = if run.chars().nth(1).is_none() {
             format!("unexpected character '{shown}'")
         } else {
             format!("unexpected characters '{shown}'")
@@ -620,7 +647,7 @@ impl<'a> Lexer<'a> {
         if !closed {
             end = start + 1;
         }
-        let shown = self.slice(start, end).escape_debug().to_string();
+        let shown = shown_start(self.slice(start, end));
         self.diags.push(
             Diagnostic::error(
                 "E0201",
@@ -745,4 +772,15 @@ impl<'a> Lexer<'a> {
             }
         }
     }
+}
+
+/// The start of `text` for a message, escaped: a run of bad characters can be megabytes long
+/// (a macro expanding to junk), and escaping all of it would cost more than lexing it.
+fn shown_start(text: &str) -> String {
+    const SHOWN: usize = 16;
+    let mut shown = text.chars().take(SHOWN).collect::<String>().escape_debug().to_string();
+    if text.chars().nth(SHOWN).is_some() {
+        shown.push('…');
+    }
+    shown
 }

@@ -353,6 +353,9 @@ const MAX_EXPANSION_BYTES: usize = 1 << 20;
 /// Tokens scanned inside the expansion of one top-level invocation before E0120 (bounds the
 /// work of exponential definitions whose output stays small, like `#define A B B` chains).
 const MAX_EXPANSION_STEPS: usize = 1 << 18;
+/// Tokens scanned in the expansions of all invocations of a file together: a few times what
+/// one invocation may take, so that an exploding macro used many times stops early.
+const MAX_FILE_EXPANSION_STEPS: usize = 1 << 22;
 /// Nesting of parentheses and unary operators in `#if` before E0105 (bounds recursion).
 const MAX_EXPR_DEPTH: usize = 256;
 
@@ -1140,6 +1143,9 @@ struct Expander<'t> {
     exhausted: bool,
     /// Tokens scanned inside expansions of the current invocation.
     steps: usize,
+    /// Tokens scanned inside expansions of the whole file: bounds the work of a file that
+    /// invokes an exploding macro many times (each invocation stops at its own limit).
+    file_steps: usize,
     /// Keep `defined X` and `__has_*(…)` operands unexpanded (`#if` expressions).
     protect_defined: bool,
     /// Macros whose expansion is being rescanned (C's recursion guard).
@@ -1164,6 +1170,7 @@ impl<'t> Expander<'t> {
             site_failed: false,
             exhausted: false,
             steps: 0,
+            file_steps: 0,
             protect_defined: fixed_site.is_some(),
             disabled: Vec::new(),
         }
@@ -1226,9 +1233,11 @@ impl<'t> Expander<'t> {
         while i < range.end {
             if !top {
                 self.steps += 1;
+                self.file_steps += 1;
                 if self.exhausted
                     || sink.len() > MAX_EXPANSION_BYTES
                     || self.steps > MAX_EXPANSION_STEPS
+                    || self.file_steps > MAX_FILE_EXPANSION_STEPS
                 {
                     if !self.exhausted {
                         self.too_large();

@@ -644,6 +644,26 @@ fn unterminated_strings_and_comments() {
     assert_eq!(fine.kinds(), vec![ident("a"), ident("b"), ident("c")]);
 }
 
+/// Junk (e.g. a macro that expands to megabytes of it) is reported briefly: a long run shows its
+/// start, and after 100 runs one more error says the rest is not reported.
+#[test]
+fn long_and_many_runs_of_bad_characters_are_reported_briefly() {
+    let lexed = lex_text(&"@".repeat(40));
+    assert_eq!(
+        lexed.errors(),
+        vec![(
+            "E0201",
+            "t.co:1:1".to_string(),
+            format!("unexpected characters '{}…'", "@".repeat(16))
+        )]
+    );
+    let lexed = lex_text(&"a @ ".repeat(500));
+    let errors = lexed.errors();
+    assert_eq!(errors.len(), 101, "{errors:?}");
+    assert_eq!(errors[100].2, "more unexpected characters (after 100 reported)");
+    assert_eq!(lexed.kinds().iter().filter(|k| **k == TokenKind::Error).count(), 500);
+}
+
 #[test]
 fn bad_characters_are_reported_once_per_run() {
     let lexed = lex_text("a @ b $$ c `\n é d");

@@ -5,6 +5,8 @@
 //! - a tensor of the wrong shape: `Error::Shape` naming the parameter and the dimension;
 //! - data of the wrong length: `Error::Length` when the view or tensor is made, or
 //!   `Error::Shape` for a rank-1 argument against a constant extent;
+//! - a tensor or a stream of the CPU device in a call on the GPU, or streams of both:
+//!   `Error::DeviceMismatch` (one GPU);
 //! - a tensor of another device, a stream of another device, streams of two devices:
 //!   `Error::InvalidArgument` naming both devices (these need two GPUs:
 //!   `#[ignore = "needs two CUDA GPUs"]`, and their names end in `two_gpus` so that
@@ -159,6 +161,48 @@ fn aliased_device_arguments_are_refused_before_launch() {
     timing::spin_sync(&stream, &mut t, &mut upload(&[0u32; 64]), 1, 9).unwrap();
     assert_eq!(download(&t), vec![9; 64]);
     assert_eq!(download(&other), vec![1; 64]);
+    choreo_tests::assert_no_deferred_error();
+}
+
+/// The foreign-device cases a machine with one GPU has: a tensor or a stream of the CPU
+/// device in a call on the GPU (and the reverse) is `Error::DeviceMismatch`, before anything is
+/// launched.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_tensor_of_the_cpu_in_a_gpu_call_is_a_device_mismatch() {
+    let _gpu = require_gpus(1);
+    let cpu = Stream::new_on_device(Device::cpu()).unwrap();
+    let on_cpu = DeviceTensor::from_host(&cpu, [1.0f32; 64].as_slice().into()).unwrap();
+    // `axpy` has no stream parameter: it runs on the default stream, the GPU's here.
+    let mut on_gpu = upload(&[5.0f32; 64]);
+    let result = kinds::axpy(&on_cpu, &mut on_gpu, 2.0);
+    assert!(matches!(result, Err(Error::DeviceMismatch { .. })), "{result:?}");
+    assert_eq!(download(&on_gpu), vec![5.0; 64], "nothing may have been launched");
+    // A written tensor of the CPU.
+    let mut on_cpu = on_cpu;
+    let result = kinds::axpy(&on_gpu, &mut on_cpu, 2.0);
+    assert!(matches!(result, Err(Error::DeviceMismatch { .. })), "{result:?}");
+    assert_eq!(on_cpu.to_host(&cpu).unwrap().into_vec(), vec![1.0; 64], "nothing launched");
+    choreo_tests::assert_no_deferred_error();
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_stream_of_the_cpu_in_a_gpu_call_is_a_device_mismatch() {
+    let _gpu = require_gpus(1);
+    let on_gpu = Stream::new().unwrap();
+    assert_eq!(on_gpu.backend().unwrap(), choreo::Backend::Cuda, "the default device is the GPU");
+    let on_cpu = Stream::new_on_device(Device::cpu()).unwrap();
+    let mut out = upload(&[3u32; 8]);
+    let mut sink = upload(&[3u32; 8]);
+    // Tensors of the GPU, the call's stream of the CPU.
+    let result = timing::spin_sync(&on_cpu, &mut out, &mut sink, 1, 9);
+    assert!(matches!(result, Err(Error::DeviceMismatch { .. })), "{result:?}");
+    // The two streams of one call on two devices.
+    let result = timing::spin_two(&on_gpu, &on_cpu, &mut out, &mut sink, 1).map(|_| ());
+    assert!(matches!(result, Err(Error::DeviceMismatch { .. })), "{result:?}");
+    assert_eq!(download(&out), vec![3; 8], "nothing may have been launched");
+    assert_eq!(download(&sink), vec![3; 8], "nothing may have been launched");
     choreo_tests::assert_no_deferred_error();
 }
 
