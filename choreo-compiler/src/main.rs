@@ -10,8 +10,8 @@
 //! choreoc emit-cpp FILE.co [-D …]... [--standalone] [--no-runtime-checks]
 //!                [--no-bounds-checks] [-o OUT.cpp]
 //! choreoc emit-rs FILE.co [-D …]... [--stub] [--cpu] [-o OUT.rs]
-//! choreoc build FILE.co -o EXE [--arch sm_90a] [-D …]... [--nvcc PATH] [--no-runtime-checks]
-//!               [-- NVCC FLAGS...]
+//! choreoc build FILE.co -o EXE [--arch sm_90a | --target cpu] [-D …]... [--nvcc PATH]
+//!               [--no-runtime-checks] [-- NVCC (or C++ COMPILER) FLAGS...]
 //! choreoc explain [CODE]
 //! choreoc --help | --version
 //! ```
@@ -96,6 +96,8 @@ enum Flag {
     Stub,
     /// `--cpu` (wrappers that call the CPU entries too)
     Cpu,
+    /// `--target cpu|cuda`
+    TargetFlag,
     /// `--nvcc PATH` / `--nvcc=PATH`
     Nvcc,
     /// `-o FILE`
@@ -181,6 +183,13 @@ impl Flag {
                 &[
                     "wrappers that do not call the CUDA kernels (a build without",
                     "nvcc); with neither kernels they return Err(NotBuilt)",
+                ],
+            ),
+            Flag::TargetFlag => row(
+                "--target cpu|cuda",
+                &[
+                    "cuda (default): nvcc; cpu: the host C++ compiler (CXX, else",
+                    "c++) and the CPU runtime, no CUDA needed",
                 ],
             ),
             Flag::Cpu => row(
@@ -308,12 +317,13 @@ const COMMANDS: &[Command] = &[
     Command {
         name: "build",
         summary: "translate one .co file as a whole program and compile it with nvcc",
-        usage: "FILE.co -o EXE [--arch sm_90a] [-D NAME[=VALUE]]... [--nvcc PATH] \
-                [--no-runtime-checks] [--no-bounds-checks] [-- EXTRA NVCC FLAGS...]",
+        usage: "FILE.co -o EXE [--arch sm_90a | --target cpu] [-D NAME[=VALUE]]... [--nvcc PATH] \
+                [--no-runtime-checks] [--no-bounds-checks] [-- EXTRA COMPILER FLAGS...]",
         flags: &[
             Flag::Output,
             Flag::Define,
             Flag::Arch,
+            Flag::TargetFlag,
             Flag::Nvcc,
             Flag::NoRuntimeChecks,
             Flag::NoBoundsChecks,
@@ -376,6 +386,8 @@ struct Options {
     bounds_checks: bool,
     stub: bool,
     cpu_wrappers: bool,
+    /// `--target cpu`.
+    target_cpu: bool,
     nvcc: Option<PathBuf>,
     output: Option<PathBuf>,
     nvcc_flags: Vec<OsString>,
@@ -553,6 +565,7 @@ fn parse_options(command: &'static Command, args: &[OsString]) -> Result<Options
         bounds_checks: true,
         stub: false,
         cpu_wrappers: false,
+        target_cpu: false,
         nvcc: None,
         output: None,
         nvcc_flags: Vec::new(),
@@ -640,6 +653,20 @@ fn parse_options(command: &'static Command, args: &[OsString]) -> Result<Options
             options.stub = true;
         } else if accepts(Flag::Cpu) && text == "--cpu" {
             options.cpu_wrappers = true;
+        } else if accepts(Flag::TargetFlag) && (text == "--target" || text.starts_with("--target="))
+        {
+            let value = match text.strip_prefix("--target=") {
+                Some(value) => value.to_string(),
+                None => next_value(args, &mut i)
+                    .ok_or_else(|| usage("'--target' needs a value: cpu or cuda".to_string()))?,
+            };
+            options.target_cpu = match value.as_str() {
+                "cpu" => true,
+                "cuda" => false,
+                other => {
+                    return Err(usage(format!("unknown target '{other}': expected cpu or cuda")));
+                }
+            };
         } else if accepts(Flag::Nvcc) && (text == "--nvcc" || text.starts_with("--nvcc=")) {
             options.nvcc = Some(match text.strip_prefix("--nvcc=") {
                 Some(v) => PathBuf::from(v),

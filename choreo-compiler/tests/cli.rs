@@ -520,3 +520,29 @@ fn explain_prints_a_code_lists_all_and_rejects_unknown_ones() {
         assert!(stdout(&out).contains("Usage: choreoc explain [CODE]"), "{}", show(&out));
     }
 }
+
+/// `choreoc build --target cpu`: a whole program for the CPU, with the host C++ compiler and
+/// the CPU runtime — no CUDA needed — that runs and passes its own checks.
+#[test]
+fn build_for_the_cpu_makes_a_program_that_runs() {
+    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("cli-build-cpu");
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let exe = dir.join("scale");
+    let source =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/e2e/01_block_sync_scale.co");
+    let out = choreoc([
+        "build".as_ref(),
+        source.as_os_str(),
+        "-o".as_ref(),
+        exe.as_os_str(),
+        "--target".as_ref(),
+        "cpu".as_ref(),
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let run = Command::new(&exe).output().expect("the program runs");
+    assert!(run.status.success(), "{run:?}");
+    assert!(String::from_utf8_lossy(&run.stdout).contains("Test Passed"), "{run:?}");
+    let bad = choreoc(["build", "a.co", "-o", "a", "--target", "tpu"]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("unknown target 'tpu'"));
+}

@@ -1,8 +1,10 @@
-//! `choreoc build`: one `.co` file as a whole program, compiled with nvcc.
+//! `choreoc build`: one `.co` file as a whole program, compiled with nvcc, or (`--target cpu`)
+//! with the host C++ compiler and the CPU runtime.
 
 use super::translate;
 use crate::{Options, Status};
 use choreo_compiler::compile::{CHOREO_H, CompileOptions, OutputMode, Target};
+use choreo_compiler::runtime::{CHOREO_CPU_H, CHOREO_CPU_RUNTIME_CPP};
 use choreo_toolkit::{Discovery, Env, Toolkit};
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -19,6 +21,9 @@ use std::process::Command;
 /// The `-L` is given when nvcc would not find the static runtime by itself (the pip wheels keep
 /// it in `lib`).
 pub(crate) fn run_build(options: &Options) -> Status {
+    if options.target_cpu {
+        return run_build_cpu(options);
+    }
     let host = choreo_toolkit::Target::host();
     let toolkit = match find_toolkit(options, &host) {
         Ok(toolkit) => toolkit,
@@ -84,6 +89,81 @@ pub(crate) fn run_build(options: &Options) -> Status {
         }
         Err(e) => {
             eprintln!("error: cannot run '{}': {e}", toolkit.nvcc.display());
+            let _ = std::fs::remove_dir_all(&dir);
+            Status::Usage
+        }
+    }
+}
+
+/// `choreoc build --target cpu`: translates for the CPU in standalone mode, writes the `.cpp`,
+/// `choreo.h`, `choreo_cpu.h` and `choreo_cpu_runtime.cpp` into a fresh temporary directory
+/// `DIR` and runs
+///
+/// ```text
+/// $CXX -std=c++17 -O2 -pthread -I DIR DIR/FILE.cpp DIR/choreo_cpu_runtime.cpp -o EXE [after --]
+/// ```
+///
+/// (`CXX` unset: `c++`). No CUDA is needed.
+fn run_build_cpu(options: &Options) -> Status {
+    let opts = CompileOptions {
+        defines: options.defines.clone(),
+        target: Target::Cpu,
+        mode: OutputMode::Standalone,
+        runtime_checks: options.runtime_checks,
+        cuda_wrappers: false,
+        cpu_wrappers: true,
+        symbol_scope: None,
+        bounds_checks: options.bounds_checks,
+    };
+    let cpp = match translate(options, &opts) {
+        Ok(compilation) => compilation.cpp.unwrap_or_default(),
+        Err(status) => return status,
+    };
+    let (Some(input), Some(output)) = (options.files.first(), options.output.as_ref()) else {
+        return Status::Usage;
+    };
+    let dir = match make_temp_dir() {
+        Ok(dir) => dir,
+        Err(e) => {
+            eprintln!("error: cannot create a temporary directory: {e}");
+            return Status::Usage;
+        }
+    };
+    let stem = input.file_stem().map_or_else(|| "main".into(), |s| s.to_string_lossy().to_string());
+    let cpp_path = dir.join(format!("{stem}.cpp"));
+    let runtime = dir.join("choreo_cpu_runtime.cpp");
+    let written = [
+        (cpp_path.clone(), cpp.as_str()),
+        (dir.join("choreo.h"), CHOREO_H),
+        (dir.join("choreo_cpu.h"), CHOREO_CPU_H),
+        (runtime.clone(), CHOREO_CPU_RUNTIME_CPP),
+    ]
+    .iter()
+    .try_for_each(|(path, text)| std::fs::write(path, text));
+    if let Err(e) = written {
+        eprintln!("error: cannot write into '{}': {e}", dir.display());
+        let _ = std::fs::remove_dir_all(&dir);
+        return Status::Usage;
+    }
+    let cxx = std::env::var_os("CXX").filter(|c| !c.is_empty()).unwrap_or_else(|| "c++".into());
+    let mut command = Command::new(&cxx);
+    command.args(["-std=c++17", "-O2", "-pthread", "-I"]).arg(&dir);
+    command.arg(&cpp_path).arg(&runtime).arg("-o").arg(output);
+    command.args(&options.nvcc_flags);
+    match command.status() {
+        Ok(status) if status.success() => {
+            let _ = std::fs::remove_dir_all(&dir);
+            Status::Ok
+        }
+        Ok(status) => {
+            eprintln!(
+                "error: the C++ compiler failed ({status}); the generated sources are kept in {}",
+                dir.display()
+            );
+            Status::Errors
+        }
+        Err(e) => {
+            eprintln!("error: cannot run '{}': {e}", PathBuf::from(&cxx).display());
             let _ = std::fs::remove_dir_all(&dir);
             Status::Usage
         }
