@@ -1,9 +1,9 @@
 //! `choreoc build`: one `.co` file as a whole program, compiled with nvcc, or (`--target cpu`)
 //! with the host C++ compiler and the CPU runtime.
 
-use super::translate;
+use super::{compile_options, translate};
 use crate::{Options, Status};
-use choreo_compiler::compile::{CHOREO_H, CompileOptions, OutputMode, Target};
+use choreo_compiler::compile::{CHOREO_H, OutputMode, Target};
 use choreo_compiler::runtime::{CHOREO_CPU_H, CHOREO_CPU_RUNTIME_CPP};
 use choreo_toolkit::{Discovery, Env, Toolkit};
 use std::ffi::OsString;
@@ -33,31 +33,12 @@ pub(crate) fn run_build(options: &Options) -> Status {
         }
     };
     let arch = options.arch.unwrap_or_default();
-    let opts = CompileOptions {
-        defines: options.defines.clone(),
-        target: Target::Cuda(arch),
-        mode: OutputMode::Standalone,
-        runtime_checks: options.runtime_checks,
-        cuda_wrappers: true,
-        cpu_wrappers: false,
-        symbol_scope: None,
-        bounds_checks: options.bounds_checks,
-    };
+    let opts = compile_options(options, Target::Cuda(arch), OutputMode::Standalone);
     let cu = match translate(options, &opts) {
         Ok(compilation) => compilation.cu.unwrap_or_default(),
         Err(status) => return status,
     };
-    let (Some(input), Some(output)) = (options.files.first(), options.output.as_ref()) else {
-        return Status::Usage;
-    };
-    let dir = match make_temp_dir() {
-        Ok(dir) => dir,
-        Err(e) => {
-            eprintln!("error: cannot create a temporary directory: {e}");
-            return Status::Usage;
-        }
-    };
-    let stem = input.file_stem().map_or_else(|| "main".into(), |s| s.to_string_lossy().to_string());
+    let Some((dir, stem, output)) = work_dir(options) else { return Status::Usage };
     let cu_path = dir.join(format!("{stem}.cu"));
     if let Err(e) =
         std::fs::write(&cu_path, &cu).and_then(|()| std::fs::write(dir.join("choreo.h"), CHOREO_H))
@@ -105,31 +86,12 @@ pub(crate) fn run_build(options: &Options) -> Status {
 ///
 /// (`CXX` unset: `c++`). No CUDA is needed.
 fn run_build_cpu(options: &Options) -> Status {
-    let opts = CompileOptions {
-        defines: options.defines.clone(),
-        target: Target::Cpu,
-        mode: OutputMode::Standalone,
-        runtime_checks: options.runtime_checks,
-        cuda_wrappers: false,
-        cpu_wrappers: true,
-        symbol_scope: None,
-        bounds_checks: options.bounds_checks,
-    };
+    let opts = compile_options(options, Target::Cpu, OutputMode::Standalone);
     let cpp = match translate(options, &opts) {
         Ok(compilation) => compilation.cpp.unwrap_or_default(),
         Err(status) => return status,
     };
-    let (Some(input), Some(output)) = (options.files.first(), options.output.as_ref()) else {
-        return Status::Usage;
-    };
-    let dir = match make_temp_dir() {
-        Ok(dir) => dir,
-        Err(e) => {
-            eprintln!("error: cannot create a temporary directory: {e}");
-            return Status::Usage;
-        }
-    };
-    let stem = input.file_stem().map_or_else(|| "main".into(), |s| s.to_string_lossy().to_string());
+    let Some((dir, stem, output)) = work_dir(options) else { return Status::Usage };
     let cpp_path = dir.join(format!("{stem}.cpp"));
     let runtime = dir.join("choreo_cpu_runtime.cpp");
     let written = [
@@ -184,6 +146,23 @@ fn find_toolkit(options: &Options, host: &choreo_toolkit::Target) -> Result<Tool
         }
         Err(error) => Err(error.to_string()),
     }
+}
+
+/// A fresh temporary directory for the sources, the input's stem and the output path; `None`
+/// (after saying why) when there is none.
+fn work_dir(options: &Options) -> Option<(PathBuf, String, &PathBuf)> {
+    let (Some(input), Some(output)) = (options.files.first(), options.output.as_ref()) else {
+        return None;
+    };
+    let dir = match make_temp_dir() {
+        Ok(dir) => dir,
+        Err(e) => {
+            eprintln!("error: cannot create a temporary directory: {e}");
+            return None;
+        }
+    };
+    let stem = input.file_stem().map_or_else(|| "main".into(), |s| s.to_string_lossy().to_string());
+    Some((dir, stem, output))
 }
 
 /// A new, empty directory under the system temporary directory.

@@ -1,21 +1,13 @@
-//! `choreoc emit-cu` and `choreoc emit-rs`: the outputs of one file.
+//! `choreoc emit-cu`, `emit-cpp` and `emit-rs`: the outputs of one file.
 
-use super::{translate, write_output};
+use super::{compile_options, output_mode, translate, write_output};
 use crate::{Options, Status};
-use choreo_compiler::compile::{CompileOptions, OutputMode, Target};
+use choreo_compiler::compile::{CompileOptions, Target};
 
 /// `choreoc emit-cu`: the `.cu` (library mode unless `--standalone`) on stdout or to `-o`.
 pub(crate) fn run_emit_cu(options: &Options) -> Status {
-    let opts = CompileOptions {
-        defines: options.defines.clone(),
-        target: Target::Cuda(options.arch.unwrap_or_default()),
-        mode: if options.standalone { OutputMode::Standalone } else { OutputMode::Library },
-        runtime_checks: options.runtime_checks,
-        cuda_wrappers: true,
-        cpu_wrappers: false,
-        symbol_scope: None,
-        bounds_checks: options.bounds_checks,
-    };
+    let target = Target::Cuda(options.arch.unwrap_or_default());
+    let opts = compile_options(options, target, output_mode(options));
     match translate(options, &opts) {
         Ok(compilation) => write_output(options, compilation.cu.as_deref().unwrap_or_default()),
         Err(status) => status,
@@ -24,16 +16,7 @@ pub(crate) fn run_emit_cu(options: &Options) -> Status {
 
 /// `choreoc emit-cpp`: the CPU backend's `.cpp` (library mode unless `--standalone`).
 pub(crate) fn run_emit_cpp(options: &Options) -> Status {
-    let opts = CompileOptions {
-        defines: options.defines.clone(),
-        target: Target::Cpu,
-        mode: if options.standalone { OutputMode::Standalone } else { OutputMode::Library },
-        runtime_checks: options.runtime_checks,
-        cuda_wrappers: true,
-        cpu_wrappers: false,
-        symbol_scope: None,
-        bounds_checks: options.bounds_checks,
-    };
+    let opts = compile_options(options, Target::Cpu, output_mode(options));
     match translate(options, &opts) {
         Ok(compilation) => write_output(options, compilation.cpp.as_deref().unwrap_or_default()),
         Err(status) => status,

@@ -6,7 +6,7 @@ pub(crate) mod emit;
 pub(crate) mod front;
 
 use crate::{MessageFormat, Options, Status};
-use choreo_compiler::compile::{Compilation, CompileOptions, compile};
+use choreo_compiler::compile::{Compilation, CompileOptions, OutputMode, Target, compile};
 use choreo_compiler::diagnostics::{Diagnostic, render_json, write_human};
 use choreo_compiler::source::{FileId, SourceDb};
 use codespan_reporting::term::termcolor::{
@@ -110,6 +110,30 @@ fn stderr_color_choice() -> ColorChoice {
 
 /// Reads the one file of a code-generation command and compiles it; reports its diagnostics.
 /// `Err(status)` when it cannot be read or has errors.
+/// The compile options of the command line (`-D`, the checks) for `target` in `mode`; the
+/// wrappers call the entries of `target` only.
+pub(crate) fn compile_options(
+    options: &Options,
+    target: Target,
+    mode: OutputMode,
+) -> CompileOptions {
+    CompileOptions {
+        defines: options.defines.clone(),
+        target,
+        mode,
+        runtime_checks: options.runtime_checks,
+        cuda_wrappers: target != Target::Cpu,
+        cpu_wrappers: target == Target::Cpu,
+        symbol_scope: None,
+        bounds_checks: options.bounds_checks,
+    }
+}
+
+/// Library mode, or standalone with `--standalone`.
+pub(crate) fn output_mode(options: &Options) -> OutputMode {
+    if options.standalone { OutputMode::Standalone } else { OutputMode::Library }
+}
+
 pub(crate) fn translate(options: &Options, opts: &CompileOptions) -> Result<Compilation, Status> {
     let mut db = SourceDb::new();
     let Some(file) = options.files.first().and_then(|path| load(&mut db, path)) else {
