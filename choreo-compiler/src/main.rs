@@ -97,7 +97,7 @@ enum Flag {
     /// `--cpu` (wrappers that call the CPU entries too)
     Cpu,
     /// `--target cpu|cuda`
-    TargetFlag,
+    Target,
     /// `--nvcc PATH` / `--nvcc=PATH`
     Nvcc,
     /// `-o FILE`
@@ -185,7 +185,7 @@ impl Flag {
                     "nvcc); with neither kernels they return Err(NotBuilt)",
                 ],
             ),
-            Flag::TargetFlag => row(
+            Flag::Target => row(
                 "--target cpu|cuda",
                 &[
                     "cuda (default): nvcc; cpu: the host C++ compiler (CXX, else",
@@ -323,7 +323,7 @@ const COMMANDS: &[Command] = &[
             Flag::Output,
             Flag::Define,
             Flag::Arch,
-            Flag::TargetFlag,
+            Flag::Target,
             Flag::Nvcc,
             Flag::NoRuntimeChecks,
             Flag::NoBoundsChecks,
@@ -653,8 +653,7 @@ fn parse_options(command: &'static Command, args: &[OsString]) -> Result<Options
             options.stub = true;
         } else if accepts(Flag::Cpu) && text == "--cpu" {
             options.cpu_wrappers = true;
-        } else if accepts(Flag::TargetFlag) && (text == "--target" || text.starts_with("--target="))
-        {
+        } else if accepts(Flag::Target) && (text == "--target" || text.starts_with("--target=")) {
             let value = match text.strip_prefix("--target=") {
                 Some(value) => value.to_string(),
                 None => next_value(args, &mut i)
