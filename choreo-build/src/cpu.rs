@@ -6,18 +6,16 @@
 //!
 //! The command comes from `cc::Build::try_get_compiler` (the target's compiler, `CXX`/
 //! `CXXFLAGS`, cross prefixes, `-fPIC`, the optimisation level of the profile) and is run
-//! here, one process per stale file, in parallel: like the nvcc path, so that a file whose
+//! here, one process per stale file, in parallel (`nvcc::parallel_map`): like the nvcc path, so that a file whose
 //! inputs did not change is not recompiled. Its object `obj/cpu/<module>.o` is kept with a
 //! `.key` file holding the hash of the `.cpp`, both headers and the full command line.
 
 use crate::error::{Error, NvccFailure};
 use crate::hash::{Digest, Hasher};
-use crate::nvcc::JobError;
+use crate::nvcc::{JobError, parallel_map};
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// One `.cpp` to bring up to date.
 pub(crate) struct CpuJob {
@@ -125,44 +123,41 @@ impl CpuConfig {
     }
 }
 
-/// Compiles the stale objects of `jobs` (`threads` at a time) and returns every object with
-/// the hash of its content, in the order of `jobs`, and how many were compiled.
+/// The objects of a build's CPU versions, in the order of its jobs.
+pub(crate) struct Objects {
+    /// Each object with the hash of its content.
+    pub(crate) objects: Vec<(PathBuf, Digest)>,
+    /// Whether each was compiled (its cache entry was stale).
+    pub(crate) compiled: Vec<bool>,
+}
+
+/// Compiles the stale objects of `jobs` (`threads` at a time).
 pub(crate) fn compile_all(
     config: &CpuConfig,
     jobs: &[CpuJob],
     threads: usize,
-) -> Result<(Vec<(PathBuf, Digest)>, usize), Error> {
-    let stale: Vec<&CpuJob> = jobs
+) -> Result<Objects, Error> {
+    let stale: Vec<bool> = jobs
         .iter()
-        .filter(|job| {
+        .map(|job| {
             !job.object.is_file()
                 || fs::read_to_string(key_file(&job.object))
                     .map_or(true, |key| key.trim() != config.key(job))
         })
         .collect();
-    let next = AtomicUsize::new(0);
-    let failures: Mutex<Vec<JobError>> = Mutex::new(Vec::new());
-    std::thread::scope(|scope| {
-        for _ in 0..threads.clamp(1, stale.len().max(1)) {
-            scope.spawn(|| {
-                loop {
-                    let index = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(job) = stale.get(index) else { break };
-                    if let Err(failure) = compile_one(config, job) {
-                        if let Ok(mut failures) = failures.lock() {
-                            failures.push(failure);
-                        }
-                    }
-                }
-            });
-        }
-    });
-    let failures = failures.into_inner().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let to_compile: Vec<&CpuJob> =
+        jobs.iter().zip(&stale).filter(|(_, stale)| **stale).map(|(job, _)| job).collect();
+    let results = parallel_map(&to_compile, threads, |job| compile_one(config, job));
     let mut compile_failures = Vec::new();
-    for failure in failures {
-        match failure {
-            JobError::Failed(failure) => compile_failures.push(*failure),
-            JobError::Fatal(error) => return Err(error),
+    for (result, job) in results.into_iter().zip(&to_compile) {
+        match result {
+            Some(Ok(())) => {}
+            Some(Err(JobError::Failed(failure))) => compile_failures.push(*failure),
+            Some(Err(JobError::Fatal(error))) => return Err(error),
+            None => {
+                let stopped = std::io::Error::other("the compile thread stopped");
+                return Err(Error::io("compile", &job.cpp, stopped));
+            }
         }
     }
     if !compile_failures.is_empty() {
@@ -175,7 +170,7 @@ pub(crate) fn compile_all(
             Ok((job.object.clone(), Digest::of(bytes)))
         })
         .collect::<Result<Vec<_>, Error>>()?;
-    Ok((objects, stale.len()))
+    Ok(Objects { objects, compiled: stale })
 }
 
 fn key_file(object: &Path) -> PathBuf {

@@ -552,15 +552,14 @@ impl Builder {
                 object,
             });
         }
-        let (objects, runs) = cpu::compile_all(&config, &jobs, jobs_from_env(env))?;
-        // Which files were compiled is not tracked per file beyond the count: a run compiles
-        // exactly the stale ones, and a fresh build compiles all.
-        if runs == jobs.len() {
-            for file in generated.iter_mut().filter(|f| f.report.cpu_object.is_some()) {
-                file.report.cpu_compiled = true;
-            }
+        let built = cpu::compile_all(&config, &jobs, jobs_from_env(env))?;
+        // The jobs are the files with a CPU version, in order.
+        let with_cpu = generated.iter_mut().filter(|f| f.report.cpu_object.is_some());
+        for (file, compiled) in with_cpu.zip(&built.compiled) {
+            file.report.cpu_compiled = *compiled;
         }
-        Ok((objects, runs))
+        let runs = built.compiled.iter().filter(|c| **c).count();
+        Ok((built.objects, runs))
     }
 
     /// The input files, sorted: the `.co` files with module names, and the hand-written `.cu`
@@ -1430,6 +1429,7 @@ mod tests {
         assert_eq!(report.cpu_runs, 1, "{report}");
         let file = &report.files[0];
         assert!(file.cpu_object.as_ref().is_some_and(|o| o.is_file()), "{report}");
+        assert!(file.cpu_compiled, "{report}");
         let rs = std::fs::read_to_string(&file.rs).unwrap();
         assert!(rs.contains("fn __choreo_cpu_rs_"), "{rs}");
         assert!(!rs.contains("fn __choreo_rs_"), "{rs}");
@@ -1443,6 +1443,7 @@ mod tests {
             .build_in(&skip, &mut Cargo::new(false), "k")
             .unwrap();
         assert_eq!(again.cpu_runs, 0, "{again}");
+        assert!(!again.files[0].cpu_compiled, "{again}");
     }
 
     /// `CHOREO_NVCC=require`: a build that could not compile for CUDA fails, saying why,

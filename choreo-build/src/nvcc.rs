@@ -300,25 +300,7 @@ pub(crate) fn compile_all(
     jobs: &[(Job, Digest)],
     threads: usize,
 ) -> Vec<Result<Compiled, JobError>> {
-    let next = AtomicUsize::new(0);
-    let results: Mutex<Vec<Option<Result<Compiled, JobError>>>> =
-        Mutex::new((0..jobs.len()).map(|_| None).collect());
-    std::thread::scope(|scope| {
-        for _ in 0..threads.clamp(1, jobs.len().max(1)) {
-            scope.spawn(|| {
-                loop {
-                    let index = next.fetch_add(1, Ordering::Relaxed);
-                    let Some((job, key)) = jobs.get(index) else { break };
-                    let result = compile_one(config, job, *key);
-                    if let Ok(mut results) = results.lock() {
-                        results[index] = Some(result);
-                    }
-                }
-            });
-        }
-    });
-    let results = results.into_inner().unwrap_or_else(|poisoned| poisoned.into_inner());
-    results
+    parallel_map(jobs, threads, |(job, key)| compile_one(config, job, *key))
         .into_iter()
         .zip(jobs)
         .map(|(result, (job, _))| {
@@ -331,6 +313,33 @@ pub(crate) fn compile_all(
             })
         })
         .collect()
+}
+
+/// `run` on every item, on up to `threads` threads taking items in order; results in item
+/// order (`None` for an item whose thread stopped, i.e. panicked, before finishing it). The
+/// compile jobs of both compilers (nvcc here, the host C++ compiler in `cpu`) run through it.
+pub(crate) fn parallel_map<T: Sync, R: Send>(
+    items: &[T],
+    threads: usize,
+    run: impl Fn(&T) -> R + Sync,
+) -> Vec<Option<R>> {
+    let next = AtomicUsize::new(0);
+    let results: Mutex<Vec<Option<R>>> = Mutex::new((0..items.len()).map(|_| None).collect());
+    std::thread::scope(|scope| {
+        for _ in 0..threads.clamp(1, items.len().max(1)) {
+            scope.spawn(|| {
+                loop {
+                    let index = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(item) = items.get(index) else { break };
+                    let result = run(item);
+                    if let Ok(mut results) = results.lock() {
+                        results[index] = Some(result);
+                    }
+                }
+            });
+        }
+    });
+    results.into_inner().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// The prerequisites listed in a make-style dependency file (`target: a b \` …), with `\ `

@@ -7,7 +7,7 @@ use choreo_compiler::compile::{CHOREO_H, OutputMode, Target};
 use choreo_compiler::runtime::{CHOREO_CPU_H, CHOREO_CPU_RUNTIME_CPP};
 use choreo_toolkit::{Discovery, Env, Toolkit};
 use std::ffi::OsString;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// Translates in standalone mode (keeping `main`), writes the `.cu` and `choreo.h` into a fresh
@@ -40,12 +40,9 @@ pub(crate) fn run_build(options: &Options) -> Status {
     };
     let Some((dir, stem, output)) = work_dir(options) else { return Status::Usage };
     let cu_path = dir.join(format!("{stem}.cu"));
-    if let Err(e) =
-        std::fs::write(&cu_path, &cu).and_then(|()| std::fs::write(dir.join("choreo.h"), CHOREO_H))
+    if let Err(status) = write_sources(&dir, &[(&cu_path, &cu), (&dir.join("choreo.h"), CHOREO_H)])
     {
-        eprintln!("error: cannot write into '{}': {e}", dir.display());
-        let _ = std::fs::remove_dir_all(&dir);
-        return Status::Usage;
+        return status;
     }
     let mut nvcc = Command::new(&toolkit.nvcc);
     nvcc.args(["-std=c++17", "-O2", "-gencode"]).arg(arch.gencode()).arg("-I").arg(&dir);
@@ -56,24 +53,7 @@ pub(crate) fn run_build(options: &Options) -> Status {
     }
     nvcc.args(["-cudart", "static"]).arg(&cu_path).arg("-o").arg(output);
     nvcc.args(&options.nvcc_flags);
-    match nvcc.status() {
-        Ok(status) if status.success() => {
-            let _ = std::fs::remove_dir_all(&dir);
-            Status::Ok
-        }
-        Ok(status) => {
-            eprintln!(
-                "error: nvcc failed ({status}); the generated sources are kept in {}",
-                dir.display()
-            );
-            Status::Errors
-        }
-        Err(e) => {
-            eprintln!("error: cannot run '{}': {e}", toolkit.nvcc.display());
-            let _ = std::fs::remove_dir_all(&dir);
-            Status::Usage
-        }
-    }
+    run_compiler(nvcc, "nvcc", &dir)
 }
 
 /// `choreoc build --target cpu`: translates for the CPU in standalone mode, writes the `.cpp`,
@@ -94,39 +74,52 @@ fn run_build_cpu(options: &Options) -> Status {
     let Some((dir, stem, output)) = work_dir(options) else { return Status::Usage };
     let cpp_path = dir.join(format!("{stem}.cpp"));
     let runtime = dir.join("choreo_cpu_runtime.cpp");
-    let written = [
-        (cpp_path.clone(), cpp.as_str()),
-        (dir.join("choreo.h"), CHOREO_H),
-        (dir.join("choreo_cpu.h"), CHOREO_CPU_H),
-        (runtime.clone(), CHOREO_CPU_RUNTIME_CPP),
-    ]
-    .iter()
-    .try_for_each(|(path, text)| std::fs::write(path, text));
-    if let Err(e) = written {
-        eprintln!("error: cannot write into '{}': {e}", dir.display());
-        let _ = std::fs::remove_dir_all(&dir);
-        return Status::Usage;
+    let sources = [
+        (&cpp_path, cpp.as_str()),
+        (&dir.join("choreo.h"), CHOREO_H),
+        (&dir.join("choreo_cpu.h"), CHOREO_CPU_H),
+        (&runtime, CHOREO_CPU_RUNTIME_CPP),
+    ];
+    if let Err(status) = write_sources(&dir, &sources) {
+        return status;
     }
     let cxx = std::env::var_os("CXX").filter(|c| !c.is_empty()).unwrap_or_else(|| "c++".into());
     let mut command = Command::new(&cxx);
     command.args(["-std=c++17", "-O2", "-pthread", "-I"]).arg(&dir);
     command.arg(&cpp_path).arg(&runtime).arg("-o").arg(output);
     command.args(&options.nvcc_flags);
+    run_compiler(command, "the C++ compiler", &dir)
+}
+
+/// Writes the generated sources into the work folder `dir`; on failure says why, removes the
+/// folder and gives the status to exit with.
+fn write_sources(dir: &Path, sources: &[(&PathBuf, &str)]) -> Result<(), Status> {
+    if let Err(e) = sources.iter().try_for_each(|(path, text)| std::fs::write(path, text)) {
+        eprintln!("error: cannot write into '{}': {e}", dir.display());
+        let _ = std::fs::remove_dir_all(dir);
+        return Err(Status::Usage);
+    }
+    Ok(())
+}
+
+/// Runs the compiler (`what`, for messages) on the sources of `dir`: the folder is removed
+/// unless the compiler failed (its sources are then kept for a look).
+fn run_compiler(mut command: Command, what: &str, dir: &Path) -> Status {
     match command.status() {
         Ok(status) if status.success() => {
-            let _ = std::fs::remove_dir_all(&dir);
+            let _ = std::fs::remove_dir_all(dir);
             Status::Ok
         }
         Ok(status) => {
             eprintln!(
-                "error: the C++ compiler failed ({status}); the generated sources are kept in {}",
+                "error: {what} failed ({status}); the generated sources are kept in {}",
                 dir.display()
             );
             Status::Errors
         }
         Err(e) => {
-            eprintln!("error: cannot run '{}': {e}", PathBuf::from(&cxx).display());
-            let _ = std::fs::remove_dir_all(&dir);
+            eprintln!("error: cannot run '{}': {e}", Path::new(command.get_program()).display());
+            let _ = std::fs::remove_dir_all(dir);
             Status::Usage
         }
     }
