@@ -163,6 +163,11 @@ Streams& streams() {
   return *s;
 }
 
+// With s.mu held: whether `event` is an event this runtime created and has not destroyed.
+bool live_event(const Streams& s, cudaEvent_t event) {
+  return event != nullptr && s.live_events.count(event) != 0;
+}
+
 bool satisfied(const Op& op) {
   for (const Dep& d : op.deps) {
     if (d.stream->completed < d.seq) return false;
@@ -1879,7 +1884,7 @@ int choreo_cpu_cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsig
     if (flags != 0) return cudaErrorInvalidValue;
     Streams& s = streams();
     std::lock_guard<std::mutex> lock(s.mu);
-    if (event == nullptr || s.live_events.count(event) == 0) {
+    if (!live_event(s, event)) {
       return cudaErrorInvalidResourceHandle;
     }
     std::shared_ptr<StreamState> state = resolve_locked(stream);
@@ -1913,7 +1918,7 @@ int choreo_cpu_cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
   return api([&]() -> int {
     Streams& s = streams();
     std::lock_guard<std::mutex> lock(s.mu);
-    if (event == nullptr || s.live_events.count(event) == 0) {
+    if (!live_event(s, event)) {
       return cudaErrorInvalidResourceHandle;
     }
     std::shared_ptr<StreamState> state = resolve_locked(stream);
@@ -1943,7 +1948,7 @@ int choreo_cpu_cudaEventSynchronize(cudaEvent_t event) {
   return api([&]() -> int {
     Streams& s = streams();
     std::unique_lock<std::mutex> lock(s.mu);
-    if (event == nullptr || s.live_events.count(event) == 0) {
+    if (!live_event(s, event)) {
       return cudaErrorInvalidResourceHandle;
     }
     std::shared_ptr<EventState> e = event->state;
@@ -1957,7 +1962,7 @@ int choreo_cpu_cudaEventQuery(cudaEvent_t event) {
   return api([&]() -> int {
     Streams& s = streams();
     std::lock_guard<std::mutex> lock(s.mu);
-    if (event == nullptr || s.live_events.count(event) == 0) {
+    if (!live_event(s, event)) {
       return cudaErrorInvalidResourceHandle;
     }
     const EventState& e = *event->state;
@@ -1971,8 +1976,7 @@ int choreo_cpu_cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t en
     if (ms == nullptr) return cudaErrorInvalidValue;
     Streams& s = streams();
     std::lock_guard<std::mutex> lock(s.mu);
-    if (start == nullptr || end == nullptr || s.live_events.count(start) == 0 ||
-        s.live_events.count(end) == 0) {
+    if (!live_event(s, start) || !live_event(s, end)) {
       return cudaErrorInvalidResourceHandle;
     }
     const EventState& a = *start->state;
@@ -1992,7 +1996,7 @@ int choreo_cpu_cudaEventDestroy(cudaEvent_t event) {
   return api([&]() -> int {
     Streams& s = streams();
     std::lock_guard<std::mutex> lock(s.mu);
-    if (event == nullptr || s.live_events.count(event) == 0) {
+    if (!live_event(s, event)) {
       return cudaErrorInvalidResourceHandle;
     }
     s.live_events.erase(event);
