@@ -255,14 +255,33 @@ impl ParamInfo<'_> {
     }
 }
 
+/// The `extern "C"` entry of one backend the kernels were compiled for.
+struct BackendEntry {
+    /// The runtime's name of the backend: the variant of `choreo::Backend`.
+    variant: &'static str,
+    /// The backend in prose, for comments.
+    described: &'static str,
+    /// The entry symbol.
+    symbol: String,
+}
+
+impl BackendEntry {
+    fn new(target: Target, symbol: String) -> BackendEntry {
+        let (variant, described) = match target {
+            Target::Cuda(_) => ("Cuda", "CUDA"),
+            Target::Cpu => ("Cpu", "the CPU"),
+        };
+        BackendEntry { variant, described, symbol }
+    }
+}
+
 /// Writes one wrapper.
 struct FnEmitter<'f> {
     db: &'f SourceDb,
     f: &'f Function,
     plan: &'f FunctionPlan,
-    /// The entry symbols of the backends the kernels were compiled for, with the runtime's
-    /// name of each backend (`Cuda`, `Cpu`); empty in a stub build.
-    entries: Vec<(&'static str, String)>,
+    /// The entries of the backends the kernels were compiled for; empty in a stub build.
+    entries: Vec<BackendEntry>,
     source: String,
     params: Vec<ParamInfo<'f>>,
     /// The Rust type of the value the function returns (`()` for void).
@@ -355,10 +374,10 @@ impl<'f> FnEmitter<'f> {
             db,
             f,
             plan,
-            entries: [(opts.cuda, "Cuda", Target::default()), (opts.cpu, "Cpu", Target::Cpu)]
+            entries: [(opts.cuda, Target::default()), (opts.cpu, Target::Cpu)]
                 .into_iter()
-                .filter(|(built, _, _)| *built)
-                .map(|(_, backend, target)| (backend, scope.entry_symbol(&f.name, target)))
+                .filter(|(built, _)| *built)
+                .map(|(_, target)| BackendEntry::new(target, scope.entry_symbol(&f.name, target)))
                 .collect(),
             source: doc_text(&opts.module_doc_source),
             params,
@@ -714,13 +733,12 @@ impl<'f> FnEmitter<'f> {
     fn extern_decl(&self, b: &mut Body) {
         b.line("unsafe extern \"C\" {");
         b.indent += 1;
-        for (backend, entry) in &self.entries {
+        for entry in &self.entries {
             b.line(&format!(
                 "// The C entry of `{}` in the kernels compiled from the same `.co` file for {}.",
-                self.f.name,
-                if *backend == "Cpu" { "the CPU" } else { "CUDA" }
+                self.f.name, entry.described
             ));
-            self.entry_decl(b, entry);
+            self.entry_decl(b, &entry.symbol);
         }
         b.indent -= 1;
         b.line("}");
@@ -838,7 +856,7 @@ impl<'f> FnEmitter<'f> {
         let backends: Vec<String> = self
             .entries
             .iter()
-            .map(|(backend, _)| format!("::choreo::Backend::{backend}"))
+            .map(|entry| format!("::choreo::Backend::{}", entry.variant))
             .collect();
         b.line(&format!(
             "let mut __choreo_work = ::choreo::kernels::WorkStreams::for_backends(&[{}], &[{}])?;",
@@ -952,13 +970,14 @@ impl<'f> FnEmitter<'f> {
         // The entry of the backend the call's streams and tensors live on (`WorkStreams`
         // refused any other, and a mix of backends, before anything was allocated).
         let entry = match self.entries.as_slice() {
-            [(_, only)] => only.clone(),
+            [only] => only.symbol.clone(),
             several => {
                 let arity = self.plan.entry.params.len();
                 let placeholders = vec!["_"; arity].join(", ");
                 b.line("let __choreo_entry = match __choreo_work.backend() {");
                 b.indent += 1;
-                for (i, (backend, symbol)) in several.iter().enumerate() {
+                for (i, BackendEntry { variant: backend, symbol, .. }) in several.iter().enumerate()
+                {
                     if i == 0 {
                         b.line(&format!(
                             "::choreo::Backend::{backend} => {symbol} as unsafe extern \"C\" fn({placeholders}) -> i32,"
