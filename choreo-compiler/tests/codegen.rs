@@ -249,10 +249,13 @@ fn cpp_snapshots_compile_with_the_host_compiler() {
             Some((stem(&path), cpp_path))
         })
         .collect();
-    let args: Vec<OsString> = ["-std=c++17", "-O0", "-pthread", "-Wall", "-I"]
-        .into_iter()
+    const FLAGS: &[&str] = &["-std=c++17", "-O0", "-pthread", "-Wall"];
+    let precompiled = common::cxx::precompiled_choreo_h(&out_dir.join("pch"), FLAGS);
+    let args: Vec<OsString> = FLAGS
+        .iter()
         .map(OsString::from)
-        .chain([include.into_os_string()])
+        .chain(precompiled.into_iter().flat_map(|dir| [OsString::from("-I"), dir.into()]))
+        .chain([OsString::from("-I"), include.into_os_string()])
         .collect();
     let cxx = PathBuf::from(common::cxx::cxx());
     let results = common::nvcc::compile_all(&cxx, &args, jobs);

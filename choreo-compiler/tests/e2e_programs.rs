@@ -56,6 +56,8 @@ fn every_e2e_program_runs_on_the_cpu() {
         &["-std=c++17", "-O2", "-g0", "-pthread"],
     )
     .unwrap_or_else(|e| panic!("{e}"));
+    const FLAGS: &[&str] = &["-std=c++17", "-O1", "-g0", "-pthread", "-w"];
+    let precompiled = common::cxx::precompiled_choreo_h(&out_dir.join("pch"), FLAGS);
 
     // One program: Ok(()) when it passed (or, GPU-only, was refused as it should be).
     let run_one = |path: &PathBuf| -> Result<(), String> {
@@ -91,8 +93,11 @@ fn every_e2e_program_runs_on_the_cpu() {
         let exe = out_dir.join(&stem);
         std::fs::write(&source, cpp).map_err(|e| e.to_string())?;
         let mut build = Command::new(common::cxx::cxx());
+        build.args(FLAGS);
+        if let Some(dir) = &precompiled {
+            build.arg("-I").arg(dir);
+        }
         build
-            .args(["-std=c++17", "-O1", "-g0", "-pthread", "-w"])
             .arg("-I")
             .arg(common::cxx::include_dir())
             .arg(&source)

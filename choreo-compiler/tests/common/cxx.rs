@@ -78,3 +78,30 @@ pub fn run_with_timeout(mut command: Command, limit: Duration) -> Result<Output,
         stderr: err.join().unwrap_or_default(),
     })
 }
+
+/// Precompiles `choreo.h` for CPU code compiled with `flags` into `dir` (`choreo.h.gch` next to
+/// a copy of `choreo.h`) and returns `dir`, to be searched before [`include_dir`]: every
+/// generated `.cpp` starts `#define __CHOREO_CPU__ 1` / `#include "choreo.h"`, and with GCC
+/// that include then loads the precompiled header, which cuts each compile by more than half.
+/// A compiler that cannot make or use one (clang looks for no `.gch`) reads the copy instead;
+/// `None` when even that cannot be set up. A speed aid only: results do not depend on it.
+pub fn precompiled_choreo_h(dir: &Path, flags: &[&str]) -> Option<PathBuf> {
+    std::fs::create_dir_all(dir).ok()?;
+    std::fs::copy(include_dir().join("choreo.h"), dir.join("choreo.h")).ok()?;
+    let gch = dir.join("choreo.h.gch");
+    let made = Command::new(cxx())
+        .args(flags)
+        .arg("-D__CHOREO_CPU__=1")
+        .arg("-I")
+        .arg(include_dir())
+        .args(["-x", "c++-header"])
+        .arg(include_dir().join("choreo.h"))
+        .arg("-o")
+        .arg(&gch)
+        .output()
+        .is_ok_and(|output| output.status.success());
+    if !made {
+        std::fs::remove_file(&gch).ok();
+    }
+    Some(dir.to_path_buf())
+}

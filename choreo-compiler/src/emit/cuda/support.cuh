@@ -4,6 +4,9 @@
 // `#define CHOREO_SUPPORT_NS __choreo_support_<hash of this file>`; every name it defines
 // starts with `__choreo`.
 #include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <limits>
 #include <mutex>
 using namespace choreo;
 
@@ -34,6 +37,86 @@ inline cudaError_t __choreo_private_stream(int kind, cudaStream_t* stream) {
   }
   *stream = slot;
   return cudaSuccess;
+}
+
+// How a result element is written by __choreo_dump_result: kind 'f' (as a double, with the
+// element type's mantissa bits, so a comparison knows its precision), 'i' or 'u' (as a 64-bit
+// integer), or 0 for types that are not results (e.g. the bounds record), which are not written.
+template <typename T, typename = void>
+struct __choreo_result_kind {
+  static constexpr char kind = 0;
+  static constexpr int mantissa = 0;
+};
+template <typename T>
+struct __choreo_result_kind<T, std::enable_if_t<std::is_integral<T>::value>> {
+  static constexpr char kind = std::is_signed<T>::value ? 'i' : 'u';
+  static constexpr int mantissa = 0;
+};
+template <typename T>
+struct __choreo_result_kind<T, std::enable_if_t<std::is_floating_point<T>::value>> {
+  static constexpr char kind = 'f';
+  static constexpr int mantissa = std::numeric_limits<T>::digits - 1;
+};
+template <unsigned Bits, bool Signed, typename Tag>
+struct __choreo_result_kind<subbyte_int<Bits, Signed, Tag>, void> {
+  static constexpr char kind = Signed ? 'i' : 'u';
+  static constexpr int mantissa = 0;
+};
+#define __CHOREO_RESULT_FLOAT(type, bits)     \
+  template <>                                 \
+  struct __choreo_result_kind<type, void> {   \
+    static constexpr char kind = 'f';         \
+    static constexpr int mantissa = bits;     \
+  };
+__CHOREO_RESULT_FLOAT(f16, 10)
+__CHOREO_RESULT_FLOAT(bf16, 7)
+__CHOREO_RESULT_FLOAT(tf32, 10)
+__CHOREO_RESULT_FLOAT(f8_e4m3, 3)
+__CHOREO_RESULT_FLOAT(f8_e5m2, 2)
+__CHOREO_RESULT_FLOAT(f8_ue4m3, 3)
+#if CHOREO_HAS_CUDA_FP6_FP4
+__CHOREO_RESULT_FLOAT(f8_ue8m0, 0)
+__CHOREO_RESULT_FLOAT(f6_e2m3, 3)
+__CHOREO_RESULT_FLOAT(f6_e3m2, 2)
+__CHOREO_RESULT_FLOAT(f4_e2m1, 1)
+#endif
+#undef __CHOREO_RESULT_FLOAT
+
+// A debugging aid, off unless CHOREO_DUMP_RESULTS names a file: every result a C++ wrapper copies
+// back to the host is appended to it as a text line "choreo-result KIND MANTISSA COUNT" and COUNT
+// native-endian 8-byte values (see __choreo_result_kind). Running one program on two backends
+// with two files and comparing them element by element is ci/run-e2e's cross-check. A file that
+// cannot be written is skipped: the dump never changes what the call returns.
+template <typename T>
+void __choreo_dump_result(const T* data, std::size_t count) {
+  using Kind = __choreo_result_kind<std::remove_cv_t<T>>;
+  if constexpr (Kind::kind != 0) {
+    const char* path = std::getenv("CHOREO_DUMP_RESULTS");
+    if (path == nullptr || *path == '\0') return;
+    static std::mutex mutex;
+    std::lock_guard<std::mutex> lock(mutex);
+    std::FILE* file = std::fopen(path, "ab");
+    if (file == nullptr) return;
+    std::fprintf(file, "choreo-result %c %d %zu\n", Kind::kind, Kind::mantissa, count);
+    for (std::size_t i = 0; i < count; ++i) {
+      if constexpr (Kind::kind == 'f') {
+        double value;
+        if constexpr (std::is_floating_point<T>::value) {
+          value = static_cast<double>(data[i]);
+        } else {
+          value = static_cast<double>(to_f32(data[i]));
+        }
+        std::fwrite(&value, sizeof value, 1, file);
+      } else if constexpr (Kind::kind == 'i') {
+        const long long value = static_cast<long long>(data[i]);
+        std::fwrite(&value, sizeof value, 1, file);
+      } else {
+        const unsigned long long value = static_cast<unsigned long long>(data[i]);
+        std::fwrite(&value, sizeof value, 1, file);
+      }
+    }
+    std::fclose(file);
+  }
 }
 
 // The state of one call of a generated function: where spanned data lives (device memory, or
@@ -150,8 +233,13 @@ class __choreo_frame {
     return copy_waited(dst, src, bytes, cudaMemcpyHostToDevice);
   }
 
-  cudaError_t to_host(void* dst, const void* src, std::size_t bytes) {
-    return copy_waited(dst, src, bytes, cudaMemcpyDeviceToHost);
+  // Copies data back to the host; results (not internal records) also go to the
+  // CHOREO_DUMP_RESULTS file when one is named (see __choreo_dump_result).
+  template <typename T>
+  cudaError_t to_host(T* dst, const void* src, std::size_t bytes) {
+    const cudaError_t err = copy_waited(dst, src, bytes, cudaMemcpyDeviceToHost);
+    if (err == cudaSuccess) __choreo_dump_result(dst, bytes / sizeof(T));
+    return err;
   }
 
  private:
