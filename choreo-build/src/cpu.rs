@@ -15,11 +15,14 @@
 //!
 //! A `.co` file's host code (its functions, globals, `__device__` helpers, `__cpp__` text) is
 //! in both the `.cu` and the `.cpp`, and a program that uses the file links both objects (each
-//! wrapper references both entries). So the CPU object keeps everything but its entries to
-//! itself: it is compiled with `-fvisibility=hidden` (the entries are declared
-//! `visibility("default")`), and then, with `objcopy`, every symbol it defines with hidden
-//! visibility is renamed with a suffix unique to the file (`<name>.choreo_cpu_<hash>`; a
-//! demangler shows `f(int) [clone .choreo_cpu_…]`) and made local. The renaming matters for
+//! wrapper references both entries). So in a build with CUDA the CPU object keeps everything
+//! but its entries to itself: it is compiled with `-fvisibility=hidden` (the entries are
+//! declared `visibility("default")`), and then, with `objcopy`, every symbol it defines with
+//! hidden visibility is renamed with a suffix unique to the file (`<name>.choreo_cpu_<hash>`;
+//! a demangler shows `f(int) [clone .choreo_cpu_…]`) and made local. The CUDA object keeps the
+//! symbols global, so what other files or Rust reference by name is its copy. A CPU-only build
+//! has nothing to clash with and links its objects as compiled (as a CUDA build links nvcc's:
+//! host code of one file can still call another's). The renaming matters for
 //! inline functions and template instantiations: their COMDAT groups are named after the
 //! symbol, and the linker merges groups by name whatever the symbol's binding, so a CPU copy
 //! that kept its name could be replaced by the CUDA object's (a different function: it calls
@@ -84,6 +87,7 @@ impl CpuConfig {
         defines: Vec<(String, Option<String>)>,
         include_dirs: Vec<PathBuf>,
         objcopy: impl FnOnce(&Path) -> Option<PathBuf>,
+        localize: bool,
     ) -> Result<CpuConfig, Error> {
         let mut build = cc::Build::new();
         build
@@ -100,14 +104,15 @@ impl CpuConfig {
         let mut flags: Vec<String> =
             tool.args().iter().map(|a| a.to_string_lossy().into_owned()).collect();
         flags.push("-pthread".to_string());
-        // Only the entries are exported (see the module docs); MSVC has no such flag, and no
-        // CUDA object to clash with either.
-        let objcopy = if tool.is_like_gnu() || tool.is_like_clang() {
+        // Only the entries are exported (see the module docs); MSVC has no such flag.
+        let mut objcopy_found = None;
+        if tool.is_like_gnu() || tool.is_like_clang() {
             flags.push("-fvisibility=hidden".to_string());
-            objcopy(tool.path())
-        } else {
-            None
-        };
+            if localize {
+                objcopy_found = objcopy(tool.path());
+            }
+        }
+        let objcopy = objcopy_found;
         let env = tool
             .get_envs()
             .map(|(k, v)| (k.to_string_lossy().into_owned(), v.to_string_lossy().into_owned()))

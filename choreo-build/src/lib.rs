@@ -416,8 +416,15 @@ impl Builder {
         // Whether the CPU objects were post-processed by an objcopy (see `cpu`).
         let mut objcopy = None;
         if generated.iter().any(|file| file.cpp_digest.is_some()) {
-            let (cpu_objects, runs) =
-                self.compile_cpu(env, &target, &layout, &scope, &mut generated, &mut objcopy)?;
+            let (cpu_objects, runs) = self.compile_cpu(
+                env,
+                &target,
+                &layout,
+                &scope,
+                cuda,
+                &mut generated,
+                &mut objcopy,
+            )?;
             objects.extend(cpu_objects);
             report.cpu_runs = runs;
         }
@@ -521,13 +528,17 @@ impl Builder {
     }
 
     /// Compiles the CPU versions (`obj/cpu/<module>.o`), stale ones only; returns the objects
-    /// and how many were compiled.
+    /// and how many were compiled. When the CUDA versions are linked too (`cuda`), each CPU
+    /// object's hidden symbols are made local (see `cpu`), and `objcopy` says whether an
+    /// objcopy to do that was found.
+    #[allow(clippy::too_many_arguments)]
     fn compile_cpu(
         &self,
         env: &Env,
         target: &Target,
         layout: &Layout,
         scope: &[String],
+        cuda: bool,
         generated: &mut [Generated],
         objcopy: &mut Option<bool>,
     ) -> Result<(Vec<(PathBuf, Digest)>, usize), Error> {
@@ -544,12 +555,16 @@ impl Builder {
             "2",
             self.defines.clone(),
             include_dirs,
+            // A CPU-only build links its objects as compiled, as a CUDA build links nvcc's.
             |compiler| {
                 let from_env = env.non_empty("OBJCOPY").map(PathBuf::from);
                 cpu::find_objcopy(from_env, compiler, &target.triple, target.cross)
             },
+            cuda,
         )?;
-        *objcopy = Some(config.objcopy.is_some());
+        if cuda {
+            *objcopy = Some(config.objcopy.is_some());
+        }
         let obj_dir = generated_dir.join("obj").join("cpu");
         let mut jobs = Vec::new();
         for file in generated.iter_mut() {
@@ -784,7 +799,7 @@ fn check_symbols(
     let no_objcopy = objcopy == Some(false);
     if no_objcopy {
         cargo.line(
-            "warning=choreo-build: no objcopy was found (set OBJCOPY): the CPU objects' host \
+            "warning=choreo-build: no usable objcopy was found (set OBJCOPY): the CPU objects' host \
              symbols are not made local, so host code with external linkage in a .co file is \
              defined by both its CUDA and its CPU object, and inline functions of the two may \
              be merged",
