@@ -351,9 +351,9 @@ fn localize(objcopy: &Path, job: &CpuJob) -> Result<(), Error> {
 }
 
 /// The `objcopy` for objects of `target` (a triple, `cross` when not the host's) compiled by
-/// `compiler`: `OBJCOPY` (given by `env_objcopy`; when it does not run, none), the compiler's cross prefix with `objcopy`
-/// (`aarch64-linux-gnu-g++` → `aarch64-linux-gnu-objcopy`), `<target>-objcopy` in cross
-/// builds, `objcopy`, `llvm-objcopy`: the first that runs.
+/// `compiler`: `OBJCOPY` (given by `env_objcopy`; when it does not run, none), the compiler's
+/// cross prefix with `objcopy` (`aarch64-linux-gnu-g++` → `aarch64-linux-gnu-objcopy`),
+/// `<target>-objcopy` in cross builds, `objcopy`, `llvm-objcopy`: the first that runs.
 pub(crate) fn find_objcopy(
     env_objcopy: Option<PathBuf>,
     compiler: &Path,
@@ -500,8 +500,7 @@ mod tests {
         assert_eq!(found, ["_Z8scale_ofi", "table"], "weak and unique symbols do not clash");
         for objcopy in objcopies() {
             let name = objcopy.display().to_string();
-            let object =
-                compile(&dir, &name, &source, &["-fPIC", "-fvisibility=hidden"]).unwrap();
+            let object = compile(&dir, &name, &source, &["-fPIC", "-fvisibility=hidden"]).unwrap();
             let job = CpuJob {
                 source: "k.co".into(),
                 source_dir: dir.clone(),

@@ -799,10 +799,10 @@ fn check_symbols(
     let no_objcopy = objcopy == Some(false);
     if no_objcopy {
         cargo.line(
-            "warning=choreo-build: no usable objcopy was found (set OBJCOPY): the CPU objects' host \
-             symbols are not made local, so host code with external linkage in a .co file is \
-             defined by both its CUDA and its CPU object, and inline functions of the two may \
-             be merged",
+            "warning=choreo-build: no usable objcopy was found (set OBJCOPY): the CPU objects' \
+             host symbols are not made local, so host code with external linkage in a .co file \
+             is defined by both its CUDA and its CPU object, and inline functions of the two \
+             may be merged",
         );
     }
     let mut errors = Vec::new();
@@ -1518,6 +1518,12 @@ mod tests {
         let file = &report.files[0];
         assert!(file.cpu_object.as_ref().is_some_and(|o| o.is_file()), "{report}");
         assert!(file.cpu_compiled, "{report}");
+        // Nothing to clash with: the object is linked as compiled, its symbols not renamed.
+        let object = std::fs::read(file.cpu_object.as_ref().unwrap()).unwrap();
+        if let Some(symbols) = elf::defined_symbols(&object) {
+            assert!(symbols.iter().all(|s| !s.name.contains(".choreo_cpu_")), "{symbols:?}");
+            assert!(symbols.iter().any(|s| s.hidden), "compiled -fvisibility=hidden");
+        }
         let rs = std::fs::read_to_string(&file.rs).unwrap();
         assert!(rs.contains("fn __choreo_cpu_rs_"), "{rs}");
         assert!(!rs.contains("fn __choreo_rs_"), "{rs}");

@@ -230,7 +230,9 @@ fn the_cpu_target_gives_cpp_with_distinct_symbols() {
     assert_eq!(plan.functions[0].symbols.entry, "__choreo_cpu_rs_1t1f");
     // The one symbol the CPU object exports (choreo-build compiles it `-fvisibility=hidden`).
     assert!(
-        cpp.contains("extern \"C\" __attribute__((visibility(\"default\"))) int __choreo_cpu_rs_1t1f("),
+        cpp.contains(
+            "extern \"C\" __attribute__((visibility(\"default\"))) int __choreo_cpu_rs_1t1f("
+        ),
         "{cpp}"
     );
 }
