@@ -8,8 +8,35 @@
 //! `CXXFLAGS`, cross prefixes, `-fPIC`, the optimisation level of the profile) and is run
 //! here, one process per stale file, in parallel (`nvcc::parallel_map`): like the nvcc path, so that a file whose
 //! inputs did not change is not recompiled. Its object `obj/cpu/<module>.o` is kept with a
-//! `.key` file holding the hash of the `.cpp`, both headers and the full command line.
+//! `.key` file holding the hash of the `.cpp`, both headers, the full command line and the
+//! post-processing below.
+//!
+//! # One file, two objects, one program
+//!
+//! A `.co` file's host code (its functions, globals, `__device__` helpers, `__cpp__` text) is
+//! in both the `.cu` and the `.cpp`, and a program that uses the file links both objects (each
+//! wrapper references both entries). So in a build with CUDA the CPU object keeps everything
+//! but its entries to itself: it is compiled with `-fvisibility=hidden` (the entries are
+//! declared `visibility("default")`), and then, with `objcopy`, every symbol it defines with
+//! hidden visibility is renamed with a suffix unique to the file (`<name>.choreo_cpu_<hash>`;
+//! a demangler shows `f(int) [clone .choreo_cpu_…]`) and made local. The CUDA object keeps the
+//! symbols global, so what other files or Rust reference by name is its copy. A CPU-only build
+//! has nothing to clash with and links its objects as compiled (as a CUDA build links nvcc's:
+//! host code of one file can still call another's). The renaming matters for
+//! inline functions and template instantiations: their COMDAT groups are named after the
+//! symbol, and the linker merges groups by name whatever the symbol's binding, so a CPU copy
+//! that kept its name could be replaced by the CUDA object's (a different function: it calls
+//! the CUDA runtime) or discarded under references that then dangle. Symbols of default
+//! visibility (the entries, `std::` instantiations over built-in types, which are the same code
+//! in both objects) stay global. The C API of the CPU runtime (`choreo_cpu_*`) is undefined in
+//! the object and untouched.
+//!
+//! Without an `objcopy` (`OBJCOPY`, `<prefix>objcopy` for a prefixed cross compiler,
+//! `<target>-objcopy`, `objcopy`, `llvm-objcopy`) the objects stay as compiled; a build with
+//! CUDA then says so, and [`clashes`] names every symbol that both objects of a file define
+//! (an error, located at the `.co` file, instead of the linker's).
 
+use crate::elf;
 use crate::error::{Error, NvccFailure};
 use crate::hash::{Digest, Hasher};
 use crate::nvcc::{JobError, parallel_map};
@@ -29,6 +56,9 @@ pub(crate) struct CpuJob {
     pub(crate) digest: Digest,
     /// The object to write.
     pub(crate) object: PathBuf,
+    /// What the object's local symbols get appended (`.choreo_cpu_<hash of the file's symbol
+    /// scope>`): unique in the program, so that no two objects' renamed COMDAT groups meet.
+    pub(crate) local_suffix: String,
 }
 
 /// What every CPU compile of a build shares.
@@ -44,6 +74,8 @@ pub(crate) struct CpuConfig {
     pub(crate) include_dirs: Vec<PathBuf>,
     /// The hash of the two runtime headers.
     pub(crate) headers: Digest,
+    /// The `objcopy` that makes the objects' hidden symbols local (see the module docs).
+    pub(crate) objcopy: Option<PathBuf>,
 }
 
 impl CpuConfig {
@@ -54,6 +86,8 @@ impl CpuConfig {
         opt_level: &str,
         defines: Vec<(String, Option<String>)>,
         include_dirs: Vec<PathBuf>,
+        objcopy: impl FnOnce(&Path) -> Option<PathBuf>,
+        localize: bool,
     ) -> Result<CpuConfig, Error> {
         let mut build = cc::Build::new();
         build
@@ -70,6 +104,15 @@ impl CpuConfig {
         let mut flags: Vec<String> =
             tool.args().iter().map(|a| a.to_string_lossy().into_owned()).collect();
         flags.push("-pthread".to_string());
+        // Only the entries are exported (see the module docs); MSVC has no such flag.
+        let mut objcopy_found = None;
+        if tool.is_like_gnu() || tool.is_like_clang() {
+            flags.push("-fvisibility=hidden".to_string());
+            if localize {
+                objcopy_found = objcopy(tool.path());
+            }
+        }
+        let objcopy = objcopy_found;
         let env = tool
             .get_envs()
             .map(|(k, v)| (k.to_string_lossy().into_owned(), v.to_string_lossy().into_owned()))
@@ -86,6 +129,7 @@ impl CpuConfig {
             defines,
             include_dirs,
             headers,
+            objcopy,
         })
     }
 
@@ -112,10 +156,18 @@ impl CpuConfig {
     fn key(&self, job: &CpuJob) -> String {
         let mut hasher = Hasher::new();
         hasher
-            .field("choreo-build cpu object v1")
+            .field("choreo-build cpu object v2")
             .field(self.compiler.as_os_str().as_encoded_bytes())
             .field(job.digest.to_string())
             .field(self.headers.to_string());
+        // The post-processing is part of the object: with another objcopy (or none) it is
+        // made again.
+        match &self.objcopy {
+            Some(objcopy) => {
+                hasher.field(objcopy.as_os_str().as_encoded_bytes()).field(&job.local_suffix)
+            }
+            None => hasher.field("no objcopy"),
+        };
         for arg in self.args(job) {
             hasher.field(arg);
         }
@@ -211,7 +263,316 @@ fn compile_one(config: &CpuConfig, job: &CpuJob) -> Result<(), JobError> {
             output: text,
         })));
     }
+    if let Some(objcopy) = &config.objcopy {
+        localize(objcopy, job).map_err(JobError::Fatal)?;
+    }
     fs::write(&key_path, config.key(job))
         .map_err(|e| JobError::Fatal(Error::io("write", &key_path, e)))?;
     Ok(())
+}
+
+/// Renames every symbol that the object defines with hidden visibility (`<name><suffix>`) and
+/// makes it local, with `objcopy` (see the module docs); a non-ELF object is left alone.
+fn localize(objcopy: &Path, job: &CpuJob) -> Result<(), Error> {
+    let object = &job.object;
+    let bytes = fs::read(object).map_err(|e| Error::io("read", object, e))?;
+    if !elf::is_elf(&bytes) {
+        return Ok(());
+    }
+    let malformed = || Error::Objcopy {
+        object: object.clone(),
+        command: String::new(),
+        message: "cannot read the symbol table of the compiled object".to_owned(),
+    };
+    let hidden: Vec<String> = elf::defined_symbols(&bytes)
+        .ok_or_else(malformed)?
+        .into_iter()
+        .filter(|symbol| symbol.hidden && !symbol.name.ends_with(&job.local_suffix))
+        .map(|symbol| symbol.name)
+        .collect();
+    if hidden.is_empty() {
+        return Ok(());
+    }
+    let renames = object.with_extension("rename");
+    let locals = object.with_extension("local");
+    let mut rename_text = String::new();
+    let mut local_text = String::new();
+    for name in &hidden {
+        rename_text.push_str(&format!("{name} {name}{}\n", job.local_suffix));
+        // GNU objcopy localizes by the new name, llvm-objcopy by the old one: list both.
+        local_text.push_str(&format!("{name}\n{name}{}\n", job.local_suffix));
+    }
+    fs::write(&renames, rename_text).map_err(|e| Error::io("write", &renames, e))?;
+    fs::write(&locals, local_text).map_err(|e| Error::io("write", &locals, e))?;
+    let mut command = Command::new(objcopy);
+    command
+        .arg(format!("--redefine-syms={}", renames.display()))
+        .arg(format!("--localize-symbols={}", locals.display()))
+        .arg(object);
+    let line = format!(
+        "{} --redefine-syms={} --localize-symbols={} {}",
+        objcopy.display(),
+        renames.display(),
+        locals.display(),
+        object.display()
+    );
+    let output = command
+        .output()
+        .map_err(|source| Error::Spawn { program: objcopy.to_path_buf(), source })?;
+    if !output.status.success() {
+        let _ = fs::remove_file(object);
+        let mut message = format!("{}: ", output.status);
+        message.push_str(String::from_utf8_lossy(&output.stderr).trim());
+        return Err(Error::Objcopy { object: object.clone(), command: line, message });
+    }
+    // Every hidden symbol is renamed now; the renamed ones are local, except GCC's
+    // `STB_GNU_UNIQUE` static locals of inline functions (binding unique; harmless: no other
+    // object has their names).
+    let bytes = fs::read(object).map_err(|e| Error::io("read", object, e))?;
+    let left: Vec<String> = elf::defined_symbols(&bytes)
+        .ok_or_else(malformed)?
+        .into_iter()
+        .filter(|symbol| {
+            symbol.hidden
+                && (!symbol.name.ends_with(&job.local_suffix)
+                    || symbol.bind != elf::BIND_GNU_UNIQUE)
+        })
+        .map(|symbol| symbol.name)
+        .collect();
+    if !left.is_empty() {
+        let _ = fs::remove_file(object);
+        return Err(Error::Objcopy {
+            object: object.clone(),
+            command: line,
+            message: format!("these symbols are still global: {}", left.join(", ")),
+        });
+    }
+    Ok(())
+}
+
+/// The `objcopy` for objects of `target` (a triple, `cross` when not the host's) compiled by
+/// `compiler`: `OBJCOPY` (given by `env_objcopy`; when it does not run, none), the compiler's
+/// cross prefix with `objcopy` (`aarch64-linux-gnu-g++` → `aarch64-linux-gnu-objcopy`),
+/// `<target>-objcopy` in cross builds, `objcopy`, `llvm-objcopy`: the first that runs.
+pub(crate) fn find_objcopy(
+    env_objcopy: Option<PathBuf>,
+    compiler: &Path,
+    target: &str,
+    cross: bool,
+) -> Option<PathBuf> {
+    let mut candidates = Vec::new();
+    if let Some(objcopy) = env_objcopy {
+        // Only that one: one that does not run means none (a warning says so).
+        candidates.push(objcopy);
+        return candidates.into_iter().find(|candidate| runs(candidate));
+    }
+    let name = compiler.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+    for driver in ["g++", "c++", "gcc", "cc", "clang++", "clang"] {
+        if let Some(prefix) = name.strip_suffix(driver).filter(|p| p.ends_with('-')) {
+            candidates.push(compiler.with_file_name(format!("{prefix}objcopy")));
+            break;
+        }
+    }
+    if cross {
+        candidates.push(PathBuf::from(format!("{target}-objcopy")));
+    }
+    candidates.push(PathBuf::from("objcopy"));
+    candidates.push(PathBuf::from("llvm-objcopy"));
+    candidates.into_iter().find(|candidate| runs(candidate))
+}
+
+/// Whether `objcopy --version` succeeds.
+fn runs(objcopy: &Path) -> bool {
+    Command::new(objcopy).arg("--version").output().is_ok_and(|o| o.status.success())
+}
+
+/// A symbol that two objects of a build define (strong, global), making the program's link
+/// fail once both are linked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Clash {
+    pub(crate) symbol: String,
+    /// The objects, each with the file it was compiled from and its backend.
+    pub(crate) first: (PathBuf, &'static str),
+    pub(crate) second: (PathBuf, &'static str),
+}
+
+/// The symbols that more than one of `objects` (each: object, its source file, backend) define
+/// as strong global symbols, in the order found. Objects that are not ELF are skipped.
+pub(crate) fn clashes(objects: &[(PathBuf, PathBuf, &'static str)]) -> Vec<Clash> {
+    let mut seen: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    let mut found = Vec::new();
+    for (index, (object, _, _)) in objects.iter().enumerate() {
+        let Ok(bytes) = fs::read(object) else { continue };
+        let Some(symbols) = elf::defined_symbols(&bytes) else { continue };
+        for symbol in symbols.into_iter().filter(|s| s.bind == elf::BIND_GLOBAL) {
+            match seen.get(&symbol.name) {
+                Some(&first) if first != index => {
+                    let (_, first_source, first_backend) = &objects[first];
+                    let (_, source, backend) = &objects[index];
+                    found.push(Clash {
+                        symbol: symbol.name,
+                        first: (first_source.clone(), first_backend),
+                        second: (source.clone(), backend),
+                    });
+                }
+                Some(_) => {}
+                None => {
+                    seen.insert(symbol.name, index);
+                }
+            }
+        }
+    }
+    found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn temp(name: &str) -> PathBuf {
+        let dir =
+            std::env::temp_dir().join(format!("choreo-build-cpu-{}-{name}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    /// `g++ -c` of `source` into `<dir>/<name>.o`; `None` when there is no g++.
+    fn compile(dir: &Path, name: &str, source: &str, flags: &[&str]) -> Option<PathBuf> {
+        let cpp = dir.join(format!("{name}.cpp"));
+        let object = dir.join(format!("{name}.o"));
+        fs::write(&cpp, source).unwrap();
+        let status = Command::new("g++")
+            .args(["-std=c++17", "-O1", "-c"])
+            .args(flags)
+            .arg(&cpp)
+            .arg("-o")
+            .arg(&object)
+            .status()
+            .ok()?;
+        assert!(status.success(), "g++ failed on {source}");
+        Some(object)
+    }
+
+    /// What the CPU and CUDA versions of one file have in common: host code with external
+    /// linkage, an inline function with a static local (a COMDAT group) and the same names with
+    /// different bodies, as when the two dialects compile one header differently.
+    fn host_code(backend: &str, value: i32) -> String {
+        format!(
+            "int table[2] = {{{value}, {value}}};\n\
+             float scale_of(int n) {{ return {value}.0f / n; }}\n\
+             inline int which() {{ static int calls = 0; ++calls; return {value}; }}\n\
+             template <class T> T twice(T x) {{ return x * 2 + {value} - {value}; }}\n\
+             extern \"C\" __attribute__((visibility(\"default\"))) int entry_{backend}() {{\n\
+               return which() * 1000 + int(scale_of(1)) * 100 + twice(table[0]);\n\
+             }}\n"
+        )
+    }
+
+    /// The objcopys of this machine (GNU and LLVM), each tested.
+    fn objcopies() -> Vec<PathBuf> {
+        ["objcopy", "llvm-objcopy"].into_iter().map(PathBuf::from).filter(|o| runs(o)).collect()
+    }
+
+    #[test]
+    fn localized_cpu_objects_link_with_the_cuda_version_of_the_same_host_code() {
+        let dir = temp("localize");
+        let Some(cuda) = compile(&dir, "cuda", &host_code("cuda", 1), &["-fPIC"]) else {
+            eprintln!("skipped: no g++");
+            return;
+        };
+        let main = compile(
+            &dir,
+            "main",
+            "#include <cstdio>\nextern \"C\" int entry_cuda(); extern \"C\" int entry_cpu();\n\
+             int main() { std::printf(\"%d %d\\n\", entry_cuda(), entry_cpu()); }\n",
+            &[],
+        )
+        .unwrap();
+        let source = host_code("cpu", 2);
+        // As compiled, the two objects clash.
+        let plain = compile(&dir, "plain", &source, &["-fPIC", "-fvisibility=hidden"]).unwrap();
+        let objects = [
+            (cuda.clone(), PathBuf::from("k.co"), "CUDA"),
+            (plain.clone(), PathBuf::from("k.co"), "CPU"),
+        ];
+        let found: Vec<String> = clashes(&objects).into_iter().map(|c| c.symbol).collect();
+        assert_eq!(found, ["_Z8scale_ofi", "table"], "weak and unique symbols do not clash");
+        for objcopy in objcopies() {
+            let name = objcopy.display().to_string();
+            let object = compile(&dir, &name, &source, &["-fPIC", "-fvisibility=hidden"]).unwrap();
+            let job = CpuJob {
+                source: "k.co".into(),
+                source_dir: dir.clone(),
+                cpp: dir.join("plain.cpp"),
+                digest: Digest::of("k"),
+                object: object.clone(),
+                local_suffix: ".choreo_cpu_0123456789abcdef".to_owned(),
+            };
+            localize(&objcopy, &job).unwrap();
+            let symbols = elf::defined_symbols(&fs::read(&object).unwrap()).unwrap();
+            let global: Vec<&str> = symbols
+                .iter()
+                .filter(|s| s.bind != elf::BIND_GNU_UNIQUE)
+                .map(|s| s.name.as_str())
+                .collect();
+            assert_eq!(global, ["entry_cpu"], "{name}: {symbols:?}");
+            // Running it again changes nothing (every hidden symbol has the suffix already).
+            localize(&objcopy, &job).unwrap();
+            let objects = [
+                (cuda.clone(), PathBuf::from("k.co"), "CUDA"),
+                (object.clone(), PathBuf::from("k.co"), "CPU"),
+            ];
+            assert_eq!(clashes(&objects), [], "{name}");
+            // Linked in both orders, each entry uses its own object's copies: the COMDAT
+            // groups of `which` and `twice` are not merged across the two.
+            for (first, second) in [(&cuda, &object), (&object, &cuda)] {
+                let exe = dir.join(format!("{name}.exe"));
+                let status = Command::new("g++")
+                    .arg(&main)
+                    .arg(first)
+                    .arg(second)
+                    .arg("-o")
+                    .arg(&exe)
+                    .status()
+                    .unwrap();
+                assert!(status.success(), "{name}: link failed");
+                let output = Command::new(&exe).output().unwrap();
+                assert_eq!(String::from_utf8_lossy(&output.stdout), "1102 2204\n", "{name}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_failing_objcopy_is_an_error_that_leaves_no_object() {
+        let dir = temp("failing");
+        let Some(object) = compile(&dir, "k", &host_code("cpu", 2), &["-fvisibility=hidden"])
+        else {
+            eprintln!("skipped: no g++");
+            return;
+        };
+        let fake = dir.join("fake-objcopy");
+        fs::write(&fake, "#!/bin/sh\necho 'no such option' >&2\nexit 1\n").unwrap();
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            fs::set_permissions(&fake, fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        let job = CpuJob {
+            source: "k.co".into(),
+            source_dir: dir.clone(),
+            cpp: dir.join("k.cpp"),
+            digest: Digest::of("k"),
+            object: object.clone(),
+            local_suffix: ".choreo_cpu_0".to_owned(),
+        };
+        let error = localize(&fake, &job).unwrap_err();
+        assert!(matches!(error, Error::Objcopy { .. }), "{error}");
+        let text = error.to_string();
+        assert!(text.contains("no such option") && text.contains("--redefine-syms"), "{text}");
+        assert!(!object.exists());
+        // An OBJCOPY that does not run is no objcopy.
+        assert_eq!(find_objcopy(Some(dir.join("none")), Path::new("g++"), "x", false), None);
+        assert_eq!(find_objcopy(Some(fake.clone()), Path::new("g++"), "x", false), None);
+    }
 }

@@ -124,6 +124,19 @@ pub enum Error {
         /// Why none could be used.
         reason: String,
     },
+    /// Making the hidden symbols of a CPU object local with `objcopy` failed.
+    Objcopy {
+        /// The object.
+        object: PathBuf,
+        /// The command line (empty when objcopy did not run).
+        command: String,
+        /// What went wrong (objcopy's exit status and standard error).
+        message: String,
+    },
+    /// Two objects of the build define the same symbol, so linking both would fail: host code
+    /// of a `.co` file with external linkage that the CPU object could not keep to itself (no
+    /// `objcopy`, or default visibility asked for), or two files defining one name.
+    DuplicateSymbols(Vec<DuplicateSymbol>),
     /// Creating the static library failed.
     Archive {
         /// The command line.
@@ -146,6 +159,45 @@ pub struct FileDiagnostics {
     pub warnings: usize,
     /// All its diagnostics, rendered like rustc (codespan, no colour).
     pub rendered: String,
+}
+
+/// A symbol that two objects of a build define.
+#[derive(Debug, Clone)]
+pub struct DuplicateSymbol {
+    /// The symbol (as the linker sees it: C++ names mangled).
+    pub symbol: String,
+    /// The `.co` (or hand-written `.cu`) file of the first object, and its backend (`CUDA`,
+    /// `CPU`).
+    pub first: (PathBuf, &'static str),
+    /// The same for the second object.
+    pub second: (PathBuf, &'static str),
+    /// Why the CPU object still exports it: no `objcopy` was found.
+    pub no_objcopy: bool,
+}
+
+impl DuplicateSymbol {
+    /// `<file>: <symbol> is defined by both the CUDA and the CPU object of this file`, or the
+    /// same naming two files.
+    pub(crate) fn describe(&self) -> String {
+        let (first, first_backend) = &self.first;
+        let (second, second_backend) = &self.second;
+        if first == second {
+            format!(
+                "{}: `{}` is defined by both the {first_backend} and the {second_backend} \
+                 object of this file",
+                first.display(),
+                self.symbol
+            )
+        } else {
+            format!(
+                "{}: `{}` is defined by its {second_backend} object and by the \
+                 {first_backend} object of {}",
+                second.display(),
+                self.symbol,
+                first.display()
+            )
+        }
+    }
 }
 
 /// One failed nvcc run.
@@ -190,6 +242,7 @@ impl Error {
                     )
                 })
                 .collect(),
+            Error::DuplicateSymbols(symbols) => symbols.iter().map(|s| s.describe()).collect(),
             Error::Nvcc(failures) => failures
                 .iter()
                 .map(|f| {
@@ -289,6 +342,19 @@ impl Error {
             Error::Archive { command, status, .. } => {
                 format!("creating the static library failed ({status}): {command}")
             }
+            Error::Objcopy { object, message, .. } => format!(
+                "cannot make the hidden symbols of the CPU object {} local: {}",
+                object.display(),
+                one_line(message)
+            ),
+            Error::DuplicateSymbols(symbols) => format!(
+                "{} defined by two objects of the kernels library: linking them would fail",
+                if symbols.len() == 1 {
+                    "a symbol is".to_owned()
+                } else {
+                    format!("{} symbols are", symbols.len())
+                }
+            ),
             Error::CxxCompile(failures) => format!(
                 "the C++ compiler failed on the CPU version of {}",
                 plural(failures.len(), ".co file")
@@ -330,6 +396,29 @@ impl fmt::Display for Error {
             }
             Error::Archive { stderr, .. } if !stderr.trim().is_empty() => {
                 write!(f, "\n{}", stderr.trim_end())?;
+            }
+            Error::Objcopy { command, .. } if !command.is_empty() => {
+                write!(f, "\ncommand: {command}")?;
+            }
+            Error::DuplicateSymbols(symbols) => {
+                for symbol in symbols {
+                    write!(f, "\n  {}", symbol.describe())?;
+                }
+                write!(
+                    f,
+                    "\nhelp: host code of a .co file (functions, globals, __device__ helpers) \
+                     is compiled once for CUDA and once for the CPU, and a program links both \
+                     objects; give such definitions internal linkage: `static`, `inline`, or an \
+                     unnamed namespace"
+                )?;
+                if symbols.iter().any(|s| s.no_objcopy) {
+                    write!(
+                        f,
+                        "\nnote: choreo-build keeps the CPU object's copies local with objcopy, \
+                         which was not found: install binutils (or LLVM's llvm-objcopy), or \
+                         set OBJCOPY"
+                    )?;
+                }
             }
             _ => {}
         }

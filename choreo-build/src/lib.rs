@@ -137,6 +137,7 @@
 //! and `<dir>/<name>.rs`.
 
 mod cpu;
+mod elf;
 mod error;
 mod hash;
 mod inputs;
@@ -144,7 +145,7 @@ mod nvcc;
 mod output;
 
 pub use choreo_toolkit::{FoundBy, RootFrom, StubReason, Toolkit};
-pub use error::{Error, FileDiagnostics, NvccFailure};
+pub use error::{DuplicateSymbol, Error, FileDiagnostics, NvccFailure};
 
 use choreo_compiler::compile::{
     Arch, CompileOptions, OutputMode, SymbolScope, Target as CompileTarget,
@@ -412,8 +413,18 @@ impl Builder {
 
         // The CPU version of every file that has one (always, unless on docs.rs).
         let mut objects = Vec::new();
+        // Whether the CPU objects were post-processed by an objcopy (see `cpu`).
+        let mut objcopy = None;
         if generated.iter().any(|file| file.cpp_digest.is_some()) {
-            let (cpu_objects, runs) = self.compile_cpu(env, &target, &layout, &mut generated)?;
+            let (cpu_objects, runs) = self.compile_cpu(
+                env,
+                &target,
+                &layout,
+                &scope,
+                cuda,
+                &mut generated,
+                &mut objcopy,
+            )?;
             objects.extend(cpu_objects);
             report.cpu_runs = runs;
         }
@@ -478,6 +489,7 @@ impl Builder {
             + hand_written.iter().filter(|file| file.report.compiled).count();
         report.cache_hits = cuda_objects.len() - report.nvcc_runs;
         objects.extend(cuda_objects);
+        check_symbols(&generated, &hand_written, objcopy, cargo)?;
         report.library = Some(self.link(env, &layout, &out_dir, &target, name, &objects, cargo)?);
         report.files = generated.into_iter().map(|file| file.report).collect();
         report.cuda_files = hand_written.into_iter().map(|file| file.report).collect();
@@ -516,13 +528,19 @@ impl Builder {
     }
 
     /// Compiles the CPU versions (`obj/cpu/<module>.o`), stale ones only; returns the objects
-    /// and how many were compiled.
+    /// and how many were compiled. When the CUDA versions are linked too (`cuda`), each CPU
+    /// object's hidden symbols are made local (see `cpu`), and `objcopy` says whether an
+    /// objcopy to do that was found.
+    #[allow(clippy::too_many_arguments)]
     fn compile_cpu(
         &self,
         env: &Env,
         target: &Target,
         layout: &Layout,
+        scope: &[String],
+        cuda: bool,
         generated: &mut [Generated],
+        objcopy: &mut Option<bool>,
     ) -> Result<(Vec<(PathBuf, Digest)>, usize), Error> {
         let generated_dir = absolute(&layout.generated_dir())?;
         let mut include_dirs = vec![generated_dir.clone()];
@@ -537,19 +555,33 @@ impl Builder {
             "2",
             self.defines.clone(),
             include_dirs,
+            // A CPU-only build links its objects as compiled, as a CUDA build links nvcc's.
+            |compiler| {
+                let from_env = env.non_empty("OBJCOPY").map(PathBuf::from);
+                cpu::find_objcopy(from_env, compiler, &target.triple, target.cross)
+            },
+            cuda,
         )?;
+        if cuda {
+            *objcopy = Some(config.objcopy.is_some());
+        }
         let obj_dir = generated_dir.join("obj").join("cpu");
         let mut jobs = Vec::new();
         for file in generated.iter_mut() {
             let (Some(cpp), Some(digest)) = (&file.report.cpp, file.cpp_digest) else { continue };
             let object = obj_dir.join(format!("{}.o", file.input.module));
             file.report.cpu_object = Some(object.clone());
+            // Unique per file, library, crate and version, like the entry symbols.
+            let scope = scope.iter().map(String::as_str).chain([file.input.module.as_str()]);
+            let scope = scope.collect::<Vec<_>>().join("\0");
+            let hash = Digest::of(scope).to_string();
             jobs.push(cpu::CpuJob {
                 source: file.input.path.clone(),
                 source_dir: file.co_dir.clone(),
                 cpp: absolute(cpp)?,
                 digest,
                 object,
+                local_suffix: format!(".choreo_cpu_{}", &hash[..16]),
             });
         }
         let built = cpu::compile_all(&config, &jobs, jobs_from_env(env))?;
@@ -735,6 +767,62 @@ impl Builder {
             env_flags,
         })
     }
+}
+
+/// Before the objects of a build with both backends are archived: a symbol that two of them
+/// define (strong, global) would fail the program's link. One defined by both objects of a
+/// `.co` file is an error, located at the file (both are linked whenever one of its wrappers
+/// is); one defined by objects of two files is a warning (their link fails only when both are
+/// used). Without objcopy (`objcopy == Some(false)`) a warning also says that the CPU objects'
+/// host symbols are not local.
+fn check_symbols(
+    generated: &[Generated],
+    hand_written: &[HandWritten],
+    objcopy: Option<bool>,
+    cargo: &mut Cargo,
+) -> Result<(), Error> {
+    let mut objects = Vec::new();
+    for file in generated {
+        let source = &file.input.path;
+        if let Some(object) = &file.report.cpu_object {
+            objects.push((object.clone(), source.clone(), "CPU"));
+        }
+        if let Some(object) = &file.report.object {
+            objects.push((object.clone(), source.clone(), "CUDA"));
+        }
+    }
+    for file in hand_written {
+        if let Some(object) = &file.report.object {
+            objects.push((object.clone(), file.input.path.clone(), "CUDA"));
+        }
+    }
+    let no_objcopy = objcopy == Some(false);
+    if no_objcopy {
+        cargo.line(
+            "warning=choreo-build: no usable objcopy was found (set OBJCOPY): the CPU objects' \
+             host symbols are not made local, so host code with external linkage in a .co file \
+             is defined by both its CUDA and its CPU object, and inline functions of the two \
+             may be merged",
+        );
+    }
+    let mut errors = Vec::new();
+    for clash in cpu::clashes(&objects) {
+        let duplicate = error::DuplicateSymbol {
+            symbol: clash.symbol,
+            first: clash.first,
+            second: clash.second,
+            no_objcopy,
+        };
+        if duplicate.first.0 == duplicate.second.0 {
+            errors.push(duplicate);
+        } else {
+            cargo.line(&format!(
+                "warning={} (the program's link fails if it uses both files)",
+                duplicate.describe()
+            ));
+        }
+    }
+    if errors.is_empty() { Ok(()) } else { Err(Error::DuplicateSymbols(errors)) }
 }
 
 /// Reads the hand-written `.cu` files (their content is part of their cache key) and prints
@@ -1430,6 +1518,12 @@ mod tests {
         let file = &report.files[0];
         assert!(file.cpu_object.as_ref().is_some_and(|o| o.is_file()), "{report}");
         assert!(file.cpu_compiled, "{report}");
+        // Nothing to clash with: the object is linked as compiled, its symbols not renamed.
+        let object = std::fs::read(file.cpu_object.as_ref().unwrap()).unwrap();
+        if let Some(symbols) = elf::defined_symbols(&object) {
+            assert!(symbols.iter().all(|s| !s.name.contains(".choreo_cpu_")), "{symbols:?}");
+            assert!(symbols.iter().any(|s| s.hidden), "compiled -fvisibility=hidden");
+        }
         let rs = std::fs::read_to_string(&file.rs).unwrap();
         assert!(rs.contains("fn __choreo_cpu_rs_"), "{rs}");
         assert!(!rs.contains("fn __choreo_rs_"), "{rs}");

@@ -228,7 +228,13 @@ fn the_cpu_target_gives_cpp_with_distinct_symbols() {
     // The CPU and CUDA builds of one file link into one program: their entries differ.
     let plan = out.plan.expect("a plan");
     assert_eq!(plan.functions[0].symbols.entry, "__choreo_cpu_rs_1t1f");
-    assert!(cpp.contains("extern \"C\" int __choreo_cpu_rs_1t1f("), "{cpp}");
+    // The one symbol the CPU object exports (choreo-build compiles it `-fvisibility=hidden`).
+    assert!(
+        cpp.contains(
+            "extern \"C\" __attribute__((visibility(\"default\"))) int __choreo_cpu_rs_1t1f("
+        ),
+        "{cpp}"
+    );
 }
 
 #[test]

@@ -113,6 +113,14 @@ impl Fixture {
             .expect("the fixture binary starts")
     }
 
+    /// Runs the built binary with `envs` set.
+    fn run_with(&self, envs: &[(&str, &str)]) -> Output {
+        Command::new(shared_target_dir().join("debug").join(&self.name))
+            .envs(envs.iter().copied())
+            .output()
+            .expect("the fixture binary starts")
+    }
+
     /// Sets the modification time of a file to now, without changing its content.
     fn touch(&self, file: &str) {
         let file = fs::File::options().write(true).open(self.dir.join(file)).unwrap();
@@ -318,4 +326,65 @@ fn without_nvcc_the_kernels_are_built_for_the_cpu_and_run() {
     assert_eq!(lines.next(), Some("hand: stub build, not linked"), "{stdout}");
     // The hand-written file is listed, not compiled.
     assert!(report.contains("cuda_file=cuda/hand.cu compiled=false"), "{report}");
+}
+
+/// A `.co` file whose host code defines functions, a `__device__` helper and globals with
+/// external linkage: its CUDA and its CPU object both define them, and the program links both
+/// (every wrapper references both entries). The CPU object keeps its copies local, so the
+/// program links, and the CPU entries use the CPU copies (`calls` counts the CPU calls).
+#[test]
+fn host_code_with_external_linkage_links_with_both_backends() {
+    let fixture = Fixture::new("hostsyms", "fixture-hostsyms");
+    let stderr = fixture.build_ok(&[]);
+    let report = fixture.take_report().expect("the build script ran");
+    require_nvcc(&report);
+    assert_eq!(field(&report, "nvcc_runs"), "2", "{report}");
+    assert_eq!(field(&report, "cpu_runs"), "2", "{report}");
+    assert!(!stderr.contains("is defined by"), "{stderr}");
+    let output = fixture.run_with(&[("CHOREO_DEVICE", "cpu")]);
+    assert!(output.status.success(), "{output:?}");
+    assert_eq!(String::from_utf8_lossy(&output.stdout), "squares: 2\ncalls: 2\ncubes: 27\n");
+
+    // The post-processed objects are cached like the others: a rerun compiles nothing.
+    std::thread::sleep(Duration::from_millis(1100));
+    fixture.touch("kernels/host-syms.co");
+    fixture.build_ok(&[]);
+    let report = fixture.take_report().expect("touching a .co reruns the build script");
+    assert_eq!(field(&report, "nvcc_runs"), "0", "{report}");
+    assert_eq!(field(&report, "cpu_runs"), "0", "{report}");
+    assert_eq!(field(&report, "library_rebuilt"), "false", "{report}");
+}
+
+/// Without an objcopy the CPU object cannot keep its copies to itself: the build fails before
+/// linking, naming each symbol that both objects of the file define and what to do, instead
+/// of the linker's duplicate-symbol errors.
+#[test]
+fn without_objcopy_duplicate_host_symbols_are_a_located_error() {
+    let fixture = Fixture::new("hostsyms", "fixture-hostsyms-no-objcopy");
+    let output = fixture.cargo(&["build"], &[("OBJCOPY", "/nonexistent/objcopy")]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        !output.status.success(),
+        "the build succeeded (it needs nvcc to build both backends):\n{stderr}"
+    );
+    let clashes = [
+        ("host-syms", "_Z8scale_ofi"),
+        ("host-syms", "_Z2sqf"),
+        ("host-syms", "calls"),
+        ("host-syms", "table"),
+        ("other", "_Z4cubef"),
+    ];
+    for (file, symbol) in clashes {
+        let line = format!(
+            "error: fixture-hostsyms-no-objcopy@0.1.0: kernels/{file}.co: `{symbol}` is \
+             defined by both the CPU and the CUDA object of this file"
+        );
+        assert!(stderr.lines().any(|l| l == line), "no line {line:?} in:\n{stderr}");
+    }
+    assert!(stderr.contains("`static`, `inline`, or an unnamed namespace"), "{stderr}");
+    assert!(stderr.contains("objcopy, which was not found"), "{stderr}");
+    assert!(stderr.contains("no usable objcopy was found"), "{stderr}");
+    // Inline functions (weak symbols) are not reported; nothing was linked.
+    assert!(!stderr.contains("_Z5twicei"), "{stderr}");
+    assert!(!stderr.contains("duplicate symbol"), "{stderr}");
 }

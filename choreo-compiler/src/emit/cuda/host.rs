@@ -3,7 +3,7 @@
 
 use super::types::cpp_elem;
 use super::writer::{c_escape, comment_text};
-use super::{FnEmitter, Region};
+use super::{Dialect, FnEmitter, Region};
 use crate::hir::{self, Dim, ElemTy, ParamId, ParamKind, ReturnTy};
 use crate::lower::{AbiParam, AfterLaunch};
 use crate::source::Span;
@@ -525,7 +525,17 @@ impl FnEmitter<'_, '_> {
                 comment_text(&f.co_signature)
             ),
         );
-        self.w.line(span, &format!("extern \"C\" int {}({}) {{", entry.symbol, params.join(", ")));
+        // On the CPU the entry is the one symbol the object exports: choreo-build compiles CPU
+        // objects with `-fvisibility=hidden` and makes every other hidden symbol local, so
+        // the host code of a `.co` file, also in the CUDA object, is never defined twice.
+        let visibility = match self.options.dialect {
+            Dialect::Cuda => "",
+            Dialect::Cpu => "__attribute__((visibility(\"default\"))) ",
+        };
+        self.w.line(
+            span,
+            &format!("extern \"C\" {visibility}int {}({}) {{", entry.symbol, params.join(", ")),
+        );
         self.w.indent += 1;
         self.w.line(span, "try {");
         self.w.indent += 1;
