@@ -55,17 +55,28 @@ void write_share(const ::choreo::cpu::Thread* __choreo_thr, std::uint32_t* out, 
   }
 }
 
-// Thread 0 of every block waits `spin_ns` nanoseconds of the host's clock, then the block writes
-// `value` to its grid-stride share of `out`. So no element is written before the wait.
-void spin_then_write_kernel(const ::choreo::cpu::Thread* __choreo_thr, std::uint32_t* out,
-                            std::size_t n, std::uint64_t spin_ns, std::uint32_t value) {
+// Thread 0 of every block waits until `spin_ns` nanoseconds of the host's clock have passed
+// since the first block started (`*start`, set by it), then the block writes `value` to its
+// grid-stride share of `out`. So no element is written before the wait. (On a GPU every block
+// waits from its own start, all at once; the CPU runs the blocks a few at a time, and a wait
+// per block would add up.)
+void spin_then_write_kernel(const ::choreo::cpu::Thread* __choreo_thr, std::uint64_t* start,
+                            std::uint32_t* out, std::size_t n, std::uint64_t spin_ns,
+                            std::uint32_t value) {
   if (threadIdx.x == 0) {
-    const std::uint64_t start = now_ns();
-    while (now_ns() - start < spin_ns) poll_pause();
+    std::uint64_t begun = 0;
+    const std::uint64_t now = now_ns();
+    if (__atomic_compare_exchange_n(start, &begun, now, false, __ATOMIC_SEQ_CST,
+                                    __ATOMIC_SEQ_CST)) {
+      begun = now;
+    }
+    while (now_ns() - begun < spin_ns) poll_pause();
   }
   __syncthreads();
   write_share(__choreo_thr, out, n, value);
 }
+
+void delete_start(void* start) { delete static_cast<std::uint64_t*>(start); }
 
 // Thread 0 of every block waits until the host opens the gate (`gate[0] != 0`) or `timeout_ns`
 // have passed, in which case it sets `gate[1]`; then the block writes `value` to its
@@ -144,8 +155,15 @@ extern "C" int choreo_test_cpu_spin_then_write(std::uint32_t* out, std::size_t n
                                                std::uint64_t spin_ns, std::uint32_t value,
                                                cudaStream_t stream) {
   const cudaLaunchConfig_t config = config_for(blocks_for(n), kThreads, stream);
-  return static_cast<int>(::choreo::cpu::launch<spin_then_write_kernel>(
-      &config, ::choreo::cpu::kFibres, out, n, spin_ns, value));
+  auto* start = new std::uint64_t(0);
+  const cudaError_t err = ::choreo::cpu::launch<spin_then_write_kernel>(
+      &config, ::choreo::cpu::kFibres, start, out, n, spin_ns, value);
+  if (err != cudaSuccess) {
+    delete start;
+    return static_cast<int>(err);
+  }
+  // Freed in stream order, after the kernel.
+  return static_cast<int>(cudaLaunchHostFunc(stream, delete_start, start));
 }
 
 extern "C" int choreo_test_cpu_wait_then_write(std::uint32_t* gate, std::uint32_t* out,

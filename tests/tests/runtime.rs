@@ -202,10 +202,10 @@ device_tests!(async_copies_round_trip_16_mib_in_chunks);
 fn async_copies_round_trip_16_mib_in_chunks(dev: &TestDevice) {
     const TOTAL: usize = 16 << 20;
     let stream = dev.stream();
+    let mut random = Random::fresh("16 MiB in chunks");
+    let data: Vec<u32> = (0..TOTAL / size_of::<u32>()).map(|_| random.next_u32()).collect();
     for chunk_bytes in [16 << 10, 256 << 10, 1 << 20, 4 << 20, 16 << 20] {
         let chunk = chunk_bytes / size_of::<u32>();
-        let mut random = Random::fresh(&format!("chunks of {chunk_bytes} bytes"));
-        let data: Vec<u32> = (0..TOTAL / size_of::<u32>()).map(|_| random.next_u32()).collect();
 
         // Host -> device from pinned memory, fully asynchronous. The pinned sources are
         // dropped right away: their memory must outlive the copies anyway.
