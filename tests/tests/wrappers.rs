@@ -342,7 +342,8 @@ fn synchronous_wrappers_have_finished_when_they_return(dev: &TestDevice) {
 /// module loading (the default), the first launch of a kernel loads its module, and loading
 /// waits for the kernels already running on the device: a first call made while a gated kernel
 /// holds the device would block until the gate times out. (Each GPU test runs in a process of
-/// its own, so no earlier test has loaded it.)
+/// its own, so no earlier test has loaded it.) The CPU loads nothing lazily; the call costs it
+/// nothing of note.
 fn load_spin_async(
     stream: &Stream,
     out: &mut DeviceTensor<u32, 1>,
