@@ -1925,6 +1925,18 @@ int choreo_cpu_cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
     if (!state) return cudaErrorInvalidResourceHandle;
     std::shared_ptr<EventState> e = event->state;
     const std::uint64_t generation = e->generation + 1;
+    if (!state->legacy && !state->blocking && state->completed == state->enqueued) {
+      // A non-blocking stream with nothing queued or running reaches the record at once, as a
+      // GPU does: the event is complete now (a worker would complete it a thread wake-up
+      // later, and a query right after a synchronous call would find its stream still busy).
+      e->generation = generation;
+      e->recorded = true;
+      e->time = Clock::now();
+      e->timed = true;
+      e->stream = state;
+      e->seq = state->completed;
+      return cudaSuccess;
+    }
     // The time is taken when the stream reaches the record (a later record supersedes it).
     const std::uint64_t seq = enqueue_locked(state, {}, [e, generation] {
       const Clock::time_point now = Clock::now();

@@ -254,6 +254,12 @@ fn cpu_events_mark_points_of_their_stream() {
     let untimed = stream.record_untimed_event().unwrap();
     assert!(matches!(start.elapsed_ms(&untimed), Err(Error::InvalidArgument(_))));
     assert!(!gate.timed_out());
+    // On an idle stream a record is reached at once, as on a GPU: the stream stays idle.
+    stream.synchronize().unwrap();
+    let at_once = stream.record_event().unwrap();
+    assert!(at_once.query().unwrap(), "an event recorded on an idle stream is not complete");
+    assert!(stream.query().unwrap(), "a record on an idle stream left it busy");
+    assert!(end.elapsed_ms(&at_once).unwrap() >= 0.0);
 }
 
 #[test]

@@ -1,4 +1,6 @@
-// Kernels for the GPU tests (tests/tests/*_gpu.rs), compiled by tests/build.rs.
+// Kernels for the GPU variants of the tests (tests/tests/*.rs, `NAME::on_gpu`), compiled by
+// tests/build.rs with nvcc. Their CPU versions, with the same launchers, are
+// test_kernels_cpu.cpp.
 //
 // Every launcher is `extern "C"`, takes the stream to launch on, and returns the launch status
 // instead of aborting, like the entry points that choreo generates.

@@ -2,7 +2,7 @@
 //! generated from `co/*.co` (`choreo_tests::co`): a `Pending` keeps what the device writes and
 //! what its completion writes borrowed; element types and ranks are part of the signatures;
 //! one tensor cannot be both input and output; a tensor whose buffer was moved out cannot be
-//! passed (the "already-moved tensor" of the bad-input checks, see `bad_input_gpu.rs`); an
+//! passed (the "already-moved tensor" of the bad-input checks, see `bad_input.rs`); an
 //! unused guard is flagged.
 //!
 //! trybuild builds the cases in its own target directory; the build script runs in stub mode

@@ -1,28 +1,17 @@
-//! GPU test of fp8 kernels through the generated wrappers (`choreo_tests::co::fp8`, from
-//! `co/fp8.co`): `choreo::F8E4M3` / `choreo::F8E5M2` as host data (in, `&`, returned), as
-//! global data, and as scalars across the C ABI. The device converts with CUDA's constructors
-//! (`cvt.rn.satfinite` on sm_89 and later); every result must equal, bit for bit, the Rust
-//! conversions `from_f32` (which the `choreo` crate checks against CUDA's host code).
+//! fp8 kernels through the generated wrappers (`choreo_tests::co::fp8`, from `co/fp8.co`):
+//! `choreo::F8E4M3` / `choreo::F8E5M2` as host data (in, `&`, returned), as global data, and as
+//! scalars across the C ABI. The device converts with CUDA's constructors (on a GPU,
+//! `cvt.rn.satfinite` on sm_89 and later; on the CPU, the CPU runtime's versions of them); every
+//! result must equal, bit for bit, the Rust conversions `from_f32` (which the `choreo` crate
+//! checks against CUDA's host code).
 //!
-//! `#[ignore]`d: run it with `--ignored` on a machine with a GPU. Without a GPU, or when the
-//! kernels were not compiled (stub build), it fails with a message saying so.
+//! The test runs on the CPU (`..::on_cpu`, in every `cargo test`) and on a GPU (`..::on_gpu`,
+//! `#[ignore = "needs a CUDA GPU"]`: `--ignored`); see `choreo_tests::device_tests!`. Without a
+//! GPU, or without the CUDA kernels, the GPU variant fails with a message saying so.
 
-use choreo::{DeviceTensor, F8E4M3, F8E5M2};
+use choreo::{F8E4M3, F8E5M2};
 use choreo_tests::co::fp8;
-use choreo_tests::{CO_KERNELS_BUILT, Random, assert_no_deferred_error, download, upload};
-
-/// Fails the test unless the kernels were compiled and a GPU is present.
-fn require_gpu() {
-    if !CO_KERNELS_BUILT {
-        panic!(
-            "the Choreo test kernels were not compiled (stub build: no nvcc when choreo-tests \
-             was built); the wrappers only return Error::NotBuilt"
-        );
-    }
-    if let Err(error) = choreo::init() {
-        panic!("this test needs a CUDA GPU: {error}");
-    }
-}
+use choreo_tests::{Random, TestDevice, assert_no_deferred_error, device_tests};
 
 /// Inputs where rounding decides: every finite value of both formats, the midpoints between
 /// neighbouring e4m3 values and the floats next to them, values past the largest finite ones,
@@ -51,10 +40,8 @@ fn inputs(random: &mut Random) -> Vec<f32> {
     values
 }
 
-#[test]
-#[ignore = "needs a CUDA GPU"]
-fn fp8_data_and_scalars_cross_the_wrappers_bit_exactly() {
-    require_gpu();
+device_tests!(fp8_data_and_scalars_cross_the_wrappers_bit_exactly);
+fn fp8_data_and_scalars_cross_the_wrappers_bit_exactly(dev: &TestDevice) {
     let mut random = Random::fresh("fp8 wrappers");
     let x = inputs(&mut random);
     let n = x.len();
@@ -73,10 +60,10 @@ fn fp8_data_and_scalars_cross_the_wrappers_bit_exactly() {
 
     // Global data: every e4m3 code (NaNs included) widens to its exact f32 value.
     let codes: Vec<F8E4M3> = (0..=255u8).map(F8E4M3::from_bits).collect();
-    let a = upload(&codes);
-    let mut wide = DeviceTensor::<f32, 1>::zeros([codes.len()]).unwrap();
+    let a = dev.upload(&codes);
+    let mut wide = dev.zeros::<f32, 1>([codes.len()]);
     fp8::widen(&a, &mut wide).unwrap();
-    for (code, got) in codes.iter().zip(download(&wide)) {
+    for (code, got) in codes.iter().zip(dev.download(&wide)) {
         let want = code.to_f32();
         assert!(
             got.to_bits() == want.to_bits() || (want.is_nan() && got.is_nan()),
@@ -84,7 +71,7 @@ fn fp8_data_and_scalars_cross_the_wrappers_bit_exactly() {
         );
     }
     assert_eq!(
-        download(&a).iter().map(|c| c.to_bits()).collect::<Vec<_>>(),
+        dev.download(&a).iter().map(|c| c.to_bits()).collect::<Vec<_>>(),
         (0..=255).collect::<Vec<u8>>()
     );
 

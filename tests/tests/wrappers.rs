@@ -1,72 +1,36 @@
-//! GPU tests of the generated kernel wrappers (`choreo_tests::co`, from `co/*.co`): every
+//! Tests of the generated kernel wrappers (`choreo_tests::co`, from `co/*.co`): every
 //! parameter kind, symbolic dimensions, shape errors before any launch, runtime checks,
 //! synchronous vs asynchronous semantics, two streams overlapping, `then`, `.await`, and
-//! `mem::forget` of a guard. Results are checked against CPU references on fresh random data;
-//! outputs are poisoned first.
+//! `mem::forget` of a guard. Results are checked against references computed here on fresh
+//! random data; outputs are poisoned first.
 //!
-//! All but one are `#[ignore]`d: run them with `--ignored` on a machine with a GPU, and under
-//! compute-sanitizer with `SANITIZE=all gpu-bundle/run-all` (see ci/bundle-gpu-tests). Without
-//! a GPU, or when the kernels were not compiled (stub build), they fail with a message saying
+//! Every test body runs twice (`choreo_tests::device_tests!`): `NAME::on_cpu` on the CPU device,
+//! in every `cargo test` (CI included), and `NAME::on_gpu` on CUDA device 0, `#[ignore]`d: run
+//! it with `--ignored` on a machine with a GPU, and under compute-sanitizer with
+//! `SANITIZE=all gpu-bundle/run-all` (see ci/bundle-gpu-tests). Without a GPU, or when the
+//! kernels were not compiled for CUDA (no nvcc), the GPU variants fail with a message saying
 //! so; they never pass vacuously. No check depends on how fast anything runs: work is held
 //! back with gates that only the host opens, and orderings are read from the device (stream
-//! and event queries, event timestamps compared with each other), so the tests pass unchanged
-//! under the sanitizer's slowdown.
+//! and event queries), so the tests pass unchanged under the sanitizer's slowdown and on two
+//! shared cores.
 //!
-//! `shape_errors_come_before_any_cuda_call` needs the compiled kernels but no GPU: the shape
-//! checks of a wrapper with only host data run before its first CUDA call.
+//! `shape_errors_come_before_any_launch` runs once, on the default device: the shape checks of
+//! a wrapper with only host data run before it touches any device.
 
 use std::future::IntoFuture;
 use std::pin::pin;
-use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::Duration;
 
-use choreo::{
-    DeviceBuffer, DeviceTensor, Error, HostTensor, HostView, HostViewMut, Stream, bf16, f16,
-};
+use choreo::{DeviceTensor, Error, HostTensor, HostView, HostViewMut, Stream, bf16, f16};
 use choreo_tests::co::{kinds, seed, timing};
 use choreo_tests::{
-    CO_KERNELS_BUILT, Gate, KERNELS_BUILT, Random, assert_no_deferred_error, block_on,
-    concurrent_kernels, download, spin_then_write, upload, wait_then_write, warm_up_kernels,
+    CO_KERNELS_ON_CPU, CO_KERNELS_ON_GPU, Random, TestDevice, assert_no_deferred_error,
+    concurrent_kernels, device_tests, spin_then_write, wait_then_write,
 };
 
 // ---------------------------------------------------------------------------------------------
 // Harness
 // ---------------------------------------------------------------------------------------------
-
-/// Serialises the GPU tests of this binary (timing tests must not share the GPU).
-static GPU_TESTS: Mutex<()> = Mutex::new(());
-
-/// Fails the test unless the kernels were compiled.
-fn require_kernels() {
-    if !CO_KERNELS_BUILT {
-        panic!(
-            "the Choreo test kernels were not compiled (stub build: no nvcc when choreo-tests \
-             was built); the wrappers only return Error::NotBuilt"
-        );
-    }
-}
-
-/// Fails the test unless a GPU and the compiled kernels (the Choreo ones and the hand-written
-/// test kernels) are available; serialises GPU tests.
-fn require_gpu() -> MutexGuard<'static, ()> {
-    require_kernels();
-    if !KERNELS_BUILT {
-        panic!(
-            "the hand-written test kernels were not built (no nvcc when choreo-tests was built)"
-        );
-    }
-    let guard = GPU_TESTS.lock().unwrap_or_else(PoisonError::into_inner);
-    if let Err(error) = choreo::init() {
-        panic!("this test needs a CUDA GPU: {error}");
-    }
-    // Loads the hand-written kernels before a test holds one at a gate (see the function).
-    static WARM_UP: OnceLock<Result<(), String>> = OnceLock::new();
-    let warm_up = WARM_UP.get_or_init(|| warm_up_kernels().map_err(|error| error.to_string()));
-    if let Err(error) = warm_up {
-        panic!("the test kernels do not run: {error}");
-    }
-    guard
-}
 
 #[track_caller]
 fn assert_close(what: &str, got: &[f32], want: &[f32]) {
@@ -83,10 +47,13 @@ fn lcg(start: u32, iters: i32) -> u32 {
     (0..iters).fold(start, |x, _| x.wrapping_mul(1664525).wrapping_add(1013904223))
 }
 
-/// Iterations of the spin kernels for long work: 2^25 dependent steps of the LCG, tens of
-/// milliseconds on an H200. Long spins make ordering mistakes show; no check depends on their
-/// length except where a test says so.
-const LONG_SPIN: i32 = 1 << 25;
+/// Iterations of the spin kernels for long work: 2^25 dependent steps of the LCG on a GPU, tens
+/// of milliseconds on an H200; 2^18 on the CPU (a fraction of a millisecond per block: the CPU runs the
+/// blocks of a launch on a few threads, not on a hundred multiprocessors). Long spins make
+/// ordering mistakes show; no check depends on their length.
+fn long_spin(dev: &TestDevice) -> i32 {
+    if dev.is_cpu() { 1 << 18 } else { 1 << 25 }
+}
 
 /// Iterations of the spin kernels for work whose length does not matter.
 const SHORT_SPIN: i32 = 1000;
@@ -95,12 +62,10 @@ const SHORT_SPIN: i32 = 1000;
 // Parameter kinds and results
 // ---------------------------------------------------------------------------------------------
 
-#[test]
-#[ignore = "needs a CUDA GPU"]
-fn every_parameter_kind_matches_the_cpu_reference() {
-    let _gpu = require_gpu();
+device_tests!(every_parameter_kind_matches_the_cpu_reference);
+fn every_parameter_kind_matches_the_cpu_reference(dev: &TestDevice) {
     let mut random = Random::fresh("every_parameter_kind");
-    let stream = Stream::new().unwrap();
+    let stream = dev.stream();
     for flip in [false, true] {
         let n = 500 + random.below(1500);
         let x = random.f32s(n);
@@ -112,8 +77,8 @@ fn every_parameter_kind_matches_the_cpu_reference() {
         let unnamed_data = [random.next_u32() as i32; 4];
         let unnamed_scalar = random.next_u32() as i32;
 
-        let g = upload(&g_host);
-        let mut out = upload(&vec![f32::NAN; n]);
+        let g = dev.upload(&g_host);
+        let mut out = dev.upload(&vec![f32::NAN; n]);
         let mut acc = acc_before.clone();
         let returned = kinds::kinds(
             x.as_slice().into(),
@@ -140,18 +105,16 @@ fn every_parameter_kind_matches_the_cpu_reference() {
         let out_want: Vec<f32> = (0..n).map(|i| h.to_f32() + hb.to_f32() * v[i]).collect();
         let ret_want: Vec<f32> = v.iter().map(|v| v * 2.0).collect();
         assert_close("acc (copied back)", &acc, &acc_want);
-        assert_close("out (global, written)", &download(&out), &out_want);
+        assert_close("out (global, written)", &dev.download(&out), &out_want);
         assert_eq!(returned.shape(), [n]);
         assert_close("returned", returned.as_slice(), &ret_want);
-        assert_eq!(download(&g), g_host, "a read-only global must not change");
+        assert_eq!(dev.download(&g), g_host, "a read-only global must not change");
     }
     assert_no_deferred_error();
 }
 
-#[test]
-#[ignore = "needs a CUDA GPU"]
-fn scalars_cross_the_c_abi_exactly() {
-    let _gpu = require_gpu();
+device_tests!(scalars_cross_the_c_abi_exactly);
+fn scalars_cross_the_c_abi_exactly(_dev: &TestDevice) {
     let mut random = Random::fresh("scalars");
     for negate in [false, true] {
         let (a, b, c) =
@@ -179,10 +142,8 @@ fn scalars_cross_the_c_abi_exactly() {
     assert_eq!(kinds::pick_bf(p, q, false).unwrap().to_bits(), q.to_bits());
 }
 
-#[test]
-#[ignore = "needs a CUDA GPU"]
-fn host_data_of_rank_two_and_inout_data() {
-    let _gpu = require_gpu();
+device_tests!(host_data_of_rank_two_and_inout_data);
+fn host_data_of_rank_two_and_inout_data(_dev: &TestDevice) {
     let mut random = Random::fresh("gemv");
     let (m, n) = (1 + random.below(300), 1 + random.below(300));
     let a = random.f32s(m * n);
@@ -203,10 +164,8 @@ fn host_data_of_rank_two_and_inout_data() {
     }
 }
 
-#[test]
-#[ignore = "needs a CUDA GPU"]
-fn symbolic_dimensions_bind_and_shape_the_result() {
-    let _gpu = require_gpu();
+device_tests!(symbolic_dimensions_bind_and_shape_the_result);
+fn symbolic_dimensions_bind_and_shape_the_result(_dev: &TestDevice) {
     let mut random = Random::fresh("matmul");
     let (m, n, k) = (1 + random.below(40), 1 + random.below(40), 1 + random.below(40));
     let a = HostTensor::new(random.f32s(m * n), [m, n]).unwrap();
@@ -222,14 +181,12 @@ fn symbolic_dimensions_bind_and_shape_the_result() {
     }
 }
 
-#[test]
-#[ignore = "needs a CUDA GPU"]
-fn derived_and_passed_through_returns() {
-    let _gpu = require_gpu();
+device_tests!(derived_and_passed_through_returns);
+fn derived_and_passed_through_returns(dev: &TestDevice) {
     let mut random = Random::fresh("returns");
     for n in [1usize, 2, 7, 8, 1001] {
         let data: Vec<i32> = (0..n).map(|_| random.next_u32() as i32).collect();
-        let v = upload(&data);
+        let v = dev.upload(&data);
         let halves = kinds::halve(&v).unwrap();
         assert_eq!(halves.shape(), [n.div_ceil(2)], "cdiv(N, 2) for N = {n}");
         let want: Vec<i32> = data.iter().step_by(2).copied().collect();
@@ -239,35 +196,31 @@ fn derived_and_passed_through_returns() {
     }
 }
 
-#[test]
-#[ignore = "needs a CUDA GPU"]
-fn global_data_is_read_and_written_in_place() {
-    let _gpu = require_gpu();
+device_tests!(global_data_is_read_and_written_in_place);
+fn global_data_is_read_and_written_in_place(dev: &TestDevice) {
     let mut random = Random::fresh("axpy");
     let n = 1 + random.below(10_000);
     let (x_host, y_host, a) = (random.f32s(n), random.f32s(n), random.next_f32());
-    let x = upload(&x_host);
-    let mut y = upload(&y_host);
+    let x = dev.upload(&x_host);
+    let mut y = dev.upload(&y_host);
     kinds::axpy(&x, &mut y, a).unwrap();
     let want: Vec<f32> = (0..n).map(|i| a * x_host[i] + y_host[i]).collect();
-    assert_close("y", &download(&y), &want);
-    assert_eq!(download(&x), x_host);
+    assert_close("y", &dev.download(&y), &want);
+    assert_eq!(dev.download(&x), x_host);
 }
 
 // ---------------------------------------------------------------------------------------------
 // Errors
 // ---------------------------------------------------------------------------------------------
 
-#[test]
-#[ignore = "needs a CUDA GPU"]
-fn shape_mismatches_fail_before_anything_is_launched() {
-    let _gpu = require_gpu();
-    let stream = Stream::new().unwrap();
+device_tests!(shape_mismatches_fail_before_anything_is_launched);
+fn shape_mismatches_fail_before_anything_is_launched(dev: &TestDevice) {
+    let stream = dev.stream();
     let n = 64;
     let x = vec![1.0f32; n];
-    let g = upload(&vec![1.0f32; n]);
+    let g = dev.upload(&vec![1.0f32; n]);
     let poison = vec![f32::NAN; n];
-    let mut out = upload(&poison);
+    let mut out = dev.upload(&poison);
     let call = |acc: &mut [f32], unnamed: &[i32], out: &mut DeviceTensor<f32, 1>| {
         kinds::kinds(
             x.as_slice().into(),
@@ -298,8 +251,8 @@ fn shape_mismatches_fail_before_anything_is_launched() {
         Err(Error::Shape { param: "anon_0", dim: 0, expected: 4, got: 5 }) => {}
         other => panic!("expected a shape error for `anon_0`, got {other:?}"),
     }
-    choreo::Device::current().unwrap().synchronize().unwrap();
-    let after: Vec<u32> = download(&out).iter().map(|v| v.to_bits()).collect();
+    dev.synchronize();
+    let after: Vec<u32> = dev.download(&out).iter().map(|v| v.to_bits()).collect();
     let before: Vec<u32> = poison.iter().map(|v| v.to_bits()).collect();
     assert_eq!(after, before, "nothing may have been launched");
     // Symbols bound from different parameters (`N` of matmul: columns of `a`, rows of `b`).
@@ -312,8 +265,10 @@ fn shape_mismatches_fail_before_anything_is_launched() {
 }
 
 #[test]
-fn shape_errors_come_before_any_cuda_call() {
-    require_kernels();
+fn shape_errors_come_before_any_launch() {
+    if !CO_KERNELS_ON_CPU && !CO_KERNELS_ON_GPU {
+        panic!("the Choreo test kernels were not built for any device");
+    }
     let a = HostTensor::new(vec![1.0f32; 6], [2, 3]).unwrap();
     let b = HostTensor::new(vec![1.0f32; 10], [5, 2]).unwrap();
     match kinds::matmul((&a).into(), (&b).into()) {
@@ -327,55 +282,57 @@ fn shape_errors_come_before_any_cuda_call() {
         other => panic!("expected a shape error for `x`, got {other:?}"),
     }
     assert_eq!(y, [0.0; 2]);
-    // With valid shapes the call reaches CUDA: without a GPU that is an error, never a panic
-    // or an abort; with one, the result is right.
+    // With valid shapes the call runs on the default device (the CPU where there is no usable
+    // GPU): the result is right, or, where the default device cannot run it (CHOREO_DEVICE=cuda
+    // without a GPU, a build without the kernels for it), an error — never a panic or an abort.
     let b = HostTensor::new(vec![2.0f32; 6], [3, 2]).unwrap();
     match kinds::matmul((&a).into(), (&b).into()) {
         Ok(c) => assert_eq!(c.as_slice(), &[6.0; 4]),
-        Err(error) => assert!(error.is_no_gpu(), "unexpected error without a GPU: {error}"),
+        Err(error) => assert!(
+            error.is_no_gpu() || matches!(error, Error::UnsupportedBackend { .. }),
+            "unexpected error: {error}"
+        ),
     }
 }
 
-#[test]
-#[ignore = "needs a CUDA GPU"]
-fn failed_runtime_checks_are_errors_not_aborts() {
-    let _gpu = require_gpu();
-    let mut out = upload(&[-1i32; 16]);
+device_tests!(failed_runtime_checks_are_errors_not_aborts);
+fn failed_runtime_checks_are_errors_not_aborts(dev: &TestDevice) {
+    let mut out = dev.upload(&[-1i32; 16]);
     match kinds::fill(&mut out, 0, 9) {
         Err(Error::RuntimeCheck { function: "fill", message }) => {
             assert!(message.contains("kinds.co"), "the message names the .co file: {message}");
         }
         other => panic!("expected a failed runtime check, got {other:?}"),
     }
-    assert_eq!(download(&out), vec![-1; 16], "nothing may have been launched");
+    assert_eq!(dev.download(&out), vec![-1; 16], "nothing may have been launched");
     kinds::fill(&mut out, 16, 9).unwrap();
-    assert_eq!(download(&out), vec![9; 16]);
+    assert_eq!(dev.download(&out), vec![9; 16]);
 }
 
 // ---------------------------------------------------------------------------------------------
 // Synchronous and asynchronous semantics
 // ---------------------------------------------------------------------------------------------
 
+device_tests!(synchronous_wrappers_have_finished_when_they_return);
 /// A synchronous wrapper returns only once its work is done. Ahead of it on the same stream, a
-/// hand-written kernel busy-waits 300 ms of device time: a wrapper that returned without
-/// waiting would find its stream still busy for that long.
-#[test]
-#[ignore = "needs a CUDA GPU"]
-fn synchronous_wrappers_have_finished_when_they_return() {
-    let _gpu = require_gpu();
-    let stream = Stream::new().unwrap();
-    let mut out = upload(&[0u32; 4]);
-    let mut sink = upload(&[0u32; 4]);
-    let mut ahead = DeviceBuffer::<u32>::zeroed(1).unwrap();
-    spin_then_write(&stream, &mut ahead, Duration::from_millis(300), 1).unwrap();
+/// hand-written kernel waits 300 ms of device time (30 ms on the CPU, whose clock is the
+/// host's): a wrapper that returned without waiting would find its stream still busy for that
+/// long. (A longer wait only makes a mistake likelier to show; no check depends on it.)
+fn synchronous_wrappers_have_finished_when_they_return(dev: &TestDevice) {
+    let ahead_time = Duration::from_millis(if dev.is_cpu() { 30 } else { 300 });
+    let stream = dev.stream();
+    let mut out = dev.upload(&[0u32; 4]);
+    let mut sink = dev.upload(&[0u32; 4]);
+    let mut ahead = dev.zeroed::<u32>(1);
+    spin_then_write(&stream, &mut ahead, ahead_time, 1).unwrap();
     timing::spin_sync(&stream, &mut out, &mut sink, SHORT_SPIN, 11).unwrap();
     assert!(stream.query().unwrap(), "the stream still has work");
     assert!(out.buffer().is_idle().unwrap(), "`out` still has pending accesses");
     assert!(ahead.is_idle().unwrap(), "the work ahead of the call is not done");
-    assert_eq!(download(&out), vec![11; 4]);
-    assert_eq!(download(&sink), vec![lcg(1, SHORT_SPIN); 4]);
+    assert_eq!(dev.download(&out), vec![11; 4]);
+    assert_eq!(dev.download(&sink), vec![lcg(1, SHORT_SPIN); 4]);
     // The seed's synchronous function.
-    spin_then_write(&stream, &mut ahead, Duration::from_millis(300), 2).unwrap();
+    spin_then_write(&stream, &mut ahead, ahead_time, 2).unwrap();
     let a = vec![1.0f32; 100];
     seed::bar(&stream, a.as_slice().into()).unwrap();
     assert!(stream.query().unwrap());
@@ -385,7 +342,8 @@ fn synchronous_wrappers_have_finished_when_they_return() {
 /// module loading (the default), the first launch of a kernel loads its module, and loading
 /// waits for the kernels already running on the device: a first call made while a gated kernel
 /// holds the device would block until the gate times out. (Each GPU test runs in a process of
-/// its own, so no earlier test has loaded it.)
+/// its own, so no earlier test has loaded it.) The CPU loads nothing lazily; the call costs it
+/// nothing of note.
 fn load_spin_async(
     stream: &Stream,
     out: &mut DeviceTensor<u32, 1>,
@@ -394,71 +352,89 @@ fn load_spin_async(
     timing::spin_async(stream, out, sink, 1, 0).unwrap().wait().unwrap();
 }
 
+device_tests!(asynchronous_wrappers_return_before_the_work_is_done);
 /// An asynchronous wrapper returns while its work is still to run: its stream is held by a
 /// gated kernel that only the host opens, so the work cannot finish before the wrapper
 /// returns (a wrapper that waited would hang until the gate timed out).
-#[test]
-#[ignore = "needs a CUDA GPU"]
-fn asynchronous_wrappers_return_before_the_work_is_done() {
-    let _gpu = require_gpu();
-    let stream = Stream::new().unwrap();
-    let mut out = upload(&[0u32; 4]);
-    let mut sink = upload(&[0u32; 4]);
+fn asynchronous_wrappers_return_before_the_work_is_done(dev: &TestDevice) {
+    let stream = dev.stream();
+    let mut out = dev.upload(&[0u32; 4]);
+    let mut sink = dev.upload(&[0u32; 4]);
     load_spin_async(&stream, &mut out, &mut sink);
-    let gate = Gate::closed().unwrap();
-    let mut held = DeviceBuffer::<u32>::zeroed(1).unwrap();
+    let gate = dev.gate();
+    let mut held = dev.zeroed::<u32>(1);
     wait_then_write(&stream, &gate, &mut held, 1).unwrap();
     let pending = timing::spin_async(&stream, &mut out, &mut sink, SHORT_SPIN, 7).unwrap();
     assert!(!gate.timed_out(), "the wrapper waited for the device");
     assert!(!pending.is_complete().unwrap(), "the work finished before its stream was released");
     gate.open();
     pending.wait().unwrap();
-    assert_eq!(download(&out), vec![7; 4]);
-    assert_eq!(download(&sink), vec![lcg(1, SHORT_SPIN); 4]);
+    assert_eq!(dev.download(&out), vec![7; 4]);
+    assert_eq!(dev.download(&sink), vec![lcg(1, SHORT_SPIN); 4]);
     // A scalar result of an asynchronous function is delivered by the guard.
     let pending = timing::spin_count(&stream, &mut out, 1000).unwrap();
     assert_eq!(pending.wait().unwrap(), 8);
     assert_no_deferred_error();
 }
 
+device_tests!(two_streams_run_concurrently);
 /// The two launches of `spin_pair` (stream `s0` and stream `s1`) do not wait for each other:
 /// with a long spin on one stream and a one-step spin on the other, the short one finishes
-/// first, in both arrangements; had one stream waited for the other, the short spin would end
-/// after the long one whenever it is on the waiting stream. The end of each stream is an event
-/// timestamp (device time), compared with the other: a relative order, not a duration. Both
-/// streams start from one event, so neither starts early.
+/// while the long one still runs, in both arrangements. The evidence is read from the device:
+/// once the short stream's end event has completed, the long stream is queried, and "still
+/// running" proves that the short spin did not wait for the long one. A stream that waited
+/// could never show it. Both streams start from one event, so neither starts early.
+///
+/// How long the long spin must be for that depends on the device and on the host (a CPU
+/// stream's thread may be scheduled late on busy cores): when the long spin happened to end
+/// first, nothing is proven either way, and the check is repeated with a spin twice as long,
+/// up to ten times; only a short spin that never finishes first fails the test. No check
+/// compares durations.
 ///
 /// Overlap needs a device that runs kernels of two streams at the same time, which this
 /// process first asks of it (`concurrent_kernels`); a device that runs one kernel at a time
 /// (compute-sanitizer) cannot show it, and then only the results are checked.
-#[test]
-#[ignore = "needs a CUDA GPU"]
-fn two_streams_run_concurrently() {
-    let _gpu = require_gpu();
-    let (s0, s1) = (Stream::new().unwrap(), Stream::new().unwrap());
-    let mut a = upload(&[0u32; 2]);
-    let mut b = upload(&[0u32; 2]);
-    let concurrent = concurrent_kernels().unwrap();
-    for (iters_a, iters_b) in [(LONG_SPIN, 1), (1, LONG_SPIN)] {
-        let start = s0.record_event().unwrap();
-        s1.wait_event(&start).unwrap();
-        let pending = timing::spin_pair(&s0, &s1, &mut a, &mut b, iters_a, iters_b).unwrap();
-        let end0 = s0.record_event().unwrap();
-        let end1 = s1.record_event().unwrap();
-        pending.wait().unwrap();
-        end0.synchronize().unwrap();
-        end1.synchronize().unwrap();
-        let (t0, t1) = (start.elapsed_ms(&end0).unwrap(), start.elapsed_ms(&end1).unwrap());
-        println!("s0 spins {iters_a}, s1 spins {iters_b}: s0 ends at {t0:.3} ms, s1 at {t1:.3} ms");
-        if concurrent {
-            if iters_a > iters_b {
-                assert!(t1 < t0, "s1's short spin ended after s0's long one: s1 waited for s0");
-            } else {
-                assert!(t0 < t1, "s0's short spin ended after s1's long one: s0 waited for s1");
+fn two_streams_run_concurrently(dev: &TestDevice) {
+    const ATTEMPTS: usize = 10;
+    let (s0, s1) = (dev.stream(), dev.stream());
+    let mut a = dev.upload(&[0u32; 2]);
+    let mut b = dev.upload(&[0u32; 2]);
+    let concurrent = concurrent_kernels(dev.device()).unwrap();
+    for long_on_s0 in [true, false] {
+        let mut long = long_spin(dev);
+        for attempt in 1..=ATTEMPTS {
+            let (iters_a, iters_b) = if long_on_s0 { (long, 1) } else { (1, long) };
+            let start = s0.record_event().unwrap();
+            s1.wait_event(&start).unwrap();
+            let pending = timing::spin_pair(&s0, &s1, &mut a, &mut b, iters_a, iters_b).unwrap();
+            let end0 = s0.record_event().unwrap();
+            let end1 = s1.record_event().unwrap();
+            let (short_end, long_stream) = if long_on_s0 { (&end1, &s0) } else { (&end0, &s1) };
+            short_end.synchronize().unwrap();
+            let overlapped = !long_stream.query().unwrap();
+            pending.wait().unwrap();
+            end0.synchronize().unwrap();
+            end1.synchronize().unwrap();
+            let (t0, t1) = (start.elapsed_ms(&end0).unwrap(), start.elapsed_ms(&end1).unwrap());
+            println!(
+                "s0 spins {iters_a}, s1 spins {iters_b}: s0 ends at {t0:.3} ms, s1 at {t1:.3} ms; \
+                 the long spin was {}running when the short one ended",
+                if overlapped { "" } else { "no longer " }
+            );
+            assert_eq!(dev.download(&a), vec![lcg(1, iters_a); 2]);
+            assert_eq!(dev.download(&b), vec![lcg(7, iters_b); 2]);
+            if !concurrent || overlapped {
+                break;
             }
+            assert!(
+                attempt < ATTEMPTS,
+                "in {ATTEMPTS} attempts (up to {long} iterations) the one-step spin never ended \
+                 while the long one ran: {} waited for {}",
+                if long_on_s0 { "s1" } else { "s0" },
+                if long_on_s0 { "s0" } else { "s1" },
+            );
+            long = long.saturating_mul(2).min(1 << 30);
         }
-        assert_eq!(download(&a), vec![lcg(1, iters_a); 2]);
-        assert_eq!(download(&b), vec![lcg(7, iters_b); 2]);
     }
     // The seed itself (its results stay on the device; it must run and complete).
     let mut random = Random::fresh("seed");
@@ -467,18 +443,16 @@ fn two_streams_run_concurrently() {
     assert_no_deferred_error();
 }
 
+device_tests!(tensors_written_on_two_streams_are_read_after_both_writes);
 /// A call whose kernels run on two streams records its writes with one event per stream (shared
 /// by all its tensors and its guard); a read on a third stream must wait for both, without the
 /// host waiting for anything.
-#[test]
-#[ignore = "needs a CUDA GPU"]
-fn tensors_written_on_two_streams_are_read_after_both_writes() {
-    let _gpu = require_gpu();
-    let (s0, s1, s2) = (Stream::new().unwrap(), Stream::new().unwrap(), Stream::new().unwrap());
-    let iters = LONG_SPIN / 4;
+fn tensors_written_on_two_streams_are_read_after_both_writes(dev: &TestDevice) {
+    let (s0, s1, s2) = (dev.stream(), dev.stream(), dev.stream());
+    let iters = long_spin(dev) / 4;
     for round in 0..3 {
-        let mut a = upload(&[0u32; 2]);
-        let mut b = upload(&[0u32; 2]);
+        let mut a = dev.upload(&[0u32; 2]);
+        let mut b = dev.upload(&[0u32; 2]);
         // Kernel 0 (on s0) writes `a`, kernel 1 (on s1) writes `b`: the copies on s2 and s0
         // must wait for the kernel on the other stream.
         let pending = timing::spin_two(&s0, &s1, &mut a, &mut b, iters + round).unwrap();
@@ -489,8 +463,8 @@ fn tensors_written_on_two_streams_are_read_after_both_writes() {
         assert_eq!(a_on_s1.as_slice(), [lcg(1, iters + round); 2], "round {round}: a read early");
     }
     // Many short calls reuse pooled events; results stay exact.
-    let mut out = upload(&[0u32; 64]);
-    let mut sink = upload(&[0u32; 64]);
+    let mut out = dev.upload(&[0u32; 64]);
+    let mut sink = dev.upload(&[0u32; 64]);
     for value in 0..2000u32 {
         drop(timing::spin_async(&s0, &mut out, &mut sink, 1, value).unwrap());
         if value % 500 == 499 {
@@ -500,23 +474,21 @@ fn tensors_written_on_two_streams_are_read_after_both_writes() {
     assert_no_deferred_error();
 }
 
+device_tests!(then_orders_another_stream_after_the_work);
 /// `then` makes another stream wait for a guard's work without blocking the host: the work is
 /// held behind a gated kernel that only the host opens, so a marker on the other stream cannot
 /// complete before the gate opens.
-#[test]
-#[ignore = "needs a CUDA GPU"]
-fn then_orders_another_stream_after_the_work() {
-    let _gpu = require_gpu();
-    let (s0, s1) = (Stream::new().unwrap(), Stream::new().unwrap());
-    let mut out = upload(&[0u32; 4]);
-    let mut sink = upload(&[0u32; 4]);
+fn then_orders_another_stream_after_the_work(dev: &TestDevice) {
+    let (s0, s1) = (dev.stream(), dev.stream());
+    let mut out = dev.upload(&[0u32; 4]);
+    let mut sink = dev.upload(&[0u32; 4]);
     load_spin_async(&s0, &mut out, &mut sink);
-    let gate = Gate::closed().unwrap();
-    let mut held = DeviceBuffer::<u32>::zeroed(1).unwrap();
+    let gate = dev.gate();
+    let mut held = dev.zeroed::<u32>(1);
     wait_then_write(&s0, &gate, &mut held, 1).unwrap();
     let pending = timing::spin_async(&s0, &mut out, &mut sink, SHORT_SPIN, 3).unwrap();
     pending.then(&s1).unwrap();
-    let mut marker = choreo::Event::new().unwrap();
+    let mut marker = dev.event();
     marker.record(&s1).unwrap();
     assert!(!marker.query().unwrap(), "s1 did not wait for the work");
     assert!(!gate.timed_out(), "`then` or the wrapper waited for the device");
@@ -524,22 +496,20 @@ fn then_orders_another_stream_after_the_work() {
     marker.synchronize().unwrap();
     assert!(pending.is_complete().unwrap(), "s1 passed the marker before the work was done");
     pending.wait().unwrap();
-    assert_eq!(download(&out), vec![3; 4]);
+    assert_eq!(dev.download(&out), vec![3; 4]);
 }
 
-#[test]
-#[ignore = "needs a CUDA GPU"]
-fn awaiting_a_guard_delivers_inout_data_and_the_result() {
-    let _gpu = require_gpu();
+device_tests!(awaiting_a_guard_delivers_inout_data_and_the_result);
+fn awaiting_a_guard_delivers_inout_data_and_the_result(dev: &TestDevice) {
     let mut random = Random::fresh("await");
     let n = 1 + random.below(500);
     let before = random.f32s(n);
     let mut acc = before.clone();
     let twice = {
-        let pending = timing::spin_inout(acc.as_mut_slice().into(), LONG_SPIN).unwrap();
+        let pending = timing::spin_inout(acc.as_mut_slice().into(), long_spin(dev)).unwrap();
         let mut future = pin!(pending.into_future());
         // `block_on` fails if the device finishes without the future's waker being called.
-        let (result, polls) = block_on(future.as_mut());
+        let (result, polls) = dev.block_on(future.as_mut());
         println!("awaited in {polls} polls");
         result.unwrap()
     };
@@ -549,14 +519,12 @@ fn awaiting_a_guard_delivers_inout_data_and_the_result() {
     assert_close("returned", twice.as_slice(), &want_twice);
 }
 
-#[test]
-#[ignore = "needs a CUDA GPU"]
-fn forgetting_a_guard_then_dropping_its_buffers_is_safe() {
-    let _gpu = require_gpu();
-    let stream = Stream::new().unwrap();
-    let iters = LONG_SPIN;
-    let mut out = upload(&[0u32; 256]);
-    let mut sink = upload(&[0u32; 256]);
+device_tests!(forgetting_a_guard_then_dropping_its_buffers_is_safe);
+fn forgetting_a_guard_then_dropping_its_buffers_is_safe(dev: &TestDevice) {
+    let stream = dev.stream();
+    let iters = long_spin(dev);
+    let mut out = dev.upload(&[0u32; 256]);
+    let mut sink = dev.upload(&[0u32; 256]);
     let pending = timing::spin_async(&stream, &mut out, &mut sink, iters, 5).unwrap();
     std::mem::forget(pending);
     // The kernel still runs: the buffers must stay allocated until it is done.
@@ -566,26 +534,24 @@ fn forgetting_a_guard_then_dropping_its_buffers_is_safe() {
     let mut random = Random::fresh("forget");
     for _ in 0..4 {
         let x_host = random.f32s(256);
-        let x = upload(&x_host);
-        let mut y = upload(&[0.0f32; 256]);
+        let x = dev.upload(&x_host);
+        let mut y = dev.upload(&[0.0f32; 256]);
         kinds::axpy(&x, &mut y, 1.0).unwrap();
-        assert_close("y after forget", &download(&y), &x_host);
+        assert_close("y after forget", &dev.download(&y), &x_host);
     }
     // A forgotten guard never writes into the caller's memory.
     let before = random.f32s(64);
     let mut acc = before.clone();
     let pending = timing::spin_inout(acc.as_mut_slice().into(), iters).unwrap();
     std::mem::forget(pending);
-    choreo::Device::current().unwrap().synchronize().unwrap();
+    dev.synchronize();
     assert_eq!(acc, before, "a forgotten guard must not copy back");
     assert_no_deferred_error();
 }
 
+device_tests!(views_convert_from_slices_vectors_and_tensors);
 /// Host views accept every documented source.
-#[test]
-#[ignore = "needs a CUDA GPU"]
-fn views_convert_from_slices_vectors_and_tensors() {
-    let _gpu = require_gpu();
+fn views_convert_from_slices_vectors_and_tensors(_dev: &TestDevice) {
     let x = vec![2.0f32; 8];
     let mut y = HostTensor::new(vec![1.0f32; 8], [8]).unwrap();
     let a = [1.0f32; 64];

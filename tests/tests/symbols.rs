@@ -6,21 +6,18 @@
 //! runs its own kernel. (Before, the linker kept one of the same-named entries and the other
 //! wrappers called it with the wrong arguments, from safe code.)
 //!
-//! The test needs a GPU (`--ignored`); that the three link together is checked by every build
-//! of this test binary.
+//! The CPU entries are mangled the same way (with the backend in the symbol). The test runs
+//! on the CPU (`..::on_cpu`, in every `cargo test`) and on a GPU (`..::on_gpu`,
+//! `#[ignore = "needs a CUDA GPU"]`: `--ignored`); see `choreo_tests::device_tests!`. That the
+//! three link together is checked by every build of this test binary.
 
-use choreo::{DeviceTensor, Stream};
-use choreo_tests::CO_KERNELS_BUILT;
+use choreo::DeviceTensor;
 use choreo_tests::co::{affine, affine_shift};
+use choreo_tests::{TestDevice, device_tests};
 
-#[test]
-#[ignore = "needs a CUDA GPU"]
-fn same_named_functions_of_two_files_and_two_crates_each_run_their_own_kernel() {
-    if !CO_KERNELS_BUILT {
-        panic!("the Choreo test kernels were not compiled (stub build)");
-    }
-    choreo::init().unwrap_or_else(|error| panic!("this test needs a CUDA GPU: {error}"));
-    let stream = Stream::new().expect("a stream");
+device_tests!(same_named_functions_of_two_files_and_two_crates_each_run_their_own_kernel);
+fn same_named_functions_of_two_files_and_two_crates_each_run_their_own_kernel(dev: &TestDevice) {
+    let stream = dev.stream();
     let n = 1000;
 
     let ints: Vec<i32> = (0..n).collect();

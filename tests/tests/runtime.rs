@@ -1,21 +1,25 @@
-//! GPU tests of the `choreo` runtime: stream ordering, events, async copies, access tracking
-//! across streams, `Pending` (wait, `.await`, `then`, `mem::forget`), and buffers dropped while
-//! the device still uses them.
+//! Tests of the `choreo` runtime with real kernels (the hand-written test kernels of
+//! `choreo_tests`): stream ordering, events, async copies, access tracking across streams,
+//! `Pending` (wait, `.await`, `then`, `mem::forget`), and buffers dropped while the device still
+//! uses them.
 //!
-//! They are `#[ignore]`d (run them with `--ignored` on a machine with a GPU; for memory safety
-//! also under compute-sanitizer: `SANITIZE=all gpu-bundle/run-all`, see ci/bundle-gpu-tests).
-//! Without a GPU, or without the test kernels (no nvcc at build time), they fail with a message
-//! saying so; they never pass vacuously. No check depends on how fast anything runs: "still
-//! running" is made a fact with gates that only the host opens, and orderings are read from
-//! the device (stream and event queries, results), so the tests pass unchanged under the
-//! sanitizer's slowdown.
+//! Every test but the first runs twice (`choreo_tests::device_tests!`): `NAME::on_cpu` on the
+//! CPU device (the CPU versions of the kernels), in every `cargo test` (CI included), and
+//! `NAME::on_gpu` on CUDA device 0, `#[ignore]`d: run it with `--ignored` on a machine with a
+//! GPU; for memory safety also under compute-sanitizer: `SANITIZE=all gpu-bundle/run-all`, see
+//! ci/bundle-gpu-tests. Without a GPU, or without the CUDA test kernels (no nvcc at build
+//! time), the GPU variants fail with a message saying so; they never pass vacuously. No check
+//! depends on how fast anything runs: "still running" is made a fact with gates that only the
+//! host opens, and orderings are read from the device (stream and event queries, results), so
+//! the tests pass unchanged under the sanitizer's slowdown and on two shared cores.
 //!
 //! `fp8_conversions_match_cuda_host_reference` is the exception: it needs nvcc at build time
-//! but no GPU, so it runs everywhere the toolkit is installed (CI included).
+//! (CUDA's host code is the reference) but no GPU, so it runs once, everywhere the toolkit is
+//! installed (CI included).
 
 use std::future::{Future, IntoFuture};
 use std::pin::pin;
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
+use std::sync::Arc;
 use std::task::{Context, Waker};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -25,47 +29,14 @@ use choreo::{
     Stream,
 };
 use choreo_tests::{
-    Fp8Format, Gate, KERNELS_BUILT, Random, ThreadWaker, add_one, assert_no_deferred_error,
-    block_on, concurrent_kernels, cuda_host_f32_to_fp8, cuda_host_fp8_to_f32, f32_to_fp8,
+    Fp8Format, Gate, Random, TestDevice, ThreadWaker, add_one, assert_no_deferred_error,
+    concurrent_kernels, cuda_host_f32_to_fp8, cuda_host_fp8_to_f32, device_tests, f32_to_fp8,
     gated_kernels_hold_other_work, raw_add_one, raw_wait_then_write, saxpy, spin_then_write,
-    wait_then_write, warm_up_kernels,
+    wait_then_write,
 };
 
-/// Serialises the GPU tests of this binary. Several of them hold a kernel at a [`Gate`] while
-/// the host enqueues more work, and some CUDA operations wait for running kernels (the first
-/// launch of a lazily loaded kernel; copies to or from pageable memory were seen to stall
-/// other threads' calls too), which would turn one test's deliberate wait into another test's
-/// stall. `CHOREO_TEST_PARALLEL=1` lifts the lock (to investigate such interference).
-static GPU_TESTS: Mutex<()> = Mutex::new(());
-
-/// What a GPU test holds while it runs.
-struct GpuTest {
-    device: Device,
-    _serialized: Option<MutexGuard<'static, ()>>,
-}
-
-/// Fails the test unless a GPU and the test kernels are available; serialises GPU tests.
-fn require_gpu() -> GpuTest {
-    if !KERNELS_BUILT {
-        panic!("the test kernels were not built (no CUDA toolkit when choreo-tests was compiled)");
-    }
-    let serialized = std::env::var_os("CHOREO_TEST_PARALLEL")
-        .is_none()
-        .then(|| GPU_TESTS.lock().unwrap_or_else(PoisonError::into_inner));
-    let device = match choreo::init() {
-        Ok(device) => device,
-        Err(error) => panic!("this test needs a CUDA GPU: {error}"),
-    };
-    static WARM_UP: OnceLock<Result<(), String>> = OnceLock::new();
-    let warm_up = WARM_UP.get_or_init(|| warm_up_kernels().map_err(|error| error.to_string()));
-    if let Err(error) = warm_up {
-        panic!("the test kernels do not run: {error}");
-    }
-    GpuTest { device, _serialized: serialized }
-}
-
-/// A spin of `milliseconds` of device time (the kernel reads the GPU's clock). Spins only make
-/// ordering mistakes likely to show; no check depends on their length.
+/// A spin of `milliseconds` of device time (the kernel reads the GPU's clock; on the CPU, the
+/// host's). Spins only make ordering mistakes likely to show; no check depends on their length.
 fn spin(milliseconds: u64) -> Duration {
     Duration::from_millis(milliseconds)
 }
@@ -102,12 +73,20 @@ fn assert_still_running(finished: bool, what: &str, steps: &Steps) {
     assert!(!finished, "{what} finished although its gate is closed; steps: {steps}");
 }
 
+/// The failure of `fp8_conversions_match_cuda_host_reference` in a build without nvcc.
+fn needs_nvcc<T>(error: choreo::Error) -> T {
+    panic!(
+        "this test needs the CUDA toolkit when choreo-tests is built (CUDA's host fp8 code, \
+         compiled by nvcc, is the reference; no GPU is needed): {error}"
+    )
+}
+
 #[test]
 fn fp8_conversions_match_cuda_host_reference() {
     // Decoding: all 256 codes of both formats.
     for code in 0..=255u8 {
         for format in [Fp8Format::E4M3, Fp8Format::E5M2] {
-            let reference = cuda_host_fp8_to_f32(code, format).expect("test kernels built");
+            let reference = cuda_host_fp8_to_f32(code, format).unwrap_or_else(needs_nvcc);
             let ours = match format {
                 Fp8Format::E4M3 => F8E4M3::from_bits(code).to_f32(),
                 Fp8Format::E5M2 => F8E5M2::from_bits(code).to_f32(),
@@ -144,7 +123,8 @@ fn fp8_conversions_match_cuda_host_reference() {
     for &value in &inputs {
         for saturate in [true, false] {
             for format in [Fp8Format::E4M3, Fp8Format::E5M2] {
-                let reference = cuda_host_f32_to_fp8(value, saturate, format).expect("kernels");
+                let reference =
+                    cuda_host_f32_to_fp8(value, saturate, format).unwrap_or_else(needs_nvcc);
                 let ours = match (format, saturate) {
                     (Fp8Format::E4M3, true) => F8E4M3::from_f32(value).to_bits(),
                     (Fp8Format::E4M3, false) => F8E4M3::from_f32_unsaturated(value).to_bits(),
@@ -162,33 +142,38 @@ fn fp8_conversions_match_cuda_host_reference() {
     }
 }
 
-#[test]
-#[ignore = "needs a CUDA GPU"]
-fn device_information_is_plausible() {
-    let gpu = require_gpu();
-    let device = gpu.device;
-    let count = Device::count().unwrap();
-    assert!(count >= 1);
-    assert!(device.ordinal() < count);
-    assert_eq!(Device::current().unwrap(), device);
+device_tests!(device_information_is_plausible);
+fn device_information_is_plausible(dev: &TestDevice) {
+    let device = dev.device();
     let name = device.name().unwrap();
     assert!(!name.trim().is_empty(), "empty device name");
     let (major, minor) = device.compute_capability().unwrap();
-    assert!(major >= 7 && minor < 10, "compute capability {major}.{minor}");
-    assert!(device.multiprocessor_count().unwrap() > 0);
+    let multiprocessors = device.multiprocessor_count().unwrap();
+    assert!(multiprocessors > 0);
     let memory = device.memory_info().unwrap();
     assert!(memory.total > 0 && memory.free <= memory.total, "{memory:?}");
-    assert!(Device::new(count).is_err(), "device {count} must not exist");
-    println!("{name}: compute capability {major}.{minor}, {memory:?}");
+    if dev.is_cpu() {
+        // The CPU runtime's documented answers: compute capability 0.0, a multiprocessor per
+        // worker thread.
+        assert_eq!((major, minor), (0, 0), "the CPU's compute capability");
+        assert!(name.starts_with("CPU ("), "{name}");
+        assert_eq!(device.ordinal(), 0);
+    } else {
+        let count = Device::count().unwrap();
+        assert!(count >= 1);
+        assert!(device.ordinal() < count);
+        assert_eq!(Device::current().unwrap(), device);
+        assert!(major >= 7 && minor < 10, "compute capability {major}.{minor}");
+        assert!(Device::new(count).is_err(), "device {count} must not exist");
+    }
+    println!("{name}: compute capability {major}.{minor}, {multiprocessors} SMs, {memory:?}");
 }
 
-#[test]
-#[ignore = "needs a CUDA GPU"]
-fn copy_after_spinning_kernel_on_the_same_stream_sees_its_writes() {
-    let _gpu = require_gpu();
-    let stream = Stream::new().unwrap();
+device_tests!(copy_after_spinning_kernel_on_the_same_stream_sees_its_writes);
+fn copy_after_spinning_kernel_on_the_same_stream_sees_its_writes(dev: &TestDevice) {
+    let stream = dev.stream();
     let len = 1 << 20;
-    let mut buffer = DeviceBuffer::<u32>::zeroed(len).unwrap();
+    let mut buffer = dev.zeroed::<u32>(len);
     spin_then_write(&stream, &mut buffer, spin(5), 0x00C0_FFEE).unwrap();
     let mut host = vec![0xDEAD_BEEF_u32; len];
     buffer.copy_to_host(&stream, &mut host).unwrap();
@@ -196,16 +181,15 @@ fn copy_after_spinning_kernel_on_the_same_stream_sees_its_writes() {
     assert_no_deferred_error();
 }
 
+device_tests!(events_time_a_two_millisecond_spin);
 /// Events time device work with the device's clock: the spin kernel busy-waits 2 ms of the
-/// GPU's global timer between two events, so at least that much device time lies between them
+/// GPU's global timer (on the CPU, waits 2 ms of the host's steady clock, which the CPU's events
+/// read too) between two events, so at least that much device time lies between them
 /// however slowly the host or the kernel runs (a lower bound, never an upper one), and events
 /// recorded later on a stream have later timestamps.
-#[test]
-#[ignore = "needs a CUDA GPU"]
-fn events_time_a_two_millisecond_spin() {
-    let _gpu = require_gpu();
-    let stream = Stream::new().unwrap();
-    let mut buffer = DeviceBuffer::<u32>::zeroed(256).unwrap();
+fn events_time_a_two_millisecond_spin(dev: &TestDevice) {
+    let stream = dev.stream();
+    let mut buffer = dev.zeroed::<u32>(256);
     let start = stream.record_event().unwrap();
     spin_then_write(&stream, &mut buffer, spin(2), 1).unwrap();
     let middle = stream.record_event().unwrap();
@@ -224,22 +208,20 @@ fn events_time_a_two_millisecond_spin() {
     assert_no_deferred_error();
 }
 
-#[test]
-#[ignore = "needs a CUDA GPU"]
-fn async_copies_round_trip_16_mib_in_chunks() {
-    let _gpu = require_gpu();
+device_tests!(async_copies_round_trip_16_mib_in_chunks);
+fn async_copies_round_trip_16_mib_in_chunks(dev: &TestDevice) {
     const TOTAL: usize = 16 << 20;
-    let stream = Stream::new().unwrap();
+    let stream = dev.stream();
+    let mut random = Random::fresh("16 MiB in chunks");
+    let data: Vec<u32> = (0..TOTAL / size_of::<u32>()).map(|_| random.next_u32()).collect();
     for chunk_bytes in [16 << 10, 256 << 10, 1 << 20, 4 << 20, 16 << 20] {
         let chunk = chunk_bytes / size_of::<u32>();
-        let mut random = Random::fresh(&format!("chunks of {chunk_bytes} bytes"));
-        let data: Vec<u32> = (0..TOTAL / size_of::<u32>()).map(|_| random.next_u32()).collect();
 
         // Host -> device from pinned memory, fully asynchronous. The pinned sources are
         // dropped right away: their memory must outlive the copies anyway.
         let mut device_chunks = Vec::new();
         for piece in data.chunks(chunk) {
-            let source = PinnedHostBuffer::from_slice(piece).unwrap();
+            let source = PinnedHostBuffer::from_slice_on_device(dev.device(), piece).unwrap();
             let mut target = DeviceBuffer::<u32>::zeroed_on(&stream, piece.len()).unwrap();
             target.copy_from_pinned(&stream, &source).unwrap();
             drop(source);
@@ -250,7 +232,7 @@ fn async_copies_round_trip_16_mib_in_chunks() {
         let mut pinned_targets = Vec::new();
         for buffer in device_chunks {
             let len = buffer.len();
-            let mut pinned = PinnedHostBuffer::<u32>::new(len).unwrap();
+            let mut pinned = PinnedHostBuffer::<u32>::new_on_device(dev.device(), len).unwrap();
             buffer.copy_to_pinned(&stream, &mut pinned).unwrap();
             pinned_targets.push(pinned);
             let tensor = DeviceTensor::from_buffer(buffer, [len]).unwrap();
@@ -269,17 +251,15 @@ fn async_copies_round_trip_16_mib_in_chunks() {
     assert_no_deferred_error();
 }
 
-#[test]
-#[ignore = "needs a CUDA GPU"]
-fn synchronous_copies_and_saxpy_compute_real_values() {
-    let _gpu = require_gpu();
-    let stream = Stream::new().unwrap();
+device_tests!(synchronous_copies_and_saxpy_compute_real_values);
+fn synchronous_copies_and_saxpy_compute_real_values(dev: &TestDevice) {
+    let stream = dev.stream();
     let mut random = Random::fresh("saxpy");
     let len = 100_003;
     let x: Vec<f32> = (0..len).map(|_| random.next_f32()).collect();
     let y: Vec<f32> = (0..len).map(|_| random.next_f32()).collect();
     let x_device = DeviceBuffer::from_host(&stream, &x).unwrap();
-    let mut y_device = DeviceBuffer::<f32>::zeroed(len).unwrap();
+    let mut y_device = dev.zeroed::<f32>(len);
     y_device.copy_from_host(&stream, &y).unwrap();
     saxpy(&stream, 2.5, &x_device, &mut y_device).unwrap();
     let result = y_device.to_vec(&stream).unwrap();
@@ -295,15 +275,13 @@ fn synchronous_copies_and_saxpy_compute_real_values() {
     assert_no_deferred_error();
 }
 
-#[test]
-#[ignore = "needs a CUDA GPU"]
-fn tracked_buffers_order_work_across_streams() {
-    let _gpu = require_gpu();
+device_tests!(tracked_buffers_order_work_across_streams);
+fn tracked_buffers_order_work_across_streams(dev: &TestDevice) {
     let mut steps = Steps::new();
-    let (a, b) = (Stream::new().unwrap(), Stream::new().unwrap());
-    let gate = Gate::closed().unwrap();
+    let (a, b) = (dev.stream(), dev.stream());
+    let gate = dev.gate();
     let len = 4096;
-    let mut buffer = DeviceBuffer::<u32>::zeroed(len).unwrap();
+    let mut buffer = dev.zeroed::<u32>(len);
     wait_then_write(&a, &gate, &mut buffer, 1).unwrap();
     steps.mark("gated write");
     // No explicit synchronisation: the buffer's write event makes `b` wait for `a`.
@@ -316,77 +294,43 @@ fn tracked_buffers_order_work_across_streams() {
     assert_no_deferred_error();
 }
 
-/// Raw device memory for the untracked tests, with a stream of its own for allocating,
-/// zeroing, reading and freeing. Nothing here synchronises the whole device: device-wide
-/// synchronisation (cudaDeviceSynchronize, cudaFree) would wait for the gated kernels of tests
-/// running in parallel. Users synchronise the streams that wrote the memory before `read` and
-/// before dropping it.
+/// Device memory for the untracked tests, with a stream of its own for allocating, zeroing,
+/// reading and freeing: a `DeviceBuffer` whose address is taken once (a write recorded on its
+/// own stream, before any kernel uses it); the kernels that use it afterwards are launched on
+/// the raw pointer, so the runtime does not know about them. Nothing here synchronises the
+/// whole device: device-wide synchronisation would wait for the gated kernels of the test.
+/// Users synchronise the streams that wrote the memory before `read` and before dropping it.
 struct RawDeviceMemory {
+    buffer: DeviceBuffer<u32>,
     pointer: *mut u32,
-    len: usize,
     stream: Stream,
 }
 
 impl RawDeviceMemory {
-    fn zeroed(len: usize) -> RawDeviceMemory {
-        let stream = Stream::new().unwrap();
-        let mut raw = std::ptr::null_mut();
-        let bytes = len * size_of::<u32>();
-        // SAFETY: `raw` is a valid pointer slot; the memory is zeroed on the same stream and
-        // the stream is synchronised before any other stream uses it.
-        unsafe {
-            let status = choreo::sys::cudaMallocAsync(&mut raw, bytes, stream.as_raw());
-            choreo::check_cuda(status, "cudaMallocAsync").unwrap();
-            let status = choreo::sys::cudaMemsetAsync(raw, 0, bytes, stream.as_raw());
-            choreo::check_cuda(status, "cudaMemsetAsync").unwrap();
-        }
+    fn zeroed(dev: &TestDevice, len: usize) -> RawDeviceMemory {
+        let stream = dev.stream();
+        let mut buffer = DeviceBuffer::<u32>::zeroed_on(&stream, len).unwrap();
+        let pointer = buffer.device_ptr_for_write(&stream).unwrap();
+        buffer.record_write(&stream).unwrap();
         stream.synchronize().unwrap();
-        RawDeviceMemory { pointer: raw.cast(), len, stream }
+        RawDeviceMemory { buffer, pointer, stream }
     }
 
     fn read(&self) -> Vec<u32> {
-        let mut host = vec![0xFFFF_FFFF_u32; self.len];
-        // SAFETY: `pointer` holds `len` u32 of device memory, `host` has room for them, and the
-        // stream is synchronised before `host` is used; the writers were synchronised.
-        unsafe {
-            let status = choreo::sys::cudaMemcpyAsync(
-                host.as_mut_ptr().cast(),
-                self.pointer.cast(),
-                self.len * size_of::<u32>(),
-                choreo::sys::cudaMemcpyKind::DeviceToHost,
-                self.stream.as_raw(),
-            );
-            choreo::check_cuda(status, "cudaMemcpyAsync").unwrap();
-        }
-        self.stream.synchronize().unwrap();
-        host
+        self.buffer.to_vec(&self.stream).unwrap()
     }
 }
 
-impl Drop for RawDeviceMemory {
-    fn drop(&mut self) {
-        // SAFETY: frees the allocation made in `zeroed`, once, in the order of its own stream;
-        // the users synchronised every other stream that used it.
-        let status =
-            unsafe { choreo::sys::cudaFreeAsync(self.pointer.cast(), self.stream.as_raw()) };
-        if !status.is_success() {
-            eprintln!("cudaFreeAsync failed: {status:?}");
-        }
-    }
-}
-
-#[test]
-#[ignore = "needs a CUDA GPU"]
-fn then_orders_another_stream_after_pending_work() {
-    let _gpu = require_gpu();
+device_tests!(then_orders_another_stream_after_pending_work);
+fn then_orders_another_stream_after_pending_work(dev: &TestDevice) {
     let mut steps = Steps::new();
-    let (a, b) = (Stream::new().unwrap(), Stream::new().unwrap());
+    let (a, b) = (dev.stream(), dev.stream());
     let len = 1024;
 
     // Where a gated kernel holds back other work (compute-sanitizer), each gate opens as soon
     // as its kernel is enqueued and the "still running" checks are skipped; the results are
     // checked all the same.
-    let holds = gated_kernels_hold_other_work().unwrap();
+    let holds = gated_kernels_hold_other_work(dev.device()).unwrap();
     let release_early = |gate: &Gate| {
         if holds {
             gate.open();
@@ -397,9 +341,9 @@ fn then_orders_another_stream_after_pending_work() {
     // its gate, and the later write of 1 wins. (This shows the test detects a missing order.)
     // Only a device that runs kernels of two streams at once, and lets the add-one run beside
     // a gated kernel, can show that.
-    if concurrent_kernels().unwrap() && !holds {
-        let control = RawDeviceMemory::zeroed(len);
-        let gate = Gate::closed().unwrap();
+    if concurrent_kernels(dev.device()).unwrap() && !holds {
+        let control = RawDeviceMemory::zeroed(dev, len);
+        let gate = dev.gate();
         // SAFETY: `control` holds `len` u32 and outlives the work (its Drop synchronises).
         unsafe {
             raw_wait_then_write(&a, &gate, control.pointer, len, 1).unwrap();
@@ -414,8 +358,8 @@ fn then_orders_another_stream_after_pending_work() {
 
     // With `then`: `a` writes 1 once its gate opens; `b` waits for `a`'s pending work, then
     // adds one.
-    let memory = RawDeviceMemory::zeroed(len);
-    let gate = Gate::closed().unwrap();
+    let memory = RawDeviceMemory::zeroed(dev, len);
+    let gate = dev.gate();
     // SAFETY: as above.
     unsafe { raw_wait_then_write(&a, &gate, memory.pointer, len, 1).unwrap() };
     release_early(&gate);
@@ -441,8 +385,8 @@ fn then_orders_another_stream_after_pending_work() {
     pending.wait().unwrap();
 
     // `event()` gives the same ordering as an event of its own, even once the Pending is gone.
-    let merged = RawDeviceMemory::zeroed(len);
-    let gate = Gate::closed().unwrap();
+    let merged = RawDeviceMemory::zeroed(dev, len);
+    let gate = dev.gate();
     // SAFETY: as above.
     unsafe { raw_wait_then_write(&a, &gate, merged.pointer, len, 5).unwrap() };
     release_early(&gate);
@@ -467,22 +411,20 @@ fn then_orders_another_stream_after_pending_work() {
     assert_no_deferred_error();
 }
 
-#[test]
-#[ignore = "needs a CUDA GPU"]
-fn awaiting_a_pending_is_woken_by_the_stream() {
-    let _gpu = require_gpu();
+device_tests!(awaiting_a_pending_is_woken_by_the_stream);
+fn awaiting_a_pending_is_woken_by_the_stream(dev: &TestDevice) {
     let mut steps = Steps::new();
-    let stream = Stream::new().unwrap();
+    let stream = dev.stream();
     let len = 1 << 16;
     let waker = Waker::from(Arc::new(ThreadWaker(thread::current())));
     // Where a gated kernel holds back other work (compute-sanitizer; there the first poll,
     // which creates a stream and enqueues the waking host function, waited for the gate), the
     // gate opens before the first poll, which may then find the copy done or not; the waking
     // and the data are checked all the same.
-    let holds = gated_kernels_hold_other_work().unwrap();
+    let holds = gated_kernels_hold_other_work(dev.device()).unwrap();
 
-    let gate = Gate::closed().unwrap();
-    let mut buffer = DeviceBuffer::<u32>::zeroed(len).unwrap();
+    let gate = dev.gate();
+    let mut buffer = dev.zeroed::<u32>(len);
     wait_then_write(&stream, &gate, &mut buffer, 42).unwrap();
     steps.mark("gated write");
     let tensor = DeviceTensor::from_buffer(buffer, [len]).unwrap();
@@ -501,7 +443,7 @@ fn awaiting_a_pending_is_woken_by_the_stream() {
     // `block_on` fails if the device finishes without the future's waker being called.
     let (result, polls) = match first {
         std::task::Poll::Ready(result) => (result, 1),
-        std::task::Poll::Pending => block_on(future.as_mut()),
+        std::task::Poll::Pending => dev.block_on(future.as_mut()),
     };
     println!("awaited in {polls} polls; {steps}");
     let host = result.unwrap();
@@ -509,8 +451,8 @@ fn awaiting_a_pending_is_woken_by_the_stream() {
     assert!(host.as_slice().iter().all(|&value| value == 42));
 
     // A future dropped after registering its callback leaves the callback's state valid.
-    let gate = Gate::closed().unwrap();
-    let mut buffer = DeviceBuffer::<u32>::zeroed(len).unwrap();
+    let gate = dev.gate();
+    let mut buffer = dev.zeroed::<u32>(len);
     wait_then_write(&stream, &gate, &mut buffer, 7).unwrap();
     let tensor = DeviceTensor::from_buffer(buffer, [len]).unwrap();
     {
@@ -530,14 +472,12 @@ fn awaiting_a_pending_is_woken_by_the_stream() {
     assert_no_deferred_error();
 }
 
-#[test]
-#[ignore = "needs a CUDA GPU"]
-fn wait_copies_into_a_host_view_mut_and_drop_leaves_it_alone() {
-    let _gpu = require_gpu();
-    let stream = Stream::new().unwrap();
+device_tests!(wait_copies_into_a_host_view_mut_and_drop_leaves_it_alone);
+fn wait_copies_into_a_host_view_mut_and_drop_leaves_it_alone(dev: &TestDevice) {
+    let stream = dev.stream();
     let shape = [64, 48];
     let len = 64 * 48;
-    let mut buffer = DeviceBuffer::<u32>::zeroed(len).unwrap();
+    let mut buffer = dev.zeroed::<u32>(len);
     spin_then_write(&stream, &mut buffer, spin(10), 9).unwrap();
     let tensor = DeviceTensor::from_buffer(buffer, shape).unwrap();
 
@@ -568,16 +508,14 @@ fn wait_copies_into_a_host_view_mut_and_drop_leaves_it_alone() {
     assert_no_deferred_error();
 }
 
-#[test]
-#[ignore = "needs a CUDA GPU"]
-fn forgetting_a_pending_while_its_kernel_runs_is_memory_safe() {
-    let _gpu = require_gpu();
+device_tests!(forgetting_a_pending_while_its_kernel_runs_is_memory_safe);
+fn forgetting_a_pending_while_its_kernel_runs_is_memory_safe(dev: &TestDevice) {
     let mut steps = Steps::new();
-    let running = Stream::new().unwrap();
-    let other = Stream::new().unwrap();
-    let gate = Gate::closed().unwrap();
+    let running = dev.stream();
+    let other = dev.stream();
+    let gate = dev.gate();
     let len = 1 << 22; // 16 MiB
-    let mut buffer = DeviceBuffer::<u32>::zeroed(len).unwrap();
+    let mut buffer = dev.zeroed::<u32>(len);
     wait_then_write(&running, &gate, &mut buffer, 0xBAD).unwrap();
     steps.mark("gated write");
     let tensor = DeviceTensor::from_buffer(buffer, [len]).unwrap();
@@ -610,15 +548,13 @@ fn forgetting_a_pending_while_its_kernel_runs_is_memory_safe() {
     assert_no_deferred_error();
 }
 
-#[test]
-#[ignore = "needs a CUDA GPU"]
-fn dropping_a_buffer_while_a_kernel_writes_it_is_safe() {
-    let _gpu = require_gpu();
+device_tests!(dropping_a_buffer_while_a_kernel_writes_it_is_safe);
+fn dropping_a_buffer_while_a_kernel_writes_it_is_safe(dev: &TestDevice) {
     let mut steps = Steps::new();
-    let (a, b) = (Stream::new().unwrap(), Stream::new().unwrap());
-    let gate = Gate::closed().unwrap();
+    let (a, b) = (dev.stream(), dev.stream());
+    let gate = dev.gate();
     let len = 1 << 22;
-    let mut victim = DeviceBuffer::<u32>::zeroed(len).unwrap();
+    let mut victim = dev.zeroed::<u32>(len);
     wait_then_write(&a, &gate, &mut victim, 0xBAD).unwrap();
     steps.mark("gated write");
     drop(victim);
@@ -642,21 +578,19 @@ fn dropping_a_buffer_while_a_kernel_writes_it_is_safe() {
     assert_no_deferred_error();
 }
 
-#[test]
-#[ignore = "needs a CUDA GPU"]
-fn pinned_buffers_are_recycled_without_blocking_on_running_kernels() {
-    let _gpu = require_gpu();
+device_tests!(pinned_buffers_are_recycled_without_blocking_on_running_kernels);
+fn pinned_buffers_are_recycled_without_blocking_on_running_kernels(dev: &TestDevice) {
     let mut steps = Steps::new();
-    let stream = Stream::new().unwrap();
-    let gate = Gate::closed().unwrap();
-    let mut buffer = DeviceBuffer::<u32>::zeroed(1024).unwrap();
+    let stream = dev.stream();
+    let gate = dev.gate();
+    let mut buffer = dev.zeroed::<u32>(1024);
     wait_then_write(&stream, &gate, &mut buffer, 3).unwrap();
     steps.mark("gated write");
     // Pinned buffers come and go while a kernel runs; freeing pinned memory would wait for
     // the kernel (cudaFreeHost synchronises the device), which only the host can release: the
     // host would hang until the gate timed out, and the kernel would then have finished.
     for round in 0..64u32 {
-        let mut pinned = PinnedHostBuffer::<u32>::new(4096).unwrap();
+        let mut pinned = PinnedHostBuffer::<u32>::new_on_device(dev.device(), 4096).unwrap();
         pinned.as_mut_slice().unwrap().fill(round);
         assert!(pinned.as_slice().unwrap().iter().all(|&value| value == round));
     }
@@ -669,23 +603,23 @@ fn pinned_buffers_are_recycled_without_blocking_on_running_kernels() {
     assert_no_deferred_error();
 }
 
-#[test]
-#[ignore = "needs a CUDA GPU"]
-fn zero_length_buffers_work() {
-    let _gpu = require_gpu();
-    let stream = Stream::new().unwrap();
-    let empty = DeviceBuffer::<f32>::zeroed(0).unwrap();
+device_tests!(zero_length_buffers_work);
+fn zero_length_buffers_work(dev: &TestDevice) {
+    let stream = dev.stream();
+    let empty = dev.zeroed::<f32>(0);
     assert!(empty.is_empty());
     assert_eq!(empty.to_vec(&stream).unwrap(), Vec::<f32>::new());
     let mut from_host = DeviceBuffer::<f32>::from_host(&stream, &[]).unwrap();
     from_host.copy_from_host(&stream, &[]).unwrap();
     empty.copy_to_host(&stream, &mut []).unwrap();
     saxpy(&stream, 1.0, &empty, &mut from_host).unwrap();
-    from_host.copy_from_pinned(&stream, &PinnedHostBuffer::new(0).unwrap()).unwrap();
-    let mut pinned = PinnedHostBuffer::<f32>::new(0).unwrap();
+    from_host
+        .copy_from_pinned(&stream, &PinnedHostBuffer::new_on_device(dev.device(), 0).unwrap())
+        .unwrap();
+    let mut pinned = PinnedHostBuffer::<f32>::new_on_device(dev.device(), 0).unwrap();
     empty.copy_to_pinned(&stream, &mut pinned).unwrap();
     assert!(pinned.as_slice().unwrap().is_empty());
-    let tensor = DeviceTensor::<u8, 2>::zeros([0, 5]).unwrap();
+    let tensor = dev.zeros::<u8, 2>([0, 5]);
     let host = tensor.to_host_async(&stream).unwrap().wait().unwrap();
     assert_eq!(host.shape(), [0, 5]);
     assert!(host.is_empty());
@@ -694,11 +628,9 @@ fn zero_length_buffers_work() {
     assert_no_deferred_error();
 }
 
-#[test]
-#[ignore = "needs a CUDA GPU"]
-fn device_fp8_conversion_matches_the_rust_conversion() {
-    let _gpu = require_gpu();
-    let stream = Stream::new().unwrap();
+device_tests!(device_fp8_conversion_matches_the_rust_conversion);
+fn device_fp8_conversion_matches_the_rust_conversion(dev: &TestDevice) {
+    let stream = dev.stream();
     let mut random = Random::fresh("fp8 on device");
     let mut inputs: Vec<f32> =
         (0..1 << 20).map(|_| f32::from_bits(random.next_u32())).filter(|v| !v.is_nan()).collect();
@@ -706,7 +638,7 @@ fn device_fp8_conversion_matches_the_rust_conversion() {
     inputs.extend([0.0, -0.0, 448.0, 464.0, 57344.0, 61440.0, f32::INFINITY, f32::NEG_INFINITY]);
     let input = DeviceBuffer::from_host(&stream, &inputs).unwrap();
     for format in [Fp8Format::E4M3, Fp8Format::E5M2] {
-        let mut output = DeviceBuffer::<u8>::zeroed(inputs.len()).unwrap();
+        let mut output = dev.zeroed::<u8>(inputs.len());
         f32_to_fp8(&stream, format, &input, &mut output).unwrap();
         let codes = output.to_vec(&stream).unwrap();
         for (&value, &code) in inputs.iter().zip(&codes) {

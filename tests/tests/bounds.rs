@@ -1,20 +1,16 @@
 //! Element accesses that the compiler cannot prove in bounds are checked at run time
 //! (`tests/co/bounds.co`): an access that fails is skipped — no memory outside the buffers is
-//! read or written (run this binary under `compute-sanitizer --tool memcheck` to see it) — and
-//! the call returns `Error::OutOfBounds` naming the buffer, the dimension, the index, the extent
-//! and the `.co` location; for an asynchronous function, `wait()` does.
+//! read or written (run the GPU variants under `compute-sanitizer --tool memcheck` to see it) —
+//! and the call returns `Error::OutOfBounds` naming the buffer, the dimension, the index, the
+//! extent and the `.co` location; for an asynchronous function, `wait()` does.
+//!
+//! Every test runs on the CPU (`NAME::on_cpu`, in every `cargo test`) and on a GPU
+//! (`NAME::on_gpu`, `#[ignore = "needs a CUDA GPU"]`: `--ignored`); see
+//! `choreo_tests::device_tests!`.
 
-use choreo::{DeviceTensor, Error, Stream};
-use choreo_tests::CO_KERNELS_BUILT;
+use choreo::Error;
 use choreo_tests::co::bounds;
-
-fn require_gpu() -> Stream {
-    if !CO_KERNELS_BUILT {
-        panic!("the Choreo test kernels were not compiled (stub build)");
-    }
-    choreo::init().unwrap_or_else(|error| panic!("this test needs a CUDA GPU: {error}"));
-    Stream::new().expect("a stream")
-}
+use choreo_tests::{TestDevice, device_tests};
 
 /// The reported violation, or a panic naming what came instead.
 fn out_of_bounds(
@@ -28,15 +24,14 @@ fn out_of_bounds(
     }
 }
 
-#[test]
-#[ignore = "needs a CUDA GPU"]
-fn writes_within_the_extent_succeed_and_the_others_fail_the_call() {
-    let stream = require_gpu();
-    let mut exact = DeviceTensor::<f32, 1>::zeros_on(&stream, [16]).expect("alloc");
+device_tests!(writes_within_the_extent_succeed_and_the_others_fail_the_call);
+fn writes_within_the_extent_succeed_and_the_others_fail_the_call(dev: &TestDevice) {
+    let stream = dev.stream();
+    let mut exact = dev.zeros::<f32, 1>([16]);
     bounds::fill16(&mut exact, 2.5).expect("16 writes into 16 elements");
     assert_eq!(exact.to_host(&stream).expect("download").into_vec(), vec![2.5f32; 16]);
 
-    let mut short = DeviceTensor::<f32, 1>::zeros_on(&stream, [8]).expect("alloc");
+    let mut short = dev.zeros::<f32, 1>([8]);
     let (param, dim, index, extent, location) = out_of_bounds(bounds::fill16(&mut short, 1.0));
     assert_eq!((param, dim, extent), ("x", Some(0), 8));
     assert!((8..16).contains(&index), "the first failing index is one of 8..16: {index}");
@@ -47,35 +42,33 @@ fn writes_within_the_extent_succeed_and_the_others_fail_the_call() {
     bounds::fill16(&mut exact, 3.0).expect("a later call");
 }
 
-#[test]
-#[ignore = "needs a CUDA GPU"]
-fn an_asynchronous_call_reports_the_violation_when_waited_for() {
-    let stream = require_gpu();
-    let mut short = DeviceTensor::<f32, 1>::zeros_on(&stream, [5]).expect("alloc");
+device_tests!(an_asynchronous_call_reports_the_violation_when_waited_for);
+fn an_asynchronous_call_reports_the_violation_when_waited_for(dev: &TestDevice) {
+    let stream = dev.stream();
+    let mut short = dev.zeros::<f32, 1>([5]);
     let pending = bounds::fill16_async(&mut short, 4.0, &stream).expect("launched");
     let (param, _, index, extent, _) = out_of_bounds(pending.wait());
     assert_eq!((param, extent), ("x", 5));
     assert!((5..16).contains(&index), "{index}");
-    let mut exact = DeviceTensor::<f32, 1>::zeros_on(&stream, [16]).expect("alloc");
+    let mut exact = dev.zeros::<f32, 1>([16]);
     bounds::fill16_async(&mut exact, 4.0, &stream).expect("launched").wait().expect("in bounds");
 }
 
-#[test]
-#[ignore = "needs a CUDA GPU"]
-fn a_gather_through_data_is_checked_per_read() {
-    let stream = require_gpu();
+device_tests!(a_gather_through_data_is_checked_per_read);
+fn a_gather_through_data_is_checked_per_read(dev: &TestDevice) {
+    let stream = dev.stream();
     let src: Vec<f32> = (0..32).map(|i| i as f32).collect();
-    let src = DeviceTensor::from_host(&stream, src.as_slice().into()).expect("upload");
+    let src = dev.upload(&src);
     let good: Vec<i32> = (0..16).map(|i| 31 - i).collect();
-    let idx = DeviceTensor::from_host(&stream, good.as_slice().into()).expect("upload");
-    let mut out = DeviceTensor::<f32, 1>::zeros_on(&stream, [16]).expect("alloc");
+    let idx = dev.upload(&good);
+    let mut out = dev.zeros::<f32, 1>([16]);
     bounds::gather(&src, &idx, &mut out).expect("indices in range");
     let want: Vec<f32> = good.iter().map(|&i| i as f32).collect();
     assert_eq!(out.to_host(&stream).expect("download").into_vec(), want);
 
     let mut bad = good.clone();
     bad[9] = -4;
-    let idx = DeviceTensor::from_host(&stream, bad.as_slice().into()).expect("upload");
+    let idx = dev.upload(&bad);
     let (param, dim, index, extent, _) = out_of_bounds(bounds::gather(&src, &idx, &mut out));
     assert_eq!((param, dim, index, extent), ("src", Some(0), -4, 32));
 }
