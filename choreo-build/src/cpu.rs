@@ -290,15 +290,28 @@ fn localize(objcopy: &Path, job: &CpuJob) -> Result<(), Error> {
         .filter(|symbol| symbol.hidden && !symbol.name.ends_with(&job.local_suffix))
         .map(|symbol| symbol.name)
         .collect();
-    if hidden.is_empty() {
+    // Every group gets a signature of this file, too: the linker keeps one group per
+    // signature, and a group whose signature is not one of its renamed symbols (a constructor's
+    // or destructor's `C5`/`D5` group holds the `C1`/`C2` symbols) would otherwise still meet
+    // its namesake in another object, and one of the two be discarded under the references to
+    // it ("relocation refers to a symbol in a discarded section").
+    let mut renamed = hidden.clone();
+    for signature in elf::group_signatures(&bytes).ok_or_else(malformed)? {
+        if !signature.ends_with(&job.local_suffix) && !renamed.contains(&signature) {
+            renamed.push(signature);
+        }
+    }
+    if renamed.is_empty() {
         return Ok(());
     }
     let renames = object.with_extension("rename");
     let locals = object.with_extension("local");
     let mut rename_text = String::new();
     let mut local_text = String::new();
-    for name in &hidden {
+    for name in &renamed {
         rename_text.push_str(&format!("{name} {name}{}\n", job.local_suffix));
+    }
+    for name in &hidden {
         // GNU objcopy localizes by the new name, llvm-objcopy by the old one: list both.
         local_text.push_str(&format!("{name}\n{name}{}\n", job.local_suffix));
     }
@@ -455,16 +468,25 @@ mod tests {
     }
 
     /// What the CPU and CUDA versions of one file have in common: host code with external
-    /// linkage, an inline function with a static local (a COMDAT group) and the same names with
-    /// different bodies, as when the two dialects compile one header differently.
+    /// linkage, an inline function with a static local (a COMDAT group), a class template whose
+    /// out-of-line constructor and destructor sit in `C5`/`D5` groups (named after no symbol
+    /// the object defines), and the same names with different bodies, as when the two dialects
+    /// compile one header differently.
     fn host_code(backend: &str, value: i32) -> String {
         format!(
             "int table[2] = {{{value}, {value}}};\n\
              float scale_of(int n) {{ return {value}.0f / n; }}\n\
              inline int which() {{ static int calls = 0; ++calls; return {value}; }}\n\
              template <class T> T twice(T x) {{ return x * 2 + {value} - {value}; }}\n\
+             struct Local {{ int v; }};\n\
+             template <class T> struct Box {{\n\
+               T* p;\n\
+               __attribute__((noinline)) Box(int v) : p(new T{{v}}) {{}}\n\
+               __attribute__((noinline)) ~Box() {{ delete p; }}\n\
+             }};\n\
              extern \"C\" __attribute__((visibility(\"default\"))) int entry_{backend}() {{\n\
-               return which() * 1000 + int(scale_of(1)) * 100 + twice(table[0]);\n\
+               Box<Local> box({value});\n\
+               return which() * 1000 + int(scale_of(1)) * 100 + twice(table[0]) + box.p->v * 0;\n\
              }}\n"
         )
     }

@@ -16,6 +16,8 @@ const TYPE_SECTION: u8 = 3;
 const TYPE_FILE: u8 = 4;
 /// `SHT_SYMTAB`.
 const SECTION_SYMTAB: u32 = 2;
+/// `SHT_GROUP`.
+const SECTION_GROUP: u32 = 17;
 
 /// A symbol that an object defines with a binding other than local.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -35,6 +37,28 @@ pub(crate) fn is_elf(bytes: &[u8]) -> bool {
 /// The symbols `bytes` (an ELF object) defines with a non-local binding, in symbol table order;
 /// `None` when it is not a well-formed ELF file.
 pub(crate) fn defined_symbols(bytes: &[u8]) -> Option<Vec<Symbol>> {
+    let mut symbols = Vec::new();
+    read(bytes, |symbol| symbols.push(symbol), |_| {})?;
+    Some(symbols)
+}
+
+/// The names of the signature symbols of the object's section groups (COMDAT groups: the
+/// linker keeps one group of each signature in a program). A signature need not be a symbol
+/// the object defines as such: a constructor's or destructor's group is named after its `C5`/
+/// `D5` name, a local symbol of the group. `None` when `bytes` is not a well-formed ELF file.
+pub(crate) fn group_signatures(bytes: &[u8]) -> Option<Vec<String>> {
+    let mut signatures = Vec::new();
+    read(bytes, |_| {}, |signature| signatures.push(signature))?;
+    Some(signatures)
+}
+
+/// Walks the object's symbol tables (`defined`: each non-local defined symbol) and section
+/// groups (`signature`: each group's signature name).
+fn read(
+    bytes: &[u8],
+    mut defined: impl FnMut(Symbol),
+    mut signature: impl FnMut(String),
+) -> Option<()> {
     if !is_elf(bytes) {
         return None;
     }
@@ -57,7 +81,7 @@ pub(crate) fn defined_symbols(bytes: &[u8]) -> Option<Vec<Symbol>> {
         (u64::from(file.u32(0x20)?), u64::from(file.u16(0x2e)?), u64::from(file.u16(0x30)?))
     };
     if shoff == 0 {
-        return Some(Vec::new());
+        return Some(());
     }
     let section = |index: u64| -> Option<Section> {
         let at = shoff.checked_add(index.checked_mul(shentsize)?)?;
@@ -68,6 +92,7 @@ pub(crate) fn defined_symbols(bytes: &[u8]) -> Option<Vec<Symbol>> {
                 offset: file.u64(at + 24)?,
                 size: file.u64(at + 32)?,
                 link: file.u32(at + 40)?,
+                info: file.u32(at + 44)?,
                 entsize: file.u64(at + 56)?,
             }
         } else {
@@ -76,6 +101,7 @@ pub(crate) fn defined_symbols(bytes: &[u8]) -> Option<Vec<Symbol>> {
                 offset: u64::from(file.u32(at + 16)?),
                 size: u64::from(file.u32(at + 20)?),
                 link: file.u32(at + 24)?,
+                info: file.u32(at + 28)?,
                 entsize: u64::from(file.u32(at + 36)?),
             }
         })
@@ -84,42 +110,54 @@ pub(crate) fn defined_symbols(bytes: &[u8]) -> Option<Vec<Symbol>> {
         // More sections than fit in e_shnum: the count is the first header's sh_size.
         shnum = section(0)?.size;
     }
-    let mut symbols = Vec::new();
-    for index in 0..shnum {
-        let symtab = section(index)?;
-        if symtab.kind != SECTION_SYMTAB {
-            continue;
-        }
-        let strtab = section(u64::from(symtab.link))?;
-        let strings = file.range(strtab.offset, strtab.size)?;
-        let entry = if file.wide { 24 } else { 16 };
+    let entry = if file.wide { 24 } else { 16 };
+    // Symbol `i` of the symbol table `symtab`: (name, info, other, shndx).
+    let symbol = |symtab: &Section, i: u64| -> Option<(String, u8, u8, u16)> {
         if symtab.entsize != 0 && symtab.entsize < entry {
             return None;
         }
         let step = symtab.entsize.max(entry);
-        let table = file.range(symtab.offset, symtab.size)?;
-        let base = usize::try_from(symtab.offset).ok()?;
-        for i in 0..(table.len() as u64 / step) {
-            let at = base + usize::try_from(i * step).ok()?;
-            let (name, info, other, shndx) = if file.wide {
-                (file.u32(at)?, *bytes.get(at + 4)?, *bytes.get(at + 5)?, file.u16(at + 6)?)
-            } else {
-                (file.u32(at)?, *bytes.get(at + 12)?, *bytes.get(at + 13)?, file.u16(at + 14)?)
-            };
+        if i.checked_add(1)?.checked_mul(step)? > symtab.size {
+            return None;
+        }
+        let at = usize::try_from(symtab.offset.checked_add(i * step)?).ok()?;
+        let (name, info, other, shndx) = if file.wide {
+            (file.u32(at)?, *bytes.get(at + 4)?, *bytes.get(at + 5)?, file.u16(at + 6)?)
+        } else {
+            (file.u32(at)?, *bytes.get(at + 12)?, *bytes.get(at + 13)?, file.u16(at + 14)?)
+        };
+        let strtab = section(u64::from(symtab.link))?;
+        let strings = file.range(strtab.offset, strtab.size)?;
+        let name = strings.get(usize::try_from(name).ok()?..)?;
+        let name = &name[..name.iter().position(|&b| b == 0)?];
+        Some((String::from_utf8_lossy(name).into_owned(), info, other, shndx))
+    };
+    for index in 0..shnum {
+        let header = section(index)?;
+        if header.kind == SECTION_GROUP {
+            let symtab = section(u64::from(header.link))?;
+            signature(symbol(&symtab, u64::from(header.info))?.0);
+            continue;
+        }
+        if header.kind != SECTION_SYMTAB {
+            continue;
+        }
+        let step = header.entsize.max(entry);
+        file.range(header.offset, header.size)?;
+        for i in 0..(header.size / step) {
+            let (name, info, other, shndx) = symbol(&header, i)?;
             let (bind, kind, visibility) = (info >> 4, info & 0xf, other & 0x3);
             if bind == 0 || shndx == 0 || kind == TYPE_SECTION || kind == TYPE_FILE {
                 continue; // local, undefined, or not a symbol of the program
             }
-            let name = strings.get(usize::try_from(name).ok()?..)?;
-            let name = &name[..name.iter().position(|&b| b == 0)?];
-            symbols.push(Symbol {
-                name: String::from_utf8_lossy(name).into_owned(),
+            defined(Symbol {
+                name,
                 bind,
                 hidden: visibility == VIS_HIDDEN || visibility == VIS_INTERNAL,
             });
         }
     }
-    Some(symbols)
+    Some(())
 }
 
 struct Section {
@@ -127,6 +165,7 @@ struct Section {
     offset: u64,
     size: u64,
     link: u32,
+    info: u32,
     entsize: u64,
 }
 
