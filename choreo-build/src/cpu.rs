@@ -156,7 +156,9 @@ impl CpuConfig {
     fn key(&self, job: &CpuJob) -> String {
         let mut hasher = Hasher::new();
         hasher
-            .field("choreo-build cpu object v2")
+            // The version names how objects are made and post-processed: a change there
+            // (v3: group signatures renamed too) makes them again.
+            .field("choreo-build cpu object v3")
             .field(self.compiler.as_os_str().as_encoded_bytes())
             .field(job.digest.to_string())
             .field(self.headers.to_string());
