@@ -354,8 +354,9 @@ const MAX_EXPANSION_BYTES: usize = 1 << 20;
 /// work of exponential definitions whose output stays small, like `#define A B B` chains).
 const MAX_EXPANSION_STEPS: usize = 1 << 18;
 /// Tokens scanned in the expansions of all invocations of a file together: a few times what
-/// one invocation may take, so that an exploding macro used many times stops early.
-const MAX_FILE_EXPANSION_STEPS: usize = 1 << 22;
+/// one invocation may take, so that an exploding macro used many times stops early (a million
+/// tokens: far beyond any kernel file, and a debug build gets through it in about a second).
+const MAX_FILE_EXPANSION_STEPS: usize = 1 << 20;
 /// Nesting of parentheses and unary operators in `#if` before E0105 (bounds recursion).
 const MAX_EXPR_DEPTH: usize = 256;
 
