@@ -6,7 +6,8 @@
 //!
 //! The command comes from `cc::Build::try_get_compiler` (the target's compiler, `CXX`/
 //! `CXXFLAGS`, cross prefixes, `-fPIC`, the optimisation level of the profile) and is run
-//! here, one process per stale file, in parallel (`nvcc::parallel_map`): like the nvcc path, so that a file whose
+//! here, one process per stale file, in parallel (`nvcc::parallel_map`, sharing cargo's jobserver
+//! with the nvcc jobs): like the nvcc path, so that a file whose
 //! inputs did not change is not recompiled. Its object `obj/cpu/<module>.o` is kept with a
 //! `.key` file holding the hash of the `.cpp`, both headers, the full command line and the
 //! post-processing below.

@@ -58,7 +58,8 @@
 //!    `<OUT_DIR>/choreo/<name>.rs` with one `pub mod <module>` per file. Every file is written
 //!    only when its content changes.
 //! 3. Compiles each `.cu` — generated or hand-written — with nvcc into its own object, in
-//!    parallel (`NUM_JOBS` threads), unless the object cache says it is up to date (see
+//!    parallel (at most `NUM_JOBS` at once, sharing cargo's jobserver: `-j` limits them
+//!    together with everything else cargo runs), unless the object cache says it is up to date (see
 //!    below), then archives the objects into `lib<link name>.a`, where the link name is
 //!    `choreo_<package>_<name>` (unique, so two crates that both use the default name cannot
 //!    pick up each other's library). The archive is remade when an object's content changed.
@@ -863,7 +864,8 @@ fn absolute(path: &Path) -> Result<PathBuf, Error> {
     std::path::absolute(path).map_err(|e| Error::io("resolve", path, e))
 }
 
-/// The number of parallel nvcc runs: cargo's `NUM_JOBS`, else the available parallelism.
+/// The most parallel compiler runs: cargo's `NUM_JOBS`, else the available parallelism (under
+/// cargo, its jobserver's tokens limit them further, see `nvcc::parallel_map`).
 fn jobs_from_env(env: &Env) -> usize {
     env.text("NUM_JOBS")
         .and_then(|jobs| jobs.parse().ok())

@@ -19,6 +19,16 @@
 //! ccache's default mode). A file is recompiled when its key or one of those headers changed,
 //! or its object is missing. The key file is removed before nvcc runs, so a failed or
 //! interrupted run never leaves an entry that looks valid.
+//!
+//! Parallelism: the compile jobs of both compilers (nvcc here, the host C++ compiler in `cpu`)
+//! run through [`parallel_map`], on at most `NUM_JOBS` threads (else the available
+//! parallelism). Under cargo, which gives a build script its jobserver (`CARGO_MAKEFLAGS`,
+//! `--jobserver-auth=fifo:PATH` or `R,W` descriptors; also make's `MAKEFLAGS`), they share
+//! cargo's `-j` with everything else it runs: the first job runs on the token cargo holds for
+//! the build script, each further concurrent job on a token acquired from the jobserver and
+//! released when it ends, so a build script never runs more compilers than cargo lends it
+//! tokens. Without a jobserver (`choreoc`, a test calling the library) the thread bound alone
+//! applies.
 
 use crate::error::{Error, NvccFailure};
 use crate::hash::{Digest, Hasher};
@@ -28,8 +38,8 @@ use std::ffi::OsString;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::UNIX_EPOCH;
 
 /// Everything about the nvcc command line that is the same for all files of a build.
@@ -318,19 +328,72 @@ pub(crate) fn compile_all(
 /// `run` on every item, on up to `threads` threads taking items in order; results in item
 /// order (`None` for an item whose thread stopped, i.e. panicked, before finishing it). The
 /// compile jobs of both compilers (nvcc here, the host C++ compiler in `cpu`) run through it.
+/// Under cargo's jobserver (see [`jobserver`]) the jobs also hold its tokens, see
+/// [`parallel_map_with`].
 pub(crate) fn parallel_map<T: Sync, R: Send>(
     items: &[T],
     threads: usize,
     run: impl Fn(&T) -> R + Sync,
 ) -> Vec<Option<R>> {
+    parallel_map_with(items, threads, jobserver(), run)
+}
+
+/// The jobserver of the process's environment (`CARGO_MAKEFLAGS`, `MAKEFLAGS` or `MFLAGS` with
+/// `--jobserver-auth=fifo:PATH` or `--jobserver-auth=R,W`), as cargo gives one to a build
+/// script; `None` outside one (`choreoc`, a test calling the library directly). Opened once.
+pub(crate) fn jobserver() -> Option<&'static jobserver::Client> {
+    static CLIENT: std::sync::OnceLock<Option<jobserver::Client>> = std::sync::OnceLock::new();
+    CLIENT
+        .get_or_init(|| {
+            // SAFETY: the descriptors named in the environment are the jobserver's, inherited
+            // from cargo (or make) for this purpose and used by nothing else in this process;
+            // `check_pipe` rejects descriptors that are not pipes (closed and reused ones) and
+            // the client is created once, on first use.
+            unsafe { jobserver::Client::from_env_ext(true) }.client.ok()
+        })
+        .as_ref()
+}
+
+/// [`parallel_map`] with the token source given. Without one, `threads` jobs run at once.
+/// With one, at most `threads` and at most one more than the tokens it lends: the first job
+/// runs on the token the process holds implicitly (cargo holds it for a running build script),
+/// every further concurrent job on a token acquired from the jobserver (by a helper thread,
+/// whose blocking wait can be interrupted once no items are left), released when the job ends,
+/// also when it fails or panics. No token is held while no job needs it.
+pub(crate) fn parallel_map_with<T: Sync, R: Send>(
+    items: &[T],
+    threads: usize,
+    tokens: Option<&jobserver::Client>,
+    run: impl Fn(&T) -> R + Sync,
+) -> Vec<Option<R>> {
     let next = AtomicUsize::new(0);
     let results: Mutex<Vec<Option<R>>> = Mutex::new((0..items.len()).map(|_| None).collect());
+    let threads = threads.clamp(1, items.len().max(1));
+    let pool = match tokens {
+        Some(client) if threads > 1 => Some(TokenPool::new(client)),
+        _ => None,
+    };
+    let claim = || {
+        let index = next.fetch_add(1, Ordering::Relaxed);
+        if index + 1 >= items.len() {
+            if let Some(pool) = &pool {
+                pool.finish(); // Nothing left to start: waiting workers stop.
+            }
+        }
+        items.get(index).map(|item| (index, item))
+    };
     std::thread::scope(|scope| {
-        for _ in 0..threads.clamp(1, items.len().max(1)) {
+        for _ in 0..threads {
             scope.spawn(|| {
                 loop {
-                    let index = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(item) = items.get(index) else { break };
+                    let _token = match &pool {
+                        Some(pool) => match pool.take() {
+                            Some(token) => Some(token),
+                            None => break,
+                        },
+                        None => None,
+                    };
+                    let Some((index, item)) = claim() else { break };
                     let result = run(item);
                     if let Ok(mut results) = results.lock() {
                         results[index] = Some(result);
@@ -340,6 +403,121 @@ pub(crate) fn parallel_map<T: Sync, R: Send>(
         }
     });
     results.into_inner().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// The tokens of one [`parallel_map_with`]: the implicit one and those acquired from the
+/// jobserver by its helper thread.
+struct TokenPool {
+    state: Arc<(Mutex<TokenState>, Condvar)>,
+    /// Acquires tokens on request; `None` if it could not be started (then only the implicit
+    /// token is used). Dropping it interrupts a pending acquisition.
+    helper: Option<jobserver::HelperThread>,
+}
+
+#[derive(Default)]
+struct TokenState {
+    /// The implicit token is not in use.
+    implicit_free: bool,
+    /// Acquired tokens not yet taken by a worker.
+    acquired: Vec<jobserver::Acquired>,
+    /// Requests sent to the helper thread and not answered yet.
+    requested: usize,
+    /// Workers waiting for a token.
+    waiting: usize,
+    /// All items are taken: tokens that arrive are released at once.
+    finished: bool,
+}
+
+/// A token a job runs on; given back (the implicit one) or released to the jobserver (an
+/// acquired one) when dropped.
+struct Token<'a> {
+    pool: &'a TokenPool,
+    acquired: Option<jobserver::Acquired>,
+}
+
+impl TokenPool {
+    fn new(client: &jobserver::Client) -> TokenPool {
+        let state = Arc::new((
+            Mutex::new(TokenState { implicit_free: true, ..TokenState::default() }),
+            Condvar::new(),
+        ));
+        let for_helper = Arc::clone(&state);
+        let helper = client
+            .clone()
+            .into_helper_thread(move |token| {
+                let (lock, ready) = &*for_helper;
+                let mut state = lock_ignoring_poison(lock);
+                state.requested = state.requested.saturating_sub(1);
+                // An error leaves the waiting workers to the implicit token.
+                if let Ok(token) = token {
+                    if !state.finished && state.waiting > 0 {
+                        state.acquired.push(token);
+                        ready.notify_one();
+                    }
+                }
+            })
+            .ok();
+        TokenPool { state, helper }
+    }
+
+    /// Waits for a token; `None` once no item is left.
+    fn take(&self) -> Option<Token<'_>> {
+        let (lock, ready) = &*self.state;
+        let mut state = lock_ignoring_poison(lock);
+        loop {
+            if state.finished {
+                return None;
+            }
+            if state.implicit_free {
+                state.implicit_free = false;
+                return Some(Token { pool: self, acquired: None });
+            }
+            if let Some(acquired) = state.acquired.pop() {
+                return Some(Token { pool: self, acquired: Some(acquired) });
+            }
+            state.waiting += 1;
+            if let Some(helper) = &self.helper {
+                if state.requested < state.waiting {
+                    helper.request_token();
+                    state.requested += 1;
+                }
+            }
+            state = ready.wait(state).unwrap_or_else(|poisoned| poisoned.into_inner());
+            state.waiting -= 1;
+        }
+    }
+
+    /// No item is left: wake the waiting workers, release the unused tokens.
+    fn finish(&self) {
+        let (lock, ready) = &*self.state;
+        let mut state = lock_ignoring_poison(lock);
+        state.finished = true;
+        state.acquired.clear();
+        ready.notify_all();
+    }
+}
+
+impl Drop for TokenPool {
+    fn drop(&mut self) {
+        // Stop the helper first, so no token arrives after the unused ones are released.
+        drop(self.helper.take());
+        lock_ignoring_poison(&self.state.0).acquired.clear();
+    }
+}
+
+impl Drop for Token<'_> {
+    fn drop(&mut self) {
+        // An acquired token goes back to the jobserver when `self.acquired` drops.
+        if self.acquired.is_none() {
+            let (lock, ready) = &*self.pool.state;
+            lock_ignoring_poison(lock).implicit_free = true;
+            ready.notify_one();
+        }
+    }
+}
+
+fn lock_ignoring_poison<T>(lock: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    lock.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// The prerequisites listed in a make-style dependency file (`target: a b \` …), with `\ `
@@ -493,6 +671,78 @@ mod tests {
             generated_dir: "/out/choreo/kernels".into(),
             hand_written: true,
         }
+    }
+
+    /// Runs `jobs` jobs through [`parallel_map_with`]; returns the most that ran at once and
+    /// the results. Each job waits (up to a moment, never asserted on) until `overlap` jobs run,
+    /// so that jobs overlap whenever the tokens allow.
+    fn max_concurrency(
+        jobs: usize,
+        threads: usize,
+        tokens: Option<&jobserver::Client>,
+        overlap: usize,
+    ) -> (usize, Vec<Option<usize>>) {
+        let running = Mutex::new((0usize, 0usize)); // (now, most)
+        let changed = Condvar::new();
+        let items: Vec<usize> = (0..jobs).collect();
+        let results = parallel_map_with(&items, threads, tokens, |&item| {
+            let mut guard = running.lock().unwrap();
+            guard.0 += 1;
+            guard.1 = guard.1.max(guard.0);
+            changed.notify_all();
+            let wait = std::time::Duration::from_millis(20);
+            guard = changed.wait_timeout_while(guard, wait, |(now, _)| *now < overlap).unwrap().0;
+            guard.0 -= 1;
+            changed.notify_all();
+            item * 2
+        });
+        let most = running.lock().unwrap().1;
+        (most, results)
+    }
+
+    #[test]
+    fn jobs_hold_jobserver_tokens_beyond_the_implicit_one() {
+        for tokens in [0, 1, 3] {
+            let client = jobserver::Client::new(tokens).unwrap();
+            let (most, results) = max_concurrency(40, 8, Some(&client), tokens + 1);
+            assert!(most <= tokens + 1, "{most} jobs at once with {tokens} tokens");
+            assert!(most >= 1);
+            let expected: Vec<Option<usize>> = (0..40).map(|i| Some(i * 2)).collect();
+            assert_eq!(results, expected, "all jobs ran, results in order");
+            // Every token is back once the jobs are done.
+            assert_eq!(client.available().unwrap(), tokens);
+        }
+        // The thread bound still holds with more tokens than threads.
+        let client = jobserver::Client::new(16).unwrap();
+        let (most, results) = max_concurrency(30, 2, Some(&client), 3);
+        assert!(most <= 2, "{most} jobs at once on 2 threads");
+        assert!(results.iter().all(Option::is_some));
+        assert_eq!(client.available().unwrap(), 16);
+    }
+
+    #[test]
+    fn jobserver_tokens_are_released_when_a_job_panics() {
+        let client = jobserver::Client::new(2).unwrap();
+        let items: Vec<usize> = (0..12).collect();
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            parallel_map_with(&items, 4, Some(&client), |&item| {
+                assert_ne!(item, 5, "job 5 fails");
+                item
+            })
+        }));
+        assert!(outcome.is_err());
+        assert_eq!(client.available().unwrap(), 2);
+    }
+
+    #[test]
+    fn without_a_jobserver_the_thread_count_bounds_the_jobs() {
+        let (most, results) = max_concurrency(24, 3, None, 3);
+        assert!(most <= 3, "{most} jobs at once on 3 threads");
+        assert_eq!(results, (0..24).map(|i| Some(i * 2)).collect::<Vec<_>>());
+        let (most, results) = max_concurrency(5, 1, None, 2);
+        assert_eq!(most, 1);
+        assert_eq!(results.len(), 5);
+        assert!(parallel_map_with(&[] as &[u8], 4, None, |_| ()).is_empty());
     }
 
     #[test]
