@@ -287,8 +287,9 @@ fn localize(objcopy: &Path, job: &CpuJob) -> Result<(), Error> {
         command: String::new(),
         message: "cannot read the symbol table of the compiled object".to_owned(),
     };
-    let hidden: Vec<String> = elf::defined_symbols(&bytes)
-        .ok_or_else(malformed)?
+    let tables = elf::tables(&bytes).ok_or_else(malformed)?;
+    let hidden: Vec<String> = tables
+        .symbols
         .into_iter()
         .filter(|symbol| symbol.hidden && !symbol.name.ends_with(&job.local_suffix))
         .map(|symbol| symbol.name)
@@ -299,7 +300,7 @@ fn localize(objcopy: &Path, job: &CpuJob) -> Result<(), Error> {
     // its namesake in another object, and one of the two be discarded under the references to
     // it ("relocation refers to a symbol in a discarded section").
     let mut renamed = hidden.clone();
-    for signature in elf::group_signatures(&bytes).ok_or_else(malformed)? {
+    for signature in tables.group_signatures {
         if !signature.ends_with(&job.local_suffix) && !renamed.contains(&signature) {
             renamed.push(signature);
         }

@@ -37,28 +37,22 @@ pub(crate) fn is_elf(bytes: &[u8]) -> bool {
 /// The symbols `bytes` (an ELF object) defines with a non-local binding, in symbol table order;
 /// `None` when it is not a well-formed ELF file.
 pub(crate) fn defined_symbols(bytes: &[u8]) -> Option<Vec<Symbol>> {
-    let mut symbols = Vec::new();
-    read(bytes, |symbol| symbols.push(symbol), |_| {})?;
-    Some(symbols)
+    Some(tables(bytes)?.symbols)
 }
 
-/// The names of the signature symbols of the object's section groups (COMDAT groups: the
-/// linker keeps one group of each signature in a program). A signature need not be a symbol
-/// the object defines as such: a constructor's or destructor's group is named after its `C5`/
-/// `D5` name, a local symbol of the group. `None` when `bytes` is not a well-formed ELF file.
-pub(crate) fn group_signatures(bytes: &[u8]) -> Option<Vec<String>> {
-    let mut signatures = Vec::new();
-    read(bytes, |_| {}, |signature| signatures.push(signature))?;
-    Some(signatures)
+/// What one walk over an object's tables finds: its non-local defined symbols and the names of
+/// the signature symbols of its section groups (COMDAT groups: the linker keeps one group of
+/// each signature in a program). A signature need not be a symbol the object defines as such:
+/// a constructor's or destructor's group is named after its `C5`/`D5` name, a local symbol of
+/// the group.
+pub(crate) struct Tables {
+    pub(crate) symbols: Vec<Symbol>,
+    pub(crate) group_signatures: Vec<String>,
 }
 
-/// Walks the object's symbol tables (`defined`: each non-local defined symbol) and section
-/// groups (`signature`: each group's signature name).
-fn read(
-    bytes: &[u8],
-    mut defined: impl FnMut(Symbol),
-    mut signature: impl FnMut(String),
-) -> Option<()> {
+/// The object's [`Tables`], from one walk over its section headers; `None` when `bytes` is not
+/// a well-formed ELF file.
+pub(crate) fn tables(bytes: &[u8]) -> Option<Tables> {
     if !is_elf(bytes) {
         return None;
     }
@@ -80,8 +74,9 @@ fn read(
     } else {
         (u64::from(file.u32(0x20)?), u64::from(file.u16(0x2e)?), u64::from(file.u16(0x30)?))
     };
+    let mut tables = Tables { symbols: Vec::new(), group_signatures: Vec::new() };
     if shoff == 0 {
-        return Some(());
+        return Some(tables);
     }
     let section = |index: u64| -> Option<Section> {
         let at = shoff.checked_add(index.checked_mul(shentsize)?)?;
@@ -136,7 +131,7 @@ fn read(
         let header = section(index)?;
         if header.kind == SECTION_GROUP {
             let symtab = section(u64::from(header.link))?;
-            signature(symbol(&symtab, u64::from(header.info))?.0);
+            tables.group_signatures.push(symbol(&symtab, u64::from(header.info))?.0);
             continue;
         }
         if header.kind != SECTION_SYMTAB {
@@ -150,14 +145,14 @@ fn read(
             if bind == 0 || shndx == 0 || kind == TYPE_SECTION || kind == TYPE_FILE {
                 continue; // local, undefined, or not a symbol of the program
             }
-            defined(Symbol {
+            tables.symbols.push(Symbol {
                 name,
                 bind,
                 hidden: visibility == VIS_HIDDEN || visibility == VIS_INTERNAL,
             });
         }
     }
-    Some(())
+    Some(tables)
 }
 
 struct Section {
