@@ -417,17 +417,10 @@ impl Builder {
         // Whether the CPU objects were post-processed by an objcopy (see `cpu`).
         let mut objcopy = None;
         if generated.iter().any(|file| file.cpp_digest.is_some()) {
-            let (cpu_objects, runs) = self.compile_cpu(
-                env,
-                &target,
-                &layout,
-                &scope,
-                cuda,
-                &mut generated,
-                &mut objcopy,
-            )?;
-            objects.extend(cpu_objects);
-            report.cpu_runs = runs;
+            let cpu = self.compile_cpu(env, &target, &layout, &scope, cuda, &mut generated)?;
+            objects.extend(cpu.objects);
+            report.cpu_runs = cpu.runs;
+            objcopy = cpu.objcopy;
         }
 
         let toolkit = match discovery {
@@ -528,11 +521,9 @@ impl Builder {
         Ok(Library { link_name, path: lib_path, rebuilt })
     }
 
-    /// Compiles the CPU versions (`obj/cpu/<module>.o`), stale ones only; returns the objects
-    /// and how many were compiled. When the CUDA versions are linked too (`cuda`), each CPU
-    /// object's hidden symbols are made local (see `cpu`), and `objcopy` says whether an
-    /// objcopy to do that was found.
-    #[allow(clippy::too_many_arguments)]
+    /// Compiles the CPU versions (`obj/cpu/<module>.o`), stale ones only. When the CUDA
+    /// versions are linked too (`cuda`), each CPU object's hidden symbols are made local (see
+    /// `cpu`).
     fn compile_cpu(
         &self,
         env: &Env,
@@ -541,8 +532,7 @@ impl Builder {
         scope: &[String],
         cuda: bool,
         generated: &mut [Generated],
-        objcopy: &mut Option<bool>,
-    ) -> Result<(Vec<(PathBuf, Digest)>, usize), Error> {
+    ) -> Result<CpuBuild, Error> {
         let generated_dir = absolute(&layout.generated_dir())?;
         let mut include_dirs = vec![generated_dir.clone()];
         for dir in &self.include_dirs {
@@ -563,9 +553,6 @@ impl Builder {
             },
             cuda,
         )?;
-        if cuda {
-            *objcopy = Some(config.objcopy.is_some());
-        }
         let obj_dir = generated_dir.join("obj").join("cpu");
         let mut jobs = Vec::new();
         for file in generated.iter_mut() {
@@ -592,7 +579,8 @@ impl Builder {
             file.report.cpu_compiled = *compiled;
         }
         let runs = built.compiled.iter().filter(|c| **c).count();
-        Ok((built.objects, runs))
+        let objcopy = cuda.then_some(config.objcopy.is_some());
+        Ok(CpuBuild { objects: built.objects, runs, objcopy })
     }
 
     /// The input files, sorted: the `.co` files with module names, and the hand-written `.cu`
@@ -768,6 +756,16 @@ impl Builder {
             env_flags,
         })
     }
+}
+
+/// What [`Builder::compile_cpu`] made.
+struct CpuBuild {
+    /// The objects, with the digests of their sources.
+    objects: Vec<(PathBuf, Digest)>,
+    /// How many were compiled (the others were up to date).
+    runs: usize,
+    /// In a build with CUDA: whether an objcopy made the objects' host symbols local.
+    objcopy: Option<bool>,
 }
 
 /// Before the objects of a build with both backends are archived: a symbol that two of them
