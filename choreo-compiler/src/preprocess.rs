@@ -353,10 +353,10 @@ const MAX_EXPANSION_BYTES: usize = 1 << 20;
 /// Tokens scanned inside the expansion of one top-level invocation before E0120 (bounds the
 /// work of exponential definitions whose output stays small, like `#define A B B` chains).
 const MAX_EXPANSION_STEPS: usize = 1 << 18;
-/// Tokens scanned in the expansions of all invocations of a file together: a few times what
-/// one invocation may take, so that an exploding macro used many times stops early (a million
-/// tokens: far beyond any kernel file, and a debug build gets through it in about a second).
-const MAX_FILE_EXPANSION_STEPS: usize = 1 << 20;
+/// Tokens scanned in the expansions of all invocations of a file together: twice what one
+/// invocation may take, so that an exploding macro used many times stops early (half a million
+/// tokens: far beyond any kernel file, and a debug build gets through it in under a second).
+const MAX_FILE_EXPANSION_STEPS: usize = 1 << 19;
 /// Nesting of parentheses and unary operators in `#if` before E0105 (bounds recursion).
 const MAX_EXPR_DEPTH: usize = 256;
 
@@ -1309,6 +1309,11 @@ impl<'t> Expander<'t> {
             }
             let invocation = text.get(i..inv_end).unwrap_or("");
             let mut expansion = self.expand_macro(m, args, invocation, rounds, nest);
+            if top && self.exhausted {
+                // E0120 was reported for this invocation: its partial expansion (up to a
+                // mebibyte) is meaningless, and lexing it would cost more than producing it.
+                expansion.clear();
+            }
             // Keep the line structure: an invocation spanning lines is followed by as many
             // newlines (the expansion itself never contains one).
             let newlines = invocation.bytes().filter(|&c| c == b'\n').count();
