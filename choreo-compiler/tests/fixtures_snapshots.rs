@@ -81,9 +81,19 @@ fn run_front_end(fixture: &Fixture, with_sema: bool) -> Outcome {
     let dump = dump_file(&db, &ast);
     let mut sema_diags = Diagnostics::new();
     if with_sema {
-        let _program = sema::check(&db, &ast, Target::default(), &mut sema_diags);
+        let _program = sema::check(&db, &ast, fixture_target(&fixture.text), &mut sema_diags);
     }
     Outcome { db, parse_diags: parse_diags.into_vec(), sema_diags: sema_diags.into_vec(), dump }
+}
+
+/// The target of a fixture: `// target: sm_75` among its leading comment lines, else the
+/// default.
+fn fixture_target(text: &str) -> Target {
+    text.lines()
+        .take_while(|l| l.starts_with("//"))
+        .find_map(|l| l.strip_prefix("// target: "))
+        .map(|arch| Target::Cuda(arch.trim().parse().expect("a known arch in `// target:`")))
+        .unwrap_or_default()
 }
 
 fn errors(diags: &[Diagnostic]) -> usize {

@@ -100,6 +100,18 @@ pub struct AccessId(pub u32);
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct LevelId(pub u32);
 
+/// An event of a function (spec-tier3 §2): its number in declaration order
+/// ([`Function::events`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct EventId(pub u32);
+
+impl EventId {
+    /// The index as `usize`.
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
 impl ParamId {
     /// The index as `usize`.
     pub fn index(self) -> usize {
@@ -185,6 +197,8 @@ pub struct Function {
     pub kernel_count: u32,
     /// Number of element accesses, i.e. 1 + the largest [`AccessId`].
     pub access_count: u32,
+    /// The shared events declared in its kernels (spec-tier3 §2), indexed by [`EventId`].
+    pub events: Vec<Event>,
     /// The body (host code; kernels are [`StmtKind::Parallel`] statements).
     pub body: Vec<Stmt>,
     /// The C++ the function runs that the compiler cannot check (`call`, intrinsics,
@@ -1674,6 +1688,14 @@ pub enum StmtKind {
         /// The number of threads (a multiple of 32).
         threads: HExpr,
     },
+    /// A shared event's declaration (spec-tier3 §2.1): one thread of the block initialises its
+    /// mbarriers, then the block synchronises.
+    EventInit(EventId),
+    /// `trigger e, …;`: each executing thread arrives once on each slot, in order.
+    Trigger(Vec<EventSlot>),
+    /// `wait e, …;` on events: each executing thread waits until the generation it expects
+    /// of each slot has completed, in order.
+    EventWait(Vec<EventSlot>),
     /// A whole-buffer copy between global buffers in host code (spec §14.6): a device-to-device
     /// copy of the elements of the smaller one. (Any other host-level DMA — of views, padded,
     /// transposed — is a kernel of its own: a [`StmtKind::Parallel`] of
@@ -1686,6 +1708,82 @@ pub enum StmtKind {
         /// Elements to copy (the smaller element count).
         count: Dim,
     },
+}
+
+/// A shared event (spec-tier3 §2): per slot, a generation counter of the block that completes
+/// when its arrival count of threads have triggered it. Lowered to one mbarrier per slot.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Event {
+    /// The name as written.
+    pub name: String,
+    /// The declarator.
+    pub span: Span,
+    /// The kernel that declares it.
+    pub kernel: KernelId,
+    /// The array extents (`e[4]` → `[4]`; empty for a single event).
+    pub dims: Vec<u32>,
+    /// `= ready`: generation 0 counts as complete (the first wait of each slot passes).
+    pub ready: bool,
+    /// `event<N>`: the arrival count written in the declaration.
+    pub arrivals: Option<u32>,
+    /// The shared buffer of its mbarriers (`u64`, one per slot; a [`LocalPlace::SharedBuffer`]).
+    pub barriers: VarId,
+    /// The per-thread phase bits of its slots for plain waits (`wait e[i]`; a mutable `u64`
+    /// device scalar, bit i the parity slot i's next wait expects).
+    pub phases: VarId,
+    /// Where it is triggered, with the conditions under which a thread gets there.
+    pub triggers: Vec<TriggerSite>,
+}
+
+impl Event {
+    /// The number of slots (mbarriers).
+    pub fn slots(&self) -> u32 {
+        self.dims.iter().product()
+    }
+}
+
+/// A `trigger` of an event: which threads of the block execute it, as far as the compiler can
+/// tell (for the arrival count, spec-tier3 §2.7).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TriggerSite {
+    /// The `trigger` statement.
+    pub span: Span,
+    /// The linear slot it arrives on (`e[i]`, through immutable locals like the conditions);
+    /// `None` for a ring operand (`e.at(k)`), which arrives on every slot in turn.
+    pub slot: Option<HExpr>,
+    /// The predicates of the enclosing `inthreads`, outermost first, with immutable device
+    /// scalars replaced by their initial values: a thread triggers when all hold.
+    pub conditions: Vec<HExpr>,
+}
+
+/// One slot of an event named by `trigger` or `wait`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EventSlot {
+    /// The event.
+    pub event: EventId,
+    /// Which slot, and how its phase is known.
+    pub index: SlotIndex,
+    /// The operand as written.
+    pub span: Span,
+}
+
+/// How a `trigger`/`wait` operand selects a slot.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SlotIndex {
+    /// `e`, `e[i]`, `e[i][j]`: the slot's linear index (s32). Each thread tracks the slot's
+    /// phase itself ([`Event::phases`]).
+    Fixed(HExpr),
+    /// `e.at(k)` on a one-dimensional ring of N slots: slot `k mod N`, generation `k / N`.
+    Order(HExpr),
+}
+
+impl SlotIndex {
+    /// The slot's linear index or the ring order.
+    pub fn expr(&self) -> &HExpr {
+        match self {
+            SlotIndex::Fixed(e) | SlotIndex::Order(e) => e,
+        }
+    }
 }
 
 /// Rewrites every `%[name]` reference to a named operand in an asm template with what `f`

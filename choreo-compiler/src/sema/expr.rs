@@ -289,6 +289,19 @@ impl Checker<'_> {
             }
             Symbol::Shape(dims) => Val::Shape(dims),
             Symbol::Future(f) => Val::Future(f),
+            Symbol::Event(_) => {
+                self.error_label(
+                    "E0471",
+                    span,
+                    format!(
+                        "'{}' is an event: events are not values (only `trigger` and `wait` \
+                         name them)",
+                        id.name
+                    ),
+                    "an event",
+                );
+                Val::Error
+            }
             Symbol::View(mut view) => {
                 // Spans of the expansion point at the use.
                 for e in view.exprs_mut() {

@@ -90,6 +90,16 @@
 //!   padded/transposed source's
 //! - `E0459` a DMA `=> shared` in the body of a `group` level with several instances per
 //!   block (they would share one buffer)
+//! - `E0470` event declaration in the wrong place or of the wrong form: `shared` on the host,
+//!   inside `inthreads` or a loop, no storage, array extents that are not constants in
+//!   [1, 64] (or more than 64 slots), an arrival count `event<N>` out of [1, 2^20 − 1]
+//! - `E0471` `trigger`/`wait` operand that is not one event slot: a non-event, an event array
+//!   without an index, indices that do not match the array, a constant index out of range,
+//!   `.at(order)` on a single event or a multi-dimensional array, a non-integer or negative
+//!   order; an event used as a value or assigned; `trigger` on the host
+//! - `E0472` an event that is triggered but never waited ("some asyncs are not explicitly
+//!   waited")
+//! - `E0474` shared events on a target without mbarriers (below sm_80)
 //!
 //! Calls into C++ and built-ins (§17, §18):
 //! - `E0454` `call` outside a parallel-by, a call result with no declared type, an argument
@@ -171,13 +181,16 @@
 //! ignores it), `W0403` a `chunkat`/`chunk` factor that does not divide the extent (the
 //! remainder is in no tile), `W0404` `span_as` of a view that may not be contiguous,
 //! `W0405` DMA whose source and destination shapes differ with neither inside the other,
-//! `W0702` deprecated `sync.shared`, `W0705` a `println!` argument only known at run time.
+//! `W0702` deprecated `sync.shared`, `W0705` a `println!` argument only known at run time,
+//! `W0470` `trigger` outside `inthreads` (every thread of the block arrives),
+//! `W0471` an event that is waited but never triggered.
 //!
 //! Notes: `N0701` the output of a compile-time `print!`/`println!`.
 
 mod calls;
 mod checks;
 mod dma;
+mod events;
 mod expr;
 mod inthreads;
 use crate::hir::arith as fold;
@@ -375,6 +388,13 @@ pub(crate) struct Checker<'a> {
     pub(crate) sym_names: HashMap<String, SymId>,
     /// Immutable scalars initialised with a literal: uses fold to the literal (spec §8.6).
     pub(crate) consts: HashMap<VarId, HExpr>,
+    /// The shared events declared so far (spec-tier3 §2).
+    pub(crate) events: Vec<hir::Event>,
+    /// Which events some `wait` waits for (an event triggered and never waited is an error).
+    pub(crate) waited_events: BTreeSet<hir::EventId>,
+    /// The predicates of the `inthreads` enclosing the statements being checked, outermost
+    /// first (where a `trigger` records which threads execute it).
+    pub(crate) inthreads_conditions: Vec<HExpr>,
 }
 
 impl<'a> Checker<'a> {
@@ -414,6 +434,9 @@ impl<'a> Checker<'a> {
             has_inout: false,
             sym_names: HashMap::new(),
             consts: HashMap::new(),
+            events: Vec::new(),
+            waited_events: BTreeSet::new(),
+            inthreads_conditions: Vec::new(),
         }
     }
 
@@ -423,6 +446,7 @@ impl<'a> Checker<'a> {
         parallel::infer_levels(&mut self, &f.body.stmts);
         self.has_parallel = stmt::contains_parallel(&f.body.stmts);
         let body = self.check_stmts(&f.body.stmts);
+        self.check_events_used();
         let ret = match &self.ret {
             RetState::Void => ReturnTy::Void,
             RetState::Declared(t) => t.clone(),
@@ -466,6 +490,7 @@ impl<'a> Checker<'a> {
             has_parallel: self.has_parallel,
             kernel_count: self.kernel_count,
             access_count: self.access_count,
+            events: self.events,
             body,
             foreign_code: self.foreign,
         }
