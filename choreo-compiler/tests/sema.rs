@@ -1502,7 +1502,11 @@ mod fp8 {
                 let c = run_for(&src, target);
                 let errors: Vec<&Diagnostic> = c.diags.iter().filter(|d| d.is_error()).collect();
                 if ok {
-                    assert!(errors.is_empty(), "{t} on {target}:\n{}", render_human(&c.db, &c.diags));
+                    assert!(
+                        errors.is_empty(),
+                        "{t} on {target}:\n{}",
+                        render_human(&c.db, &c.diags)
+                    );
                 } else {
                     assert!(
                         errors.len() == 1
@@ -1525,9 +1529,13 @@ mod fp8 {
 
     #[test]
     fn sub_byte_constants_wrap_and_exact_narrow_constants_do_not_warn() {
-        let c = run("__co__ void f(s4 [4] &a, f4_e2m1 [4] &b, f8_ue8m0 [4] &m) {\n  parallel p by 4 {\n    a.at(p) = -8;\n    b.at(p) = 1.5;\n    m.at(p) = 0.25;\n  }\n}\n");
+        let c = run(
+            "__co__ void f(s4 [4] &a, f4_e2m1 [4] &b, f8_ue8m0 [4] &m) {\n  parallel p by 4 {\n    a.at(p) = -8;\n    b.at(p) = 1.5;\n    m.at(p) = 0.25;\n  }\n}\n",
+        );
         assert!(c.diags.is_empty(), "{}", render_human(&c.db, &c.diags));
-        let c = run("__co__ void f(s4 [4] &a, f4_e2m1 [4] &b, f8_ue8m0 [4] &m) {\n  parallel p by 4 {\n    a.at(p) = 8;\n    b.at(p) = 1.25;\n    m.at(p) = 0;\n  }\n}\n");
+        let c = run(
+            "__co__ void f(s4 [4] &a, f4_e2m1 [4] &b, f8_ue8m0 [4] &m) {\n  parallel p by 4 {\n    a.at(p) = 8;\n    b.at(p) = 1.25;\n    m.at(p) = 0;\n  }\n}\n",
+        );
         let warned = c.diags.iter().filter(|d| d.code == "W0401").count();
         assert_eq!(warned, 3, "{}", render_human(&c.db, &c.diags));
     }

@@ -102,7 +102,8 @@ impl Format {
         }
         let mut best = 0u8;
         for code in 0..=max {
-            let (d, best_d) = ((self.value(code) - magnitude).abs(), (self.value(best) - magnitude).abs());
+            let (d, best_d) =
+                ((self.value(code) - magnitude).abs(), (self.value(best) - magnitude).abs());
             if d < best_d || (d == best_d && code % 2 == 0 && best % 2 == 1) {
                 best = code;
             }
@@ -128,15 +129,13 @@ impl Format {
     /// just beside them, a step beyond the largest value, infinities, zeros, NaN, and both signs.
     fn inputs(self) -> Vec<f32> {
         let max = self.max_code();
-        let mut out = vec![0.0, -0.0, f32::INFINITY, f32::NEG_INFINITY, f32::NAN, 1e30, -1e30, 1e-30];
+        let mut out =
+            vec![0.0, -0.0, f32::INFINITY, f32::NEG_INFINITY, f32::NAN, 1e30, -1e30, 1e-30];
         for code in 0..=max {
             let v = self.value(code);
             out.push(v as f32);
-            let next = if code < max {
-                self.value(code + 1)
-            } else {
-                v + (v - self.value(max - 1))
-            };
+            let next =
+                if code < max { self.value(code + 1) } else { v + (v - self.value(max - 1)) };
             let mid = ((v + next) / 2.0) as f32;
             out.extend([mid, f32::from_bits(mid.to_bits() + 1), f32::from_bits(mid.to_bits() - 1)]);
         }

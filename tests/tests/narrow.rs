@@ -43,11 +43,17 @@ fn narrow_data_and_scalars_cross_the_wrappers_bit_exactly(dev: &TestDevice) {
     let mut m = vec![F8UE8M0::from_bits(0x55); n];
     let s = F6E2M3::from_f32(1.75);
 
-    let out = narrow::quantise4(x.as_slice().into(), q.as_mut_slice().into(), m.as_mut_slice().into(), s)
-        .unwrap();
+    let out =
+        narrow::quantise4(x.as_slice().into(), q.as_mut_slice().into(), m.as_mut_slice().into(), s)
+            .unwrap();
     assert_eq!(out.shape(), [n]);
     for i in 0..n {
-        assert_eq!(out.as_slice()[i].to_bits(), F4E2M1::from_f32(x[i]).to_bits(), "out[{i}] of {:e}", x[i]);
+        assert_eq!(
+            out.as_slice()[i].to_bits(),
+            F4E2M1::from_f32(x[i]).to_bits(),
+            "out[{i}] of {:e}",
+            x[i]
+        );
         let want = S4::new((i32::from(before[i].get()) * 3 - 1) as i8);
         assert_eq!(q[i].to_bits(), want.to_bits(), "q[{i}] from {:?}", before[i]);
         let want = F8UE8M0::from_f32(x[i] * s.to_f32());
@@ -65,7 +71,11 @@ fn narrow_data_and_scalars_cross_the_wrappers_bit_exactly(dev: &TestDevice) {
     for &byte in &bytes {
         let i = usize::from(byte);
         assert_eq!(ia[i], i32::from(U6::from_bits(byte).get()), "u6 {byte:#04x}");
-        assert_eq!(fb[i].to_bits(), F6E3M2::from_bits(byte).to_f32().to_bits(), "f6_e3m2 {byte:#04x}");
+        assert_eq!(
+            fb[i].to_bits(),
+            F6E3M2::from_bits(byte).to_f32().to_bits(),
+            "f6_e3m2 {byte:#04x}"
+        );
     }
     // The data stays one byte per element, unchanged.
     assert_eq!(dev.download(&a).iter().map(|c| c.to_bits()).collect::<Vec<_>>(), bytes);

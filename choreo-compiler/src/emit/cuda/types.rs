@@ -262,17 +262,17 @@ mod tests {
             conv("x", ElemTy::F8Ue8m0, ElemTy::F6E3m2),
             "choreo::f6_e3m2(static_cast<float>(x))"
         );
-        assert_eq!(
-            conv("x", ElemTy::S4, ElemTy::F4E2m1),
-            "choreo::f4_e2m1(static_cast<float>(x))"
-        );
+        assert_eq!(conv("x", ElemTy::S4, ElemTy::F4E2m1), "choreo::f4_e2m1(static_cast<float>(x))");
         assert_eq!(
             conv("x", ElemTy::F8Ue4m3, ElemTy::U4),
             "static_cast<choreo::u4>(static_cast<float>(x))"
         );
         assert_eq!(conv("x", ElemTy::S32, ElemTy::S4), "static_cast<choreo::s4>(x)");
         assert_eq!(conv("x", ElemTy::S4, ElemTy::S32), "static_cast<choreo::s32>(x)");
-        assert_eq!(conv("x", ElemTy::S32, ElemTy::Bin1), "static_cast<choreo::bin1>((x != 0) ? 1 : 0)");
+        assert_eq!(
+            conv("x", ElemTy::S32, ElemTy::Bin1),
+            "static_cast<choreo::bin1>((x != 0) ? 1 : 0)"
+        );
         assert_eq!(float_literal(1.5, ElemTy::F4E2m1), "choreo::f4_e2m1(1.5f)");
         assert!(is_class_float(ElemTy::F8Ue8m0) && !is_class_float(ElemTy::S4));
         assert!(is_narrow_int(ElemTy::U2));
