@@ -1528,7 +1528,7 @@ mod fp8 {
     }
 
     #[test]
-    fn sub_byte_constants_wrap_and_exact_narrow_constants_do_not_warn() {
+    fn sub_byte_stores_and_exact_narrow_constants_do_not_warn() {
         let c = run(
             "__co__ void f(s4 [4] &a, f4_e2m1 [4] &b, f8_ue8m0 [4] &m) {\n  parallel p by 4 {\n    a.at(p) = -8;\n    b.at(p) = 1.5;\n    m.at(p) = 0.25;\n  }\n}\n",
         );
@@ -1537,6 +1537,7 @@ mod fp8 {
             "__co__ void f(s4 [4] &a, f4_e2m1 [4] &b, f8_ue8m0 [4] &m) {\n  parallel p by 4 {\n    a.at(p) = 8;\n    b.at(p) = 1.25;\n    m.at(p) = 0;\n  }\n}\n",
         );
         let warned = c.diags.iter().filter(|d| d.code == "W0401").count();
-        assert_eq!(warned, 3, "{}", render_human(&c.db, &c.diags));
+        // s4 = 8 wraps to -8 without a warning: sub-byte conversions have no explicit form.
+        assert_eq!(warned, 2, "{}", render_human(&c.db, &c.diags));
     }
 }

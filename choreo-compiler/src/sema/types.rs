@@ -153,7 +153,7 @@ fn narrow_exact(f: f64, t: ElemTy) -> bool {
         return false;
     }
     if f == 0.0 {
-        return format.has_zero && !(f.is_sign_negative() && !format.signed);
+        return format.has_zero && (format.signed || !f.is_sign_negative());
     }
     // f = m * 2^k with m odd; exact when m fits the significand and k is not below the
     // smallest step. The scaled values are exact in f64 (powers of two).
@@ -215,7 +215,11 @@ impl Checker<'_> {
         if (from == ElemTy::Bool) != (to == ElemTy::Bool) {
             return None;
         }
-        if !const_fits(&e, to) {
+        // Conversions from or to sub-byte integers have no explicit form (they are never
+        // `__to` sources or targets, spec-tier3 §8): the assignment is the conversion, and its
+        // wrap-around is the defined behaviour, so it does not warn.
+        let subbyte = from.is_subbyte_int() || to.is_subbyte_int();
+        if !subbyte && !const_fits(&e, to) {
             let lossy = if from.is_float() && to.is_int() {
                 true
             } else if from.is_float() && to.is_float() {
