@@ -1525,13 +1525,6 @@ pub(crate) fn bounded(mut e: HExpr) -> HExpr {
 /// Wraps an integer constant to the width of `to` (C conversion semantics).
 fn wrap_int(v: i128, to: ElemTy) -> i128 {
     match to {
-        ElemTy::Bin1 => i128::from(v != 0),
-        t if t.is_subbyte_int() => {
-            // Keep the low bits; sign-extend for the signed ones.
-            let bits = t.int_bits();
-            let low = v & ((1i128 << bits) - 1);
-            if t.is_signed_int() && low >> (bits - 1) != 0 { low - (1i128 << bits) } else { low }
-        }
         ElemTy::S8 => v as i8 as i128,
         ElemTy::S16 => v as i16 as i128,
         ElemTy::S32 => v as i32 as i128,
