@@ -86,14 +86,14 @@ fn run_front_end(fixture: &Fixture, with_sema: bool) -> Outcome {
     Outcome { db, parse_diags: parse_diags.into_vec(), sema_diags: sema_diags.into_vec(), dump }
 }
 
-/// The target of a fixture: `// target: sm_75` among its leading comment lines, else the
-/// default.
+/// The target a fixture is checked for: the default, or the architecture named by a second
+/// header line `// arch: sm_NN` (for rules that depend on it).
 fn fixture_target(text: &str) -> Target {
-    text.lines()
-        .take_while(|l| l.starts_with("//"))
-        .find_map(|l| l.strip_prefix("// target: "))
-        .map(|arch| Target::Cuda(arch.trim().parse().expect("a known arch in `// target:`")))
-        .unwrap_or_default()
+    let arch = text.lines().nth(1).and_then(|l| l.strip_prefix("// arch: "));
+    match arch {
+        Some(name) => Target::Cuda(name.trim().parse().expect("a known architecture")),
+        None => Target::default(),
+    }
 }
 
 fn errors(diags: &[Diagnostic]) -> usize {

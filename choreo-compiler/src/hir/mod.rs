@@ -590,7 +590,8 @@ impl ElemTy {
         }
     }
 
-    /// Whether this is an integer type of tier 1 (s8…s64, u8…u64).
+    /// Whether this is an integer type: s8…s64, u8…u64, and the sub-byte integers (`s6 u6 s4
+    /// u4 s2 u2 u1 bin1`, see [`Self::is_subbyte_int`]).
     pub fn is_int(self) -> bool {
         matches!(
             self,
@@ -602,12 +603,55 @@ impl ElemTy {
                 | ElemTy::U16
                 | ElemTy::U32
                 | ElemTy::U64
+        ) || self.is_subbyte_int()
+    }
+
+    /// Whether this is a signed integer type (`s6 s4 s2` included; `bin1` holds 0 or 1 and
+    /// counts as unsigned here: it promotes to `int` before any arithmetic, where the
+    /// difference cannot be seen).
+    pub fn is_signed_int(self) -> bool {
+        matches!(
+            self,
+            ElemTy::S8
+                | ElemTy::S16
+                | ElemTy::S32
+                | ElemTy::S64
+                | ElemTy::S6
+                | ElemTy::S4
+                | ElemTy::S2
         )
     }
 
-    /// Whether this is a signed integer type (tier 1 widths).
-    pub fn is_signed_int(self) -> bool {
-        matches!(self, ElemTy::S8 | ElemTy::S16 | ElemTy::S32 | ElemTy::S64)
+    /// Whether this is one of the sub-byte integers `s6 u6 s4 u4 s2 u2 u1 bin1` (spec-tier3
+    /// §8): one byte per element with the value in its low bits, computed in `int`, stored back
+    /// keeping the low bits (`bin1` converts like `bool`: nonzero is 1).
+    pub fn is_subbyte_int(self) -> bool {
+        matches!(
+            self,
+            ElemTy::S6
+                | ElemTy::U6
+                | ElemTy::S4
+                | ElemTy::U4
+                | ElemTy::S2
+                | ElemTy::U2
+                | ElemTy::U1
+                | ElemTy::Bin1
+        )
+    }
+
+    /// Whether this is a one-byte float computed in f32 (spec §5.7, spec-tier3 §8): the fp8
+    /// types, `f8_ue4m3`, `f8_ue8m0`, `f6_e2m3`, `f6_e3m2` and `f4_e2m1`.
+    pub fn is_narrow_float(self) -> bool {
+        self.is_fp8() || self.is_tier3_float()
+    }
+
+    /// Whether this is one of the narrow floats that `__to` may only target on sm_90 and later
+    /// (spec-tier3 §0): `f8_ue4m3`, `f8_ue8m0`, `f6_e2m3`, `f6_e3m2`, `f4_e2m1`.
+    pub fn is_tier3_float(self) -> bool {
+        matches!(
+            self,
+            ElemTy::F8Ue4m3 | ElemTy::F8Ue8m0 | ElemTy::F6E2m3 | ElemTy::F6E3m2 | ElemTy::F4E2m1
+        )
     }
 
     /// Whether this is a floating-point type (including the narrow fp8/fp6/fp4 and tf32).
@@ -642,6 +686,10 @@ impl ElemTy {
     /// Bit width of an integer type (0 for others).
     pub fn int_bits(self) -> u32 {
         match self {
+            ElemTy::U1 | ElemTy::Bin1 => 1,
+            ElemTy::S2 | ElemTy::U2 => 2,
+            ElemTy::S4 | ElemTy::U4 => 4,
+            ElemTy::S6 | ElemTy::U6 => 6,
             ElemTy::S8 | ElemTy::U8 => 8,
             ElemTy::S16 | ElemTy::U16 => 16,
             ElemTy::S32 | ElemTy::U32 => 32,
@@ -650,9 +698,10 @@ impl ElemTy {
         }
     }
 
-    /// Whether the type is implemented in tier 1 (integers, f16, bf16, f32, f64, bool).
+    /// Whether the type is implemented in tier 1 (integers of 8 to 64 bits, f16, bf16, f32,
+    /// f64, bool).
     pub fn is_tier1(self) -> bool {
-        self.is_int()
+        (self.is_int() && !self.is_subbyte_int())
             || matches!(self, ElemTy::Bool | ElemTy::F16 | ElemTy::Bf16 | ElemTy::F32 | ElemTy::F64)
     }
 
@@ -662,11 +711,10 @@ impl ElemTy {
         matches!(self, ElemTy::F8E4m3 | ElemTy::F8E5m2)
     }
 
-    /// Whether the translator implements the type: the tier-1 types and the tier-2 fp8 types.
-    /// The other narrow types (`f8_ue4m3`, `f8_ue8m0`, fp6, fp4, tf32, sub-byte integers) are
-    /// tier 3.
+    /// Whether the translator implements the type as an element or scalar type: all but `tf32`
+    /// (an MMA operand type only).
     pub fn is_implemented(self) -> bool {
-        self.is_tier1() || self.is_fp8()
+        self != ElemTy::Tf32
     }
 }
 

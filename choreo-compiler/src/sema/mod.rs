@@ -44,7 +44,9 @@
 //! - `E0425` element access (read or write) in host code (§12 ⚠, §22.5)
 //! - `E0426` `.at` on a value that is not spanned data
 //! - `E0427` `#v` of a value that is not a bounded variable
-//! - `E0428` invalid `__to` conversion
+//! - `E0428` invalid `__to` conversion (also: a sub-byte integer or bool as its source or target)
+//! - `E0470` `__to<T>` to `f8_ue4m3`, `f8_ue8m0`, `f6_*` or `f4_e2m1` for an architecture
+//!   before sm_90 (spec-tier3 §0)
 //! - `E0429` math built-in with wrong argument count or types
 //! - `E0430` buffer initialiser `{v}` is not a scalar
 //! - `E0431` global buffer declared inside a parallel-by
