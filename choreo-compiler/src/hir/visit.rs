@@ -151,6 +151,7 @@ pub fn walk_stmt<'a, V: Visitor<'a> + ?Sized>(v: &mut V, s: &'a Stmt) {
             walk_expr(v, id);
             walk_expr(v, threads);
         }
+        StmtKind::SetMaxNReg { inc: _, regs: _ } => {}
     }
 }
 
@@ -173,6 +174,7 @@ pub fn walk_check<'a, V: Visitor<'a> + ?Sized>(v: &mut V, check: &'a Check) {
         CheckKind::ParamExtent { .. } | CheckKind::SymbolConsistent { .. } => {}
         CheckKind::Positive(e) => walk_expr(v, e),
         CheckKind::MaxThreads { threads, limit: _ } => walk_expr(v, threads),
+        CheckKind::MultipleOf { value, factor: _ } => walk_expr(v, value),
     }
 }
 

@@ -301,6 +301,12 @@ pub(crate) struct KernelFrame {
     pub(crate) launch_checks: Vec<Check>,
     /// Whether the kernel is launched cooperatively (`block<cooperative>`).
     pub(crate) cooperative: bool,
+    /// How many `group-4` levels enclose the statement being checked.
+    pub(crate) group4_depth: u32,
+    /// Whether the kernel is warp-specialised (an `inthreads.async` at a `group-4` level,
+    /// spec-tier3 §7.1) or redistributes registers (`setmaxnreg`): it then gets an occupancy
+    /// bound of one block per multiprocessor unless `[[launch_bounds]]` says otherwise.
+    pub(crate) register_roles: bool,
 }
 
 /// How the function's return type is known.

@@ -300,6 +300,17 @@ impl FnEmitter<'_, '_> {
                 let line = self.named_barrier(*sync, &id, &n);
                 self.w.line(span, &line);
             }
+            StmtKind::SetMaxNReg { inc, regs } => {
+                let op = if *inc { "inc" } else { "dec" };
+                let line = match self.options.dialect {
+                    Dialect::Cuda => {
+                        format!("asm volatile(\"setmaxnreg.{op}.sync.aligned.u32 {regs};\\n\");")
+                    }
+                    // Registers are no resource on the CPU.
+                    Dialect::Cpu => format!("/* setmaxnreg.{op} {regs}: nothing on the CPU */"),
+                };
+                self.w.line(span, &line);
+            }
             StmtKind::HostCopy { src, dst, count } => {
                 if !host {
                     return self.bug(span, "a host copy in a kernel");
@@ -1025,6 +1036,16 @@ impl FnEmitter<'_, '_> {
                     span,
                     &format!(
                         "__CHOREO_CHECK({v} > 0, \"{message}: got %lld\", static_cast<long long>({v}));"
+                    ),
+                );
+            }
+            CheckKind::MultipleOf { value, factor } => {
+                let v = self.expr(value);
+                let message = c_escape(&format!("{} ({location})", check.message), true);
+                self.w.line(
+                    span,
+                    &format!(
+                        "__CHOREO_CHECK(static_cast<long long>({v}) % {factor}ll == 0, \"{message}: got %lld\", static_cast<long long>({v}));"
                     ),
                 );
             }
