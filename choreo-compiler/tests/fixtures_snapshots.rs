@@ -5,7 +5,8 @@
 //!   exactly the count their header states); snapshot = the rendered diagnostics.
 //! - `reject-sema/*.co`: no parse error, at least one error from semantic analysis (for
 //!   `multi_*` files exactly the stated count); snapshot = the rendered diagnostics of parse +
-//!   sema.
+//!   sema. A second header line `// arch: sm_86` checks the file for that architecture
+//!   (`choreoc --arch`) instead of the default one.
 //! - Every error code listed in the doc tables of the front end (preprocess, lexer, parser,
 //!   sema) is triggered by at least one fixture, and every code those modules emit is listed.
 //!
@@ -81,9 +82,18 @@ fn run_front_end(fixture: &Fixture, with_sema: bool) -> Outcome {
     let dump = dump_file(&db, &ast);
     let mut sema_diags = Diagnostics::new();
     if with_sema {
-        let _program = sema::check(&db, &ast, Target::default(), &mut sema_diags);
+        let _program = sema::check(&db, &ast, fixture_target(&fixture.text), &mut sema_diags);
     }
     Outcome { db, parse_diags: parse_diags.into_vec(), sema_diags: sema_diags.into_vec(), dump }
+}
+
+/// The target a fixture is checked for: the architecture of a `// arch: sm_NN` second header
+/// line, else the default.
+fn fixture_target(text: &str) -> Target {
+    text.lines()
+        .nth(1)
+        .and_then(|l| l.strip_prefix("// arch: "))
+        .map_or(Target::default(), |a| Target::Cuda(a.trim().parse().expect("a known arch")))
 }
 
 fn errors(diags: &[Diagnostic]) -> usize {

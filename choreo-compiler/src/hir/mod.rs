@@ -1852,6 +1852,9 @@ pub enum BarrierScope {
     /// Every thread of the grid (`cooperative_groups::this_grid().sync()`); only in kernels
     /// launched cooperatively, whose blocks are all resident at once.
     Grid,
+    /// Every thread of the block's cluster (`barrier.cluster.arrive.release` + `wait.acquire`);
+    /// only in kernels launched in clusters (spec-tier3 §1.2).
+    Cluster,
 }
 
 /// Which observers a [`StmtKind::Fence`] orders memory operations for.

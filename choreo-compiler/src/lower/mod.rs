@@ -860,18 +860,20 @@ impl<'a> Visitor<'a> for KernelWalk<'a> {
         }
         let problem = match &s.kind {
             StmtKind::InnerParallel(inner) => {
-                if inner.level == Level::Group4 && !self.target.has_warpgroups() {
+                // Sema reports this (E0805); a safety net for plans made for another target.
+                let feature = crate::target::Feature::Warpgroups;
+                if inner.level == Level::Group4 && !self.target.supports(feature) {
                     self.problems.push(
                         Diagnostic::error(
                             "E0805",
                             inner.span,
                             format!(
-                                "the group-4 level is not supported by the target architecture: \
-                                 {}",
+                                "{} is not supported by the target architecture: {}",
+                                feature.name(),
                                 self.target.arch().map_or("cpu".to_string(), |a| a.to_string())
                             ),
                         )
-                        .with_label("needs sm_90a"),
+                        .with_label(format!("needs {}", feature.min_arch())),
                     );
                 }
                 self.levels.insert(inner.id, inner);

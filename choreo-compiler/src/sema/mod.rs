@@ -142,6 +142,19 @@
 //! - `E0617` `[[launch_bounds]]` / `[[maxnreg]]` misuse: not on a block-level parallel-by,
 //!   arguments that are not compile-time integers in range, `max_threads` below the kernel's
 //!   thread count, `_` with a run-time thread count
+//! - `E0618` `group-4` misuse: a thread level under it that is not 128 threads, an explicit
+//!   `group` inside it
+//! - `E0619` `cluster` misuse: not outermost or not directly around an explicit block level,
+//!   two in a kernel, extents not constant or above 16 blocks, a constant grid x extent not a
+//!   multiple of the cluster size, with `<cooperative>` or attributes on the cluster statement,
+//!   `sync.barrier : cluster` outside a cluster kernel
+//! - `E0620` `croq::cuda::setreg_inc/dec` misuse: host code, not one compile-time register
+//!   count in [24, 256] that is a multiple of 8, written directly in a non-block level
+//!
+//! Architecture:
+//! - `E0805` construct the target architecture does not have (`group-4`, `cluster`,
+//!   `setmaxnreg`): the message names the construct and the architecture, the label the
+//!   minimum one
 //!
 //! Control flow, statements (§9, §15, §16):
 //! - `E0701` `foreach` over something that is not a `with` variable
@@ -301,6 +314,8 @@ pub(crate) struct KernelFrame {
     pub(crate) launch_checks: Vec<Check>,
     /// Whether the kernel is launched cooperatively (`block<cooperative>`).
     pub(crate) cooperative: bool,
+    /// Whether the kernel is launched in thread-block clusters (`sync.barrier : cluster`).
+    pub(crate) cluster: bool,
     /// How many `group-4` levels enclose the statement being checked.
     pub(crate) group4_depth: u32,
     /// Whether the kernel is warp-specialised (an `inthreads.async` at a `group-4` level,

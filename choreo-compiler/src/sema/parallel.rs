@@ -393,8 +393,11 @@ impl Checker<'_> {
         self.loop_depth = 0;
         let cooperative = first_level == Level::Block
             && first.level.as_ref().is_some_and(|n| n.cooperative.is_some());
+        let mut cluster_ok = true;
         if let Some((_, at)) = &cluster {
-            let explicit_block = first.level.as_ref().is_some_and(|n| n.level.level == ast::Level::Block);
+            let explicit_block =
+                first.level.as_ref().is_some_and(|n| n.level.level == ast::Level::Block);
+            cluster_ok = explicit_block && !cooperative;
             if !explicit_block {
                 self.error_label(
                     "E0619",
@@ -415,7 +418,11 @@ impl Checker<'_> {
                 );
             }
         }
-        self.kernel = Some(KernelFrame { cooperative, ..KernelFrame::default() });
+        self.kernel = Some(KernelFrame {
+            cooperative,
+            cluster: cluster.is_some(),
+            ..KernelFrame::default()
+        });
         let depth = self.scopes.depth();
         let (block, body, threads) = if first_level == Level::Block {
             self.scopes.push();
@@ -493,7 +500,9 @@ impl Checker<'_> {
             }
         }
         let cluster = cluster.map(|(binder, at)| {
-            self.cluster_divides_grid(&binder, &block, at, &mut frame.launch_checks);
+            if cluster_ok {
+                self.cluster_divides_grid(&binder, &block, at, &mut frame.launch_checks);
+            }
             binder
         });
         let tree = ParallelTree {

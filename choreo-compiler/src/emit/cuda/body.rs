@@ -236,6 +236,12 @@ impl FnEmitter<'_, '_> {
                             Dialect::Cuda => "cooperative_groups::this_grid().sync();",
                             Dialect::Cpu => "__choreo_thr->grid_sync();",
                         },
+                        BarrierScope::Cluster => match self.options.dialect {
+                            Dialect::Cuda => {
+                                "asm volatile(\"barrier.cluster.arrive.release.aligned;\\n\\tbarrier.cluster.wait.acquire.aligned;\\n\" ::: \"memory\");"
+                            }
+                            Dialect::Cpu => "__choreo_thr->cluster_sync();",
+                        },
                     },
                 );
             }
