@@ -21,7 +21,9 @@ use common::cxx::{cxx, describe, include_dir, run_with_timeout};
 const PROGRAMS: &[&str] = &[
     "barriers",
     "choreo_h",
+    "clusters",
     "errors_assert",
+    "errors_cluster_deadlock",
     "errors_deadlock",
     "errors_loop_barrier",
     "errors_trap",
@@ -159,6 +161,20 @@ fn a_deadlock_is_reported_with_its_block_and_barriers() {
     let output = run_program("errors_deadlock");
     let stderr = String::from_utf8_lossy(&output.stderr);
     for part in ["deadlock", "kernel stuck", "), block (", "__syncthreads", "bar.sync 3"] {
+        assert!(stderr.contains(part), "no {part:?} in the message:\n{stderr}");
+    }
+}
+
+#[test]
+fn cluster_launches_run_a_cluster_together_with_its_barrier() {
+    run_program("clusters");
+}
+
+#[test]
+fn a_cluster_deadlock_is_reported_with_its_blocks_and_barriers() {
+    let output = run_program("errors_cluster_deadlock");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    for part in ["deadlock", "kernel stuck_cluster", "cluster barrier", "__syncthreads"] {
         assert!(stderr.contains(part), "no {part:?} in the message:\n{stderr}");
     }
 }
