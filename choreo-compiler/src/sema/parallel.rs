@@ -902,6 +902,15 @@ impl Checker<'_> {
         self.loop_depth = saved_loop;
         let per_instance = self.agree(&body).unwrap_or(Dim::Const(level.unit_threads()));
         let unit = level.unit_threads();
+        if level == Level::Group4 && per_instance.as_const().is_none() {
+            self.error_label(
+                "E0618",
+                item.span,
+                "the thread level under a 'group-4' level must have 128 threads, known at compile \
+                 time",
+                "thread count only known at run time",
+            );
+        }
         if let Some(s) = per_instance.as_const() {
             if level == Level::Group4 && s != unit {
                 self.error_label(
