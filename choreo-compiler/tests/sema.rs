@@ -741,10 +741,7 @@ fn group4_cluster_and_setmaxnreg_are_gated_by_the_architecture() {
             let errors = errors_for(src, cuda(arch));
             assert_eq!(
                 errors,
-                [(
-                    "E0805",
-                    format!("{name} is not supported by the target architecture: {arch}")
-                )],
+                [("E0805", format!("{name} is not supported by the target architecture: {arch}"))],
                 "{src}"
             );
             let c = run_for(src, cuda(arch));
@@ -802,7 +799,8 @@ fn warp_specialised_kernels_get_one_block_per_multiprocessor() {
     let b = tree.attrs.launch_bounds.expect("launch bounds");
     assert_eq!((b.max_threads, b.min_blocks), (256, Some(1)));
     // Written launch bounds win.
-    let written = SETREG.replace("parallel b by 1 : block", "[[launch_bounds(256, 2)]] parallel b by 1 : block");
+    let written = SETREG
+        .replace("parallel b by 1 : block", "[[launch_bounds(256, 2)]] parallel b by 1 : block");
     let c = run_for(&written, cuda("sm_90a"));
     let f = single_function(&c);
     let b = f

@@ -10,11 +10,11 @@
 use super::fold;
 use super::{Checker, Val};
 use crate::ast::{self, ExprKind};
+use crate::diagnostics::Diagnostic;
 use crate::hir::{
     self, AsmInput, AsmOutput, AtomicOp, ElemTy, HExpr, HExprKind, LocalPlace, Place, Stmt,
     StmtKind, Storage, TemplateArg, Ty,
 };
-use crate::diagnostics::Diagnostic;
 use crate::source::Span;
 use crate::target::{Feature, RegisterHint};
 

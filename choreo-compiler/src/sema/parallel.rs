@@ -364,7 +364,11 @@ impl Checker<'_> {
                 format!("{} is not supported by the target architecture: {arch}", feature.name()),
             )
             .with_label(format!("needs {}", feature.min_arch()))
-            .with_help(format!("compile for {} (`--arch {}`)", feature.min_arch(), feature.min_arch())),
+            .with_help(format!(
+                "compile for {} (`--arch {}`)",
+                feature.min_arch(),
+                feature.min_arch()
+            )),
         );
         false
     }
@@ -418,11 +422,8 @@ impl Checker<'_> {
                 );
             }
         }
-        self.kernel = Some(KernelFrame {
-            cooperative,
-            cluster: cluster.is_some(),
-            ..KernelFrame::default()
-        });
+        self.kernel =
+            Some(KernelFrame { cooperative, cluster: cluster.is_some(), ..KernelFrame::default() });
         let depth = self.scopes.depth();
         let (block, body, threads) = if first_level == Level::Block {
             self.scopes.push();
@@ -492,8 +493,7 @@ impl Checker<'_> {
         // Warp-specialised kernels and `setmaxnreg`: registers are shared out under an entry
         // cap (spec-tier3 §7.2, §10.6; without one ptxas ignores setmaxnreg). Written
         // attributes win.
-        if frame.register_roles && attrs.launch_bounds.is_none() && attrs.max_registers.is_none()
-        {
+        if frame.register_roles && attrs.launch_bounds.is_none() && attrs.max_registers.is_none() {
             if let Some(n) = threads.as_const().and_then(|n| u32::try_from(n).ok()) {
                 attrs.launch_bounds =
                     Some(LaunchBounds { max_threads: n, min_blocks: Some(1), max_cluster: None });

@@ -203,10 +203,9 @@ impl FnEmitter<'_, '_> {
                     "asm volatile(\"mov.u32 %0, %%cluster_ctarank;\" : \"=r\"(__choreo_cta_rank));",
                 );
             }
-            Dialect::Cpu => self.w.line(
-                span,
-                "const unsigned __choreo_cta_rank = __choreo_thr->cluster_rank();",
-            ),
+            Dialect::Cpu => self
+                .w
+                .line(span, "const unsigned __choreo_cta_rank = __choreo_thr->cluster_rank();"),
         }
         let vars = tree.cluster.as_ref().map(|c| c.vars.clone()).unwrap_or_default();
         let n = plan.extents.len();
