@@ -252,11 +252,7 @@ impl Checker<'_> {
             }
             return self.inner_item(p, 0);
         }
-        for item in p.items.iter().skip_while(|i| is_outer_unsupported(i)) {
-            if is_outer_unsupported(item) {
-                self.misplaced_cluster(item);
-            }
-        }
+        // A `cluster` item after the first level is reported by `inner_item`.
         let heads = p.items.iter().take_while(|i| is_outer_unsupported(i)).count();
         if heads == 0 {
             return self.check_kernel(p, 0, span, None);
