@@ -145,6 +145,8 @@ struct choreo_cpu_launch_desc {
   void (*run_block)(const void* args, choreo::cpu::Thread* thread);
   // Fibre mode: one thread (the body of a fibre).
   void (*run_thread)(const void* args, choreo::cpu::Thread* thread);
+  // Blocks per thread-block cluster (consecutive along x); 0 or 1: no clusters.
+  unsigned cluster;
 };
 
 extern "C" {
@@ -1113,7 +1115,8 @@ inline const cudaLaunchConfig_t* choreo::cpu::detail::LaunchConfigSelf::operator
 
 enum cudaFuncAttribute {
   cudaFuncAttributeMaxDynamicSharedMemorySize = 8,
-  cudaFuncAttributePreferredSharedMemoryCarveout = 9
+  cudaFuncAttributePreferredSharedMemoryCarveout = 9,
+  cudaFuncAttributeNonPortableClusterSizeAllowed = 14
 };
 struct cudaFuncAttributes {
   std::size_t sharedSizeBytes;
@@ -1194,6 +1197,11 @@ struct Thread {
   void mbar_expect_tx(void* bar, unsigned bytes) const;
   void mbar_complete_tx(void* bar, unsigned bytes) const;
   void mbar_wait(const void* bar, unsigned parity) const;
+  // Cluster barrier (barrier.cluster.arrive + wait): every thread of the block's cluster; the
+  // block barrier in a launch without clusters. Exited threads count as arrived.
+  void cluster_sync() const;
+  // This block's rank in its cluster (%cluster_ctarank): blockIdx.x % blocks per cluster.
+  unsigned cluster_rank() const;
   // Lets the block's other fibres run (a no-op in loop mode and on the host): what fences and
   // __nanosleep do, so that a thread spinning on a flag another thread of its block sets
   // makes progress under fibres, which are not preempted.
@@ -1298,12 +1306,17 @@ template <auto Kernel, class... Args>
 cudaError_t launch(const cudaLaunchConfig_t* config, unsigned flags, Args... args) {
   using ArgTuple = typename detail::kernel_traits<decltype(Kernel)>::args;
   if (config == nullptr) return static_cast<cudaError_t>(choreo_cpu_launch(nullptr));
+  choreo_cpu_launch_desc desc;
+  desc.cluster = 1;
   for (unsigned i = 0; config->attrs != nullptr && i < config->numAttrs; ++i) {
     if (config->attrs[i].id == cudaLaunchAttributeCooperative && config->attrs[i].val.cooperative) {
       flags |= kCooperative;
     }
+    if (config->attrs[i].id == cudaLaunchAttributeClusterDimension) {
+      const auto& c = config->attrs[i].val.clusterDim;
+      desc.cluster = c.x * c.y * c.z;
+    }
   }
-  choreo_cpu_launch_desc desc;
   desc.grid[0] = config->gridDim.x;
   desc.grid[1] = config->gridDim.y;
   desc.grid[2] = config->gridDim.z;
@@ -1385,6 +1398,13 @@ inline cudaError_t cudaLaunchKernelEx(const cudaLaunchConfig_t* config, void (*k
   desc.stream = config->stream;
   desc.flags = flags;
   desc.name = "a CUDA-dialect kernel (cudaLaunchKernelEx)";
+  desc.cluster = 1;
+  for (unsigned i = 0; config->attrs != nullptr && i < config->numAttrs; ++i) {
+    if (config->attrs[i].id == cudaLaunchAttributeClusterDimension) {
+      const auto& c = config->attrs[i].val.clusterDim;
+      desc.cluster = c.x * c.y * c.z;
+    }
+  }
   desc.args = new (std::nothrow) Args(kernel, std::forward<A>(args)...);
   desc.destroy_args = &::choreo::cpu::detail::destroy_args<Args>;
   desc.run_block = &::choreo::cpu::detail::run_block_pointer<Args>;

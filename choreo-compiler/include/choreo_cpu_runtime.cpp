@@ -499,6 +499,10 @@ struct Grid {
   std::string name;
   unsigned long long blocks = 0;
   unsigned threads = 0;  // per block
+  // What the pool hands out: blocks, or whole clusters of `cluster` blocks (a cluster's blocks
+  // run together as fibres of one scheduler, so that they can wait for each other).
+  unsigned long long units = 0;
+  unsigned cluster = 1;
   std::atomic<unsigned long long> next{0};
   std::atomic<unsigned long long> done{0};
   std::atomic<bool> failed{false};
@@ -861,9 +865,12 @@ struct Scheduler {
   std::deque<Fibre*> ready;
   bool abandon = false;
   bool cooperative = false;
-  unsigned long long live = 0;  // every fibre not done (the grid barrier's count)
+  bool cluster = false;         // the fibres are one cluster's blocks' threads
+  unsigned long long live = 0;  // every fibre not done (the grid and cluster barriers' count)
   unsigned long long grid_arrived = 0;
   Waiters grid_waiters;
+  unsigned long long cluster_arrived = 0;
+  Waiters cluster_waiters;
   Fibre* current = nullptr;
 };
 
@@ -943,6 +950,14 @@ void release_block_barrier(Block* b, Scheduler* sched) {
   make_ready(sched, b->sync_waiters);
 }
 
+// The cluster barrier's share of a thread's exit: exited threads count as arrived.
+void cluster_thread_exited(Scheduler* sched) {
+  if (sched->cluster_arrived > 0 && sched->cluster_arrived >= sched->live) {
+    sched->cluster_arrived = 0;
+    make_ready(sched, sched->cluster_waiters);
+  }
+}
+
 // Barrier bookkeeping when a thread exits: exited threads count as arrived at __syncthreads and
 // at __syncwarp, and leave the grid barrier's count.
 void thread_exited(Fibre* f) {
@@ -962,6 +977,7 @@ void thread_exited(Fibre* f) {
     sched->grid_arrived = 0;
     make_ready(sched, sched->grid_waiters);
   }
+  cluster_thread_exited(sched);
 }
 
 void fibre_entry(void* arg) {
@@ -1044,10 +1060,11 @@ thread_local std::vector<Fibre> t_fibres;
 
 // Runs the given blocks' threads as fibres on this OS thread until all are done.
 void run_fibres(Grid& g, const std::vector<Block*>& blocks, unsigned char* smem_base,
-                std::size_t smem_stride, bool cooperative) {
+                std::size_t smem_stride, bool cooperative, bool cluster = false) {
   Scheduler sched;
   sched.grid = &g;
   sched.cooperative = cooperative;
+  sched.cluster = cluster;
   const std::size_t count = blocks.size() * g.threads;
   sched.count = count;
   // The fibres' records are reused from block to block (every field is set below).
@@ -1182,6 +1199,50 @@ void run_block(Grid& g, unsigned long long linear) {
   }
 }
 
+// Cluster `unit` of a cluster launch (blocks [unit * C, unit * C + C) of the linear block order,
+// consecutive along x as in CUDA): its blocks' threads are fibres of one scheduler on this OS
+// thread, so the cluster barrier is a barrier like the others.
+void run_cluster(Grid& g, unsigned long long unit) {
+  if (g.failed.load(std::memory_order_relaxed)) return;
+  const std::size_t smem_stride = (g.desc.smem_bytes + 127) / 128 * 128;
+  std::vector<std::unique_ptr<Block>> owned;
+  std::vector<Block*> blocks;
+  const Thread* saved = t_current;
+  try {
+    unsigned char* smem = t_arena.get(smem_stride * g.cluster);
+    if (smem == nullptr) throw std::bad_alloc();
+    owned.reserve(g.cluster);
+    blocks.reserve(g.cluster);
+    for (unsigned i = 0; i < g.cluster; ++i) {
+      owned.push_back(std::make_unique<Block>());
+      blocks.push_back(owned.back().get());
+      init_block(*owned.back(), g, unit * g.cluster + i);
+    }
+    run_fibres(g, blocks, smem, smem_stride, false, true);
+  } catch (const std::bad_alloc&) {
+    g.fail(cudaErrorMemoryAllocation, "kernel " + g.name + ": out of memory");
+  }
+  t_current = saved;
+  std::lock_guard<std::mutex> lock(g.mu);
+  for (auto& b : owned) {
+    if (!b->prints.empty()) {
+      try {
+        g.prints[b->linear] = std::move(b->prints);
+      } catch (...) {
+      }
+    }
+  }
+}
+
+// What the pool runs for unit `u` of `g`: a block, or a cluster of blocks.
+void run_unit(Grid& g, unsigned long long u) {
+  if (g.cluster > 1) {
+    run_cluster(g, u);
+  } else {
+    run_block(g, u);
+  }
+}
+
 // A cooperative launch: every block's threads are fibres of one scheduler, so the grid barrier
 // is a barrier like the others.
 void run_cooperative(Grid& g) {
@@ -1224,14 +1285,14 @@ Pool& pool() {
 // (about an eighth of a worker's share, at most 64): two shared counters per block cost more
 // than a small block's work, while runs that small still balance the load.
 void drain(Grid& g) {
-  const unsigned long long share = g.blocks / (8ull * worker_count());
+  const unsigned long long share = g.units / (8ull * worker_count());
   const unsigned long long run = share < 1 ? 1 : (share > 64 ? 64 : share);
   for (;;) {
     const unsigned long long first = g.next.fetch_add(run);
-    if (first >= g.blocks) return;
-    const unsigned long long end = first + run < g.blocks ? first + run : g.blocks;
-    for (unsigned long long b = first; b < end; ++b) run_block(g, b);
-    if (g.done.fetch_add(end - first) + (end - first) == g.blocks) {
+    if (first >= g.units) return;
+    const unsigned long long end = first + run < g.units ? first + run : g.units;
+    for (unsigned long long b = first; b < end; ++b) run_unit(g, b);
+    if (g.done.fetch_add(end - first) + (end - first) == g.units) {
       std::lock_guard<std::mutex> lock(g.mu);
       g.cv.notify_all();
     }
@@ -1246,7 +1307,7 @@ void pool_main() {
       std::unique_lock<std::mutex> lock(p.mu);
       p.cv.wait(lock, [&] { return !p.active.empty(); });
       g = p.active.front();
-      if (g->next.load() >= g->blocks) {
+      if (g->next.load() >= g->units) {
         p.active.pop_front();
         continue;
       }
@@ -1279,7 +1340,7 @@ void execute(const std::shared_ptr<Grid>& g) {
   } else {
     start_pool();
     Pool& p = pool();
-    if (g->blocks > 1) {
+    if (g->units > 1) {
       std::lock_guard<std::mutex> lock(p.mu);
       p.active.push_back(g);
       p.cv.notify_all();
@@ -1287,9 +1348,9 @@ void execute(const std::shared_ptr<Grid>& g) {
     drain(*g);
     {
       std::unique_lock<std::mutex> lock(g->mu);
-      g->cv.wait(lock, [&] { return g->done.load() >= g->blocks; });
+      g->cv.wait(lock, [&] { return g->done.load() >= g->units; });
     }
-    if (g->blocks > 1) {
+    if (g->units > 1) {
       std::lock_guard<std::mutex> lock(p.mu);
       p.active.erase(std::remove(p.active.begin(), p.active.end(), g), p.active.end());
     }
@@ -1536,6 +1597,32 @@ void Thread::mbar_wait(const void* bar, unsigned parity) const {
   }
 }
 
+void Thread::cluster_sync() const {
+  Block* b = block_;
+  if (b == nullptr) return;
+  Fibre* f = current_fibre(this);
+  if (f == nullptr || !f->sched->cluster) {
+    // A launch without clusters: each block is a cluster of one.
+    sync_threads();
+    return;
+  }
+  Scheduler* sched = f->sched;
+  if (sched->abandon) throw Abandon{};
+  sched->cluster_arrived += 1;
+  if (sched->cluster_arrived >= sched->live) {
+    sched->cluster_arrived = 0;
+    make_ready(sched, sched->cluster_waiters);
+    return;
+  }
+  wait_here(f, sched->cluster_waiters, "cluster barrier");
+}
+
+unsigned Thread::cluster_rank() const {
+  Block* b = block_;
+  if (b == nullptr || b->grid->cluster <= 1) return 0;
+  return blockIdx.x % b->grid->cluster;
+}
+
 void Thread::grid_sync() const {
   Block* b = block_;
   if (b == nullptr) return;
@@ -1703,16 +1790,26 @@ int choreo_cpu_launch(const choreo_cpu_launch_desc* desc) {
       return cudaErrorInvalidConfiguration;
     }
     if (desc->smem_bytes > 227u * 1024u) return cudaErrorInvalidValue;
+    const unsigned cluster = desc->cluster == 0 ? 1 : desc->cluster;
+    if (cluster > 1) {
+      // As CUDA: at most 16 blocks (8 portably), whole clusters along x, no cooperative launch.
+      if (cluster > 16 || desc->grid[0] % cluster != 0 ||
+          (desc->flags & choreo::cpu::kCooperative) != 0) {
+        return cudaErrorInvalidConfiguration;
+      }
+    }
     if (desc->run_block == nullptr || desc->run_thread == nullptr) {
       return cudaErrorInvalidDeviceFunction;
     }
     auto grid = std::make_shared<Grid>();
     grid->desc = *desc;
-    if ((grid->desc.flags & choreo::cpu::kCooperative) != 0) {
+    if ((grid->desc.flags & choreo::cpu::kCooperative) != 0 || cluster > 1) {
       grid->desc.flags |= choreo::cpu::kFibres;
     }
     grid->name = kernel_name(desc->name);
     grid->blocks = blocks;
+    grid->cluster = cluster;
+    grid->units = blocks / cluster;
     grid->threads = static_cast<unsigned>(threads);
     // The grid owns the arguments now; they go with the last reference to it.
     void* owned = owner.args;

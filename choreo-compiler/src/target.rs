@@ -43,6 +43,55 @@ pub enum TensorCoreKind {
     Wgmma,
 }
 
+/// A construct that only some architectures have: what [`Target::supports`] answers and what
+/// the "needs a newer architecture" diagnostic (E0805) names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Feature {
+    /// The `group-4` (warpgroup) parallel level.
+    Warpgroups,
+    /// The `cluster` parallel level (thread-block clusters).
+    Clusters,
+    /// `setmaxnreg` (`croq::cuda::setreg_inc` / `setreg_dec`).
+    SetMaxNReg,
+    /// Shared events (mbarriers).
+    SharedEvents,
+    /// `__to` to `f8_ue4m3`, `f8_ue8m0`, `f6_e2m3`, `f6_e3m2` or `f4_e2m1`.
+    NarrowFloatConversion,
+}
+
+impl Feature {
+    /// How diagnostics name the construct.
+    pub fn name(self) -> &'static str {
+        match self {
+            Feature::Warpgroups => "group-4 level",
+            Feature::Clusters => "cluster level",
+            Feature::SetMaxNReg => "setmaxnreg",
+            Feature::SharedEvents => "shared event",
+            Feature::NarrowFloatConversion => "`__to` to f8_ue4m3/f8_ue8m0/f6/f4",
+        }
+    }
+
+    /// The oldest architecture that has it, as diagnostics name it.
+    pub fn min_arch(self) -> &'static str {
+        match self {
+            Feature::Warpgroups | Feature::SetMaxNReg => "sm_90a",
+            Feature::Clusters | Feature::NarrowFloatConversion => "sm_90",
+            Feature::SharedEvents => "sm_80",
+        }
+    }
+}
+
+/// What a register-count hint (`setmaxnreg`) becomes on a target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RegisterHint {
+    /// The instruction.
+    Emit,
+    /// Nothing: the target has no such instruction and the hint changes no result.
+    Ignore,
+    /// An error: the architecture is new enough for the construct but lacks the instruction.
+    Unsupported,
+}
+
 /// The limit on threads per block that every target enforces (spec §8.4: "Total physical threads
 /// per block must not exceed 1024"). The CPU target keeps the CUDA limit so that a program that
 /// runs on one backend runs on the other.
@@ -74,11 +123,37 @@ impl Target {
         }
     }
 
-    /// Whether the `cluster` level and distributed shared memory exist (sm_90 and later).
+    /// Whether the `cluster` level and distributed shared memory exist (sm_90 and later), and
+    /// the CPU (whose runtime runs a cluster's blocks together, so that they can synchronise).
     pub fn has_clusters(self) -> bool {
         match self {
             Target::Cuda(arch) => arch.sm() >= 90,
-            Target::Cpu => false,
+            Target::Cpu => true,
+        }
+    }
+
+    /// Whether `feature` exists on this target (the CPU emulates every one it runs).
+    pub fn supports(self, feature: Feature) -> bool {
+        match feature {
+            Feature::Warpgroups => self.has_warpgroups(),
+            Feature::Clusters => self.has_clusters(),
+            Feature::SetMaxNReg => self.setmaxnreg() != RegisterHint::Unsupported,
+            Feature::SharedEvents => self.has_shared_events(),
+            Feature::NarrowFloatConversion => match self {
+                Target::Cuda(arch) => arch.sm() >= 90,
+                Target::Cpu => true,
+            },
+        }
+    }
+
+    /// What `setmaxnreg` (`croq::cuda::setreg_inc/dec`) becomes (spec-tier3 §7.2 ⚠): the
+    /// instruction on sm_90a, nothing below sm_90 (and on the CPU), an error on the other
+    /// sm_90+ architectures (the instruction is sm_90a-specific).
+    pub fn setmaxnreg(self) -> RegisterHint {
+        match self {
+            Target::Cuda(arch) if arch.is_hopper_specific() => RegisterHint::Emit,
+            Target::Cuda(arch) if arch.sm() >= 90 => RegisterHint::Unsupported,
+            Target::Cuda(_) | Target::Cpu => RegisterHint::Ignore,
         }
     }
 
@@ -277,6 +352,14 @@ mod tests {
         assert!(!sm("sm_90").has_warpgroups());
         assert!(sm("sm_90").has_tma() && !sm("sm_80").has_tma());
         assert!(sm("sm_90").has_clusters() && !sm("sm_89").has_clusters());
+        assert!(Target::Cpu.has_clusters() && Target::Cpu.has_warpgroups());
+        assert_eq!(sm("sm_90a").setmaxnreg(), RegisterHint::Emit);
+        assert_eq!(sm("sm_90").setmaxnreg(), RegisterHint::Unsupported);
+        assert_eq!(sm("sm_120").setmaxnreg(), RegisterHint::Unsupported);
+        assert_eq!(sm("sm_86").setmaxnreg(), RegisterHint::Ignore);
+        assert!(!sm("sm_86").supports(Feature::Warpgroups));
+        assert!(sm("sm_100").supports(Feature::Clusters));
+        assert_eq!(Feature::Warpgroups.min_arch(), "sm_90a");
         assert_eq!(sm("sm_90a").tensor_core_kinds().last(), Some(&TensorCoreKind::Wgmma));
         assert_eq!(sm("sm_80").tensor_core_kinds().last(), Some(&TensorCoreKind::MmaSync));
         assert_eq!(sm("sm_75").tensor_core_kinds(), &[TensorCoreKind::Wmma]);

@@ -21,7 +21,9 @@ use common::cxx::{cxx, describe, include_dir, run_with_timeout};
 const PROGRAMS: &[&str] = &[
     "barriers",
     "choreo_h",
+    "clusters",
     "errors_assert",
+    "errors_cluster_deadlock",
     "errors_deadlock",
     "errors_loop_barrier",
     "errors_mbarrier",
@@ -175,6 +177,20 @@ fn an_mbarrier_wait_that_cannot_complete_is_a_reported_deadlock() {
     let output = run_program("errors_mbarrier");
     let stderr = String::from_utf8_lossy(&output.stderr);
     for part in ["deadlock", "kernel stuck", "), block (", "mbarrier wait"] {
+        assert!(stderr.contains(part), "no {part:?} in the message:\n{stderr}");
+    }
+}
+
+#[test]
+fn cluster_launches_run_a_cluster_together_with_its_barrier() {
+    run_program("clusters");
+}
+
+#[test]
+fn a_cluster_deadlock_is_reported_with_its_blocks_and_barriers() {
+    let output = run_program("errors_cluster_deadlock");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    for part in ["deadlock", "kernel stuck_cluster", "cluster barrier", "__syncthreads"] {
         assert!(stderr.contains(part), "no {part:?} in the message:\n{stderr}");
     }
 }

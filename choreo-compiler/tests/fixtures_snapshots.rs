@@ -5,7 +5,8 @@
 //!   exactly the count their header states); snapshot = the rendered diagnostics.
 //! - `reject-sema/*.co`: no parse error, at least one error from semantic analysis (for
 //!   `multi_*` files exactly the stated count); snapshot = the rendered diagnostics of parse +
-//!   sema.
+//!   sema. A second header line `// arch: sm_86` checks the file for that architecture
+//!   (`choreoc --arch`) instead of the default one.
 //! - Every error code listed in the doc tables of the front end (preprocess, lexer, parser,
 //!   sema) is triggered by at least one fixture, and every code those modules emit is listed.
 //!

@@ -484,6 +484,13 @@ pub enum CheckKind {
         /// The limit.
         limit: u64,
     },
+    /// `value % factor == 0` (a block extent under a `cluster` level of `factor` blocks).
+    MultipleOf {
+        /// The s32 expression checked.
+        value: HExpr,
+        /// What it must be a multiple of (positive).
+        factor: u64,
+    },
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1744,6 +1751,15 @@ pub enum StmtKind {
     /// `wait e, …;` on events: each executing thread waits until the generation it expects
     /// of each slot has completed, in order.
     EventWait(Vec<EventSlot>),
+    /// `croq::cuda::setreg_inc(n)` / `setreg_dec(n)` (spec-tier3 §7.2): `setmaxnreg.inc|dec`
+    /// with `regs` registers per thread, device code. Only made where the target has the
+    /// instruction ([`crate::target::Target::setmaxnreg`]).
+    SetMaxNReg {
+        /// `.inc` (ask for more registers) rather than `.dec`.
+        inc: bool,
+        /// The register count (24–256, a multiple of 8).
+        regs: u32,
+    },
     /// A whole-buffer copy between global buffers in host code (spec §14.6): a device-to-device
     /// copy of the elements of the smaller one. (Any other host-level DMA — of views, padded,
     /// transposed — is a kernel of its own: a [`StmtKind::Parallel`] of
@@ -1982,6 +1998,9 @@ pub enum BarrierScope {
     /// Every thread of the grid (`cooperative_groups::this_grid().sync()`); only in kernels
     /// launched cooperatively, whose blocks are all resident at once.
     Grid,
+    /// Every thread of the block's cluster (`barrier.cluster.arrive.release` + `wait.acquire`);
+    /// only in kernels launched in clusters (spec-tier3 §1.2).
+    Cluster,
 }
 
 /// Which observers a [`StmtKind::Fence`] orders memory operations for.
@@ -2031,6 +2050,10 @@ pub struct ParallelTree {
     pub launch_checks: Vec<Check>,
     /// `[[launch_bounds]]`, `[[maxnreg]]`, `block<cooperative>`.
     pub attrs: KernelAttrs,
+    /// The `cluster` level around the block level (spec-tier3 §1.2), if written: its
+    /// sub-dimensions (constant extents, at most 16 blocks in all) and their variables, which
+    /// come from the block's rank in its cluster.
+    pub cluster: Option<Binder>,
 }
 
 /// Where a kernel comes from.

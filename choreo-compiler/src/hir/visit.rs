@@ -157,6 +157,7 @@ pub fn walk_stmt<'a, V: Visitor<'a> + ?Sized>(v: &mut V, s: &'a Stmt) {
                 walk_expr(v, slot.index.expr());
             }
         }
+        StmtKind::SetMaxNReg { inc: _, regs: _ } => {}
     }
 }
 
@@ -179,6 +180,7 @@ pub fn walk_check<'a, V: Visitor<'a> + ?Sized>(v: &mut V, check: &'a Check) {
         CheckKind::ParamExtent { .. } | CheckKind::SymbolConsistent { .. } => {}
         CheckKind::Positive(e) => walk_expr(v, e),
         CheckKind::MaxThreads { threads, limit: _ } => walk_expr(v, threads),
+        CheckKind::MultipleOf { value, factor: _ } => walk_expr(v, value),
     }
 }
 

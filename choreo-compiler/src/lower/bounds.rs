@@ -378,6 +378,9 @@ impl<'a> Analysis<'a, '_> {
                     self.facts.extend(launch);
                     self.conditional = 0;
                     self.binder(&tree.block.vars, &tree.block.extents);
+                    if let Some(c) = &tree.cluster {
+                        self.binder(&c.vars, &c.extents);
+                    }
                     self.stmts(&tree.body);
                     self.ranges.clear();
                 }
@@ -426,7 +429,8 @@ impl<'a> Analysis<'a, '_> {
                 | StmtKind::EventInit(_)
                 | StmtKind::Trigger(_)
                 | StmtKind::EventWait(_)
-                | StmtKind::NamedBarrier { .. } => {}
+                | StmtKind::NamedBarrier { .. }
+                | StmtKind::SetMaxNReg { .. } => {}
             }
         }
     }
@@ -443,7 +447,8 @@ impl<'a> Analysis<'a, '_> {
                 CheckKind::Positive(value) => self.lin(value, 0)?.minus(&Lin::constant(1)),
                 CheckKind::ParamExtent { .. }
                 | CheckKind::SymbolConsistent { .. }
-                | CheckKind::MaxThreads { .. } => None,
+                | CheckKind::MaxThreads { .. }
+                | CheckKind::MultipleOf { .. } => None,
             })
             .collect()
     }
@@ -536,6 +541,7 @@ impl<'a> Analysis<'a, '_> {
                 self.expr(id);
                 self.expr(threads);
             }
+            StmtKind::SetMaxNReg { .. } => {}
             StmtKind::Asm(asm) => {
                 for i in &asm.inputs {
                     self.expr(&i.value);
@@ -1181,7 +1187,8 @@ fn leaves_early(body: &[Stmt]) -> bool {
         | StmtKind::EventInit(_)
         | StmtKind::Trigger(_)
         | StmtKind::EventWait(_)
-        | StmtKind::NamedBarrier { .. } => false,
+        | StmtKind::NamedBarrier { .. }
+        | StmtKind::SetMaxNReg { .. } => false,
     })
 }
 

@@ -190,6 +190,30 @@ pub struct KernelPlan {
     /// `<cooperative>`: launched with every block resident at once, which the launch checks
     /// against the device's occupancy).
     pub attrs: hir::KernelAttrs,
+    /// The thread-block clusters the kernel is launched with (spec-tier3 §1.2), if any.
+    pub cluster: Option<ClusterPlan>,
+}
+
+/// A launch in thread-block clusters: consecutive blocks along x form a cluster, its shape is
+/// `(size, 1, 1)`; the kernel waits for its whole cluster at entry and at exit (a block must not
+/// exit while another may still use its shared memory), and computes the cluster variables from
+/// its rank.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClusterPlan {
+    /// The extents of the cluster level's sub-dimensions (constants).
+    pub extents: Vec<u64>,
+}
+
+impl ClusterPlan {
+    /// Blocks per cluster.
+    pub fn size(&self) -> u64 {
+        self.extents.iter().product()
+    }
+
+    /// Whether the size exceeds the portable 8 blocks (the kernel must opt in).
+    pub fn non_portable(&self) -> bool {
+        self.size() > 8
+    }
 }
 
 /// The blocks of a launch.
@@ -393,6 +417,7 @@ fn lower_function(
                     async_copies: false,
                     synchronises: false,
                     attrs: hir::KernelAttrs::default(),
+                    cluster: None,
                 }
             })
         })
@@ -710,6 +735,9 @@ impl HostWalk<'_, '_> {
                 ..plan
             })
             .collect();
+        let cluster = tree.cluster.as_ref().map(|c| ClusterPlan {
+            extents: c.extents.iter().map(|d| d.as_const().unwrap_or(1)).collect(),
+        });
         let plan = KernelPlan {
             captures: kernel.captures.into_iter().collect(),
             stream,
@@ -722,8 +750,11 @@ impl HostWalk<'_, '_> {
             host_proof: Vec::new(),
             shared,
             async_copies: kernel.async_copies,
-            synchronises: kernel.synchronises,
+            // The cluster barriers at entry and exit make the blocks of a cluster wait for
+            // each other.
+            synchronises: kernel.synchronises || cluster.is_some(),
             attrs: tree.attrs,
+            cluster,
         };
         match self.kernels.get_mut(tree.id.index()) {
             Some(slot @ None) => *slot = Some(plan),
@@ -835,18 +866,20 @@ impl<'a> Visitor<'a> for KernelWalk<'a> {
         }
         let problem = match &s.kind {
             StmtKind::InnerParallel(inner) => {
-                if inner.level == Level::Group4 && !self.target.has_warpgroups() {
+                // Sema reports this (E0805); a safety net for plans made for another target.
+                let feature = crate::target::Feature::Warpgroups;
+                if inner.level == Level::Group4 && !self.target.supports(feature) {
                     self.problems.push(
                         Diagnostic::error(
                             "E0805",
                             inner.span,
                             format!(
-                                "the group-4 level is not supported by the target architecture: \
-                                 {}",
+                                "{} is not supported by the target architecture: {}",
+                                feature.name(),
                                 self.target.arch().map_or("cpu".to_string(), |a| a.to_string())
                             ),
                         )
-                        .with_label("needs sm_90a"),
+                        .with_label(format!("needs {}", feature.min_arch())),
                     );
                 }
                 self.levels.insert(inner.id, inner);

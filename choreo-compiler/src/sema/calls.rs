@@ -10,11 +10,13 @@
 use super::fold;
 use super::{Checker, Val};
 use crate::ast::{self, ExprKind};
+use crate::diagnostics::Diagnostic;
 use crate::hir::{
     self, AsmInput, AsmOutput, AtomicOp, ElemTy, HExpr, HExprKind, LocalPlace, Place, Stmt,
     StmtKind, Storage, TemplateArg, Ty,
 };
 use crate::source::Span;
+use crate::target::{Feature, RegisterHint};
 
 fn atomic_op(op: crate::token::AtomicOp) -> AtomicOp {
     use crate::token::AtomicOp as T;
@@ -35,7 +37,125 @@ fn path_text(p: &ast::Path) -> String {
     p.segments.iter().map(|s| s.name.as_str()).collect::<Vec<_>>().join("::")
 }
 
+/// `Some(true)` for `croq::cuda::setreg_inc`, `Some(false)` for `croq::cuda::setreg_dec`.
+fn setreg_kind(p: &ast::Path) -> Option<bool> {
+    match path_text(p).as_str() {
+        "croq::cuda::setreg_inc" => Some(true),
+        "croq::cuda::setreg_dec" => Some(false),
+        _ => None,
+    }
+}
+
 impl Checker<'_> {
+    /// `call croq::cuda::setreg_inc(n)` / `setreg_dec(n)` (spec-tier3 §7.2): one compile-time
+    /// register count in [24, 256], a multiple of 8, in device code (E0620). What it becomes
+    /// is the target's decision: `setmaxnreg` on sm_90a, nothing below sm_90 and on the CPU,
+    /// E0805 on the other sm_90+ architectures.
+    fn setreg(&mut self, c: &ast::Call, inc: bool) -> Option<StmtKind> {
+        let name = if inc { "croq::cuda::setreg_inc" } else { "croq::cuda::setreg_dec" };
+        if !self.in_device() {
+            self.error_label(
+                "E0620",
+                c.span,
+                format!("'{name}' is only allowed inside a parallel-by"),
+                "host code",
+            );
+            return None;
+        }
+        if c.args.len() != 1 || !c.template_args.is_empty() {
+            self.error_label(
+                "E0620",
+                c.span,
+                format!("'{name}' expects exactly one argument."),
+                format!("{} arguments", c.args.len()),
+            );
+            return None;
+        }
+        let arg = &c.args[0];
+        let v = self.check_int(arg, "a register count");
+        if matches!(v.ty, Ty::Error) {
+            return None;
+        }
+        let Some(n) = fold::const_int(&v) else {
+            self.error_label(
+                "E0620",
+                arg.span,
+                format!("the argument of '{name}' must be a compile-time integer constant."),
+                "not a constant",
+            );
+            return None;
+        };
+        if n <= 0 {
+            self.error_label(
+                "E0620",
+                arg.span,
+                format!("the argument of '{name}' must be a positive integer."),
+                "not positive",
+            );
+            return None;
+        }
+        if !(24..=256).contains(&n) || n % 8 != 0 {
+            self.error_label(
+                "E0620",
+                arg.span,
+                format!(
+                    "setmaxnreg takes a register count from 24 to 256 that is a multiple of 8, \
+                     but got {n}"
+                ),
+                "not a valid register count",
+            );
+            return None;
+        }
+        match self.target.setmaxnreg() {
+            RegisterHint::Emit => {
+                if let Some(k) = self.kernel.as_mut() {
+                    k.register_roles = true;
+                }
+                Some(StmtKind::SetMaxNReg { inc, regs: n as u32 })
+            }
+            RegisterHint::Ignore => None,
+            RegisterHint::Unsupported => {
+                let arch = self.target.arch().map_or("cpu".to_string(), |a| a.to_string());
+                self.diags.push(
+                    Diagnostic::error(
+                        "E0805",
+                        c.span,
+                        format!(
+                            "setmaxnreg requires sm_90a: it is not supported by the target \
+                             architecture: {arch}"
+                        ),
+                    )
+                    .with_label(format!("needs {}", Feature::SetMaxNReg.min_arch()))
+                    .with_help("compile for sm_90a (`--arch sm_90a`), or drop the call"),
+                );
+                None
+            }
+        }
+    }
+
+    /// Reports the `setreg_inc/dec` calls written directly in the body of a parallel-by whose
+    /// level is not `block` (E0620).
+    pub(crate) fn setreg_outside_block(&mut self, stmts: &[ast::Stmt], level: hir::Level) {
+        if level == hir::Level::Block {
+            return;
+        }
+        for s in stmts {
+            if let ast::StmtKind::Call(c) = &s.kind {
+                if let ast::CallKind::Device(p) | ast::CallKind::Intrinsic(p) = &c.kind {
+                    if setreg_kind(p).is_some() {
+                        self.error_label(
+                            "E0620",
+                            c.span,
+                            "setreg_inc/dec is only allowed in parallel-by blocks lowered to CUDA \
+                             kernels (level : block).",
+                            format!("directly in a '{}' level", level.as_str()),
+                        );
+                    }
+                }
+            }
+        }
+    }
+
     /// An expression whose type the context gives: a C++ call's result takes it (spec §17.1:
     /// a call initialises or is assigned to a typed variable, or is an `if` condition).
     pub(crate) fn check_expr_as(&mut self, e: &ast::Expr, ty: Option<ElemTy>) -> Val {
@@ -89,6 +209,14 @@ impl Checker<'_> {
     /// A call statement.
     pub(crate) fn check_call_stmt(&mut self, c: &ast::Call, span: Span, out: &mut Vec<Stmt>) {
         let kind = match &c.kind {
+            ast::CallKind::Device(path) | ast::CallKind::Intrinsic(path)
+                if setreg_kind(path).is_some() =>
+            {
+                match self.setreg(c, setreg_kind(path) == Some(true)) {
+                    Some(k) => k,
+                    None => return,
+                }
+            }
             ast::CallKind::Device(path) | ast::CallKind::Intrinsic(path) => {
                 match self.foreign_call(c, path) {
                     Some(e) => StmtKind::Eval(e),

@@ -143,10 +143,13 @@ impl Checker<'_> {
             );
             return false;
         }
-        if let Some(arch) = self.target.arch().filter(|a| to.is_tier3_float() && a.sm() < 90) {
+        if to.is_tier3_float()
+            && !self.target.supports(crate::target::Feature::NarrowFloatConversion)
+        {
+            let arch = self.target.arch().map_or("cpu".to_string(), |a| a.to_string());
             self.diags.push(
                 crate::diagnostics::Diagnostic::error(
-                    "E0470",
+                    "E0805",
                     span,
                     format!(
                         "the target type '{}' of '__to' is not supported by the target \

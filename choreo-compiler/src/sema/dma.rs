@@ -858,6 +858,7 @@ impl Checker<'_> {
             body: vec![stmt(StmtKind::Dma(Box::new(dma)), span)],
             launch_checks: Vec::new(),
             attrs: KernelAttrs::default(),
+            cluster: None,
         };
         out.push(stmt(StmtKind::Parallel(Box::new(tree)), span));
     }

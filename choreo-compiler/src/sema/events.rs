@@ -64,14 +64,7 @@ impl Checker<'_> {
             }
         };
         let ok = ok && self.event_decl_placement_ok(span);
-        if !self.target.has_shared_events() {
-            self.error_label(
-                "E0474",
-                span,
-                format!("shared events require sm_80 or newer (the target is {})", self.target),
-                "needs mbarriers (sm_80)",
-            );
-        }
+        self.require(span, crate::target::Feature::SharedEvents);
         let arrivals = d.arrivals.as_ref().and_then(|(n, nspan)| {
             let v = n.value;
             if v <= 0 || v > MAX_ARRIVALS {
@@ -232,10 +225,12 @@ impl Checker<'_> {
     pub(crate) fn check_trigger(&mut self, t: &ast::Trigger, span: Span, out: &mut Vec<Stmt>) {
         if let Some(c) = t.cluster {
             self.unsupported(c, "`trigger.cluster`", 3);
+            self.mark_event_errors(&t.targets);
             return;
         }
         if let Some(first) = t.after.first() {
             self.unsupported(first.span, "`trigger … after` (binding TMA completion)", 3);
+            self.mark_event_errors(&t.targets);
             return;
         }
         if !self.in_device() {
@@ -256,15 +251,7 @@ impl Checker<'_> {
             }
         }
         if failed {
-            // The events named count as triggered (no "waited but never triggered" after
-            // the error).
-            for target in &t.targets {
-                if let Some(id) = self.event_named(target) {
-                    if let Some(e) = self.events.get_mut(id.index()) {
-                        e.triggers.push(TriggerSite { span, slot: None, conditions: Vec::new() });
-                    }
-                }
-            }
+            self.mark_event_errors(&t.targets);
             return;
         }
         if self.inthreads_depth == 0 {
@@ -292,6 +279,16 @@ impl Checker<'_> {
     /// Whether a `wait` operand names an event (rather than a future).
     pub(crate) fn names_event(&self, e: &ast::Expr) -> bool {
         self.event_named(e).is_some()
+    }
+
+    /// After an error in a `trigger`: no "never waited"/"never triggered" follows for the
+    /// events it names.
+    fn mark_event_errors(&mut self, targets: &[ast::Expr]) {
+        for target in targets {
+            if let Some(id) = self.event_named(target) {
+                self.events_with_errors.insert(id);
+            }
+        }
     }
 
     /// The event an operand names (`e`, `e[i]…`, `e.at(k)`), if it names one.
@@ -502,7 +499,11 @@ impl Checker<'_> {
     /// waited event that nothing triggers can only pass its `ready` generation.
     pub(crate) fn check_events_used(&mut self) {
         for (i, e) in self.events.iter().enumerate() {
-            let waited = self.waited_events.contains(&EventId(i as u32));
+            let id = EventId(i as u32);
+            if self.events_with_errors.contains(&id) {
+                continue;
+            }
+            let waited = self.waited_events.contains(&id);
             if !e.triggers.is_empty() && !waited {
                 self.diags.push(
                     Diagnostic::error(

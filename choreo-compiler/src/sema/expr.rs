@@ -295,7 +295,7 @@ impl Checker<'_> {
                     span,
                     format!(
                         "'{}' is an event: events are not values (only `trigger` and `wait` \
-                         name them)",
+                         name them; `while (e)` needs a local or global event)",
                         id.name
                     ),
                     "an event",

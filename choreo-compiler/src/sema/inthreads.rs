@@ -53,6 +53,9 @@ impl Checker<'_> {
             );
             return;
         }
+        if let (Some(_), Some(k)) = (is_async, self.kernel.as_mut()) {
+            k.register_roles |= k.group4_depth > 0;
+        }
         if let (Some(a), true) = (is_async, self.inthreads_depth > 0) {
             self.error_label(
                 "E0452",

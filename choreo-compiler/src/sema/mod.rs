@@ -45,8 +45,6 @@
 //! - `E0426` `.at` on a value that is not spanned data
 //! - `E0427` `#v` of a value that is not a bounded variable
 //! - `E0428` invalid `__to` conversion (also: a sub-byte integer or bool as its source or target)
-//! - `E0470` `__to<T>` to `f8_ue4m3`, `f8_ue8m0`, `f6_*` or `f4_e2m1` for an architecture
-//!   before sm_90 (spec-tier3 §0)
 //! - `E0429` math built-in with wrong argument count or types
 //! - `E0430` buffer initialiser `{v}` is not a scalar
 //! - `E0431` global buffer declared inside a parallel-by
@@ -101,7 +99,6 @@
 //!   order; an event used as a value or assigned; `trigger` on the host
 //! - `E0472` an event that is triggered but never waited ("some asyncs are not explicitly
 //!   waited")
-//! - `E0474` shared events on a target without mbarriers (below sm_80)
 //!
 //! Calls into C++ and built-ins (§17, §18):
 //! - `E0454` `call` outside a parallel-by, a call result with no declared type, an argument
@@ -154,6 +151,19 @@
 //! - `E0617` `[[launch_bounds]]` / `[[maxnreg]]` misuse: not on a block-level parallel-by,
 //!   arguments that are not compile-time integers in range, `max_threads` below the kernel's
 //!   thread count, `_` with a run-time thread count
+//! - `E0618` `group-4` misuse: a thread level under it that is not 128 threads, an explicit
+//!   `group` inside it
+//! - `E0619` `cluster` misuse: not outermost or not directly around an explicit block level,
+//!   two in a kernel, extents not constant or above 16 blocks, a constant grid x extent not a
+//!   multiple of the cluster size, with `<cooperative>` or attributes on the cluster statement,
+//!   `sync.barrier : cluster` outside a cluster kernel
+//! - `E0620` `croq::cuda::setreg_inc/dec` misuse: host code, not one compile-time register
+//!   count in [24, 256] that is a multiple of 8, written directly in a non-block level
+//!
+//! Architecture:
+//! - `E0805` construct the target architecture does not have (`group-4`, `cluster`,
+//!   `setmaxnreg`): the message names the construct and the architecture, the label the
+//!   minimum one
 //!
 //! Control flow, statements (§9, §15, §16):
 //! - `E0701` `foreach` over something that is not a `with` variable
@@ -316,6 +326,14 @@ pub(crate) struct KernelFrame {
     pub(crate) launch_checks: Vec<Check>,
     /// Whether the kernel is launched cooperatively (`block<cooperative>`).
     pub(crate) cooperative: bool,
+    /// Whether the kernel is launched in thread-block clusters (`sync.barrier : cluster`).
+    pub(crate) cluster: bool,
+    /// How many `group-4` levels enclose the statement being checked.
+    pub(crate) group4_depth: u32,
+    /// Whether the kernel is warp-specialised (an `inthreads.async` at a `group-4` level,
+    /// spec-tier3 §7.1) or redistributes registers (`setmaxnreg`): it then gets an occupancy
+    /// bound of one block per multiprocessor unless `[[launch_bounds]]` says otherwise.
+    pub(crate) register_roles: bool,
 }
 
 /// How the function's return type is known.
@@ -394,6 +412,8 @@ pub(crate) struct Checker<'a> {
     pub(crate) events: Vec<hir::Event>,
     /// Which events some `wait` waits for (an event triggered and never waited is an error).
     pub(crate) waited_events: BTreeSet<hir::EventId>,
+    /// Events named by a `trigger` that had an error (no follow-up "never waited").
+    pub(crate) events_with_errors: BTreeSet<hir::EventId>,
     /// The predicates of the `inthreads` enclosing the statements being checked, outermost
     /// first (where a `trigger` records which threads execute it).
     pub(crate) inthreads_conditions: Vec<HExpr>,
@@ -438,6 +458,7 @@ impl<'a> Checker<'a> {
             consts: HashMap::new(),
             events: Vec::new(),
             waited_events: BTreeSet::new(),
+            events_with_errors: BTreeSet::new(),
             inthreads_conditions: Vec::new(),
         }
     }

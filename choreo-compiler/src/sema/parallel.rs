@@ -11,6 +11,7 @@ use crate::hir::{
     Stmt, StmtKind, Ty,
 };
 use crate::source::Span;
+use crate::target::Feature;
 
 fn key(span: Span) -> (u32, u32) {
     (span.start, span.end)
@@ -251,28 +252,130 @@ impl Checker<'_> {
             }
             return self.inner_item(p, 0);
         }
+        // A `cluster` item after the first level is reported by `inner_item`.
         let heads = p.items.iter().take_while(|i| is_outer_unsupported(i)).count();
         if heads == 0 {
-            return self.check_kernel(p, 0, span);
+            return self.check_kernel(p, 0, span, None);
         }
-        // Reported, then checked as if the unsupported outer levels were not there.
+        // A `cluster` level (spec-tier3 §1.2): outermost, one per kernel, directly around the
+        // block level, whether written as items of one statement or as nested statements.
         let depth = self.scopes.depth();
-        for item in &p.items[..heads] {
-            self.item_level(item, true);
-            self.scopes.push();
-            let _ = self.binder(item, Level::Block);
+        self.item_level(&p.items[0], true);
+        for extra in &p.items[1..heads] {
+            self.error_label(
+                "E0619",
+                extra.span,
+                "a kernel has at most one 'cluster' level",
+                "a second cluster level",
+            );
+        }
+        self.scopes.push();
+        let cluster = self.cluster_binder(&p.items[0]);
+        for extra in &p.items[1..heads] {
+            let _ = self.binder(extra, Level::Block);
         }
         let out = if heads < p.items.len() {
-            self.check_kernel(p, heads, span)
+            self.check_kernel(p, heads, span, Some((cluster, p.items[0].span)))
         } else {
-            let body = self.check_stmts(&p.body.stmts);
-            Some(Stmt { kind: StmtKind::Block(body), span })
+            for (what, at) in [
+                ("an attribute", p.attrs.first().map(|a| a.span)),
+                ("'.async'", p.is_async),
+                ("a stream binding", p.stream.as_ref().map(|s| s.span)),
+            ] {
+                if let Some(at) = at {
+                    self.error_label(
+                        "E0619",
+                        at,
+                        format!(
+                            "{what} on a 'cluster' parallel-by is not supported: write it on the \
+                             block-level parallel-by inside"
+                        ),
+                        "on the cluster level",
+                    );
+                }
+            }
+            match p.body.stmts.as_slice() {
+                [ast::Stmt { kind: ast::StmtKind::Parallel(inner), span: inner_span }]
+                    if inner.items.first().is_some_and(|i| !is_outer_unsupported(i)) =>
+                {
+                    self.check_kernel(inner, 0, *inner_span, Some((cluster, p.items[0].span)))
+                }
+                _ => {
+                    self.error_label(
+                        "E0619",
+                        p.items[0].span,
+                        "a 'cluster' parallel-by must contain exactly one statement: the \
+                         block-level parallel-by its blocks run",
+                        "not directly around a block level",
+                    );
+                    let body = self.check_stmts(&p.body.stmts);
+                    Some(Stmt { kind: StmtKind::Block(body), span })
+                }
+            }
         };
         self.scopes.truncate(depth);
         out
     }
 
-    fn check_kernel(&mut self, p: &ast::Parallel, start: usize, span: Span) -> Option<Stmt> {
+    /// The binder of a `cluster` item: constant extents of at most 16 blocks in all; its
+    /// variables are block-uniform (they come from the block's rank in its cluster).
+    fn cluster_binder(&mut self, item: &ast::ParallelItem) -> Binder {
+        let mut binder = self.binder(item, Level::Block);
+        let mut total: u64 = 1;
+        for d in &mut binder.extents {
+            match d.as_const() {
+                Some(n) => total = total.saturating_mul(n),
+                None => {
+                    self.error_label(
+                        "E0619",
+                        item.bound.span,
+                        "the extents of a 'cluster' level must be compile-time constants",
+                        "not a constant",
+                    );
+                    *d = Dim::Const(1);
+                }
+            }
+        }
+        if total > 16 {
+            self.error_label(
+                "E0619",
+                item.bound.span,
+                format!("a cluster has at most 16 blocks, but this one has {total}"),
+                "too many blocks per cluster",
+            );
+        }
+        binder
+    }
+
+    /// Reports `feature` on a target that lacks it (E0805); whether the target has it.
+    pub(crate) fn require(&mut self, span: Span, feature: Feature) -> bool {
+        if self.target.supports(feature) {
+            return true;
+        }
+        let arch = self.target.arch().map_or("cpu".to_string(), |a| a.to_string());
+        self.diags.push(
+            Diagnostic::error(
+                "E0805",
+                span,
+                format!("{} is not supported by the target architecture: {arch}", feature.name()),
+            )
+            .with_label(format!("needs {}", feature.min_arch()))
+            .with_help(format!(
+                "compile for {} (`--arch {}`)",
+                feature.min_arch(),
+                feature.min_arch()
+            )),
+        );
+        false
+    }
+
+    fn check_kernel(
+        &mut self,
+        p: &ast::Parallel,
+        start: usize,
+        span: Span,
+        cluster: Option<(Binder, Span)>,
+    ) -> Option<Stmt> {
         let first = p.items.get(start)?;
         let id = KernelId(self.kernel_count);
         self.kernel_count += 1;
@@ -290,7 +393,33 @@ impl Checker<'_> {
         self.loop_depth = 0;
         let cooperative = first_level == Level::Block
             && first.level.as_ref().is_some_and(|n| n.cooperative.is_some());
-        self.kernel = Some(KernelFrame { cooperative, ..KernelFrame::default() });
+        let mut cluster_ok = true;
+        if let Some((_, at)) = &cluster {
+            let explicit_block =
+                first.level.as_ref().is_some_and(|n| n.level.level == ast::Level::Block);
+            cluster_ok = explicit_block && !cooperative;
+            if !explicit_block {
+                self.error_label(
+                    "E0619",
+                    first.span,
+                    "a 'cluster' level must directly enclose an explicit block level \
+                     (`parallel … : block`)",
+                    "not a block level",
+                );
+            } else if cooperative {
+                self.diags.push(
+                    Diagnostic::error(
+                        "E0619",
+                        first.span,
+                        "a cooperative launch cannot have a 'cluster' level",
+                    )
+                    .with_label("cooperative")
+                    .with_secondary(*at, "cluster level"),
+                );
+            }
+        }
+        self.kernel =
+            Some(KernelFrame { cooperative, cluster: cluster.is_some(), ..KernelFrame::default() });
         let depth = self.scopes.depth();
         let (block, body, threads) = if first_level == Level::Block {
             self.scopes.push();
@@ -357,6 +486,21 @@ impl Checker<'_> {
         let mut frame = self.kernel.take().unwrap_or_default();
         let mut attrs = self.kernel_attrs(&p.attrs, &threads, span, &mut frame.launch_checks);
         attrs.cooperative = cooperative;
+        // Warp-specialised kernels and `setmaxnreg`: registers are shared out under an entry
+        // cap (spec-tier3 §7.2, §10.6; without one ptxas ignores setmaxnreg). Written
+        // attributes win.
+        if frame.register_roles && attrs.launch_bounds.is_none() && attrs.max_registers.is_none() {
+            if let Some(n) = threads.as_const().and_then(|n| u32::try_from(n).ok()) {
+                attrs.launch_bounds =
+                    Some(LaunchBounds { max_threads: n, min_blocks: Some(1), max_cluster: None });
+            }
+        }
+        let cluster = cluster.map(|(binder, at)| {
+            if cluster_ok {
+                self.cluster_divides_grid(&binder, &block, at, &mut frame.launch_checks);
+            }
+            binder
+        });
         let tree = ParallelTree {
             id,
             origin: KernelOrigin::ParallelBy,
@@ -367,8 +511,58 @@ impl Checker<'_> {
             body,
             launch_checks: frame.launch_checks,
             attrs,
+            cluster,
         };
         Some(Stmt { kind: StmtKind::Parallel(Box::new(tree)), span })
+    }
+
+    /// The blocks of a cluster are consecutive along x (spec-tier3 §1.2): the block level's
+    /// first extent must be a multiple of the cluster's size. A constant extent is checked
+    /// here (E0619), another one before the launch.
+    fn cluster_divides_grid(
+        &mut self,
+        cluster: &Binder,
+        block: &Binder,
+        at: Span,
+        launch_checks: &mut Vec<Check>,
+    ) {
+        let size: u64 = cluster.extents.iter().filter_map(Dim::as_const).product();
+        let Some(x) = block.extents.first() else { return };
+        if size <= 1 {
+            return;
+        }
+        match x.as_const() {
+            Some(n) if n % size != 0 => {
+                self.diags.push(
+                    Diagnostic::error(
+                        "E0619",
+                        at,
+                        format!(
+                            "the block level's first extent ({n}) must be a multiple of the \
+                             cluster's {size} blocks"
+                        ),
+                    )
+                    .with_label(format!("{size} blocks per cluster")),
+                );
+            }
+            Some(_) => {}
+            None => {
+                let e = dim_to_expr(x, at);
+                let check = Check {
+                    kind: CheckKind::MultipleOf { value: e.clone(), factor: size },
+                    message: format!(
+                        "the block level's first extent must be a multiple of the cluster's \
+                         {size} blocks"
+                    ),
+                    span: at,
+                };
+                if Self::entry_evaluable(&e) {
+                    self.entry_checks.push(check);
+                } else {
+                    launch_checks.push(check);
+                }
+            }
+        }
     }
 
     /// `[[launch_bounds(…)]]` and `[[maxnreg(n)]]` of a kernel with `threads` threads per
@@ -575,10 +769,10 @@ impl Checker<'_> {
             if let Some(note) = &item.level {
                 match note.level.level {
                     ast::Level::Cluster => {
-                        self.unsupported(note.level.span, "the `cluster` level", 3)
+                        self.require(note.level.span, Feature::Clusters);
                     }
                     ast::Level::Group4 => {
-                        self.unsupported(note.level.span, "the `group-4` level", 3)
+                        self.require(note.level.span, Feature::Warpgroups);
                     }
                     ast::Level::Device | ast::Level::Term => {
                         if note.target.is_some() {
@@ -645,12 +839,34 @@ impl Checker<'_> {
         Some(first)
     }
 
+    /// A `cluster` item that is not the outermost level of a kernel (E0619).
+    fn misplaced_cluster(&mut self, item: &ast::ParallelItem) {
+        self.error_label(
+            "E0619",
+            item.span,
+            "the 'cluster' level must be the outermost level, directly around the block level",
+            "not outermost",
+        );
+    }
+
     /// Checks item `i` of `p` as an intra-block level (group-4, group or thread).
     fn inner_item(&mut self, p: &ast::Parallel, i: usize) -> Option<Stmt> {
         let item = p.items.get(i)?;
+        if is_outer_unsupported(item) {
+            self.misplaced_cluster(item);
+        }
         let mut level = self.item_level(item, true);
         if level == Level::Block {
             level = Level::Thread; // already reported (E0607)
+        }
+        if level == Level::Group && self.region == Region::Device(Level::Group4) {
+            self.error_label(
+                "E0618",
+                item.span,
+                "explicit 'group' inside the 'group-4' parallel-by is not supported: a \
+                 warpgroup's 128 threads are its thread level",
+                "a group level inside group-4",
+            );
         }
         let id = self.kernel.as_mut().map_or(LevelId(0), |k| {
             k.levels += 1;
@@ -664,18 +880,46 @@ impl Checker<'_> {
         let saved_loop = std::mem::replace(&mut self.loop_depth, 0);
         self.level_stack.push(id);
         self.level_extents.push(binder.extents.clone());
+        let group4 = u32::from(level == Level::Group4);
+        if let Some(k) = self.kernel.as_mut() {
+            k.group4_depth += group4;
+        }
         let body = if i + 1 < p.items.len() {
             self.inner_item(p, i + 1).into_iter().collect()
         } else {
+            self.setreg_outside_block(&p.body.stmts, level);
             self.check_stmts(&p.body.stmts)
         };
+        if let Some(k) = self.kernel.as_mut() {
+            k.group4_depth -= group4;
+        }
         self.level_extents.pop();
         self.level_stack.pop();
         self.loop_depth = saved_loop;
         let per_instance = self.agree(&body).unwrap_or(Dim::Const(level.unit_threads()));
         let unit = level.unit_threads();
+        if level == Level::Group4 && per_instance.as_const().is_none() {
+            self.error_label(
+                "E0618",
+                item.span,
+                "the thread level under a 'group-4' level must have 128 threads, known at compile \
+                 time",
+                "thread count only known at run time",
+            );
+        }
         if let Some(s) = per_instance.as_const() {
-            if unit > 1 && s % unit != 0 {
+            if level == Level::Group4 && s != unit {
+                self.error_label(
+                    "E0618",
+                    item.span,
+                    format!(
+                        "The total thread dimension must be a multiple of 128 when 'group-4' \
+                         exists, but got {s}: the thread level under a 'group-4' level has \
+                         exactly 128 threads."
+                    ),
+                    "not 128 threads per warpgroup",
+                );
+            } else if unit > 1 && s % unit != 0 {
                 self.error_label(
                     "E0610",
                     item.span,

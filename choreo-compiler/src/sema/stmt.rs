@@ -380,7 +380,19 @@ impl Checker<'_> {
                 BarrierScope::Grid
             }
             ast::Level::Block => BarrierScope::Block,
-            ast::Level::Group4 | ast::Level::Cluster => {
+            // Blocks of one cluster waiting for each other (spec-tier3 §1.2).
+            ast::Level::Cluster if self.kernel.as_ref().is_some_and(|k| k.cluster) => {
+                BarrierScope::Cluster
+            }
+            ast::Level::Cluster => {
+                return self.error_label(
+                    "E0619",
+                    level.span,
+                    "sync.barrier : cluster requires an enclosing 'parallel : cluster' level",
+                    "not in a kernel launched in clusters",
+                );
+            }
+            ast::Level::Group4 => {
                 let what = format!("`sync.barrier : {}`", level.level.as_str());
                 return self.unsupported(level.span, &what, 3);
             }

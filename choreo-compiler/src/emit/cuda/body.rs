@@ -247,6 +247,12 @@ impl FnEmitter<'_, '_> {
                             Dialect::Cuda => "cooperative_groups::this_grid().sync();",
                             Dialect::Cpu => "__choreo_thr->grid_sync();",
                         },
+                        BarrierScope::Cluster => match self.options.dialect {
+                            Dialect::Cuda => {
+                                "asm volatile(\"barrier.cluster.arrive.release.aligned;\\n\\tbarrier.cluster.wait.acquire.aligned;\\n\" ::: \"memory\");"
+                            }
+                            Dialect::Cpu => "__choreo_thr->cluster_sync();",
+                        },
                     },
                 );
             }
@@ -309,6 +315,17 @@ impl FnEmitter<'_, '_> {
                 let (id, n) =
                     (self.converted(id, ElemTy::S32), self.converted(threads, ElemTy::S32));
                 let line = self.named_barrier(*sync, &id, &n);
+                self.w.line(span, &line);
+            }
+            StmtKind::SetMaxNReg { inc, regs } => {
+                let op = if *inc { "inc" } else { "dec" };
+                let line = match self.options.dialect {
+                    Dialect::Cuda => {
+                        format!("asm volatile(\"setmaxnreg.{op}.sync.aligned.u32 {regs};\\n\");")
+                    }
+                    // Registers are no resource on the CPU.
+                    Dialect::Cpu => format!("/* setmaxnreg.{op} {regs}: nothing on the CPU */"),
+                };
                 self.w.line(span, &line);
             }
             StmtKind::HostCopy { src, dst, count } => {
@@ -1036,6 +1053,16 @@ impl FnEmitter<'_, '_> {
                     span,
                     &format!(
                         "__CHOREO_CHECK({v} > 0, \"{message}: got %lld\", static_cast<long long>({v}));"
+                    ),
+                );
+            }
+            CheckKind::MultipleOf { value, factor } => {
+                let v = self.expr(value);
+                let message = c_escape(&format!("{} ({location})", check.message), true);
+                self.w.line(
+                    span,
+                    &format!(
+                        "__CHOREO_CHECK(static_cast<long long>({v}) % {factor}ll == 0, \"{message}: got %lld\", static_cast<long long>({v}));"
                     ),
                 );
             }

@@ -164,10 +164,72 @@ impl FnEmitter<'_, '_> {
             // The copy groups this thread committed (`dma.copy.async`), for `wait`.
             self.w.line(span, "[[maybe_unused]] int __choreo_groups = 0;");
         }
+        if let Some(c) = &k.cluster {
+            self.cluster_entry(tree, c);
+        }
         self.depth = 0;
         self.stmts(&tree.body, Region::Device(tree.id));
+        if k.cluster.is_some() {
+            // No block leaves while another block of its cluster may still use its shared
+            // memory.
+            self.w.line(span, "// every block of the cluster is done");
+            let barrier = self.cluster_barrier();
+            self.w.line(span, &barrier);
+        }
         self.w.indent -= 1;
         self.w.line(span, "}");
+    }
+
+    /// The cluster barrier (`barrier.cluster.arrive.release` + `wait.acquire`): every thread
+    /// of every block of the cluster.
+    fn cluster_barrier(&self) -> String {
+        match self.options.dialect {
+            Dialect::Cuda => "asm volatile(\"barrier.cluster.arrive.release.aligned;\\n\\tbarrier.cluster.wait.acquire.aligned;\\n\" ::: \"memory\");".to_string(),
+            Dialect::Cpu => "__choreo_thr->cluster_sync();".to_string(),
+        }
+    }
+
+    /// The start of a kernel launched in clusters: the cluster variables from the block's rank
+    /// in its cluster (spec-tier3 §1.2 ⚠: `c0 = rank % C0`, `c1 = rank / C0 % C1`,
+    /// `c2 = rank / (C0 * C1)`), then a cluster barrier (every block of the cluster has
+    /// started before any block touches another's shared memory).
+    fn cluster_entry(&mut self, tree: &hir::ParallelTree, plan: &crate::lower::ClusterPlan) {
+        let span = tree.span;
+        match self.options.dialect {
+            Dialect::Cuda => {
+                self.w.line(span, "unsigned __choreo_cta_rank;");
+                self.w.line(
+                    span,
+                    "asm volatile(\"mov.u32 %0, %%cluster_ctarank;\" : \"=r\"(__choreo_cta_rank));",
+                );
+            }
+            Dialect::Cpu => self
+                .w
+                .line(span, "const unsigned __choreo_cta_rank = __choreo_thr->cluster_rank();"),
+        }
+        let vars = tree.cluster.as_ref().map(|c| c.vars.clone()).unwrap_or_default();
+        let n = plan.extents.len();
+        let mut below = 1u64;
+        for (i, v) in vars.iter().enumerate() {
+            let extent = plan.extents.get(i).copied().unwrap_or(1);
+            let value = match (i + 1 == n, below) {
+                (true, 1) => "__choreo_cta_rank".to_string(),
+                (true, b) => format!("__choreo_cta_rank / {b}u"),
+                (false, 1) => format!("__choreo_cta_rank % {extent}u"),
+                (false, b) => format!("__choreo_cta_rank / {b}u % {extent}u"),
+            };
+            below *= extent;
+            if let Some(v) = v {
+                let name = self.names().local(*v).to_string();
+                self.w.line(
+                    span,
+                    &format!("[[maybe_unused]] const int {name} = static_cast<int>({value});"),
+                );
+            }
+        }
+        self.w.line(span, "// every block of the cluster has started");
+        let barrier = self.cluster_barrier();
+        self.w.line(span, &barrier);
     }
 
     pub(super) fn inner_parallel(&mut self, inner: &hir::InnerParallel, kernel: KernelId) {
@@ -443,6 +505,23 @@ impl FnEmitter<'_, '_> {
         }
         if k.attrs.cooperative {
             self.cooperative_launch(span, &symbol, &grid);
+        }
+        if let Some(c) = &k.cluster {
+            if c.non_portable() {
+                self.w.line(
+                    span,
+                    &format!(
+                        "__CHOREO_TRY(cudaFuncSetAttribute({symbol}, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));"
+                    ),
+                );
+            }
+            self.w.line(span, "cudaLaunchAttribute __choreo_cluster = {};");
+            self.w.line(span, "__choreo_cluster.id = cudaLaunchAttributeClusterDimension;");
+            self.w.line(span, &format!("__choreo_cluster.val.clusterDim.x = {};", c.size()));
+            self.w.line(span, "__choreo_cluster.val.clusterDim.y = 1;");
+            self.w.line(span, "__choreo_cluster.val.clusterDim.z = 1;");
+            self.w.line(span, "__choreo_launch.attrs = &__choreo_cluster;");
+            self.w.line(span, "__choreo_launch.numAttrs = 1;");
         }
         if k.guards {
             // The caller reads the bounds record only after a launch with its checks on.
