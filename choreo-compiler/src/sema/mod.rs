@@ -185,6 +185,7 @@ mod parallel;
 mod scope;
 mod shapes;
 mod stmt;
+mod tma;
 mod types;
 mod views;
 
@@ -301,6 +302,14 @@ pub(crate) struct KernelFrame {
     pub(crate) launch_checks: Vec<Check>,
     /// Whether the kernel is launched cooperatively (`block<cooperative>`).
     pub(crate) cooperative: bool,
+    /// Its TMA statements so far (the next tensor-map number).
+    pub(crate) tma_maps: u32,
+    /// Its mbarriers so far (TMA loads and `tma.any` placeholders).
+    pub(crate) tma_barriers: u32,
+    /// The group locals of its TMA futures (they hold mbarrier numbers, not copy groups).
+    pub(crate) tma_groups: std::collections::BTreeSet<VarId>,
+    /// The largest swizzle period of its copies.
+    pub(crate) swizzle: u32,
 }
 
 /// How the function's return type is known.

@@ -357,6 +357,9 @@ impl Checker<'_> {
         let mut frame = self.kernel.take().unwrap_or_default();
         let mut attrs = self.kernel_attrs(&p.attrs, &threads, span, &mut frame.launch_checks);
         attrs.cooperative = cooperative;
+        attrs.tma_barriers = frame.tma_barriers;
+        attrs.tma_maps = frame.tma_maps;
+        attrs.swizzle = frame.swizzle;
         let tree = ParallelTree {
             id,
             origin: KernelOrigin::ParallelBy,

@@ -66,6 +66,7 @@ mod body;
 mod expr;
 mod host;
 mod kernel;
+mod tma;
 pub mod support;
 pub mod types;
 pub mod writer;
