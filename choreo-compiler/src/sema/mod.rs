@@ -90,6 +90,14 @@
 //!   padded/transposed source's
 //! - `E0459` a DMA `=> shared` in the body of a `group` level with several instances per
 //!   block (they would share one buffer)
+//! - `E0460` a TMA statement the copy engine cannot move (tier 3 §3.2): outside block-level
+//!   code or in host code, a global side that is not a box of a global tensor, a box that is
+//!   not a compile-time constant, above 256, of rank above 5 or with an inner extent that is
+//!   not a multiple of 16 bytes, a shared side that is not contiguous, not 128-byte aligned
+//!   or of another shape, sub-byte integers
+//! - `E0461` `.swiz<N>` misuse (tier 3 §4): rows not a multiple of N bytes, part of a shared
+//!   buffer, a swizzled `dma.copy` with no shared side or tiles of different shapes
+//! - `E0462` TMA on an architecture without it (below sm_90)
 //!
 //! Calls into C++ and built-ins (§17, §18):
 //! - `E0454` `call` outside a parallel-by, a call result with no declared type, an argument
@@ -171,6 +179,7 @@
 //! ignores it), `W0403` a `chunkat`/`chunk` factor that does not divide the extent (the
 //! remainder is in no tile), `W0404` `span_as` of a view that may not be contiguous,
 //! `W0405` DMA whose source and destination shapes differ with neither inside the other,
+//! `W0406` `.swiz` without a period (no swizzle),
 //! `W0702` deprecated `sync.shared`, `W0705` a `println!` argument only known at run time.
 //!
 //! Notes: `N0701` the output of a compile-time `print!`/`println!`.

@@ -174,8 +174,8 @@ impl Checker<'_> {
         let Layout::Coords { origin, map } = &global.layout else {
             return fail(
                 self,
-                "this view of the global tensor is not a box of it (a flattened `view`/`span_as`); \
-                 TMA moves boxes (`chunkat`, `subspan(..).at(..)`)"
+                "this view of the global tensor is not a box of it (a reshaped `span_as` view or \
+                 explicit strides); TMA moves boxes (`chunkat`, `subspan(..).at(..)`, `view(..).from(..)`)"
                     .to_string(),
                 "not a box of the tensor",
             );
