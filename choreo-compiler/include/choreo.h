@@ -1370,7 +1370,7 @@ inline std::ostream& operator<<(std::ostream& os, f8_ue4m3 x) { return os << flo
 #define __grid_constant__
 #endif
 // The CPU backend's tensor map: what cuTensorMapEncodeTiled would encode.
-struct alignas(64) CUtensorMap {
+struct CUtensorMap {
   unsigned char* base;
   unsigned rank;
   unsigned elem_bytes;

@@ -554,8 +554,9 @@ impl<'a> Analysis<'a, '_> {
                         self.expr(c);
                     }
                 }
-                if let StmtKind::Assign { target: Place::Elem { buffer, index, id }, value, .. } =
-                    &dma.element.kind
+                if let StmtKind::Assign {
+                    target: Place::Elem { buffer, index, id }, value, ..
+                } = &dma.element.kind
                 {
                     self.unchecked(*id, *buffer, index, s.span);
                     if let HExprKind::At { buffer, index, id } = &value.kind {

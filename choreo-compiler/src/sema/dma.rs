@@ -290,10 +290,7 @@ impl Checker<'_> {
                 if !groups.is_empty() {
                     let participants = self.participants(Storage::Shared);
                     let (tma_groups, groups) = self.split_tma_groups(groups);
-                    out.push(stmt(
-                        StmtKind::Wait { groups, tma_groups, participants },
-                        g.span,
-                    ));
+                    out.push(stmt(StmtKind::Wait { groups, tma_groups, participants }, g.span));
                 }
             }
         }

@@ -66,8 +66,8 @@ mod body;
 mod expr;
 mod host;
 mod kernel;
-mod tma;
 pub mod support;
+mod tma;
 pub mod types;
 pub mod writer;
 

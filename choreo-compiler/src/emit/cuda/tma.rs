@@ -109,8 +109,7 @@ impl FnEmitter<'_, '_> {
         let shared = self.element(span, t.shared.buffer, &first);
         // Coordinates, innermost first (split into column groups when swizzled).
         let mut coords: Vec<String> = t.coords.iter().rev().map(|c| self.coord(c)).collect();
-        if let (Some(w), Some(c)) = (split_width(t, dma.swizzle, size), coords.first().cloned())
-        {
+        if let (Some(w), Some(c)) = (split_width(t, dma.swizzle, size), coords.first().cloned()) {
             coords[0] = format!("({c}) % {w}");
             coords.push(format!("({c}) / {w}"));
         }
@@ -125,9 +124,7 @@ impl FnEmitter<'_, '_> {
             self.w.line(span, "if (threadIdx.x == 0) {");
             self.w.line(
                 span,
-                &format!(
-                    "  ::choreo::tma::store_{dims}d({map}, &{shared}, {coord_list});"
-                ),
+                &format!("  ::choreo::tma::store_{dims}d({map}, &{shared}, {coord_list});"),
             );
             self.w.line(span, "  ::choreo::tma::store_commit_and_wait_read();");
             self.w.line(span, "}");
@@ -162,9 +159,7 @@ impl FnEmitter<'_, '_> {
         self.w.line(span, "if (threadIdx.x == 0) {");
         self.w.line(
             span,
-            &format!(
-                "  __choreo_mbar_arrive_expect_tx(&__choreo_tma_bar[{barrier}], {bytes}u);"
-            ),
+            &format!("  __choreo_mbar_arrive_expect_tx(&__choreo_tma_bar[{barrier}], {bytes}u);"),
         );
         self.w.line(
             span,
@@ -254,7 +249,10 @@ impl FnEmitter<'_, '_> {
                     ),
                     true,
                 );
-                self.w.line(span, &format!("__CHOREO_CHECK({}, \"{message}\");", checks.join(" && ")));
+                self.w.line(
+                    span,
+                    &format!("__CHOREO_CHECK({}, \"{message}\");", checks.join(" && ")),
+                );
             }
             self.w.line(
                 span,
@@ -295,7 +293,11 @@ impl FnEmitter<'_, '_> {
 
     /// The pieces of the swizzled addresses of a whole shared buffer (tier 3 §4.2): its first
     /// element, rows and columns.
-    pub(super) fn swizzle_parts(&mut self, span: Span, buffer: hir::BufferRef) -> (String, u64, u64) {
+    pub(super) fn swizzle_parts(
+        &mut self,
+        span: Span,
+        buffer: hir::BufferRef,
+    ) -> (String, u64, u64) {
         let dims = self.dims_of_buffer(buffer);
         let zeros = vec![hir::arith::int_lit(0, span); dims.len()];
         let base = self.element(span, buffer, &ElemIndex::Coords(zeros));
