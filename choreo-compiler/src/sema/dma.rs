@@ -350,6 +350,12 @@ impl Checker<'_> {
             return;
         };
         let swizzle = mods.swizzle;
+        if swizzle != 0 && dma.dst.storage == Storage::Shared {
+            self.note_swizzled(dma.dst.buffer);
+            if let Some(site) = site {
+                self.note_swizzled(hir::BufferRef::Local(site));
+            }
+        }
         let dma = hir::Dma { bind, group, tma: info, swizzle, ..dma };
         out.push(stmt(StmtKind::Dma(Box::new(dma)), span));
     }

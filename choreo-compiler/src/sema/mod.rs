@@ -179,7 +179,8 @@
 //! ignores it), `W0403` a `chunkat`/`chunk` factor that does not divide the extent (the
 //! remainder is in no tile), `W0404` `span_as` of a view that may not be contiguous,
 //! `W0405` DMA whose source and destination shapes differ with neither inside the other,
-//! `W0406` `.swiz` without a period (no swizzle),
+//! `W0406` `.swiz` without a period (no swizzle), `W0407` element access of a shared buffer
+//! that a swizzled copy wrote (it sees the physical layout),
 //! `W0702` deprecated `sync.shared`, `W0705` a `println!` argument only known at run time.
 //!
 //! Notes: `N0701` the output of a compile-time `print!`/`println!`.
@@ -319,6 +320,9 @@ pub(crate) struct KernelFrame {
     pub(crate) tma_groups: std::collections::BTreeSet<VarId>,
     /// The largest swizzle period of its copies.
     pub(crate) swizzle: u32,
+    /// Shared buffers written by a swizzled copy: element accesses see their physical layout
+    /// (`W0407` once per buffer; `true` once warned).
+    pub(crate) swizzled: std::collections::BTreeMap<hir::BufferRef, bool>,
 }
 
 /// How the function's return type is known.

@@ -328,4 +328,35 @@ impl Checker<'_> {
             k.tma_barriers - 1
         })
     }
+
+    /// Notes that a swizzled copy wrote `buffer` (tier 3 §4.3).
+    pub(crate) fn note_swizzled(&mut self, buffer: hir::BufferRef) {
+        if let Some(k) = self.kernel.as_mut() {
+            k.swizzled.entry(buffer).or_insert(false);
+        }
+    }
+
+    /// An element access of `buffer` at `span`: `W0407` the first time it reaches a buffer a
+    /// swizzled copy wrote (tier 3 §4.3: element access sees the physical bytes).
+    pub(crate) fn element_of_swizzled(&mut self, buffer: hir::BufferRef, span: Span) {
+        let Some(warned) = self.kernel.as_mut().and_then(|k| k.swizzled.get_mut(&buffer)) else {
+            return;
+        };
+        if std::mem::replace(warned, true) {
+            return;
+        }
+        self.diags.push(
+            crate::diagnostics::Diagnostic::warning(
+                "W0407",
+                span,
+                "this buffer was written by a swizzled copy: an element access sees its \
+                 physical (swizzled) layout, not the logical one",
+            )
+            .with_label("reads or writes the swizzled layout")
+            .with_help(
+                "copy the tile out with the same `.swiz<N>` to get the logical layout, or load \
+                 it without swizzle when threads read it element by element",
+            ),
+        );
+    }
 }
