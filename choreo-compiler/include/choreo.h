@@ -2,22 +2,24 @@
 // C++ code written in them. Original implementation of the API described in
 // shared/runtime-abi.md §8 and §9; header-only, needs nvcc (CUDA 12.8 or newer, -std=c++17).
 // With __CHOREO_CPU__ defined it needs no CUDA: the host C++ compiler builds it against
-// choreo_cpu.h (the CPU backend; fp6/fp4 types are then absent).
+// choreo_cpu.h (the CPU backend).
 //
 // Implemented (all in namespace `choreo` unless noted):
 //   - prelude: the standard headers host code may rely on (<iostream>, <vector>, <random>, <cmath>,
-//     <algorithm>, <functional>, <future>, <thread>, ...) and the CUDA runtime, fp16, bf16, fp8,
-//     fp6 and fp4 headers;
+//     <algorithm>, <functional>, <future>, <thread>, ...) and the CUDA runtime, fp16, bf16 and fp8
+//     headers;
 //   - element types (§9.1): s8..u64, f32, f64, f16/half (__half), bf16/bfp16/bfloat16
-//     (__nv_bfloat16), f8/f8_e4m3, f8_e5m2, f8_ue8m0 (__nv_fp8_*), f6_e2m3, f6_e3m2, f4_e2m1
-//     (__nv_fp6_* / __nv_fp4_e2m1, also exported at global scope), f8_ue4m3 (own 1-byte type), tf32
-//     (own, float storage rounded to 10 mantissa bits), sub-byte integers bin1 s2 s4 s6 u1 u2 u4 u6
-//     (own, unpacked one byte per element, values wrap modulo 2^bits), the `_t` alias of each, and
-//     stream_t;
-//   - arithmetic on the CUDA low-precision types: fp8 `+ - * /` returning float, fp8 comparisons
-//     `== != < <= > >=` of the values (IEEE: -0 == +0, NaN unequal to everything), fp6/fp4
-//     `+ - * /` returning the operand type, and `operator<<(std::ostream&, ...)` for all of them
-//     (printed as float). These live in the global namespace, next to the CUDA types, so
+//     (__nv_bfloat16), f8/f8_e4m3, f8_e5m2 (__nv_fp8_*); the narrow types of spec-tier3 §8, own
+//     one-byte trivially copyable structs, the same on the GPU and the CPU backend: f6_e2m3,
+//     f6_e3m2, f4_e2m1 (ocp_float, OCP MX FP6/FP4 in the low bits, also exported at global scope),
+//     f8_ue4m3, f8_ue8m0, sub-byte integers bin1 s2 s4 s6 u1 u2 u4 u6 (subbyte_int: the value in
+//     the low bits of its byte, values wrap modulo 2^bits); tf32 (own, float storage rounded to 10
+//     mantissa bits), the `_t` alias of each, and stream_t;
+//   - arithmetic on the low-precision types: fp8 `+ - * /` returning float, comparisons
+//     `== != < <= > >=` of the values for fp8, fp6, fp4 and the ue types (IEEE: -0 == +0, NaN
+//     unequal to everything), fp6/fp4 `+ - * /` returning the operand type, and
+//     `operator<<(std::ostream&, ...)` for all of them (printed as float). Those of the CUDA
+//     types live in the global namespace, those of choreo.h's own types in namespace choreo, so
 //     argument-dependent lookup finds them from any namespace;
 //   - mdspan<Rank> (§9.6), spanned_view<T, Rank> (§9.5), spanned_data<T, Rank> (§9.4) with
 //     bounds-checked chained operator[], fill, fill_random, element_count, bytes, rank, view;
@@ -101,22 +103,16 @@
 // The CPU backend: the host compiler builds this code, choreo_cpu.h stands in for the CUDA
 // headers (types, intrinsics, the runtime API; see ARCHITECTURE.md, "The CPU runtime").
 #include "choreo_cpu.h"
-#define CHOREO_HAS_CUDA_FP6_FP4 0
 #else
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
 #include <cuda_runtime.h>
+#endif
 
-// fp6/fp4 (and the e8m0 fp8 type) arrived in CUDA 12.8.
-#if CUDART_VERSION >= 12080
-#include <cuda_fp4.h>
-#include <cuda_fp6.h>
+// The fp6/fp4 types (and f8_ue4m3, f8_ue8m0) are choreo.h's own, on every backend and CUDA
+// version (CUDA's cuda_fp6.h/cuda_fp4.h are not used). Kept for code that tests it.
 #define CHOREO_HAS_CUDA_FP6_FP4 1
-#else
-#define CHOREO_HAS_CUDA_FP6_FP4 0
-#endif
-#endif
 
 #define CHOREO_HOST_DEVICE __host__ __device__
 
@@ -337,12 +333,6 @@ using bfloat16 = __nv_bfloat16;
 using f8_e4m3 = __nv_fp8_e4m3;
 using f8_e5m2 = __nv_fp8_e5m2;
 using f8 = f8_e4m3;
-#if CHOREO_HAS_CUDA_FP6_FP4
-using f8_ue8m0 = __nv_fp8_e8m0;
-using f6_e2m3 = __nv_fp6_e2m3;
-using f6_e3m2 = __nv_fp6_e3m2;
-using f4_e2m1 = __nv_fp4_e2m1;
-#endif
 
 using stream_t = cudaStream_t;
 
@@ -360,7 +350,189 @@ CHOREO_HOST_DEVICE inline float bits_float(std::uint32_t bits) {
   return x;
 }
 
+/// 2^k as a float, for -126 <= k <= 127.
+CHOREO_HOST_DEVICE inline float pow2f(int k) {
+  return bits_float(static_cast<std::uint32_t>(k + 127) << 23);
+}
+
+/// |a| / 2^s rounded to the nearest integer, ties to even, for a finite float `a` (given by the
+/// bits of its magnitude) whose ulp is below 2^s. Integer arithmetic only: the result does not
+/// depend on the floating-point rounding mode or on fast-math flags.
+CHOREO_HOST_DEVICE inline std::uint32_t round_scaled(std::uint32_t magnitude_bits, int s) {
+  const int biased = static_cast<int>(magnitude_bits >> 23);
+  std::uint32_t mantissa = magnitude_bits & 0x7fffffu;
+  int exponent;  // |a| = mantissa * 2^exponent
+  if (biased == 0) {
+    exponent = -149;
+  } else {
+    mantissa |= 0x800000u;
+    exponent = biased - 150;
+  }
+  const int shift = s - exponent;
+  if (shift <= 0) return mantissa;  // not reached: the callers' steps are above the ulp of |a|
+  if (shift > 25) return 0;         // |a| < 2^24 * 2^exponent <= step / 2
+  const std::uint32_t quotient = mantissa >> shift;
+  const std::uint32_t rest = mantissa & ((1u << shift) - 1u);
+  const std::uint32_t half = 1u << (shift - 1);
+  return (rest > half || (rest == half && (quotient & 1u) != 0)) ? quotient + 1 : quotient;
+}
+
+/// The magnitudes of a small float format with `Exp` exponent bits (bias `Bias`), `Man` mantissa
+/// bits, subnormals and no infinities: codes are `exponent << Man | mantissa`, without sign.
+template <int Exp, int Man, int Bias>
+struct minifloat {
+  static constexpr int min_exp = 1 - Bias;
+
+  /// The value of a magnitude code (exact in float).
+  CHOREO_HOST_DEVICE static float value(std::uint32_t code) {
+    const std::uint32_t e = code >> Man;
+    const std::uint32_t m = code & ((1u << Man) - 1u);
+    if (e == 0) return static_cast<float>(m) * pow2f(min_exp - Man);
+    return static_cast<float>(m | (1u << Man)) * pow2f(static_cast<int>(e) - Bias - Man);
+  }
+
+  /// The code of the value nearest to |x| (ties to the even code); magnitudes at or beyond the
+  /// value of `max_code` (infinities too) saturate to `max_code`. `x` is not NaN.
+  CHOREO_HOST_DEVICE static std::uint32_t encode(float x, std::uint32_t max_code) {
+    const std::uint32_t magnitude_bits = float_bits(x) & 0x7fffffffu;
+    if (!(bits_float(magnitude_bits) < value(max_code))) return max_code;
+    int k = static_cast<int>(magnitude_bits >> 23) - 127;  // floor(log2 |x|) for normal x
+    if (k < min_exp) k = min_exp;                           // the subnormal step
+    std::uint32_t q = round_scaled(magnitude_bits, k - Man);
+    if (q < (1u << Man)) return q;  // zero or subnormal (k == min_exp)
+    if (q == (2u << Man)) {         // rounded up into the next binade
+      q >>= 1;
+      ++k;
+    }
+    return (static_cast<std::uint32_t>(k + Bias) << Man) | (q - (1u << Man));
+  }
+};
+
 }  // namespace detail
+
+/// An OCP MX float of `Exp` exponent bits (bias `Bias`) and `Man` mantissa bits with a sign bit
+/// above them, stored in the low `1 + Exp + Man` bits of one byte (the bits above are zero):
+/// `f6_e2m3` (max 7.5), `f6_e3m2` (max 28), `f4_e2m1` (max 6). No infinities or NaNs.
+/// Conversion from float rounds to nearest, ties to even, saturates to the largest finite value
+/// (infinities too), keeps the sign of zero, and makes NaN the largest positive value (as CUDA's
+/// `__nv_cvt_float_to_fp6/fp4` do). Reading ignores the bits above the format.
+template <int Exp, int Man, int Bias>
+struct ocp_float {
+  using format = detail::minifloat<Exp, Man, Bias>;
+  static constexpr int bits = 1 + Exp + Man;
+  static constexpr std::uint32_t sign_bit = 1u << (Exp + Man);
+  static constexpr std::uint32_t max_code = sign_bit - 1u;
+
+  std::uint8_t storage;
+
+  ocp_float() = default;
+  CHOREO_HOST_DEVICE explicit ocp_float(float x) {
+    if (x != x) {
+      storage = static_cast<std::uint8_t>(max_code);
+    } else {
+      const std::uint32_t sign = (detail::float_bits(x) >> 31) != 0 ? sign_bit : 0u;
+      storage = static_cast<std::uint8_t>(sign | format::encode(x, max_code));
+    }
+  }
+  CHOREO_HOST_DEVICE explicit ocp_float(double x) : ocp_float(static_cast<float>(x)) {}
+  template <typename V, std::enable_if_t<std::is_integral<V>::value, int> = 0>
+  CHOREO_HOST_DEVICE explicit ocp_float(V x) : ocp_float(static_cast<float>(x)) {}
+  CHOREO_HOST_DEVICE explicit operator float() const {
+    const float magnitude = format::value(storage & max_code);
+    return (storage & sign_bit) != 0 ? -magnitude : magnitude;
+  }
+  /// The value with these bits (the bits above the format are kept, and ignored when read).
+  CHOREO_HOST_DEVICE static ocp_float from_bits(std::uint8_t bits) {
+    ocp_float x;
+    x.storage = bits;
+    return x;
+  }
+};
+
+using f6_e2m3 = ocp_float<2, 3, 1>;
+using f6_e3m2 = ocp_float<3, 2, 3>;
+using f4_e2m1 = ocp_float<2, 1, 1>;
+
+/// Unsigned E4M3 (fp8 scale factor): the e4m3 encoding without its sign bit, in the low 7 bits
+/// (bit 7 is zero, ignored when read). 0x7F is NaN; the largest value is 448 (0x7E). Conversion
+/// from float rounds to nearest, ties to even, saturates to 448; negative values (and -0) become
+/// 0; NaN stays NaN.
+struct f8_ue4m3 {
+  using format = detail::minifloat<4, 3, 7>;
+  static constexpr std::uint32_t nan_code = 0x7f;
+  static constexpr std::uint32_t max_code = 0x7e;
+
+  std::uint8_t storage;
+
+  f8_ue4m3() = default;
+  CHOREO_HOST_DEVICE explicit f8_ue4m3(float x) {
+    if (x != x) {
+      storage = nan_code;
+    } else {
+      storage = static_cast<std::uint8_t>(x > 0.0f ? format::encode(x, max_code) : 0u);
+    }
+  }
+  CHOREO_HOST_DEVICE explicit f8_ue4m3(double x) : f8_ue4m3(static_cast<float>(x)) {}
+  template <typename V, std::enable_if_t<std::is_integral<V>::value, int> = 0>
+  CHOREO_HOST_DEVICE explicit f8_ue4m3(V x) : f8_ue4m3(static_cast<float>(x)) {}
+  CHOREO_HOST_DEVICE explicit operator float() const {
+    const std::uint32_t code = storage & 0x7fu;
+    return code == nan_code ? detail::bits_float(0x7fc00000u) : format::value(code);
+  }
+  CHOREO_HOST_DEVICE static f8_ue4m3 from_bits(std::uint8_t bits) {
+    f8_ue4m3 x;
+    x.storage = bits;
+    return x;
+  }
+};
+
+/// Unsigned E8M0 (MX scale factor): the value 2^(code - 127) for codes 0..254, and NaN for 0xFF;
+/// no zero, no sign. Conversion from float rounds to the nearest power of two (ties, at
+/// 1.5 * 2^k, to the even code), saturates to 2^127 (0xFE; infinity too) and to 2^-127 (0x00;
+/// zero and negative values too); NaN becomes 0xFF.
+struct f8_ue8m0 {
+  static constexpr std::uint32_t nan_code = 0xff;
+  static constexpr std::uint32_t max_code = 0xfe;
+
+  std::uint8_t storage;
+
+  f8_ue8m0() = default;
+  CHOREO_HOST_DEVICE explicit f8_ue8m0(float x) {
+    const std::uint32_t bits = detail::float_bits(x);
+    if (x != x) {
+      storage = nan_code;
+    } else if ((bits >> 31) != 0 || x == 0.0f) {
+      storage = 0;
+    } else {
+      // x = 2^(e - 127) * (1 + m / 2^23) for normal x, m * 2^-149 when e == 0.
+      const std::uint32_t e = bits >> 23;
+      const std::uint32_t m = bits & 0x7fffffu;
+      std::uint32_t code;
+      if (e == 0) {
+        // Between 0 and 2^-126 (code 1); 2^-127 (code 0) is m = 0x400000, the midpoint
+        // 1.5 * 2^-127 is m = 0x600000 and ties to the even code 0.
+        code = m > 0x600000u ? 1u : 0u;
+      } else {
+        code = e;
+        if (m > 0x400000u || (m == 0x400000u && (e & 1u) != 0)) ++code;
+      }
+      storage = static_cast<std::uint8_t>(code > max_code ? max_code : code);
+    }
+  }
+  CHOREO_HOST_DEVICE explicit f8_ue8m0(double x) : f8_ue8m0(static_cast<float>(x)) {}
+  template <typename V, std::enable_if_t<std::is_integral<V>::value, int> = 0>
+  CHOREO_HOST_DEVICE explicit f8_ue8m0(V x) : f8_ue8m0(static_cast<float>(x)) {}
+  CHOREO_HOST_DEVICE explicit operator float() const {
+    if (storage == nan_code) return detail::bits_float(0x7fc00000u);
+    // 2^-127 is the float subnormal 0x00400000; codes 1..254 are the float exponent itself.
+    return detail::bits_float(storage == 0 ? 0x00400000u : static_cast<std::uint32_t>(storage) << 23);
+  }
+  CHOREO_HOST_DEVICE static f8_ue8m0 from_bits(std::uint8_t bits) {
+    f8_ue8m0 x;
+    x.storage = bits;
+    return x;
+  }
+};
 
 /// TensorFloat-32: a float whose mantissa is rounded (to nearest even) to 10 bits on construction.
 struct tf32 {
@@ -380,59 +552,49 @@ struct tf32 {
   }
 };
 
-/// Unsigned E4M3 (fp8 scale factor): the e4m3 encoding without its sign bit. Negative values
-/// become 0; NaN stays NaN.
-struct f8_ue4m3 {
-  std::uint8_t storage;
-
-  f8_ue4m3() = default;
-  CHOREO_HOST_DEVICE explicit f8_ue4m3(float x) {
-    if (x != x) {
-      storage = 0x7f;  // the e4m3 NaN encoding
-    } else {
-      storage = static_cast<std::uint8_t>(__nv_fp8_e4m3(x > 0.0f ? x : 0.0f).__x & 0x7fu);
-    }
-  }
-  CHOREO_HOST_DEVICE explicit f8_ue4m3(double x) : f8_ue4m3(static_cast<float>(x)) {}
-  CHOREO_HOST_DEVICE explicit f8_ue4m3(int x) : f8_ue4m3(static_cast<float>(x)) {}
-  CHOREO_HOST_DEVICE explicit operator float() const {
-    __nv_fp8_e4m3 e4m3;
-    e4m3.__x = storage;
-    return static_cast<float>(e4m3);
-  }
-};
-
 struct binary_tag {};
 
-/// An integer of `Bits` bits (1..7), stored unpacked in one byte. Construction from an integer
-/// keeps the low `Bits` bits (two's complement for signed types), so values wrap like CUTLASS's
-/// integer_subbyte; a floating value is truncated toward zero first.
+/// An integer of `Bits` bits (1..7), stored unpacked in one byte: the low `Bits` bits hold the
+/// value (two's complement when signed), the bits above are zero, and reading ignores them (and
+/// sign-extends a signed value). Construction from an integer keeps its low `Bits` bits, so
+/// values wrap modulo 2^Bits like CUTLASS's integer_subbyte; a floating value is truncated
+/// toward zero first. `bin1` (the binary_tag type) converts like bool instead: any nonzero
+/// value (NaN too) becomes 1.
 template <unsigned Bits, bool Signed, typename Tag = void>
 struct subbyte_int {
   static_assert(Bits >= 1 && Bits <= 7, "sub-byte integers have 1 to 7 bits");
-  using storage_type = std::conditional_t<Signed, std::int8_t, std::uint8_t>;
   static constexpr int bits = static_cast<int>(Bits);
+  static constexpr bool binary = std::is_same<Tag, binary_tag>::value;
   static constexpr int min_value = Signed ? -(1 << (Bits - 1)) : 0;
   static constexpr int max_value = Signed ? (1 << (Bits - 1)) - 1 : (1 << Bits) - 1;
+  static constexpr unsigned mask = (1u << Bits) - 1u;
 
-  storage_type storage;
+  std::uint8_t storage;
 
   subbyte_int() = default;
   template <typename V, std::enable_if_t<std::is_integral<V>::value, int> = 0>
-  CHOREO_HOST_DEVICE constexpr subbyte_int(V v) : storage(wrap(static_cast<long long>(v))) {}
+  CHOREO_HOST_DEVICE constexpr subbyte_int(V v)
+      : storage(binary ? static_cast<std::uint8_t>(v != 0) : wrap(static_cast<long long>(v))) {}
   template <typename V, std::enable_if_t<std::is_floating_point<V>::value, int> = 0>
-  CHOREO_HOST_DEVICE constexpr explicit subbyte_int(V v) : storage(wrap(truncate(v))) {}
+  CHOREO_HOST_DEVICE constexpr explicit subbyte_int(V v)
+      : storage(binary ? static_cast<std::uint8_t>(v != 0) : wrap(truncate(v))) {}
   template <unsigned OtherBits, bool OtherSigned, typename OtherTag>
   CHOREO_HOST_DEVICE constexpr explicit subbyte_int(subbyte_int<OtherBits, OtherSigned, OtherTag> v)
-      : storage(wrap(static_cast<int>(v))) {}
-  CHOREO_HOST_DEVICE constexpr operator int() const { return storage; }
+      : subbyte_int(static_cast<int>(v)) {}
+  CHOREO_HOST_DEVICE constexpr operator int() const {
+    const int low = static_cast<int>(storage & mask);
+    return (Signed && (low >> (Bits - 1)) != 0) ? low - (1 << Bits) : low;
+  }
+  /// The value with these bits (the bits above `Bits` are kept, and ignored when read).
+  CHOREO_HOST_DEVICE static constexpr subbyte_int from_bits(std::uint8_t raw) {
+    subbyte_int x{};
+    x.storage = raw;
+    return x;
+  }
 
  private:
-  CHOREO_HOST_DEVICE static constexpr storage_type wrap(long long v) {
-    const unsigned long long mask = (1ull << Bits) - 1;
-    long long low = static_cast<long long>(static_cast<unsigned long long>(v) & mask);
-    if (Signed && (low >> (Bits - 1)) != 0) low -= (1ll << Bits);
-    return static_cast<storage_type>(low);
+  CHOREO_HOST_DEVICE static constexpr std::uint8_t wrap(long long v) {
+    return static_cast<std::uint8_t>(static_cast<unsigned long long>(v) & mask);
   }
   template <typename V>
   CHOREO_HOST_DEVICE static constexpr long long truncate(V v) {
@@ -473,12 +635,10 @@ using f8_t = f8;
 using f8_e4m3_t = f8_e4m3;
 using f8_e5m2_t = f8_e5m2;
 using f8_ue4m3_t = f8_ue4m3;
-#if CHOREO_HAS_CUDA_FP6_FP4
 using f8_ue8m0_t = f8_ue8m0;
 using f6_e2m3_t = f6_e2m3;
 using f6_e3m2_t = f6_e3m2;
 using f4_e2m1_t = f4_e2m1;
-#endif
 using bin1_t = bin1;
 using u1_t = u1;
 using u2_t = u2;
@@ -509,16 +669,10 @@ template <>
 struct is_low_precision_float<f8_e5m2> : std::true_type {};
 template <>
 struct is_low_precision_float<f8_ue4m3> : std::true_type {};
-#if CHOREO_HAS_CUDA_FP6_FP4
 template <>
 struct is_low_precision_float<f8_ue8m0> : std::true_type {};
-template <>
-struct is_low_precision_float<f6_e2m3> : std::true_type {};
-template <>
-struct is_low_precision_float<f6_e3m2> : std::true_type {};
-template <>
-struct is_low_precision_float<f4_e2m1> : std::true_type {};
-#endif
+template <int Exp, int Man, int Bias>
+struct is_low_precision_float<ocp_float<Exp, Man, Bias>> : std::true_type {};
 
 // ---------------------------------------------------------------------------------------------
 // Scalar conversions (runtime-abi §9.8).
@@ -537,12 +691,11 @@ CHOREO_HOST_DEVICE inline float to_f32(tf32 x) { return x.value; }
 CHOREO_HOST_DEVICE inline float to_f32(f8_e4m3 x) { return static_cast<float>(x); }
 CHOREO_HOST_DEVICE inline float to_f32(f8_e5m2 x) { return static_cast<float>(x); }
 CHOREO_HOST_DEVICE inline float to_f32(f8_ue4m3 x) { return static_cast<float>(x); }
-#if CHOREO_HAS_CUDA_FP6_FP4
 CHOREO_HOST_DEVICE inline float to_f32(f8_ue8m0 x) { return static_cast<float>(x); }
-CHOREO_HOST_DEVICE inline float to_f32(f6_e2m3 x) { return static_cast<float>(x); }
-CHOREO_HOST_DEVICE inline float to_f32(f6_e3m2 x) { return static_cast<float>(x); }
-CHOREO_HOST_DEVICE inline float to_f32(f4_e2m1 x) { return static_cast<float>(x); }
-#endif
+template <int Exp, int Man, int Bias>
+CHOREO_HOST_DEVICE inline float to_f32(ocp_float<Exp, Man, Bias> x) {
+  return static_cast<float>(x);
+}
 template <unsigned Bits, bool Signed, typename Tag>
 CHOREO_HOST_DEVICE inline float to_f32(subbyte_int<Bits, Signed, Tag> x) {
   return static_cast<float>(static_cast<int>(x));
@@ -1312,13 +1465,6 @@ CHOREO_HOST_DEVICE inline void croq_assert(bool cond, const char* msg,
   CHOREO_HOST_DEVICE inline float operator/(T a, T b) { return float(a) / float(b); }   \
   inline std::ostream& operator<<(std::ostream& os, T x) { return os << float(x); }
 
-#define CHOREO_SAME_TYPE_OPERATORS(T)                                                        \
-  CHOREO_HOST_DEVICE inline T operator+(T a, T b) { return T(float(a) + float(b)); }        \
-  CHOREO_HOST_DEVICE inline T operator-(T a, T b) { return T(float(a) - float(b)); }        \
-  CHOREO_HOST_DEVICE inline T operator*(T a, T b) { return T(float(a) * float(b)); }        \
-  CHOREO_HOST_DEVICE inline T operator/(T a, T b) { return T(float(a) / float(b)); }        \
-  inline std::ostream& operator<<(std::ostream& os, T x) { return os << float(x); }
-
 // cuda_fp8.h has no comparisons; host code checks fp8 results with them (as it does halves).
 #define CHOREO_FLOAT_COMPARISONS(T)                                                    \
   CHOREO_HOST_DEVICE inline bool operator==(T a, T b) { return float(a) == float(b); } \
@@ -1332,19 +1478,48 @@ CHOREO_FLOAT_RESULT_OPERATORS(__nv_fp8_e4m3)
 CHOREO_FLOAT_RESULT_OPERATORS(__nv_fp8_e5m2)
 CHOREO_FLOAT_COMPARISONS(__nv_fp8_e4m3)
 CHOREO_FLOAT_COMPARISONS(__nv_fp8_e5m2)
-#if CHOREO_HAS_CUDA_FP6_FP4
-CHOREO_SAME_TYPE_OPERATORS(__nv_fp6_e2m3)
-CHOREO_SAME_TYPE_OPERATORS(__nv_fp6_e3m2)
-CHOREO_SAME_TYPE_OPERATORS(__nv_fp4_e2m1)
-inline std::ostream& operator<<(std::ostream& os, __nv_fp8_e8m0 x) { return os << float(x); }
+
+// The narrow types of choreo.h itself (namespace choreo, found there by argument-dependent
+// lookup): fp6/fp4 arithmetic rounds back into the type, every one compares and prints by value.
+namespace choreo {
+template <int Exp, int Man, int Bias>
+CHOREO_HOST_DEVICE inline ocp_float<Exp, Man, Bias> operator+(ocp_float<Exp, Man, Bias> a,
+                                                             ocp_float<Exp, Man, Bias> b) {
+  return ocp_float<Exp, Man, Bias>(float(a) + float(b));
+}
+template <int Exp, int Man, int Bias>
+CHOREO_HOST_DEVICE inline ocp_float<Exp, Man, Bias> operator-(ocp_float<Exp, Man, Bias> a,
+                                                             ocp_float<Exp, Man, Bias> b) {
+  return ocp_float<Exp, Man, Bias>(float(a) - float(b));
+}
+template <int Exp, int Man, int Bias>
+CHOREO_HOST_DEVICE inline ocp_float<Exp, Man, Bias> operator*(ocp_float<Exp, Man, Bias> a,
+                                                             ocp_float<Exp, Man, Bias> b) {
+  return ocp_float<Exp, Man, Bias>(float(a) * float(b));
+}
+template <int Exp, int Man, int Bias>
+CHOREO_HOST_DEVICE inline ocp_float<Exp, Man, Bias> operator/(ocp_float<Exp, Man, Bias> a,
+                                                             ocp_float<Exp, Man, Bias> b) {
+  return ocp_float<Exp, Man, Bias>(float(a) / float(b));
+}
+template <int Exp, int Man, int Bias>
+inline std::ostream& operator<<(std::ostream& os, ocp_float<Exp, Man, Bias> x) {
+  return os << float(x);
+}
+CHOREO_FLOAT_COMPARISONS(f6_e2m3)
+CHOREO_FLOAT_COMPARISONS(f6_e3m2)
+CHOREO_FLOAT_COMPARISONS(f4_e2m1)
+CHOREO_FLOAT_COMPARISONS(f8_ue4m3)
+CHOREO_FLOAT_COMPARISONS(f8_ue8m0)
+inline std::ostream& operator<<(std::ostream& os, f8_ue4m3 x) { return os << float(x); }
+inline std::ostream& operator<<(std::ostream& os, f8_ue8m0 x) { return os << float(x); }
+}  // namespace choreo
 using choreo::f4_e2m1;
 using choreo::f6_e2m3;
 using choreo::f6_e3m2;
-#endif
 
 #undef CHOREO_FLOAT_RESULT_OPERATORS
 #undef CHOREO_FLOAT_COMPARISONS
-#undef CHOREO_SAME_TYPE_OPERATORS
 
 // __half and __nv_bfloat16 convert implicitly to several arithmetic types, which makes
 // `std::cout << h` ambiguous; print them as float.
@@ -1352,10 +1527,6 @@ inline std::ostream& operator<<(std::ostream& os, __half x) { return os << __hal
 inline std::ostream& operator<<(std::ostream& os, __nv_bfloat16 x) {
   return os << __bfloat162float(x);
 }
-
-namespace choreo {
-inline std::ostream& operator<<(std::ostream& os, f8_ue4m3 x) { return os << float(x); }
-}  // namespace choreo
 
 // ---- TMA (tier 3 §3, §4, §10.2) ------------------------------------------------------------
 // Tensor maps, the copy engine's issue instructions and the swizzle of §4. A generated host

@@ -1185,6 +1185,15 @@ struct Thread {
   void bar_arrive(unsigned id, unsigned count) const;
   // Grid barrier; cooperative launches only.
   void grid_sync() const;
+  // mbarriers (PTX mbarrier.*): `bar` is an 8-byte shared word. init sets the arrival count of
+  // every phase; arrive counts one arrival (after expecting `expect_bytes` transaction bytes);
+  // complete_tx is what a copy engine does when its bytes have landed; wait returns once the
+  // phase of parity `parity` has completed (a fresh barrier is in phase 0: parity 1 passes).
+  void mbar_init(void* bar, unsigned count) const;
+  void mbar_arrive(void* bar, unsigned expect_bytes = 0) const;
+  void mbar_expect_tx(void* bar, unsigned bytes) const;
+  void mbar_complete_tx(void* bar, unsigned bytes) const;
+  void mbar_wait(const void* bar, unsigned parity) const;
   // Lets the block's other fibres run (a no-op in loop mode and on the host): what fences and
   // __nanosleep do, so that a thread spinning on a flag another thread of its block sets
   // makes progress under fibres, which are not preempted.

@@ -443,6 +443,9 @@ struct Block {
   unsigned sync_taking[2] = {0, 0};
   std::vector<Warp> warps;
   NamedBarrier named[16];
+  // Threads waiting for an mbarrier phase of this block (all mbarriers share the list: a
+  // completed phase wakes every waiter, and each checks its own barrier again).
+  Waiters mbar_waiters;
   std::string prints;
 };
 
@@ -1432,6 +1435,105 @@ void named_barrier(const Thread* t, unsigned id, unsigned count, bool wait) {
 void Thread::bar_sync(unsigned id, unsigned count) const { named_barrier(this, id, count, true); }
 void Thread::bar_arrive(unsigned id, unsigned count) const {
   named_barrier(this, id, count, false);
+}
+
+// ---- mbarriers (PTX mbarrier.*; what shared events and TMA completion are built on) ----------
+//
+// The 8 bytes of an mbarrier hold its whole state, so that shared memory that is reused or
+// re-initialised behaves as on the GPU: bit 63 the current phase's parity, bits 42..62 the
+// expected arrival count, bits 21..41 the arrivals still pending in this phase, bits 0..20 the
+// transaction bytes still pending (two's complement: a copy may complete before its bytes
+// are expected, as on the GPU). A phase completes when no arrival and no byte is pending;
+// the next phase then expects `count` arrivals again.
+
+namespace {
+constexpr unsigned long long kMbarField = (1ull << 21) - 1;
+struct MbarState {
+  unsigned parity;
+  unsigned count;
+  unsigned pending;
+  long long tx;
+};
+MbarState mbar_load(const void* bar) {
+  unsigned long long w;
+  std::memcpy(&w, bar, sizeof w);
+  long long tx = static_cast<long long>(w & kMbarField);
+  if (tx & (1ll << 20)) tx -= 1ll << 21;
+  return MbarState{static_cast<unsigned>(w >> 63), static_cast<unsigned>((w >> 42) & kMbarField),
+                   static_cast<unsigned>((w >> 21) & kMbarField), tx};
+}
+void mbar_store(void* bar, const MbarState& s) {
+  const unsigned long long w = (static_cast<unsigned long long>(s.parity & 1u) << 63) |
+                               (static_cast<unsigned long long>(s.count) << 42) |
+                               (static_cast<unsigned long long>(s.pending) << 21) |
+                               (static_cast<unsigned long long>(s.tx) & kMbarField);
+  std::memcpy(bar, &w, sizeof w);
+}
+// Applies `arrivals` arrivals and `tx` completed bytes (negative: expected bytes) to `bar`,
+// completing the phase when nothing is pending.
+void mbar_update(const Thread* t, void* bar, unsigned arrivals, long long tx, const char* what) {
+  MbarState s = mbar_load(bar);
+  if (s.count == 0) {
+    fail_block(t, cudaErrorLaunchFailure,
+               std::string(what) + " on an mbarrier that was never initialised");
+  }
+  if (arrivals > s.pending) {
+    fail_block(t, cudaErrorLaunchFailure,
+               std::string(what) + ": more arrivals than the mbarrier's count (" +
+                   std::to_string(s.count) + ") in one phase");
+  }
+  s.pending -= arrivals;
+  s.tx -= tx;
+  if (s.tx >= (1ll << 20) || s.tx < -(1ll << 20)) {
+    fail_block(t, cudaErrorLaunchFailure,
+               std::string(what) + ": an mbarrier's pending transaction bytes left [-2^20, 2^20)");
+  }
+  if (s.pending == 0 && s.tx == 0) {
+    s.parity ^= 1u;
+    s.pending = s.count;
+    Block* b = t->block_;
+    if (b != nullptr && b->sched != nullptr) make_ready(b->sched, b->mbar_waiters);
+  }
+  mbar_store(bar, s);
+}
+}  // namespace
+
+void Thread::mbar_init(void* bar, unsigned count) const {
+  if (count == 0 || count > kMbarField) {
+    fail_block(this, cudaErrorLaunchFailure,
+               "mbarrier initialised with count " + std::to_string(count) +
+                   " (it must be in [1, 2^21))");
+  }
+  mbar_store(bar, MbarState{0, count, count, 0});
+}
+void Thread::mbar_arrive(void* bar, unsigned expect_bytes) const {
+  // The bytes are expected before the arrival counts (mbarrier.arrive.expect_tx).
+  if (expect_bytes != 0) mbar_update(this, bar, 0, -static_cast<long long>(expect_bytes), "expect_tx");
+  mbar_update(this, bar, 1, 0, "mbarrier arrive");
+}
+void Thread::mbar_expect_tx(void* bar, unsigned bytes) const {
+  mbar_update(this, bar, 0, -static_cast<long long>(bytes), "mbarrier expect_tx");
+}
+void Thread::mbar_complete_tx(void* bar, unsigned bytes) const {
+  mbar_update(this, bar, 0, static_cast<long long>(bytes), "complete_tx");
+}
+void Thread::mbar_wait(const void* bar, unsigned parity) const {
+  for (;;) {
+    const MbarState s = mbar_load(bar);
+    if (s.count == 0) {
+      fail_block(this, cudaErrorLaunchFailure, "wait on an mbarrier that was never initialised");
+    }
+    // The phase of parity `parity` has completed once the current phase has the other parity.
+    if (s.parity != (parity & 1u)) return;
+    Fibre* f = current_fibre(this);
+    if (block_ == nullptr || f == nullptr) {
+      fail_block(this, cudaErrorLaunchFailure,
+                 "mbarrier wait that cannot complete in a kernel launched without kFibres (its "
+                 "threads run one after the other)");
+    }
+    if (f->sched->abandon) throw Abandon{};
+    wait_here(f, block_->mbar_waiters, "an mbarrier wait (shared event or TMA)");
+  }
 }
 
 void Thread::grid_sync() const {

@@ -82,6 +82,15 @@ impl Target {
         }
     }
 
+    /// Whether shared events exist: mbarriers, sm_80 and later (spec-tier3 §2.8), and the CPU
+    /// (whose runtime implements them).
+    pub fn has_shared_events(self) -> bool {
+        match self {
+            Target::Cuda(arch) => arch.sm() >= 80,
+            Target::Cpu => true,
+        }
+    }
+
     /// Whether TMA (the bulk tensor copy engine) exists (sm_90 and later; the CPU emulates
     /// it with a copy routine of its runtime).
     pub fn has_tma(self) -> bool {

@@ -24,9 +24,11 @@ const PROGRAMS: &[&str] = &[
     "errors_assert",
     "errors_deadlock",
     "errors_loop_barrier",
+    "errors_mbarrier",
     "errors_trap",
     "kernels",
     "lowp",
+    "mbarriers",
     "streams",
     "stress",
     "support",
@@ -159,6 +161,20 @@ fn a_deadlock_is_reported_with_its_block_and_barriers() {
     let output = run_program("errors_deadlock");
     let stderr = String::from_utf8_lossy(&output.stderr);
     for part in ["deadlock", "kernel stuck", "), block (", "__syncthreads", "bar.sync 3"] {
+        assert!(stderr.contains(part), "no {part:?} in the message:\n{stderr}");
+    }
+}
+
+#[test]
+fn mbarrier_rings_and_transaction_bytes_complete_phases_in_order() {
+    run_program("mbarriers");
+}
+
+#[test]
+fn an_mbarrier_wait_that_cannot_complete_is_a_reported_deadlock() {
+    let output = run_program("errors_mbarrier");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    for part in ["deadlock", "kernel stuck", "), block (", "mbarrier wait"] {
         assert!(stderr.contains(part), "no {part:?} in the message:\n{stderr}");
     }
 }

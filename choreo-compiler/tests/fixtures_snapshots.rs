@@ -81,9 +81,19 @@ fn run_front_end(fixture: &Fixture, with_sema: bool) -> Outcome {
     let dump = dump_file(&db, &ast);
     let mut sema_diags = Diagnostics::new();
     if with_sema {
-        let _program = sema::check(&db, &ast, Target::default(), &mut sema_diags);
+        let _program = sema::check(&db, &ast, fixture_target(&fixture.text), &mut sema_diags);
     }
     Outcome { db, parse_diags: parse_diags.into_vec(), sema_diags: sema_diags.into_vec(), dump }
+}
+
+/// The target a fixture is checked for: the default, or the architecture named by a second
+/// header line `// arch: sm_NN` (for rules that depend on it).
+fn fixture_target(text: &str) -> Target {
+    let arch = text.lines().nth(1).and_then(|l| l.strip_prefix("// arch: "));
+    match arch {
+        Some(name) => Target::Cuda(name.trim().parse().expect("a known architecture")),
+        None => Target::default(),
+    }
 }
 
 fn errors(diags: &[Diagnostic]) -> usize {

@@ -88,7 +88,10 @@ pub use buffer::DeviceBuffer;
 pub use device::{
     DEVICE_ENV, Device, DeviceGuard, MemoryInfo, driver_version, init, runtime_version,
 };
-pub use elem::{DeviceRepr, F8E4M3, F8E5M2};
+pub use elem::{
+    Bin1, DeviceRepr, F4E2M1, F6E2M3, F6E3M2, F8E4M3, F8E5M2, F8UE4M3, F8UE8M0, S2, S4, S6, U1, U2,
+    U4, U6,
+};
 pub use error::{Error, Result, check_cuda, check_status, take_deferred_error};
 pub use event::Event;
 pub use host::{HostTensor, HostView, HostViewMut, element_count};

@@ -167,14 +167,27 @@ fn rust_elem(t: ElemTy) -> Option<&'static str> {
         ElemTy::F64 => "f64",
         ElemTy::F8E4m3 => "::choreo::F8E4M3",
         ElemTy::F8E5m2 => "::choreo::F8E5M2",
-        _ => return None,
+        ElemTy::F8Ue4m3 => "::choreo::F8UE4M3",
+        ElemTy::F8Ue8m0 => "::choreo::F8UE8M0",
+        ElemTy::F6E2m3 => "::choreo::F6E2M3",
+        ElemTy::F6E3m2 => "::choreo::F6E3M2",
+        ElemTy::F4E2m1 => "::choreo::F4E2M1",
+        ElemTy::S6 => "::choreo::S6",
+        ElemTy::U6 => "::choreo::U6",
+        ElemTy::S4 => "::choreo::S4",
+        ElemTy::U4 => "::choreo::U4",
+        ElemTy::S2 => "::choreo::S2",
+        ElemTy::U2 => "::choreo::U2",
+        ElemTy::U1 => "::choreo::U1",
+        ElemTy::Bin1 => "::choreo::Bin1",
+        ElemTy::Tf32 => return None,
     })
 }
 
-/// The Rust type of a scalar at the C ABI. `f16`/`bf16` travel as their bits; the fp8 types as
-/// themselves: `F8E4M3`/`F8E5M2` are `#[repr(transparent)]` over `u8`, and the C ABI passes the
-/// C++ `__nv_fp8_e4m3`/`__nv_fp8_e5m2` (trivially copyable one-byte structs) like a one-byte
-/// integer.
+/// The Rust type of a scalar at the C ABI. `f16`/`bf16` travel as their bits; the one-byte
+/// types as themselves: `F8E4M3`, `F4E2M1`, `S4`, … are `#[repr(transparent)]` over `u8`, and
+/// the C ABI passes the C++ `__nv_fp8_e4m3`, `choreo::f4_e2m1`, `choreo::s4`, … (trivially
+/// copyable one-byte structs) like a one-byte integer.
 fn abi_scalar(t: ElemTy) -> Option<&'static str> {
     match t {
         ElemTy::F16 | ElemTy::Bf16 => Some("u16"),
@@ -189,6 +202,19 @@ fn zero_of(t: ElemTy) -> &'static str {
         ElemTy::F32 | ElemTy::F64 => "0.0",
         ElemTy::F8E4m3 => "::choreo::F8E4M3::ZERO",
         ElemTy::F8E5m2 => "::choreo::F8E5M2::ZERO",
+        ElemTy::F8Ue4m3 => "::choreo::F8UE4M3::ZERO",
+        ElemTy::F8Ue8m0 => "::choreo::F8UE8M0::ZERO",
+        ElemTy::F6E2m3 => "::choreo::F6E2M3::ZERO",
+        ElemTy::F6E3m2 => "::choreo::F6E3M2::ZERO",
+        ElemTy::F4E2m1 => "::choreo::F4E2M1::ZERO",
+        ElemTy::S6 => "::choreo::S6::ZERO",
+        ElemTy::U6 => "::choreo::U6::ZERO",
+        ElemTy::S4 => "::choreo::S4::ZERO",
+        ElemTy::U4 => "::choreo::U4::ZERO",
+        ElemTy::S2 => "::choreo::S2::ZERO",
+        ElemTy::U2 => "::choreo::U2::ZERO",
+        ElemTy::U1 => "::choreo::U1::ZERO",
+        ElemTy::Bin1 => "::choreo::Bin1::ZERO",
         _ => "0",
     }
 }

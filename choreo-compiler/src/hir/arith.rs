@@ -143,10 +143,11 @@ pub(crate) fn int_lit(v: i128, span: crate::source::Span) -> HExpr {
     HExpr { kind: HExprKind::Int(v), ty: Ty::Scalar(fit_type(v, ElemTy::S32)), span }
 }
 
-/// Integer promotion: types narrower than `int` become s32.
+/// Integer promotion: types narrower than `int` (the sub-byte integers too) become s32.
 pub(crate) fn int_promote(t: ElemTy) -> ElemTy {
     match t {
         ElemTy::S8 | ElemTy::S16 | ElemTy::U8 | ElemTy::U16 | ElemTy::Bool => ElemTy::S32,
+        t if t.is_subbyte_int() => ElemTy::S32,
         other => other,
     }
 }
@@ -156,7 +157,7 @@ pub(crate) fn float_rank(t: ElemTy) -> u8 {
         ElemTy::F64 => 4,
         ElemTy::F32 | ElemTy::Tf32 => 3,
         ElemTy::F16 | ElemTy::Bf16 => 2,
-        _ => 1, // fp8/fp6/fp4: computed in f32 (spec §5.7)
+        _ => 1, // fp8/fp6/fp4/ue*: computed in f32 (spec §5.7, spec-tier3 §8)
     }
 }
 
@@ -388,6 +389,29 @@ mod tests {
             (F64, F8E5m2, F64),
             (F16, S32, F16),
             (F16, F16, F16),
+        ] {
+            assert_eq!(common(a, b), want, "{a:?} op {b:?}");
+        }
+    }
+
+    #[test]
+    fn narrow_types_compute_in_int_or_f32() {
+        use ElemTy::*;
+        let common = |a, b| match promote(a, b) {
+            Promoted::Ok(t) => t,
+            Promoted::HalfMix => panic!("{a:?} and {b:?} are not a half mix"),
+        };
+        for (a, b, want) in [
+            (S4, S4, S32),
+            (U4, S2, S32),
+            (Bin1, U1, S32),
+            (S6, U32, U32),
+            (U6, S64, S64),
+            (F4E2m1, F4E2m1, F32),
+            (F6E2m3, F6E3m2, F32),
+            (F8Ue8m0, F16, F32),
+            (F8Ue4m3, S4, F32),
+            (F64, F4E2m1, F64),
         ] {
             assert_eq!(common(a, b), want, "{a:?} op {b:?}");
         }

@@ -100,6 +100,18 @@ pub struct AccessId(pub u32);
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct LevelId(pub u32);
 
+/// An event of a function (spec-tier3 §2): its number in declaration order
+/// ([`Function::events`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct EventId(pub u32);
+
+impl EventId {
+    /// The index as `usize`.
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
 impl ParamId {
     /// The index as `usize`.
     pub fn index(self) -> usize {
@@ -185,6 +197,8 @@ pub struct Function {
     pub kernel_count: u32,
     /// Number of element accesses, i.e. 1 + the largest [`AccessId`].
     pub access_count: u32,
+    /// The shared events declared in its kernels (spec-tier3 §2), indexed by [`EventId`].
+    pub events: Vec<Event>,
     /// The body (host code; kernels are [`StmtKind::Parallel`] statements).
     pub body: Vec<Stmt>,
     /// The C++ the function runs that the compiler cannot check (`call`, intrinsics,
@@ -576,7 +590,8 @@ impl ElemTy {
         }
     }
 
-    /// Whether this is an integer type of tier 1 (s8…s64, u8…u64).
+    /// Whether this is an integer type: s8…s64, u8…u64, and the sub-byte integers (`s6 u6 s4
+    /// u4 s2 u2 u1 bin1`, see [`Self::is_subbyte_int`]).
     pub fn is_int(self) -> bool {
         matches!(
             self,
@@ -588,12 +603,55 @@ impl ElemTy {
                 | ElemTy::U16
                 | ElemTy::U32
                 | ElemTy::U64
+        ) || self.is_subbyte_int()
+    }
+
+    /// Whether this is a signed integer type (`s6 s4 s2` included; `bin1` holds 0 or 1 and
+    /// counts as unsigned here: it promotes to `int` before any arithmetic, where the
+    /// difference cannot be seen).
+    pub fn is_signed_int(self) -> bool {
+        matches!(
+            self,
+            ElemTy::S8
+                | ElemTy::S16
+                | ElemTy::S32
+                | ElemTy::S64
+                | ElemTy::S6
+                | ElemTy::S4
+                | ElemTy::S2
         )
     }
 
-    /// Whether this is a signed integer type (tier 1 widths).
-    pub fn is_signed_int(self) -> bool {
-        matches!(self, ElemTy::S8 | ElemTy::S16 | ElemTy::S32 | ElemTy::S64)
+    /// Whether this is one of the sub-byte integers `s6 u6 s4 u4 s2 u2 u1 bin1` (spec-tier3
+    /// §8): one byte per element with the value in its low bits, computed in `int`, stored back
+    /// keeping the low bits (`bin1` converts like `bool`: nonzero is 1).
+    pub fn is_subbyte_int(self) -> bool {
+        matches!(
+            self,
+            ElemTy::S6
+                | ElemTy::U6
+                | ElemTy::S4
+                | ElemTy::U4
+                | ElemTy::S2
+                | ElemTy::U2
+                | ElemTy::U1
+                | ElemTy::Bin1
+        )
+    }
+
+    /// Whether this is a one-byte float computed in f32 (spec §5.7, spec-tier3 §8): the fp8
+    /// types, `f8_ue4m3`, `f8_ue8m0`, `f6_e2m3`, `f6_e3m2` and `f4_e2m1`.
+    pub fn is_narrow_float(self) -> bool {
+        self.is_fp8() || self.is_tier3_float()
+    }
+
+    /// Whether this is one of the narrow floats that `__to` may only target on sm_90 and later
+    /// (spec-tier3 §0): `f8_ue4m3`, `f8_ue8m0`, `f6_e2m3`, `f6_e3m2`, `f4_e2m1`.
+    pub fn is_tier3_float(self) -> bool {
+        matches!(
+            self,
+            ElemTy::F8Ue4m3 | ElemTy::F8Ue8m0 | ElemTy::F6E2m3 | ElemTy::F6E3m2 | ElemTy::F4E2m1
+        )
     }
 
     /// Whether this is a floating-point type (including the narrow fp8/fp6/fp4 and tf32).
@@ -628,6 +686,10 @@ impl ElemTy {
     /// Bit width of an integer type (0 for others).
     pub fn int_bits(self) -> u32 {
         match self {
+            ElemTy::U1 | ElemTy::Bin1 => 1,
+            ElemTy::S2 | ElemTy::U2 => 2,
+            ElemTy::S4 | ElemTy::U4 => 4,
+            ElemTy::S6 | ElemTy::U6 => 6,
             ElemTy::S8 | ElemTy::U8 => 8,
             ElemTy::S16 | ElemTy::U16 => 16,
             ElemTy::S32 | ElemTy::U32 => 32,
@@ -636,9 +698,10 @@ impl ElemTy {
         }
     }
 
-    /// Whether the type is implemented in tier 1 (integers, f16, bf16, f32, f64, bool).
+    /// Whether the type is implemented in tier 1 (integers of 8 to 64 bits, f16, bf16, f32,
+    /// f64, bool).
     pub fn is_tier1(self) -> bool {
-        self.is_int()
+        (self.is_int() && !self.is_subbyte_int())
             || matches!(self, ElemTy::Bool | ElemTy::F16 | ElemTy::Bf16 | ElemTy::F32 | ElemTy::F64)
     }
 
@@ -648,11 +711,10 @@ impl ElemTy {
         matches!(self, ElemTy::F8E4m3 | ElemTy::F8E5m2)
     }
 
-    /// Whether the translator implements the type: the tier-1 types and the tier-2 fp8 types.
-    /// The other narrow types (`f8_ue4m3`, `f8_ue8m0`, fp6, fp4, tf32, sub-byte integers) are
-    /// tier 3.
+    /// Whether the translator implements the type as an element or scalar type: all but `tf32`
+    /// (an MMA operand type only).
     pub fn is_implemented(self) -> bool {
-        self.is_tier1() || self.is_fp8()
+        self != ElemTy::Tf32
     }
 }
 
@@ -1677,6 +1739,14 @@ pub enum StmtKind {
         /// The number of threads (a multiple of 32).
         threads: HExpr,
     },
+    /// A shared event's declaration (spec-tier3 §2.1): one thread of the block initialises its
+    /// mbarriers, then the block synchronises.
+    EventInit(EventId),
+    /// `trigger e, …;`: each executing thread arrives once on each slot, in order.
+    Trigger(Vec<EventSlot>),
+    /// `wait e, …;` on events: each executing thread waits until the generation it expects
+    /// of each slot has completed, in order.
+    EventWait(Vec<EventSlot>),
     /// A whole-buffer copy between global buffers in host code (spec §14.6): a device-to-device
     /// copy of the elements of the smaller one. (Any other host-level DMA — of views, padded,
     /// transposed — is a kernel of its own: a [`StmtKind::Parallel`] of
@@ -1689,6 +1759,82 @@ pub enum StmtKind {
         /// Elements to copy (the smaller element count).
         count: Dim,
     },
+}
+
+/// A shared event (spec-tier3 §2): per slot, a generation counter of the block that completes
+/// when its arrival count of threads have triggered it. Lowered to one mbarrier per slot.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Event {
+    /// The name as written.
+    pub name: String,
+    /// The declarator.
+    pub span: Span,
+    /// The kernel that declares it.
+    pub kernel: KernelId,
+    /// The array extents (`e[4]` → `[4]`; empty for a single event).
+    pub dims: Vec<u32>,
+    /// `= ready`: generation 0 counts as complete (the first wait of each slot passes).
+    pub ready: bool,
+    /// `event<N>`: the arrival count written in the declaration.
+    pub arrivals: Option<u32>,
+    /// The shared buffer of its mbarriers (`u64`, one per slot; a [`LocalPlace::SharedBuffer`]).
+    pub barriers: VarId,
+    /// The per-thread phase bits of its slots for plain waits (`wait e[i]`; a mutable `u64`
+    /// device scalar, bit i the parity slot i's next wait expects).
+    pub phases: VarId,
+    /// Where it is triggered, with the conditions under which a thread gets there.
+    pub triggers: Vec<TriggerSite>,
+}
+
+impl Event {
+    /// The number of slots (mbarriers).
+    pub fn slots(&self) -> u32 {
+        self.dims.iter().product()
+    }
+}
+
+/// A `trigger` of an event: which threads of the block execute it, as far as the compiler can
+/// tell (for the arrival count, spec-tier3 §2.7).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TriggerSite {
+    /// The `trigger` statement.
+    pub span: Span,
+    /// The linear slot it arrives on (`e[i]`, through immutable locals like the conditions);
+    /// `None` for a ring operand (`e.at(k)`), which arrives on every slot in turn.
+    pub slot: Option<HExpr>,
+    /// The predicates of the enclosing `inthreads`, outermost first, with immutable device
+    /// scalars replaced by their initial values: a thread triggers when all hold.
+    pub conditions: Vec<HExpr>,
+}
+
+/// One slot of an event named by `trigger` or `wait`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EventSlot {
+    /// The event.
+    pub event: EventId,
+    /// Which slot, and how its phase is known.
+    pub index: SlotIndex,
+    /// The operand as written.
+    pub span: Span,
+}
+
+/// How a `trigger`/`wait` operand selects a slot.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SlotIndex {
+    /// `e`, `e[i]`, `e[i][j]`: the slot's linear index (s32). Each thread tracks the slot's
+    /// phase itself ([`Event::phases`]).
+    Fixed(HExpr),
+    /// `e.at(k)` on a one-dimensional ring of N slots: slot `k mod N`, generation `k / N`.
+    Order(HExpr),
+}
+
+impl SlotIndex {
+    /// The slot's linear index or the ring order.
+    pub fn expr(&self) -> &HExpr {
+        match self {
+            SlotIndex::Fixed(e) | SlotIndex::Order(e) => e,
+        }
+    }
 }
 
 /// Rewrites every `%[name]` reference to a named operand in an asm template with what `f`

@@ -151,6 +151,12 @@ pub fn walk_stmt<'a, V: Visitor<'a> + ?Sized>(v: &mut V, s: &'a Stmt) {
             walk_expr(v, id);
             walk_expr(v, threads);
         }
+        StmtKind::EventInit(_) => {}
+        StmtKind::Trigger(slots) | StmtKind::EventWait(slots) => {
+            for slot in slots {
+                walk_expr(v, slot.index.expr());
+            }
+        }
     }
 }
 

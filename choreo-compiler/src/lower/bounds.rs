@@ -423,6 +423,9 @@ impl<'a> Analysis<'a, '_> {
                 | StmtKind::Eval(_)
                 | StmtKind::Cpp(_)
                 | StmtKind::Asm(_)
+                | StmtKind::EventInit(_)
+                | StmtKind::Trigger(_)
+                | StmtKind::EventWait(_)
                 | StmtKind::NamedBarrier { .. } => {}
             }
         }
@@ -574,6 +577,11 @@ impl<'a> Analysis<'a, '_> {
                     self.ranges.remove(v);
                 }
             }
+            StmtKind::Trigger(slots) | StmtKind::EventWait(slots) => {
+                for slot in slots {
+                    self.expr(slot.index.expr());
+                }
+            }
             StmtKind::Break
             | StmtKind::Continue
             | StmtKind::Yield
@@ -582,6 +590,7 @@ impl<'a> Analysis<'a, '_> {
             | StmtKind::SyncGlobal
             | StmtKind::Return(_)
             | StmtKind::Check(_)
+            | StmtKind::EventInit(_)
             | StmtKind::DeclBuffer { .. }
             | StmtKind::Parallel(_)
             | StmtKind::Wait { .. }
@@ -1199,6 +1208,9 @@ fn leaves_early(body: &[Stmt]) -> bool {
         | StmtKind::Eval(_)
         | StmtKind::Cpp(_)
         | StmtKind::Asm(_)
+        | StmtKind::EventInit(_)
+        | StmtKind::Trigger(_)
+        | StmtKind::EventWait(_)
         | StmtKind::NamedBarrier { .. } => false,
     })
 }

@@ -32,6 +32,7 @@
 
 pub mod abi;
 pub mod bounds;
+mod events;
 pub mod instances;
 pub mod names;
 pub mod vector;
@@ -80,6 +81,9 @@ pub struct FunctionPlan {
     pub leaves_async_work: bool,
     /// The `extern "C"` entry.
     pub entry: Entry,
+    /// The arrival count per generation of each slot of each shared event, indexed by
+    /// [`hir::EventId`] and slot.
+    pub event_arrivals: Vec<Vec<u32>>,
     /// Every element access, indexed by [`hir::AccessId`]: which of its index bounds are
     /// proven and which are checked at run time.
     pub accesses: Vec<AccessPlan>,
@@ -467,6 +471,7 @@ fn lower_function(
     }
     let symbols = Symbols::of(f, scope, options.target);
     let entry = abi::entry(f, symbols.entry.clone(), result_shape, guards);
+    let event_arrivals = events::arrival_counts(f, &kernels, diags);
     FunctionPlan {
         symbols,
         names: names::assign_names(f),
@@ -475,6 +480,7 @@ fn lower_function(
         streams,
         memory,
         entry,
+        event_arrivals,
         accesses,
         guards,
         unchecked: any_guarded && !options.bounds_checks,

@@ -126,6 +126,42 @@ impl Checker<'_> {
         true
     }
 
+    /// Checks the target type of `__to<T>` (spec-tier3 §8, §0): never a sub-byte integer or
+    /// bool (`E0428`), and `f8_ue4m3`, `f8_ue8m0`, `f6_*`, `f4_e2m1` only on sm_90 and later
+    /// (`E0470`; the CPU target has them all). `false` after reporting.
+    pub(crate) fn cast_target_ok(&mut self, to: crate::hir::ElemTy, span: Span) -> bool {
+        if to.is_subbyte_int() || to == crate::hir::ElemTy::Bool {
+            self.error_label(
+                "E0428",
+                span,
+                format!(
+                    "'__to' does not convert to '{}': sub-byte integers and bool are never \
+                     '__to' targets (an assignment converts instead)",
+                    to.as_str()
+                ),
+                "a sub-byte integer or bool",
+            );
+            return false;
+        }
+        if let Some(arch) = self.target.arch().filter(|a| to.is_tier3_float() && a.sm() < 90) {
+            self.diags.push(
+                crate::diagnostics::Diagnostic::error(
+                    "E0470",
+                    span,
+                    format!(
+                        "the target type '{}' of '__to' is not supported by the target \
+                         architecture {arch}: it needs sm_90 or newer",
+                        to.as_str()
+                    ),
+                )
+                .with_label(format!("needs sm_90 or newer, compiling for {arch}"))
+                .with_help("compile with `--arch sm_90a` (or sm_90, sm_100, sm_120)"),
+            );
+            return false;
+        }
+        true
+    }
+
     /// Checks the parameter list: kinds, dims, symbolic dimensions, entry checks; declares
     /// parameters and symbols in the function scope.
     pub(crate) fn check_params(&mut self, f: &ast::CoFunction) {

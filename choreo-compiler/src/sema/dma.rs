@@ -1099,6 +1099,29 @@ impl Checker<'_> {
 
     /// `wait f, …;` (spec §14.3).
     pub(crate) fn check_wait(&mut self, targets: &[ast::Expr], span: Span, out: &mut Vec<Stmt>) {
+        // Events and futures may be mixed; each run of one kind is waited in order.
+        if targets.iter().any(|t| self.names_event(t)) {
+            let mut rest = targets;
+            while let Some(first) = rest.first() {
+                let events = self.names_event(first);
+                let n = rest.iter().take_while(|t| self.names_event(t) == events).count();
+                let (run, tail) = rest.split_at(n);
+                if events {
+                    if let Some(s) = self.check_event_wait(run, span) {
+                        out.push(s);
+                    }
+                } else {
+                    self.check_future_wait(run, span, out);
+                }
+                rest = tail;
+            }
+            return;
+        }
+        self.check_future_wait(targets, span, out);
+    }
+
+    /// `wait f, …;` on futures (spec §14.3).
+    fn check_future_wait(&mut self, targets: &[ast::Expr], span: Span, out: &mut Vec<Stmt>) {
         let mut names = Vec::new();
         for t in targets {
             match &t.kind {

@@ -290,6 +290,19 @@ impl Checker<'_> {
             }
             Symbol::Shape(dims) => Val::Shape(dims),
             Symbol::Future(f) => Val::Future(f),
+            Symbol::Event(_) => {
+                self.error_label(
+                    "E0471",
+                    span,
+                    format!(
+                        "'{}' is an event: events are not values (only `trigger` and `wait` \
+                         name them)",
+                        id.name
+                    ),
+                    "an event",
+                );
+                Val::Error
+            }
             Symbol::View(mut view) => {
                 // Spans of the expansion point at the use.
                 for e in view.exprs_mut() {
@@ -458,8 +471,9 @@ impl Checker<'_> {
         let ty = match (&e.ty, op) {
             (Ty::BoundedInt, _) => Ty::BoundedInt,
             (_, UnOp::Not) => Ty::Scalar(ElemTy::Bool),
-            // Integers narrower than int promote to int; f8 is negated in f32 (spec §5.7).
-            _ if t.is_int() || t.is_fp8() => Ty::Scalar(promote(t, t).unwrap_or(t)),
+            // Integers narrower than int (sub-byte ones too) promote to int; narrow floats are
+            // negated in f32 (spec §5.7, spec-tier3 §8).
+            _ if t.is_int() || t.is_narrow_float() => Ty::Scalar(promote(t, t).unwrap_or(t)),
             _ => Ty::Scalar(t),
         };
         if let Some(kind) = fold::fold_unary(op, &e) {
@@ -1080,8 +1094,12 @@ impl Checker<'_> {
                 },
             });
         }
-        // f8 arguments are computed in f32 (spec §5.7), also when they are alone.
-        let common = common.filter(|t| !t.is_fp8()).unwrap_or(ElemTy::F32);
+        // Narrow float arguments are computed in f32 (spec §5.7), also when they are alone;
+        // sub-byte integers in int.
+        let common = common
+            .filter(|t| !t.is_narrow_float())
+            .map(|t| if t.is_subbyte_int() { ElemTy::S32 } else { t })
+            .unwrap_or(ElemTy::F32);
         let (arg_ty, result) = match f {
             MathFn::Alignup | MathFn::Aligndown => {
                 if !common.is_int() {
@@ -1116,7 +1134,7 @@ impl Checker<'_> {
             }
             ast::CastTarget::Type(t, s) => {
                 let to = types::scalar_from_ast(*t);
-                if !self.implemented_elem(to, *s) {
+                if !self.implemented_elem(to, *s) || !self.cast_target_ok(to, *s) {
                     return Val::Error;
                 }
                 to
@@ -1137,6 +1155,20 @@ impl Checker<'_> {
             }
         };
         if matches!(e.ty, Ty::Error) {
+            return Val::Error;
+        }
+        if let Some(from) = e.ty.scalar().filter(|t| t.is_subbyte_int() || *t == ElemTy::Bool) {
+            // Sub-byte integers and bool are never `__to` sources (spec-tier3 §8).
+            self.error_label(
+                "E0428",
+                operand.span,
+                format!(
+                    "'__to' does not convert from '{}': sub-byte integers and bool are never \
+                     '__to' sources (an assignment converts instead)",
+                    from.as_str()
+                ),
+                "a sub-byte integer or bool",
+            );
             return Val::Error;
         }
         if let (HExprKind::Int(v), true) = (&e.kind, to.is_int()) {

@@ -86,7 +86,9 @@ impl Checker<'_> {
         let splits = self.selects_level_instances(&cond);
         self.inthreads_depth += 1;
         self.selecting_conditions += u32::from(splits);
+        self.inthreads_conditions.push(cond.clone());
         let then_body = self.check_block_scoped(body);
+        self.inthreads_conditions.pop();
         self.selecting_conditions -= u32::from(splits);
         self.inthreads_depth -= 1;
         out.push(Stmt { kind: StmtKind::If { cond, then_body, else_body: Vec::new() }, span });

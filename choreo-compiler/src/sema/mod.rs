@@ -44,7 +44,9 @@
 //! - `E0425` element access (read or write) in host code (§12 ⚠, §22.5)
 //! - `E0426` `.at` on a value that is not spanned data
 //! - `E0427` `#v` of a value that is not a bounded variable
-//! - `E0428` invalid `__to` conversion
+//! - `E0428` invalid `__to` conversion (also: a sub-byte integer or bool as its source or target)
+//! - `E0470` `__to<T>` to `f8_ue4m3`, `f8_ue8m0`, `f6_*` or `f4_e2m1` for an architecture
+//!   before sm_90 (spec-tier3 §0)
 //! - `E0429` math built-in with wrong argument count or types
 //! - `E0430` buffer initialiser `{v}` is not a scalar
 //! - `E0431` global buffer declared inside a parallel-by
@@ -98,6 +100,16 @@
 //! - `E0461` `.swiz<N>` misuse (tier 3 §4): rows not a multiple of N bytes, part of a shared
 //!   buffer, a swizzled `dma.copy` with no shared side or tiles of different shapes
 //! - `E0462` TMA on an architecture without it (below sm_90)
+//! - `E0470` event declaration in the wrong place or of the wrong form: `shared` on the host,
+//!   inside `inthreads` or a loop, no storage, array extents that are not constants in
+//!   [1, 64] (or more than 64 slots), an arrival count `event<N>` out of [1, 2^20 − 1]
+//! - `E0471` `trigger`/`wait` operand that is not one event slot: a non-event, an event array
+//!   without an index, indices that do not match the array, a constant index out of range,
+//!   `.at(order)` on a single event or a multi-dimensional array, a non-integer or negative
+//!   order; an event used as a value or assigned; `trigger` on the host
+//! - `E0472` an event that is triggered but never waited ("some asyncs are not explicitly
+//!   waited")
+//! - `E0474` shared events on a target without mbarriers (below sm_80)
 //!
 //! Calls into C++ and built-ins (§17, §18):
 //! - `E0454` `call` outside a parallel-by, a call result with no declared type, an argument
@@ -181,13 +193,16 @@
 //! `W0405` DMA whose source and destination shapes differ with neither inside the other,
 //! `W0406` `.swiz` without a period (no swizzle), `W0407` element access of a shared buffer
 //! that a swizzled copy wrote (it sees the physical layout),
-//! `W0702` deprecated `sync.shared`, `W0705` a `println!` argument only known at run time.
+//! `W0702` deprecated `sync.shared`, `W0705` a `println!` argument only known at run time,
+//! `W0470` `trigger` outside `inthreads` (every thread of the block arrives),
+//! `W0471` an event that is waited but never triggered.
 //!
 //! Notes: `N0701` the output of a compile-time `print!`/`println!`.
 
 mod calls;
 mod checks;
 mod dma;
+mod events;
 mod expr;
 mod inthreads;
 use crate::hir::arith as fold;
@@ -397,6 +412,13 @@ pub(crate) struct Checker<'a> {
     pub(crate) sym_names: HashMap<String, SymId>,
     /// Immutable scalars initialised with a literal: uses fold to the literal (spec §8.6).
     pub(crate) consts: HashMap<VarId, HExpr>,
+    /// The shared events declared so far (spec-tier3 §2).
+    pub(crate) events: Vec<hir::Event>,
+    /// Which events some `wait` waits for (an event triggered and never waited is an error).
+    pub(crate) waited_events: BTreeSet<hir::EventId>,
+    /// The predicates of the `inthreads` enclosing the statements being checked, outermost
+    /// first (where a `trigger` records which threads execute it).
+    pub(crate) inthreads_conditions: Vec<HExpr>,
 }
 
 impl<'a> Checker<'a> {
@@ -436,6 +458,9 @@ impl<'a> Checker<'a> {
             has_inout: false,
             sym_names: HashMap::new(),
             consts: HashMap::new(),
+            events: Vec::new(),
+            waited_events: BTreeSet::new(),
+            inthreads_conditions: Vec::new(),
         }
     }
 
@@ -445,6 +470,7 @@ impl<'a> Checker<'a> {
         parallel::infer_levels(&mut self, &f.body.stmts);
         self.has_parallel = stmt::contains_parallel(&f.body.stmts);
         let body = self.check_stmts(&f.body.stmts);
+        self.check_events_used();
         let ret = match &self.ret {
             RetState::Void => ReturnTy::Void,
             RetState::Declared(t) => t.clone(),
@@ -488,6 +514,7 @@ impl<'a> Checker<'a> {
             has_parallel: self.has_parallel,
             kernel_count: self.kernel_count,
             access_count: self.access_count,
+            events: self.events,
             body,
             foreign_code: self.foreign,
         }

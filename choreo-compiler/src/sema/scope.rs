@@ -18,6 +18,8 @@ pub(crate) enum Symbol {
     Shape(Vec<Dim>),
     /// A data future (spec §5.6, §14).
     Future(FutureSym),
+    /// A shared event (spec-tier3 §2): only `trigger` and `wait` name it.
+    Event(crate::hir::EventId),
     /// A named view (`t = a.chunkat(p, _);`, spec §13.3): its coordinates were computed into
     /// immutable locals where needed, so it is expanded at every use.
     View(crate::hir::View),

@@ -264,12 +264,7 @@ impl Checker<'_> {
                     self.declare_poisoned(&item.name);
                 }
             }
-            A::EventDecl(d) => {
-                self.unsupported(span, "events", 3);
-                for item in &d.items {
-                    self.declare_poisoned(&item.name);
-                }
-            }
+            A::EventDecl(d) => self.check_event_decl(d, span, out),
             A::Dma(d) => self.check_dma(d, span, out),
             A::DmaAny { engine, name } => self.check_dma_any(name, *engine, span, out),
             A::Mma(m) => {
@@ -284,7 +279,7 @@ impl Checker<'_> {
             }
             A::FragOp(_) => self.unsupported(span, "fragment operations", 3),
             A::Wait(targets) => self.check_wait(targets, span, out),
-            A::Trigger(_) => self.unsupported(span, "`trigger`", 3),
+            A::Trigger(t) => self.check_trigger(t, span, out),
             A::Call(c) => self.check_call_stmt(c, span, out),
             A::Assert { cond, message } => self.check_assert(cond, &message.value, span, out),
             A::Swap { rotate, names } => self.check_swap(*rotate, names, span, out),
@@ -1076,6 +1071,15 @@ impl Checker<'_> {
                 let _ = self.check_expr(&a.value);
                 immutable(self);
             }
+            Symbol::Event(_) => {
+                let _ = self.check_expr(&a.value);
+                self.error_label(
+                    "E0471",
+                    id.span,
+                    format!("'{}' is an event and cannot be assigned: use `trigger`", id.name),
+                    "an event",
+                );
+            }
             Symbol::Future(_) => {
                 let _ = self.check_expr(&a.value);
                 self.error_label(
@@ -1748,6 +1752,7 @@ impl Checker<'_> {
                     Symbol::Tuple { items, .. } => format!("ituple<{}>", items.len()),
                     Symbol::View(v) => format!("a view of rank {}", v.dims.len()),
                     Symbol::Future(_) => "future".to_string(),
+                    Symbol::Event(_) => "event".to_string(),
                     Symbol::Local(_) => String::new(),
                 };
                 self.error_label(

@@ -108,30 +108,63 @@ fn float_mantissa(t: ElemTy) -> u32 {
     }
 }
 
-/// Whether `f` is exactly an `f8_e4m3` (`e4m3`) or `f8_e5m2` value: at most 4 (3) significant
-/// bits, no finer than the smallest subnormal 2^-9 (2^-16), at most 448 (57344) in magnitude.
-fn fp8_exact(f: f64, t: ElemTy) -> bool {
-    let (significant, min_subnormal_exp, max) = match t {
-        ElemTy::F8E4m3 => (4, -9, 448.0),
-        _ => (3, -16, 57344.0),
+/// The exactly representable values of a narrow float type: significant bits (the implicit
+/// one included), the exponent of the smallest step (the smallest subnormal, or for `f8_ue8m0`
+/// the smallest value), the largest finite value, whether negative values and zero exist.
+struct NarrowFormat {
+    significant: u32,
+    min_step_exp: i32,
+    max: f64,
+    signed: bool,
+    has_zero: bool,
+}
+
+fn narrow_format(t: ElemTy) -> NarrowFormat {
+    let f = |significant, min_step_exp, max, signed| NarrowFormat {
+        significant,
+        min_step_exp,
+        max,
+        signed,
+        has_zero: true,
     };
-    if !f.is_finite() || f.abs() > max {
+    match t {
+        ElemTy::F8E4m3 => f(4, -9, 448.0, true),
+        ElemTy::F8E5m2 => f(3, -16, 57344.0, true),
+        ElemTy::F8Ue4m3 => f(4, -9, 448.0, false),
+        ElemTy::F6E2m3 => f(4, -3, 7.5, true),
+        ElemTy::F6E3m2 => f(3, -4, 28.0, true),
+        ElemTy::F4E2m1 => f(2, -1, 6.0, true),
+        // 2^-127 … 2^127, powers of two only.
+        _ => NarrowFormat {
+            significant: 1,
+            min_step_exp: -127,
+            max: 2f64.powi(127),
+            signed: false,
+            has_zero: false,
+        },
+    }
+}
+
+/// Whether `f` is exactly a value of the narrow float type `t` (see [`ElemTy::is_narrow_float`]):
+/// at most its significant bits, no finer than its smallest step, within its range.
+fn narrow_exact(f: f64, t: ElemTy) -> bool {
+    let format = narrow_format(t);
+    if !f.is_finite() || f.abs() > format.max || (f < 0.0 && !format.signed) {
         return false;
     }
     if f == 0.0 {
-        return true;
+        return format.has_zero && (format.signed || !f.is_sign_negative());
     }
     // f = m * 2^k with m odd; exact when m fits the significand and k is not below the
-    // smallest subnormal. The scaled values are exact in f64 (powers of two).
-    let scaled = f.abs() * 2f64.powi(-min_subnormal_exp);
-    if scaled.fract() != 0.0 {
+    // smallest step. The scaled values are exact in f64 (powers of two).
+    let mut m = f.abs() * 2f64.powi(-format.min_step_exp);
+    if m.fract() != 0.0 {
         return false;
     }
-    let mut m = scaled as u64;
-    while m % 2 == 0 {
-        m /= 2;
+    while m >= 2.0 && (m / 2.0).fract() == 0.0 {
+        m /= 2.0;
     }
-    m < (1 << significant)
+    m < f64::from(1u32 << format.significant)
 }
 
 /// Whether a constant value is exactly representable in `t`.
@@ -147,8 +180,8 @@ fn const_fits(e: &HExpr, t: ElemTy) -> bool {
                 } else {
                     (0..=((1i128 << bits) - 1)).contains(&v)
                 }
-            } else if t.is_fp8() {
-                fp8_exact(v as f64, t)
+            } else if t.is_narrow_float() {
+                narrow_exact(v as f64, t)
             } else if t.is_float() {
                 v.unsigned_abs() <= (1u128 << float_mantissa(t))
             } else {
@@ -159,7 +192,7 @@ fn const_fits(e: &HExpr, t: ElemTy) -> bool {
             ElemTy::F64 => true,
             ElemTy::F32 => (f as f32) as f64 == f || f.is_infinite(),
             ElemTy::F16 | ElemTy::Bf16 => f.fract() == 0.0 && f.abs() <= 256.0,
-            ElemTy::F8E4m3 | ElemTy::F8E5m2 => fp8_exact(f, t),
+            t if t.is_narrow_float() => narrow_exact(f, t),
             _ => false,
         },
         _ => false,
@@ -182,19 +215,26 @@ impl Checker<'_> {
         if (from == ElemTy::Bool) != (to == ElemTy::Bool) {
             return None;
         }
-        if !const_fits(&e, to) {
+        // Conversions from or to sub-byte integers have no explicit form (they are never
+        // `__to` sources or targets, spec-tier3 §8): the assignment is the conversion, and its
+        // wrap-around is the defined behaviour, so it does not warn.
+        let subbyte = from.is_subbyte_int() || to.is_subbyte_int();
+        if !subbyte && !const_fits(&e, to) {
             let lossy = if from.is_float() && to.is_int() {
                 true
             } else if from.is_float() && to.is_float() {
                 float_rank(to) < float_rank(from)
                     || (from == ElemTy::F16 && to == ElemTy::Bf16)
                     || (from == ElemTy::Bf16 && to == ElemTy::F16)
-                    // e4m3 has the finer steps, e5m2 the wider range.
-                    || (from.is_fp8() && to.is_fp8())
+                    // Between narrow floats: one has the finer steps, the other the wider range.
+                    || (from.is_narrow_float() && to.is_narrow_float())
             } else if from.is_int() && to.is_int() {
                 to.int_bits() < from.int_bits()
-            } else if from.is_int() && to.is_fp8() {
-                // Unlike the wider floats, fp8 holds few integers exactly (none above 57344).
+                    // bin1 keeps only whether the value is zero.
+                    || (to == ElemTy::Bin1 && from != ElemTy::Bin1)
+            } else if from.is_int() && to.is_narrow_float() {
+                // Unlike the wider floats, the narrow ones hold few integers exactly (fp4 none
+                // above 6).
                 true
             } else {
                 false

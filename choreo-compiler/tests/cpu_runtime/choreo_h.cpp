@@ -59,6 +59,13 @@ int main() {
   CHECK(choreo::utils::from_f32<choreo::bf16>(1.0f) == choreo::bf16(1.0f));
   const choreo::f8_ue4m3 ue(-3.0f);
   CHECK(static_cast<float>(ue) == 0.0f);
+  // The narrow types of spec-tier3 §8 exist on the CPU too (choreo.h's own, one byte each).
+  CHECK(static_cast<float>(choreo::f4_e2m1(2.5f)) == 2.0f);  // ties to the even code
+  CHECK(static_cast<float>(choreo::f6_e3m2(100.0f)) == 28.0f);
+  CHECK(static_cast<float>(choreo::f8_ue8m0(3.0f)) == 2.0f);
+  CHECK(int(choreo::s4(9)) == -7 && choreo::s4(-1).storage == 0x0F);
+  CHECK(int(choreo::bin1(4)) == 1);
+  CHECK(sizeof(choreo::f6_e2m3) == 1 && sizeof(choreo::u6) == 1);
   const choreo::tf32 t(1.0f + 1.0f / 4096.0f);
   CHECK(static_cast<float>(t) == 1.0f);
 

@@ -26,10 +26,10 @@ SAME(bfloat16, __nv_bfloat16);
 SAME(f8_e4m3, __nv_fp8_e4m3);
 SAME(f8_e5m2, __nv_fp8_e5m2);
 SAME(f8, __nv_fp8_e4m3);
-SAME(f8_ue8m0, __nv_fp8_e8m0);
-SAME(f6_e2m3, __nv_fp6_e2m3);
-SAME(f6_e3m2, __nv_fp6_e3m2);
-SAME(f4_e2m1, __nv_fp4_e2m1);
+// The narrow types of spec-tier3 §8 are choreo.h's own (not CUDA's fp6/fp4/e8m0 types).
+static_assert(std::is_same<f6_e2m3, ocp_float<2, 3, 1>>::value, "f6_e2m3");
+static_assert(std::is_same<f6_e3m2, ocp_float<3, 2, 3>>::value, "f6_e3m2");
+static_assert(std::is_same<f4_e2m1, ocp_float<2, 1, 1>>::value, "f4_e2m1");
 SAME(stream_t, cudaStream_t);
 SAME(f8_e4m3_t, f8_e4m3);
 SAME(f8_e5m2_t, f8_e5m2);
@@ -56,7 +56,10 @@ static_assert(sizeof(bin1) == 1 && sizeof(u1) == 1 && sizeof(u2) == 1 && sizeof(
                   sizeof(u6) == 1 && sizeof(s2) == 1 && sizeof(s4) == 1 && sizeof(s6) == 1,
               "sub-byte sizes");
 static_assert(std::is_trivially_copyable<s4>::value && std::is_trivially_copyable<tf32>::value &&
-                  std::is_trivially_copyable<f8_ue4m3>::value,
+                  std::is_trivially_copyable<f8_ue4m3>::value &&
+                  std::is_trivially_copyable<f8_ue8m0>::value &&
+                  std::is_trivially_copyable<f4_e2m1>::value &&
+                  std::is_trivially_copyable<bin1>::value,
               "element types are copied with memcpy");
 
 // fp8 arithmetic yields float; fp6/fp4 arithmetic stays in the type.
@@ -157,6 +160,34 @@ int main() {
   CHECK_EQ(float(f4_e2m1(6.0f) * f4_e2m1(6.0f)), 6.0f);  // saturates
   CHECK_EQ(float(f4_e2m1(3.0f) / f4_e2m1(2.0f)), 1.5f);
 
+  // Every code of the narrow floats decodes and re-encodes to itself (bits above the format
+  // cleared; NaN codes stay NaN); OCP FP4 values; ue8m0 ties to the even code.
+  for (unsigned code = 0; code < 256; ++code) {
+    const auto b = static_cast<std::uint8_t>(code);
+    CHECK_EQ(f4_e2m1(float(f4_e2m1::from_bits(b))).storage, code & 0xFu);
+    CHECK_EQ(f6_e2m3(float(f6_e2m3::from_bits(b))).storage, code & 0x3Fu);
+    CHECK_EQ(f6_e3m2(float(f6_e3m2::from_bits(b))).storage, code & 0x3Fu);
+    CHECK_EQ(f8_ue4m3(float(f8_ue4m3::from_bits(b))).storage, code & 0x7Fu);
+    CHECK_EQ(f8_ue8m0(float(f8_ue8m0::from_bits(b))).storage, code);
+  }
+  const float fp4_values[8] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f};
+  for (unsigned code = 0; code < 8; ++code) {
+    CHECK_EQ(float(f4_e2m1::from_bits(static_cast<std::uint8_t>(code))), fp4_values[code]);
+    CHECK_EQ(float(f4_e2m1::from_bits(static_cast<std::uint8_t>(code | 8))), -fp4_values[code]);
+  }
+  CHECK_EQ(float(f4_e2m1(2.5f)), 2.0f);  // ties to the even code
+  CHECK_EQ(float(f4_e2m1(5.0f)), 4.0f);
+  CHECK_EQ(float(f4_e2m1(0.25f)), 0.0f);
+  CHECK_EQ(f4_e2m1(-0.0f).storage, 0x8u);
+  CHECK_EQ(float(f4_e2m1(std::nanf(""))), 6.0f);  // NaN: the largest positive value
+  CHECK_EQ(float(f6_e2m3(100.0f)), 7.5f);
+  CHECK_EQ(float(f6_e3m2(-100.0f)), -28.0f);
+  CHECK_EQ(float(f8_ue8m0(3.0f)), 2.0f);  // 1.5 * 2: the even code 128
+  CHECK_EQ(float(f8_ue8m0(6.0f)), 8.0f);  // 1.5 * 4: the even code 130
+  CHECK_EQ(f8_ue8m0(0.0f).storage, 0u);   // no zero: the smallest value 2^-127
+  CHECK_EQ(f8_ue8m0(std::numeric_limits<float>::infinity()).storage, 0xFEu);
+  CHECK(std::isnan(float(f8_ue8m0(std::nanf("")))));
+
   // Sub-byte integers keep the low bits (two's complement when signed).
   CHECK_EQ(int(s4(7)), 7);
   CHECK_EQ(int(s4(8)), -8);
@@ -171,6 +202,10 @@ int main() {
   CHECK_EQ(int(u6(70)), 6);
   CHECK_EQ(int(s4(2.9f)), 2);
   CHECK_EQ(int(s4(std::nanf(""))), 0);
+  CHECK_EQ(s4(-1).storage, 0x0Fu);  // the value in the low bits, zero above
+  CHECK_EQ(int(s4::from_bits(0xF9)), -7);  // the bits above are ignored when read
+  CHECK_EQ(int(bin1(2)), 1);  // bin1 converts like bool
+  CHECK_EQ(int(bin1(0.5f)), 1);
   CHECK_EQ(s4::min_value, -8);
   CHECK_EQ(s4::max_value, 7);
   CHECK_EQ(u6::max_value, 63);

@@ -223,6 +223,17 @@ impl FnEmitter<'_, '_> {
                 }
                 self.w.line(span, "__CHOREO_TRY(cudaDeviceSynchronize());");
             }
+            StmtKind::EventInit(id) => self.event_init(span, *id),
+            StmtKind::Trigger(slots) => {
+                for slot in slots {
+                    self.event_trigger(slot);
+                }
+            }
+            StmtKind::EventWait(slots) => {
+                for slot in slots {
+                    self.event_wait(slot);
+                }
+            }
             StmtKind::Barrier(scope) => {
                 if host {
                     return self.bug(span, "a barrier in host code");

@@ -454,6 +454,15 @@ impl FnEmitter<'_, '_> {
             let result = conv(&format!("({l} {bin} {v})"), p, tt);
             return format!("{target} = {result};");
         }
+        if tt.is_subbyte_int() || vt.is_subbyte_int() {
+            // choreo.h's sub-byte integers have no compound assignments: compute in the common
+            // type (int or wider) and store back, keeping the low bits (spec-tier3 §8).
+            let p = comparison_type(tt, vt);
+            let l = conv(target, tt, p);
+            let v = self.converted(value, p);
+            let result = conv(&format!("({l} {bin} {v})"), p, tt);
+            return format!("{target} = {result};");
+        }
         let v = self.expr(value);
         format!("{target} {} {v};", op.as_str())
     }

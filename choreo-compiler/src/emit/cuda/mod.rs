@@ -63,6 +63,7 @@
 //! another.
 
 mod body;
+mod events;
 mod expr;
 mod host;
 mod kernel;

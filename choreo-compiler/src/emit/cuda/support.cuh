@@ -465,6 +465,155 @@ __device__ __forceinline__ void __choreo_cp_async_wait(int newer) {
 #endif
 }
 
+// mbarriers (spec-tier3 §10.1): what shared events and TMA completion are built on. `bar` is an
+// 8-byte, 8-aligned shared word. A fresh barrier is in phase 0; `wait(bar, p)` returns once the
+// phase of parity p has completed, so parity 1 passes at once (a `ready` event). sm_90+ uses the
+// acquire/release forms with transaction counts; sm_80/89 have arrivals only (no TMA there) and
+// poll test_wait with a back-off. The CPU backend's runtime implements the same operations.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define CHOREO_MBAR_SM90 1
+#endif
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#define CHOREO_MBAR 1
+#endif
+// Polls of a wait before it traps: a wait that can never complete (a program that triggers an
+// event fewer times than it waits) becomes a launch failure instead of a hang. Counted in polls,
+// not time, so a slow run (a sanitizer) never trips it; each poll suspends up to a few µs.
+#define CHOREO_MBAR_MAX_POLLS (1ull << 28)
+__device__ __forceinline__ unsigned __choreo_smem_addr(const void* p) {
+#ifdef CHOREO_MBAR
+  return static_cast<unsigned>(__cvta_generic_to_shared(p));
+#else
+  (void)p;
+  return 0;
+#endif
+}
+// One thread initialises; __choreo_mbar_init_fence and a block barrier follow.
+__device__ __forceinline__ void __choreo_mbar_init(unsigned long long* bar, unsigned count) {
+#if defined(__CHOREO_CPU__)
+  __choreo_thr->mbar_init(bar, count);
+#elif defined(CHOREO_MBAR)
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(__choreo_smem_addr(bar)),
+               "r"(count)
+               : "memory");
+#else
+  (void)bar;
+  (void)count;
+  __trap();
+#endif
+}
+// Makes the initialisations visible to the other threads (after the block barrier that follows)
+// and to the async proxy (TMA).
+__device__ __forceinline__ void __choreo_mbar_init_fence() {
+#ifdef CHOREO_MBAR_SM90
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void __choreo_mbar_arrive(unsigned long long* bar) {
+#if defined(__CHOREO_CPU__)
+  __choreo_thr->mbar_arrive(bar);
+#elif defined(CHOREO_MBAR_SM90)
+  asm volatile("mbarrier.arrive.release.cta.shared::cta.b64 _, [%0];\n" ::"r"(
+                   __choreo_smem_addr(bar))
+               : "memory");
+#elif defined(CHOREO_MBAR)
+  asm volatile("{\n.reg .b64 state;\nmbarrier.arrive.shared.b64 state, [%0];\n}\n" ::"r"(
+                   __choreo_smem_addr(bar))
+               : "memory");
+#else
+  (void)bar;
+  __trap();
+#endif
+}
+// One arrival that first expects `bytes` more transaction bytes in this phase (the TMA issuer's
+// arm): the phase cannot complete before they land.
+__device__ __forceinline__ void __choreo_mbar_arrive_expect_tx(unsigned long long* bar,
+                                                               unsigned bytes) {
+#if defined(__CHOREO_CPU__)
+  __choreo_thr->mbar_arrive(bar, bytes);
+#elif defined(CHOREO_MBAR_SM90)
+  asm volatile("mbarrier.arrive.expect_tx.release.cta.shared::cta.b64 _, [%0], %1;\n" ::"r"(
+                   __choreo_smem_addr(bar)),
+               "r"(bytes)
+               : "memory");
+#else
+  (void)bar;
+  (void)bytes;
+  __trap();
+#endif
+}
+// Expects `bytes` more transaction bytes in this phase, without arriving.
+__device__ __forceinline__ void __choreo_mbar_expect_tx(unsigned long long* bar, unsigned bytes) {
+#if defined(__CHOREO_CPU__)
+  __choreo_thr->mbar_expect_tx(bar, bytes);
+#elif defined(CHOREO_MBAR_SM90)
+  asm volatile("mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [%0], %1;\n" ::"r"(
+                   __choreo_smem_addr(bar)),
+               "r"(bytes)
+               : "memory");
+#else
+  (void)bar;
+  (void)bytes;
+  __trap();
+#endif
+}
+#if defined(__CHOREO_CPU__)
+// What the copy engine does when a copy's bytes have landed (the CPU backend's TMA).
+inline void __choreo_mbar_complete_tx(unsigned long long* bar, unsigned bytes) {
+  __choreo_thr->mbar_complete_tx(bar, bytes);
+}
+#endif
+// Waits until the phase of parity `parity` has completed (acquire: the writes made before the
+// arrivals of that phase, and the bytes it counted, are visible).
+__device__ __forceinline__ void __choreo_mbar_wait(unsigned long long* bar, unsigned parity) {
+#if defined(__CHOREO_CPU__)
+  __choreo_thr->mbar_wait(bar, parity);
+#elif defined(CHOREO_MBAR)
+  const unsigned addr = __choreo_smem_addr(bar);
+  for (unsigned long long polls = 0;; ++polls) {
+    unsigned done;
+#ifdef CHOREO_MBAR_SM90
+    asm volatile(
+        "{\n.reg .pred p;\n"
+        "mbarrier.try_wait.parity.acquire.cta.shared::cta.b64 p, [%1], %2;\n"
+        "selp.u32 %0, 1, 0, p;\n}\n"
+        : "=r"(done)
+        : "r"(addr), "r"(parity)
+        : "memory");
+#else
+    asm volatile(
+        "{\n.reg .pred p;\n"
+        "mbarrier.test_wait.parity.shared.b64 p, [%1], %2;\n"
+        "selp.u32 %0, 1, 0, p;\n}\n"
+        : "=r"(done)
+        : "r"(addr), "r"(parity)
+        : "memory");
+    if (!done) __nanosleep(32);
+#endif
+    if (done) return;
+    if (polls >= CHOREO_MBAR_MAX_POLLS) __trap();
+  }
+#else
+  (void)bar;
+  (void)parity;
+  __trap();
+#endif
+}
+// Shared events: the slot of `e[i]` (a dynamic index outside the array traps rather than use
+// another barrier), and slot and parity of `e.at(k)` on a ring of n slots (generation k / n).
+__device__ __forceinline__ int __choreo_event_slot(long long i, int n) {
+  if (i < 0 || i >= n) __trap();
+  return static_cast<int>(i);
+}
+__device__ __forceinline__ int __choreo_event_ring_slot(long long k, int n) {
+  if (k < 0) __trap();
+  return static_cast<int>(k % n);
+}
+__device__ __forceinline__ unsigned __choreo_event_ring_parity(long long k, int n) {
+  return static_cast<unsigned>((k / n) & 1);
+}
+
 // The record of the first element access of a call that failed its run-time bounds check
 // (choreo-compiler's lower/abi.rs, BOUNDS_RECORD): zeroed by the caller, read when the call's
 // device work has finished.

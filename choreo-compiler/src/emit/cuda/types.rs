@@ -37,11 +37,11 @@ pub fn cpp_elem(t: ElemTy) -> &'static str {
     }
 }
 
-/// Whether `t` is one of CUDA's class types of floats (f16, bf16, fp8): their operators do not
-/// mix with other types and they have no contextual conversion to `bool`, so conditions and
-/// compound assignments convert them explicitly.
+/// Whether `t` is one of the class types of floats (CUDA's f16, bf16, fp8; choreo.h's fp6, fp4,
+/// ue4m3, ue8m0): their operators do not mix with other types and they have no contextual
+/// conversion to `bool`, so conditions and compound assignments convert them explicitly.
 pub(super) fn is_class_float(t: ElemTy) -> bool {
-    matches!(t, ElemTy::F16 | ElemTy::Bf16) || t.is_fp8()
+    matches!(t, ElemTy::F16 | ElemTy::Bf16) || t.is_narrow_float()
 }
 
 pub(super) fn is_narrow_int(t: ElemTy) -> bool {
@@ -81,15 +81,17 @@ pub(super) fn conv(text: &str, from: ElemTy, to: ElemTy) -> String {
         return text.to_string();
     }
     match (from, to) {
-        // fp8 goes through f32 both ways (spec §5.7): `float(x)` is exact, and the constructor
-        // from float rounds to nearest even and saturates to the largest finite value.
-        (ElemTy::F8E4m3 | ElemTy::F8E5m2, ElemTy::F32) => format!("static_cast<float>({text})"),
-        (ElemTy::F8E4m3 | ElemTy::F8E5m2, _) => {
-            conv(&conv(text, from, ElemTy::F32), ElemTy::F32, to)
-        }
-        (ElemTy::F32, ElemTy::F8E4m3 | ElemTy::F8E5m2) => format!("{}({text})", cpp_elem(to)),
-        (_, ElemTy::F8E4m3 | ElemTy::F8E5m2) => {
-            conv(&conv(text, from, ElemTy::F32), ElemTy::F32, to)
+        // Narrow floats (fp8, fp6, fp4, ue4m3, ue8m0) go through f32 both ways (spec §5.7,
+        // spec-tier3 §8): `float(x)` is exact, and the constructor from float rounds to nearest
+        // even and saturates to the largest finite value.
+        (f, ElemTy::F32) if f.is_narrow_float() => format!("static_cast<float>({text})"),
+        (f, _) if f.is_narrow_float() => conv(&conv(text, from, ElemTy::F32), ElemTy::F32, to),
+        (ElemTy::F32, t) if t.is_narrow_float() => format!("{}({text})", cpp_elem(to)),
+        (_, t) if t.is_narrow_float() => conv(&conv(text, from, ElemTy::F32), ElemTy::F32, to),
+        // bin1 converts like bool (spec-tier3 §8): nonzero is 1. Its constructors do the same;
+        // said explicitly so that the C++ reads like the rule.
+        (_, ElemTy::Bin1) if from != ElemTy::Bool => {
+            format!("static_cast<choreo::bin1>({} ? 1 : 0)", conv(text, from, ElemTy::Bool))
         }
         (ElemTy::F16, ElemTy::F32) => format!("__half2float({text})"),
         (ElemTy::Bf16, ElemTy::F32) => format!("__bfloat162float({text})"),
@@ -250,5 +252,30 @@ mod tests {
         assert_eq!(conv("x", ElemTy::F8E4m3, ElemTy::Bool), "(static_cast<float>(x) != 0)");
         assert_eq!(float_literal(1.5, ElemTy::F8E4m3), "choreo::f8_e4m3(1.5f)");
         assert_eq!(comparison_type(ElemTy::F8E4m3, ElemTy::F8E5m2), ElemTy::F32);
+    }
+
+    #[test]
+    fn narrow_types_convert_through_f32_and_int() {
+        assert_eq!(conv("x", ElemTy::F4E2m1, ElemTy::F32), "static_cast<float>(x)");
+        assert_eq!(conv("f", ElemTy::F32, ElemTy::F6E2m3), "choreo::f6_e2m3(f)");
+        assert_eq!(
+            conv("x", ElemTy::F8Ue8m0, ElemTy::F6E3m2),
+            "choreo::f6_e3m2(static_cast<float>(x))"
+        );
+        assert_eq!(conv("x", ElemTy::S4, ElemTy::F4E2m1), "choreo::f4_e2m1(static_cast<float>(x))");
+        assert_eq!(
+            conv("x", ElemTy::F8Ue4m3, ElemTy::U4),
+            "static_cast<choreo::u4>(static_cast<float>(x))"
+        );
+        assert_eq!(conv("x", ElemTy::S32, ElemTy::S4), "static_cast<choreo::s4>(x)");
+        assert_eq!(conv("x", ElemTy::S4, ElemTy::S32), "static_cast<choreo::s32>(x)");
+        assert_eq!(
+            conv("x", ElemTy::S32, ElemTy::Bin1),
+            "static_cast<choreo::bin1>((x != 0) ? 1 : 0)"
+        );
+        assert_eq!(float_literal(1.5, ElemTy::F4E2m1), "choreo::f4_e2m1(1.5f)");
+        assert!(is_class_float(ElemTy::F8Ue8m0) && !is_class_float(ElemTy::S4));
+        assert!(is_narrow_int(ElemTy::U2));
+        assert_eq!(comparison_type(ElemTy::S4, ElemTy::U4), ElemTy::S32);
     }
 }

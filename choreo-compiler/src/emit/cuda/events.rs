@@ -1,0 +1,137 @@
+//! Shared events (spec-tier3 §2) as mbarriers (§10.1): one per slot, in the kernel's shared
+//! pool; `trigger` arrives, `wait` waits for the parity of the generation the thread expects.
+//! The primitives (`__choreo_mbar_*`) are in the support library, for both dialects.
+
+use super::FnEmitter;
+use crate::hir::{EventId, EventSlot, SlotIndex};
+use crate::source::Span;
+
+impl FnEmitter<'_, '_> {
+    /// The mbarriers of an event as `unsigned long long*`.
+    fn event_bars(&self, id: EventId) -> Option<String> {
+        let e = self.f.events.get(id.index())?;
+        let bars = self.names().local(e.barriers);
+        Some(format!("reinterpret_cast<unsigned long long*>({bars})"))
+    }
+
+    /// Thread 0 initialises every slot with the event's arrival count; the block then
+    /// synchronises so that no thread arrives or waits on an uninitialised barrier.
+    pub(super) fn event_init(&mut self, span: Span, id: EventId) {
+        let (Some(e), Some(bars)) = (self.f.events.get(id.index()), self.event_bars(id)) else {
+            return self.bug(span, "an unknown event");
+        };
+        let slots = e.slots();
+        let counts = self
+            .plan
+            .event_arrivals
+            .get(id.index())
+            .cloned()
+            .unwrap_or_else(|| vec![1; slots as usize]);
+        let name = e.name.clone();
+        let uniform = counts.windows(2).all(|w| w[0] == w[1]);
+        let first = counts.first().copied().unwrap_or(1);
+        let what = if uniform {
+            format!("{first} arrival(s) per generation")
+        } else {
+            "arrivals per generation by slot".to_string()
+        };
+        self.w.line(
+            span,
+            &format!(
+                "if (threadIdx.x == 0) {{  // shared event {name}: {slots} mbarrier(s), {what}"
+            ),
+        );
+        self.w.indent += 1;
+        if slots == 1 {
+            self.w.line(span, &format!("__choreo_mbar_init({bars}, {first}u);"));
+        } else if uniform {
+            self.w.line(
+                span,
+                &format!(
+                    "for (int __choreo_s = 0; __choreo_s < {slots}; ++__choreo_s) __choreo_mbar_init({bars} + __choreo_s, {first}u);"
+                ),
+            );
+        } else {
+            for (s, c) in counts.iter().enumerate() {
+                self.w.line(span, &format!("__choreo_mbar_init({bars} + {s}, {c}u);"));
+            }
+        }
+        self.w.line(span, "__choreo_mbar_init_fence();");
+        self.w.indent -= 1;
+        self.w.line(span, "}");
+        self.w.line(span, "__syncthreads();");
+    }
+
+    /// The slot index of an operand, checked against the slot count when it is not a
+    /// constant (a wrong index traps instead of touching another barrier).
+    fn event_slot_index(&mut self, slot: &EventSlot, slots: u32) -> String {
+        let e = self.expr(slot.index.expr());
+        match (&slot.index, slot.index.expr().kind.clone()) {
+            (SlotIndex::Fixed(_), crate::hir::HExprKind::Int(_)) => e,
+            (SlotIndex::Fixed(_), _) => {
+                format!("__choreo_event_slot(static_cast<long long>({e}), {slots})")
+            }
+            (SlotIndex::Order(_), _) => format!("static_cast<long long>({e})"),
+        }
+    }
+
+    pub(super) fn event_trigger(&mut self, slot: &EventSlot) {
+        let span = slot.span;
+        let (Some(e), Some(bars)) =
+            (self.f.events.get(slot.event.index()).cloned(), self.event_bars(slot.event))
+        else {
+            return self.bug(span, "an unknown event");
+        };
+        let slots = e.slots();
+        let index = self.event_slot_index(slot, slots);
+        let text = match slot.index {
+            SlotIndex::Fixed(_) if slots == 1 => format!("__choreo_mbar_arrive({bars});"),
+            SlotIndex::Fixed(_) => format!("__choreo_mbar_arrive({bars} + {index});"),
+            SlotIndex::Order(_) => format!(
+                "__choreo_mbar_arrive({bars} + __choreo_event_ring_slot({index}, {slots}));"
+            ),
+        };
+        self.w.line(span, &format!("{text}  // trigger {}", e.name));
+    }
+
+    pub(super) fn event_wait(&mut self, slot: &EventSlot) {
+        let span = slot.span;
+        let (Some(e), Some(bars)) =
+            (self.f.events.get(slot.event.index()).cloned(), self.event_bars(slot.event))
+        else {
+            return self.bug(span, "an unknown event");
+        };
+        let slots = e.slots();
+        let index = self.event_slot_index(slot, slots);
+        let phases = self.names().local(e.phases).to_string();
+        match slot.index {
+            SlotIndex::Fixed(_) => {
+                // This thread's parity for the slot, toggled by every wait.
+                let (at, bit) = if slots == 1 {
+                    (bars.clone(), "1ull".to_string())
+                } else {
+                    (format!("{bars} + {index}"), format!("(1ull << {index})"))
+                };
+                self.w.line(
+                    span,
+                    &format!(
+                        "{{ const unsigned long long __choreo_bit = {bit}; __choreo_mbar_wait({at}, ({phases} & __choreo_bit) != 0); {phases} ^= __choreo_bit; }}  // wait {}",
+                        e.name
+                    ),
+                );
+            }
+            SlotIndex::Order(_) => {
+                // Slot k mod N, generation k / N: its parity, inverted for `ready` (whose
+                // generation 0 counts as complete).
+                let ready = u32::from(e.ready);
+                self.w.line(
+                    span,
+                    &format!(
+                        "{{ const long long __choreo_k = {index}; __choreo_mbar_wait({bars} + __choreo_event_ring_slot(__choreo_k, {slots}), __choreo_event_ring_parity(__choreo_k, {slots}) ^ {ready}u); }}  // wait {}.at(…)",
+                        e.name
+                    ),
+                );
+            }
+        }
+    }
+}
