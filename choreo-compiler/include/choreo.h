@@ -1528,3 +1528,302 @@ inline std::ostream& operator<<(std::ostream& os, __nv_bfloat16 x) {
   return os << __bfloat162float(x);
 }
 
+// ---- TMA (tier 3 §3, §4, §10.2) ------------------------------------------------------------
+// Tensor maps, the copy engine's issue instructions and the swizzle of §4. A generated host
+// wrapper encodes one map per TMA statement before the launch (`encode_tiled`, which checks
+// what the driver would reject and returns a message instead of aborting) and passes it as a
+// trailing `const __grid_constant__ CUtensorMap` kernel parameter. On the CPU a map is a plain
+// structure with the same information and the "copy engine" is a box copy (zero fill for
+// elements outside the tensor, stores to them dropped, the swizzled layout when swizzled); the
+// generated code then completes the mbarrier as the hardware would.
+#if defined(__CHOREO_CPU__)
+#ifndef __grid_constant__
+#define __grid_constant__
+#endif
+// The CPU backend's tensor map: what cuTensorMapEncodeTiled would encode.
+struct CUtensorMap {
+  unsigned char* base;
+  unsigned rank;
+  unsigned elem_bytes;
+  unsigned swizzle;
+  std::uint64_t dims[5];     // innermost first
+  std::uint64_t strides[5];  // bytes; strides[0] = elem_bytes
+  std::uint32_t box[5];      // innermost first
+};
+#else
+#include <cuda.h>  // CUtensorMap and its enums (types only: the encoder is looked up at run time)
+#endif
+
+namespace choreo {
+namespace tma {
+
+// Byte offset `b` (relative to a base aligned to 8·N) with swizzle period N (§4.1).
+CHOREO_HOST_DEVICE constexpr unsigned swizzle_offset(unsigned n, unsigned b) {
+  return n == 128  ? b ^ (((b >> 7) & 7u) << 4)
+         : n == 64 ? b ^ (((b >> 7) & 3u) << 4)
+         : n == 32 ? b ^ (((b >> 7) & 1u) << 4)
+                   : b;
+}
+
+// The physical address of logical element `elem` of a swizzled shared tile of `rows` x `cols`
+// elements starting at `base` (§4.2): rows of N bytes, column groups stacked, 16-byte chunks
+// permuted.
+template <unsigned N, class T>
+CHOREO_HOST_DEVICE inline T* swizzled(T* base, T* elem, unsigned rows, unsigned cols) {
+  const unsigned k = static_cast<unsigned>(elem - base);
+  const unsigned r = k / cols, c = k % cols;
+  const unsigned w = N / static_cast<unsigned>(sizeof(T));
+  const unsigned phys = (c % w) + r * w + (c / w) * rows * w;
+  const unsigned byte = swizzle_offset(N, phys * static_cast<unsigned>(sizeof(T)));
+  return reinterpret_cast<T*>(reinterpret_cast<unsigned char*>(base) + byte);
+}
+
+// The checks of §3.4 (what the driver would reject), shared by both backends.
+inline const char* check_map(unsigned rank, const void* base, const std::uint64_t* dims,
+                             const std::uint64_t* strides, const std::uint32_t* box,
+                             unsigned elem_bytes, unsigned swizzle) {
+  if (rank < 1 || rank > 5) return "a tensor map has 1 to 5 dimensions";
+  if (reinterpret_cast<std::uintptr_t>(base) % 16 != 0)
+    return "the tensor's base address is not 16-byte aligned";
+  for (unsigned k = 0; k < rank; ++k) {
+    if (dims[k] == 0 || dims[k] > (1ull << 32)) return "a tensor extent is 0 or above 2^32";
+    if (box[k] == 0 || box[k] > 256) return "a box extent is 0 or above 256";
+    if (k > 0) {
+      const std::uint64_t s = strides[k - 1];
+      if (s % 16 != 0) return "a row stride of the tensor is not a multiple of 16 bytes";
+      if (s >= (1ull << 40)) return "a stride of the tensor is 2^40 bytes or more";
+    }
+  }
+  const std::uint64_t inner = static_cast<std::uint64_t>(box[0]) * elem_bytes;
+  if (inner % 16 != 0) return "the box's inner extent is not a multiple of 16 bytes";
+  if (swizzle != 0 && inner > swizzle) return "the box's inner extent exceeds the swizzle period";
+  return nullptr;
+}
+
+#if defined(__CHOREO_CPU__)
+template <class T>
+inline const char* encode_tiled(CUtensorMap* map, unsigned rank, const void* base,
+                                const std::uint64_t* dims, const std::uint64_t* strides,
+                                const std::uint32_t* box, unsigned swizzle, unsigned promote) {
+  (void)promote;
+  const char* err = check_map(rank, base, dims, strides, box, sizeof(T), swizzle);
+  if (err != nullptr) return err;
+  *map = CUtensorMap{};
+  map->base = static_cast<unsigned char*>(const_cast<void*>(base));
+  map->rank = rank;
+  map->elem_bytes = sizeof(T);
+  map->swizzle = swizzle;
+  for (unsigned k = 0; k < rank; ++k) {
+    map->dims[k] = dims[k];
+    map->box[k] = box[k];
+    map->strides[k] = k == 0 ? sizeof(T) : strides[k - 1];
+  }
+  return nullptr;
+}
+
+// The box at `coords` between the tensor and the dense (swizzled) shared tile at `smem`:
+// `load` reads zeros outside the tensor, a store drops those elements. Returns the box's bytes.
+inline unsigned box_copy(const CUtensorMap* map, void* smem, const int* coords, bool load) {
+  const unsigned rank = map->rank, size = map->elem_bytes;
+  std::uint64_t count = 1;
+  for (unsigned k = 0; k < rank; ++k) count *= map->box[k];
+  unsigned char* tile = static_cast<unsigned char*>(smem);
+  for (std::uint64_t i = 0; i < count; ++i) {
+    std::uint64_t rest = i, offset = 0;
+    bool inside = true;
+    for (unsigned k = 0; k < rank; ++k) {
+      const long long g = static_cast<long long>(coords[k]) + static_cast<long long>(rest % map->box[k]);
+      rest /= map->box[k];
+      if (g < 0 || static_cast<std::uint64_t>(g) >= map->dims[k]) inside = false;
+      else offset += static_cast<std::uint64_t>(g) * map->strides[k];
+    }
+    unsigned char* s = tile + swizzle_offset(map->swizzle, static_cast<unsigned>(i * size));
+    if (load) {
+      if (inside) std::memcpy(s, map->base + offset, size);
+      else std::memset(s, 0, size);
+    } else if (inside) {
+      std::memcpy(map->base + offset, s, size);
+    }
+  }
+  return static_cast<unsigned>(count * size);
+}
+
+#define CHOREO_TMA_CPU(n, ...)                                                               \
+  inline void load_##n##d(void* dst, const CUtensorMap* map, unsigned long long* bar, bool hint, \
+                          unsigned long long policy, __VA_ARGS__) {                          \
+    (void)bar;                                                                               \
+    (void)hint;                                                                              \
+    (void)policy;                                                                            \
+    const int coords[] = {CHOREO_TMA_NAMES_##n};                                             \
+    box_copy(map, dst, coords, true);                                                        \
+  }                                                                                          \
+  inline void store_##n##d(const CUtensorMap* map, const void* src, __VA_ARGS__) {           \
+    const int coords[] = {CHOREO_TMA_NAMES_##n};                                             \
+    box_copy(map, const_cast<void*>(src), coords, false);                                    \
+  }
+inline void fence_proxy_async() {}
+inline void store_commit_and_wait_read() {}
+#else
+template <class T>
+constexpr CUtensorMapDataType data_type() {
+  return std::is_same<T, float>::value            ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32
+         : std::is_same<T, double>::value         ? CU_TENSOR_MAP_DATA_TYPE_FLOAT64
+         : std::is_same<T, __half>::value         ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
+         : std::is_same<T, __nv_bfloat16>::value  ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+         : std::is_same<T, std::int32_t>::value   ? CU_TENSOR_MAP_DATA_TYPE_INT32
+         : std::is_same<T, std::uint32_t>::value  ? CU_TENSOR_MAP_DATA_TYPE_UINT32
+         : std::is_same<T, std::int64_t>::value   ? CU_TENSOR_MAP_DATA_TYPE_INT64
+         : std::is_same<T, std::uint64_t>::value  ? CU_TENSOR_MAP_DATA_TYPE_UINT64
+         : sizeof(T) == 2                         ? CU_TENSOR_MAP_DATA_TYPE_UINT16
+         : sizeof(T) == 4                         ? CU_TENSOR_MAP_DATA_TYPE_UINT32
+         : sizeof(T) == 8                         ? CU_TENSOR_MAP_DATA_TYPE_UINT64
+                                                  : CU_TENSOR_MAP_DATA_TYPE_UINT8;
+}
+
+using encode_fn = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*,
+                               const cuuint64_t*, const cuuint64_t*, const cuuint32_t*,
+                               const cuuint32_t*, CUtensorMapInterleave, CUtensorMapSwizzle,
+                               CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+
+// cuTensorMapEncodeTiled through the runtime's driver entry point (no -lcuda), looked up once.
+inline encode_fn encoder() {
+  static const encode_fn fn = [] {
+    void* p = nullptr;
+    cudaDriverEntryPointQueryResult q{};
+#if CUDART_VERSION >= 12050
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault,
+                                         &q) != cudaSuccess)
+      p = nullptr;
+#else
+    if (cudaGetDriverEntryPoint("cuTensorMapEncodeTiled", &p, cudaEnableDefault, &q) !=
+        cudaSuccess)
+      p = nullptr;
+#endif
+    return q == cudaDriverEntryPointSuccess ? reinterpret_cast<encode_fn>(p) : nullptr;
+  }();
+  return fn;
+}
+
+template <class T>
+inline const char* encode_tiled(CUtensorMap* map, unsigned rank, const void* base,
+                                const std::uint64_t* dims, const std::uint64_t* strides,
+                                const std::uint32_t* box, unsigned swizzle, unsigned promote) {
+  const char* err = check_map(rank, base, dims, strides, box, sizeof(T), swizzle);
+  if (err != nullptr) return err;
+  const encode_fn fn = encoder();
+  if (fn == nullptr) return "the driver has no cuTensorMapEncodeTiled (CUDA 12.0+ driver needed)";
+  const cuuint32_t ones[5] = {1, 1, 1, 1, 1};
+  const CUtensorMapSwizzle swz = swizzle == 128  ? CU_TENSOR_MAP_SWIZZLE_128B
+                                 : swizzle == 64 ? CU_TENSOR_MAP_SWIZZLE_64B
+                                 : swizzle == 32 ? CU_TENSOR_MAP_SWIZZLE_32B
+                                                 : CU_TENSOR_MAP_SWIZZLE_NONE;
+  const CUtensorMapL2promotion l2 = promote == 64    ? CU_TENSOR_MAP_L2_PROMOTION_L2_64B
+                                    : promote == 256 ? CU_TENSOR_MAP_L2_PROMOTION_L2_256B
+                                                     : CU_TENSOR_MAP_L2_PROMOTION_L2_128B;
+  const CUresult r = fn(map, data_type<T>(), rank, const_cast<void*>(base), dims, strides, box,
+                        ones, CU_TENSOR_MAP_INTERLEAVE_NONE, swz, l2,
+                        CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  return r == CUDA_SUCCESS ? nullptr : "cuTensorMapEncodeTiled rejected the tensor map";
+}
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define CHOREO_TMA_SM90 1
+#endif
+
+__device__ __forceinline__ unsigned shared_addr(const void* p) {
+  return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+
+// The PTX of one rank: `coords` is the operand list of the coordinates (from %4 for loads with
+// a hint, from %3 without; from %2 for stores).
+#ifdef CHOREO_TMA_SM90
+#define CHOREO_TMA_CUDA(n, ...)                                                                   \
+  __device__ __forceinline__ void load_##n##d(void* dst, const CUtensorMap* map,                 \
+                                              unsigned long long* bar, bool hint,                 \
+                                              unsigned long long policy, __VA_ARGS__) {           \
+    if (hint) {                                                                                   \
+      asm volatile("cp.async.bulk.tensor." #n                                                    \
+                   "d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.L2::cache_hint"    \
+                   " [%0], [%1, {" CHOREO_TMA_OPS_##n(4) "}], [%2], %3;\n" ::"r"(shared_addr(dst)), \
+                   "l"(map), "r"(shared_addr(bar)), "l"(policy), CHOREO_TMA_REGS_##n             \
+                   : "memory");                                                                   \
+    } else {                                                                                      \
+      asm volatile("cp.async.bulk.tensor." #n                                                    \
+                   "d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"                   \
+                   " [%0], [%1, {" CHOREO_TMA_OPS_##n(3) "}], [%2];\n" ::"r"(shared_addr(dst)),   \
+                   "l"(map), "r"(shared_addr(bar)), CHOREO_TMA_REGS_##n                          \
+                   : "memory");                                                                   \
+    }                                                                                             \
+  }                                                                                               \
+  __device__ __forceinline__ void store_##n##d(const CUtensorMap* map, const void* src,          \
+                                               __VA_ARGS__) {                                     \
+    asm volatile("cp.async.bulk.tensor." #n "d.global.shared::cta.tile.bulk_group"               \
+                 " [%0, {" CHOREO_TMA_OPS_##n(2) "}], [%1];\n" ::"l"(map), "r"(shared_addr(src)), \
+                 CHOREO_TMA_REGS_##n                                                              \
+                 : "memory");                                                                     \
+  }
+__device__ __forceinline__ void fence_proxy_async() {
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+__device__ __forceinline__ void store_commit_and_wait_read() {
+  asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+  asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
+}
+#else
+#define CHOREO_TMA_CUDA(n, ...)                                                                 \
+  __device__ __forceinline__ void load_##n##d(void*, const CUtensorMap*, unsigned long long*,   \
+                                              bool, unsigned long long, __VA_ARGS__) {          \
+    __trap();                                                                                   \
+  }                                                                                             \
+  __device__ __forceinline__ void store_##n##d(const CUtensorMap*, const void*, __VA_ARGS__) {  \
+    __trap();                                                                                   \
+  }
+__device__ __forceinline__ void fence_proxy_async() {}
+__device__ __forceinline__ void store_commit_and_wait_read() {}
+#endif
+#endif
+
+// Operand lists per rank (from operand b on) and the coordinate registers and names.
+#define CHOREO_TMA_OPS_1(b) CHOREO_TMA_L##b##_1
+#define CHOREO_TMA_OPS_2(b) CHOREO_TMA_L##b##_2
+#define CHOREO_TMA_OPS_3(b) CHOREO_TMA_L##b##_3
+#define CHOREO_TMA_OPS_4(b) CHOREO_TMA_L##b##_4
+#define CHOREO_TMA_OPS_5(b) CHOREO_TMA_L##b##_5
+#define CHOREO_TMA_L2_1 "%2"
+#define CHOREO_TMA_L2_2 "%2, %3"
+#define CHOREO_TMA_L2_3 "%2, %3, %4"
+#define CHOREO_TMA_L2_4 "%2, %3, %4, %5"
+#define CHOREO_TMA_L2_5 "%2, %3, %4, %5, %6"
+#define CHOREO_TMA_L3_1 "%3"
+#define CHOREO_TMA_L3_2 "%3, %4"
+#define CHOREO_TMA_L3_3 "%3, %4, %5"
+#define CHOREO_TMA_L3_4 "%3, %4, %5, %6"
+#define CHOREO_TMA_L3_5 "%3, %4, %5, %6, %7"
+#define CHOREO_TMA_L4_1 "%4"
+#define CHOREO_TMA_L4_2 "%4, %5"
+#define CHOREO_TMA_L4_3 "%4, %5, %6"
+#define CHOREO_TMA_L4_4 "%4, %5, %6, %7"
+#define CHOREO_TMA_L4_5 "%4, %5, %6, %7, %8"
+#define CHOREO_TMA_NAMES_1 c0
+#define CHOREO_TMA_NAMES_2 c0, c1
+#define CHOREO_TMA_NAMES_3 c0, c1, c2
+#define CHOREO_TMA_NAMES_4 c0, c1, c2, c3
+#define CHOREO_TMA_NAMES_5 c0, c1, c2, c3, c4
+#define CHOREO_TMA_REGS_1 "r"(c0)
+#define CHOREO_TMA_REGS_2 "r"(c0), "r"(c1)
+#define CHOREO_TMA_REGS_3 "r"(c0), "r"(c1), "r"(c2)
+#define CHOREO_TMA_REGS_4 "r"(c0), "r"(c1), "r"(c2), "r"(c3)
+#define CHOREO_TMA_REGS_5 "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4)
+#if defined(__CHOREO_CPU__)
+#define CHOREO_TMA_RANK CHOREO_TMA_CPU
+#else
+#define CHOREO_TMA_RANK CHOREO_TMA_CUDA
+#endif
+CHOREO_TMA_RANK(1, int c0)
+CHOREO_TMA_RANK(2, int c0, int c1)
+CHOREO_TMA_RANK(3, int c0, int c1, int c2)
+CHOREO_TMA_RANK(4, int c0, int c1, int c2, int c3)
+CHOREO_TMA_RANK(5, int c0, int c1, int c2, int c3, int c4)
+
+}  // namespace tma
+}  // namespace choreo

@@ -240,7 +240,7 @@ const CODE_EMITTERS: [&str; 4] = ["src/preprocess.rs", "src/lexer.rs", "src/pars
 const UNREACHABLE_FROM_SOURCE: [(&str, &str); 1] = [(
     "E0505",
     "sema's check of non-constant parameter dimensions; the parser accepts only integer \
-     literals, `+ - * / %` and parentheses there and reports anything else as E0332",
+         literals, `+ - * / %` and parentheses there and reports anything else as E0332",
 )];
 
 /// Every `E0000`-shaped word in `text` (`prefix` is `'E'` or `'W'`).

@@ -736,3 +736,27 @@ fn a_host_level_dma_box_too_large_to_count_is_an_error_or_checked_before_the_lau
             if extents.len() == 2 && *max_elements == HOST_DMA_MAX_ELEMENTS
     ));
 }
+
+#[test]
+fn tma_needs_sm_90_and_gets_mbarriers_after_the_buffers() {
+    let src = "__co__ void f(f32 [32, 32] a, f32 [32, 32] &o) {\n  parallel p by 2 : block {\n    shared f32 [16, 32] t;\n    tma.load.swiz<64> a.subspan(16, 32).at(p, 0) => t;\n    g = tma.load.async a.subspan(16, 32).at(p, 0) => shared;\n    wait g;\n    tma.copy.swiz<64> t => o.subspan(16, 32).at(p, 0);\n  }\n}\n";
+    for arch in ["sm_80", "sm_86", "sm_89"] {
+        let (codes, text) = error_codes(src, Target::Cuda(arch.parse().expect("arch")));
+        assert!(codes.iter().all(|c| *c == "E0805") && codes.len() == 3, "{arch}: {text}");
+        assert!(
+            text.contains(&format!("TMA is not supported by current architecture: {arch}.")),
+            "{text}"
+        );
+    }
+    let (codes, text) = error_codes(src, Target::Cuda("sm_90".parse().expect("arch")));
+    assert!(codes.is_empty(), "{text}");
+    let f = function(src);
+    let pool = &f.kernels[0].shared;
+    // `.swiz<64>`: every slot at a multiple of 512 bytes; two 2 KiB tiles, then the two
+    // mbarriers of the loads (the store has none), 16 bytes rounded up to the alignment.
+    assert_eq!(pool.alignment, 512);
+    let offsets: Vec<Option<u64>> = pool.slots.iter().map(|s| s.offset.as_const()).collect();
+    assert_eq!(offsets, [Some(0), Some(2048)]);
+    assert_eq!(pool.barriers, Some(Dim::Const(4096)));
+    assert_eq!(pool.bytes, Dim::Const(4608));
+}

@@ -1715,6 +1715,9 @@ pub enum StmtKind {
     Wait {
         /// The group locals of the waited futures ([`LocalOrigin::Future::group`]).
         groups: Vec<VarId>,
+        /// The group locals of waited TMA futures: each holds the number of the kernel's
+        /// mbarrier its load completes.
+        tma_groups: Vec<VarId>,
         /// Who waits together.
         participants: Participants,
     },
@@ -1947,8 +1950,43 @@ pub struct Dma {
     /// The future whose data is a buffer of this DMA (`=> shared`, `=> local`): made to
     /// point at the buffer before the copy.
     pub bind: Option<FutureBind>,
-    /// For an asynchronous copy: the future's group local, set to the copy's group.
+    /// For an asynchronous copy: the future's group local, set to the copy's group. For an
+    /// asynchronous TMA load it holds the number of the kernel's mbarrier the copy completes
+    /// (the barrier travels with the future through `swap`).
     pub group: Option<VarId>,
+    /// A TMA transfer (tier 3 §3): the copy engine moves the box; the element loop above is
+    /// only its meaning. `dma.copy.swiz<N>` has no TMA but a swizzle ([`Dma::swizzle`]).
+    pub tma: Option<Box<Tma>>,
+    /// `.swiz<N>` (tier 3 §4): the shared side of the copy is laid out swizzled with period
+    /// `N` bytes (32, 64 or 128; 0 = none).
+    pub swizzle: u32,
+}
+
+/// What a TMA statement needs besides the element loop (tier 3 §3.4, §10.2).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Tma {
+    /// `tma.copy` of a shared tile into global memory (else a load into shared memory).
+    pub store: bool,
+    /// The statement's number in its kernel: its tensor map is the kernel's trailing
+    /// parameter of that number.
+    pub index: u32,
+    /// The root tensor of the global side (a parameter or a function-level global buffer).
+    pub global: BufferRef,
+    /// The box: the tile's extent along every dimension of the root tensor (1 for a dimension
+    /// the view fixes), outermost first.
+    pub box_dims: Vec<u64>,
+    /// The tile origin's element coordinate in every dimension of the root tensor, outermost
+    /// first (device expressions).
+    pub coords: Vec<HExpr>,
+    /// The shared side (the whole buffer, or a dense part of one): its first element.
+    pub shared: View,
+    /// `.evict_first` (`Some(true)`) / `.evict_last` (`Some(false)`).
+    pub evict_first: Option<bool>,
+    /// `.promote<B>` (64, 128 or 256; 128 by default).
+    pub promote: u32,
+    /// The mbarrier a synchronous load completes (its number in the kernel); an asynchronous
+    /// load uses the one its future's group local names.
+    pub barrier: u32,
 }
 
 /// Who executes a DMA (spec §14.5) or waits for one.
@@ -2079,6 +2117,14 @@ pub struct KernelAttrs {
     /// `block<cooperative>`: launched with every block resident at once, so that the blocks
     /// can wait for each other ([`BarrierScope::Grid`]).
     pub cooperative: bool,
+    /// The mbarriers of its TMA loads (tier 3 §10.1): slots after the shared pool, initialised
+    /// at the kernel's start.
+    pub tma_barriers: u32,
+    /// Its TMA statements (each has a tensor map, a trailing kernel parameter).
+    pub tma_maps: u32,
+    /// The largest swizzle period of its transfers (0 = none): the shared pool's alignment
+    /// is at least 8 times it.
+    pub swizzle: u32,
 }
 
 /// The arguments of `__launch_bounds__`, resolved: `max_threads` is the written count, or

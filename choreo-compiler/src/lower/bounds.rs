@@ -555,6 +555,24 @@ impl<'a> Analysis<'a, '_> {
                     }
                 }
             }
+            StmtKind::Dma(dma) if dma.tma.is_some() => {
+                // The copy engine moves the box: it reads zeros outside the tensor and drops
+                // stores there (tier 3 §3.2), so only the coordinates are evaluated.
+                if let Some(t) = &dma.tma {
+                    for c in &t.coords {
+                        self.expr(c);
+                    }
+                }
+                if let StmtKind::Assign {
+                    target: Place::Elem { buffer, index, id }, value, ..
+                } = &dma.element.kind
+                {
+                    self.unchecked(*id, *buffer, index, s.span);
+                    if let HExprKind::At { buffer, index, id } = &value.kind {
+                        self.unchecked(*id, *buffer, index, s.span);
+                    }
+                }
+            }
             StmtKind::Dma(dma) => {
                 // The loop covers every point of the box (its iterations are shared by the
                 // participants): each index takes every value of `[0, extent)`.
@@ -681,6 +699,18 @@ impl<'a> Analysis<'a, '_> {
         let host_proof = host_proof.filter(|p| !p.is_empty());
         match self.plans.get_mut(id.index()) {
             Some(slot) => *slot = Some(AccessPlan { buffer, span, checks, flat, host_proof }),
+            None => self.diags.push(internal(span, "an element access numbered out of range")),
+        }
+    }
+
+    /// An access that needs no check: the element loop of a TMA statement, which only
+    /// describes what the copy engine does (it handles the tensor's edges itself).
+    fn unchecked(&mut self, id: AccessId, buffer: BufferRef, index: &ElemIndex, span: Span) {
+        let flat = matches!(index, ElemIndex::Flat(_));
+        let checks = index.exprs().iter().map(|_| DimCheck { below: false, above: false });
+        let plan = AccessPlan { buffer, span, checks: checks.collect(), flat, host_proof: None };
+        match self.plans.get_mut(id.index()) {
+            Some(slot) => *slot = Some(plan),
             None => self.diags.push(internal(span, "an element access numbered out of range")),
         }
     }

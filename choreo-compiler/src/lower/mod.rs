@@ -267,6 +267,16 @@ pub struct SharedPool {
     pub limit: u64,
     /// Whether the size may exceed the static limit (48 KiB), so the launch opts in.
     pub opt_in: bool,
+    /// The byte offset of the kernel's TMA mbarriers (8 bytes each, after the buffers), when
+    /// it has any.
+    pub barriers: Option<Dim>,
+}
+
+impl SharedPool {
+    /// Whether the kernel has a shared pool at all.
+    pub fn used(&self) -> bool {
+        !self.slots.is_empty() || self.barriers.is_some()
+    }
 }
 
 /// One `shared` buffer or scalar in its kernel's pool.
@@ -1035,7 +1045,8 @@ fn shared_pool(
     diags: &mut Diagnostics,
 ) -> SharedPool {
     let span = tree.span;
-    let alignment = target.shared_alignment();
+    // Swizzled tiles start at a multiple of the pattern's period (tier 3 §4.2).
+    let alignment = target.shared_alignment().max(8 * u64::from(tree.attrs.swizzle));
     let align = |d: Dim| -> Dim {
         match d.as_const() {
             Some(c) => Dim::Const(c.div_ceil(alignment) * alignment),
@@ -1064,6 +1075,18 @@ fn shared_pool(
             _ => Dim::from_expr(hir::arith::add(offset.to_expr(span), bytes.to_expr(span), span)),
         });
     }
+    let barriers = (tree.attrs.tma_barriers > 0).then(|| offset.clone());
+    if barriers.is_some() {
+        let bytes = 8 * u64::from(tree.attrs.tma_barriers);
+        offset = align(match offset.as_const() {
+            Some(a) => Dim::Const(a.saturating_add(bytes)),
+            None => Dim::from_expr(hir::arith::add(
+                offset.to_expr(span),
+                hir::arith::int_lit(i128::from(bytes), span),
+                span,
+            )),
+        });
+    }
     let limit = target.max_shared_bytes();
     if let Some(total) = offset.as_const() {
         if total > limit {
@@ -1088,7 +1111,7 @@ fn shared_pool(
         }
     }
     let opt_in = offset.as_const().is_none_or(|b| b > target.static_shared_bytes());
-    SharedPool { slots, bytes: offset, alignment, limit, opt_in }
+    SharedPool { slots, bytes: offset, alignment, limit, opt_in, barriers }
 }
 
 /// Checks the local buffers of a kernel against the target's per-thread limit (`E0809`).

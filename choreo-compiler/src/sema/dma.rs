@@ -98,14 +98,11 @@ impl Checker<'_> {
                 }
             }
         };
-        if d.engine == ast::DmaEngine::Tma {
-            self.unsupported(span, "`tma` statements", 3);
+        let tma = d.engine == ast::DmaEngine::Tma;
+        if tma && !self.tma_available(span) {
             return poison(self);
         }
-        if let Some(attr) = d.attrs.first() {
-            self.unsupported(attr.span, "DMA modifiers (`.swiz`, `.zfill`, …)", 3);
-            return poison(self);
-        }
+        let Some(mods) = self.dma_modifiers(d) else { return poison(self) };
         let is_async = d.is_async.is_some();
         if is_async && d.future.is_none() {
             self.error_label(
@@ -121,11 +118,37 @@ impl Checker<'_> {
             _ => self.check_data(&d.src, "a DMA source"),
         };
         let Some(src) = src else { return poison(self) };
-        let transfer = match self.transfer(&d.op, d.op_span, &src) {
-            Some(t) => t,
-            None => return poison(self),
+        let transfer = if tma || mods.swizzle != 0 {
+            match (&d.op, tma) {
+                (ast::DmaOp::Copy, _) | (ast::DmaOp::Load, true) => Transfer::Copy,
+                _ => {
+                    self.error_label(
+                        "E0451",
+                        d.op_span,
+                        "a TMA or swizzled copy moves a tile as it is (`tma.load`, `tma.copy`, \
+                         `dma.copy`): no padding or transposition",
+                        "not a plain copy",
+                    );
+                    return poison(self);
+                }
+            }
+        } else {
+            match self.transfer(&d.op, d.op_span, &src) {
+                Some(t) => t,
+                None => return poison(self),
+            }
         };
         if !self.in_device() {
+            if tma || mods.swizzle != 0 {
+                self.error_label(
+                    "E0460",
+                    span,
+                    "TMA and swizzled copies move tiles between global and shared memory inside \
+                     a parallel-by",
+                    "host code",
+                );
+                return poison(self);
+            }
             return self.host_dma(d, src, &transfer, span, out);
         }
         // The destination: a fresh buffer or existing data.
@@ -200,9 +223,45 @@ impl Checker<'_> {
         if !self.dma_types_agree(&src, &dst, &transfer, span, dest_span(&d.dst)) {
             return poison(self);
         }
-        // Directions (spec §14.2).
+        // Directions (spec §14.2; tier 3 §3.1 for TMA).
         let global = |s: Storage| matches!(s, Storage::Host | Storage::Global);
-        let allowed = if is_async {
+        let store = tma && src.storage == Storage::Shared && global(dst.storage);
+        let load = global(src.storage) && dst.storage == Storage::Shared;
+        if tma && !(load || (store && d.op == ast::DmaOp::Copy)) {
+            self.error_label(
+                "E0445",
+                span,
+                format!(
+                    "GPU does not allow the TMA {} ({} -> {}).",
+                    if d.op == ast::DmaOp::Load { "load" } else { "copy" },
+                    storage_name(src.storage),
+                    storage_name(dst.storage)
+                ),
+                "TMA loads global memory into shared memory (`tma.load`) and stores shared \
+                 memory into global memory (`tma.copy`)",
+            );
+            return poison(self);
+        }
+        if tma && store && is_async {
+            self.unsupported(span, "an asynchronous TMA store (`tma.copy.async`)", 3);
+            return poison(self);
+        }
+        if !tma
+            && mods.swizzle != 0
+            && dst.storage != Storage::Shared
+            && src.storage != Storage::Shared
+        {
+            self.error_label(
+                "E0461",
+                span,
+                "a swizzled `dma.copy` must copy into (or out of) shared memory",
+                "no shared side",
+            );
+            return poison(self);
+        }
+        let allowed = if is_async && tma {
+            true
+        } else if is_async {
             global(src.storage) && dst.storage == Storage::Shared
         } else {
             !(global(src.storage) && global(dst.storage))
@@ -230,17 +289,22 @@ impl Checker<'_> {
             if let Some(groups) = self.waited_groups(std::slice::from_ref(g), true) {
                 if !groups.is_empty() {
                     let participants = self.participants(Storage::Shared);
-                    out.push(stmt(StmtKind::Wait { groups, participants }, g.span));
+                    let (tma_groups, groups) = self.split_tma_groups(groups);
+                    out.push(stmt(StmtKind::Wait { groups, tma_groups, participants }, g.span));
                 }
             }
         }
+        // The mbarrier of a TMA load (an asynchronous one's future carries it).
+        let barrier = (tma && !store).then(|| self.new_tma_barrier());
         // The future.
         let (bind, group) = match (&d.future, site) {
             (None, _) => (None, None),
-            (Some(name), site) => match self.bind_future(name, &dst, site, is_async, out) {
-                Some(b) => b,
-                None => return,
-            },
+            (Some(name), site) => {
+                match self.bind_future(name, &dst, site, is_async, barrier, out) {
+                    Some(b) => b,
+                    None => return,
+                }
+            }
         };
         // A future's buffer is written through the future (a re-bound placeholder may hold
         // another DMA's buffer after a `swap`).
@@ -252,10 +316,48 @@ impl Checker<'_> {
             None => dst,
         };
         let participants = self.participants(dst.storage);
+        let info = if tma {
+            let (g, sh) = if store { (&dst, &src) } else { (&src, &dst) };
+            match self.tma_info(g, sh, store, mods, participants, span) {
+                Some(mut t) => {
+                    if let Some(b) = barrier {
+                        t.barrier = b;
+                    }
+                    Some(Box::new(t))
+                }
+                None => return,
+            }
+        } else {
+            if mods.swizzle != 0 {
+                let shared = if dst.storage == Storage::Shared { &dst } else { &src };
+                let shared = shared.clone();
+                if !self.check_swizzle(mods.swizzle, &shared, span) {
+                    return;
+                }
+                if src.dims.iter().zip(&dst.dims).any(|(a, b)| a != b) {
+                    self.error_label(
+                        "E0461",
+                        span,
+                        "a swizzled copy needs source and destination tiles of the same shape",
+                        "different shapes",
+                    );
+                    return;
+                }
+            }
+            None
+        };
         let Some(dma) = self.dma_loop(src, dst, &transfer, is_async, participants, span) else {
             return;
         };
-        out.push(stmt(StmtKind::Dma(Box::new(hir::Dma { bind, group, ..dma })), span));
+        let swizzle = mods.swizzle;
+        if swizzle != 0 && dma.dst.storage == Storage::Shared {
+            self.note_swizzled(dma.dst.buffer);
+            if let Some(site) = site {
+                self.note_swizzled(hir::BufferRef::Local(site));
+            }
+        }
+        let dma = hir::Dma { bind, group, tma: info, swizzle, ..dma };
+        out.push(stmt(StmtKind::Dma(Box::new(dma)), span));
     }
 
     /// The checked configuration of a DMA.
@@ -468,6 +570,7 @@ impl Checker<'_> {
         dst: &View,
         site: Option<VarId>,
         is_async: bool,
+        barrier: Option<u32>,
         out: &mut Vec<Stmt>,
     ) -> Option<(Option<FutureBind>, Option<VarId>)> {
         let existing = match self.scopes.lookup(&name.name).cloned() {
@@ -520,10 +623,35 @@ impl Checker<'_> {
                 _ => return None,
             }
             let group = if is_async { f.group } else { None };
+            let tma_group = group.is_some_and(|g| self.is_tma_group(g));
+            if group.is_some() && tma_group != barrier.is_some() {
+                self.error_label(
+                    "E0450",
+                    name.span,
+                    format!(
+                        "the placeholder '{}' is a {} future but this is a {} statement",
+                        name.name,
+                        if tma_group { "TMA (`tma.any`)" } else { "DMA (`dma.any`)" },
+                        if barrier.is_some() { "TMA" } else { "DMA" }
+                    ),
+                    "a different engine",
+                );
+                return None;
+            }
             return Some((Some(FutureBind { future: *ptr, buffer: site, first: false }), group));
         }
         // A new future.
-        let group = is_async.then(|| self.new_group_local(&name.name, name.span, out));
+        let group = match (is_async, barrier) {
+            (false, _) => None,
+            (true, None) => Some(self.new_group_local(&name.name, name.span, 0, out)),
+            (true, Some(b)) => {
+                let g = self.new_group_local(&name.name, name.span, i128::from(b), out);
+                if let Some(k) = self.kernel.as_mut() {
+                    k.tma_groups.insert(g);
+                }
+                Some(g)
+            }
+        };
         let (data, bind) = match site {
             Some(site) => {
                 let ty = self.locals.get(site.index()).map_or(Ty::Error, |l| l.ty.clone());
@@ -545,8 +673,20 @@ impl Checker<'_> {
         Some((bind, group))
     }
 
-    /// A future's copy-group local (`int`, 0 until its DMA commits).
-    fn new_group_local(&mut self, name: &str, span: Span, out: &mut Vec<Stmt>) -> VarId {
+    /// Whether the group local `g` is a TMA future's (it holds an mbarrier number).
+    fn is_tma_group(&self, g: VarId) -> bool {
+        self.kernel.as_ref().is_some_and(|k| k.tma_groups.contains(&g))
+    }
+
+    /// A future's copy-group local (`int`, `init` (0) until its DMA commits; a TMA future's
+    /// holds the number of its mbarrier).
+    fn new_group_local(
+        &mut self,
+        name: &str,
+        span: Span,
+        init: i128,
+        out: &mut Vec<Stmt>,
+    ) -> VarId {
         let var = self.new_local(
             &format!("{name}__group"),
             span,
@@ -555,7 +695,7 @@ impl Checker<'_> {
             true,
             LocalOrigin::Decl,
         );
-        out.push(stmt(StmtKind::Let { var, init: Some(fold::int_lit(0, span)) }, span));
+        out.push(stmt(StmtKind::Let { var, init: Some(fold::int_lit(init, span)) }, span));
         var
     }
 
@@ -731,6 +871,8 @@ impl Checker<'_> {
             participants,
             bind: None,
             group: None,
+            tma: None,
+            swizzle: 0,
         })
     }
 
@@ -871,8 +1013,8 @@ impl Checker<'_> {
         span: Span,
         out: &mut Vec<Stmt>,
     ) {
-        if engine == ast::DmaEngine::Tma {
-            self.unsupported(span, "`tma.any` placeholders", 3);
+        let tma = engine == ast::DmaEngine::Tma;
+        if tma && !self.tma_available(span) {
             return self.declare_poisoned(name);
         }
         if !self.in_device() {
@@ -884,7 +1026,16 @@ impl Checker<'_> {
             );
             return self.declare_poisoned(name);
         }
-        let group = Some(self.new_group_local(&name.name, name.span, out));
+        let group = if tma {
+            let b = self.new_tma_barrier();
+            let g = self.new_group_local(&name.name, name.span, i128::from(b), out);
+            if let Some(k) = self.kernel.as_mut() {
+                k.tma_groups.insert(g);
+            }
+            Some(g)
+        } else {
+            Some(self.new_group_local(&name.name, name.span, 0, out))
+        };
         let ptr = self.new_local(
             &name.name,
             name.span,
@@ -993,8 +1144,14 @@ impl Checker<'_> {
         }
         if let Some(groups) = self.waited_groups(&names, false) {
             let participants = self.participants(Storage::Shared);
-            out.push(stmt(StmtKind::Wait { groups, participants }, span));
+            let (tma_groups, groups) = self.split_tma_groups(groups);
+            out.push(stmt(StmtKind::Wait { groups, tma_groups, participants }, span));
         }
+    }
+
+    /// The group locals of TMA futures (mbarrier numbers) and of DMA futures (copy groups).
+    fn split_tma_groups(&self, groups: Vec<VarId>) -> (Vec<VarId>, Vec<VarId>) {
+        groups.into_iter().partition(|g| self.is_tma_group(*g))
     }
 
     /// `swap(a, b)` / `rotate(a, b, …)` (spec §14.3).
@@ -1062,7 +1219,9 @@ impl Checker<'_> {
             match &first {
                 None => first = Some((ty.clone(), depth, f.group.is_some())),
                 Some((t0, d0, async0)) => {
-                    if *t0 != ty || *async0 != f.group.is_some() {
+                    let kind0 = groups.first().is_some_and(|g| self.is_tma_group(*g));
+                    let kind = f.group.is_some_and(|g| self.is_tma_group(g));
+                    if *t0 != ty || *async0 != f.group.is_some() || kind0 != kind {
                         self.error_label(
                             "E0450",
                             id.span,
@@ -1118,8 +1277,8 @@ impl Checker<'_> {
                             pending.insert(g, s.span);
                         }
                     }
-                    StmtKind::Wait { groups, .. } => {
-                        for g in groups {
+                    StmtKind::Wait { groups, tma_groups, .. } => {
+                        for g in groups.iter().chain(tma_groups) {
                             pending.remove(g);
                         }
                     }

@@ -184,6 +184,7 @@ impl Checker<'_> {
             ExprKind::At { base, indices } => match self.check_at(base, indices, span) {
                 Some((buffer, index, elem)) => {
                     self.mark_access(buffer, true, false);
+                    self.element_of_swizzled(buffer, span);
                     if !self.in_device() {
                         self.error_label(
                             "E0425",

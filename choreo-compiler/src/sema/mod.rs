@@ -90,6 +90,13 @@
 //!   padded/transposed source's
 //! - `E0459` a DMA `=> shared` in the body of a `group` level with several instances per
 //!   block (they would share one buffer)
+//! - `E0460` a TMA statement the copy engine cannot move (tier 3 §3.2): outside block-level
+//!   code or in host code, a global side that is not a box of a global tensor, a box that is
+//!   not a compile-time constant, above 256, of rank above 5 or with an inner extent that is
+//!   not a multiple of 16 bytes, a shared side that is not contiguous, not 128-byte aligned
+//!   or of another shape, sub-byte integers
+//! - `E0461` `.swiz<N>` misuse (tier 3 §4): rows not a multiple of N bytes, part of a shared
+//!   buffer, a swizzled `dma.copy` with no shared side or tiles of different shapes
 //! - `E0470` event declaration in the wrong place or of the wrong form: `shared` on the host,
 //!   inside `inthreads` or a loop, no storage, array extents that are not constants in
 //!   [1, 64] (or more than 64 slots), an arrival count `event<N>` out of [1, 2^20 − 1]
@@ -193,6 +200,8 @@
 //! ignores it), `W0403` a `chunkat`/`chunk` factor that does not divide the extent (the
 //! remainder is in no tile), `W0404` `span_as` of a view that may not be contiguous,
 //! `W0405` DMA whose source and destination shapes differ with neither inside the other,
+//! `W0406` `.swiz` without a period (no swizzle), `W0407` element access of a shared buffer
+//! that a swizzled copy wrote (it sees the physical layout),
 //! `W0702` deprecated `sync.shared`, `W0705` a `println!` argument only known at run time,
 //! `W0470` `trigger` outside `inthreads` (every thread of the block arrives),
 //! `W0471` an event that is waited but never triggered.
@@ -210,6 +219,7 @@ mod parallel;
 mod scope;
 mod shapes;
 mod stmt;
+mod tma;
 mod types;
 mod views;
 
@@ -334,6 +344,17 @@ pub(crate) struct KernelFrame {
     /// spec-tier3 §7.1) or redistributes registers (`setmaxnreg`): it then gets an occupancy
     /// bound of one block per multiprocessor unless `[[launch_bounds]]` says otherwise.
     pub(crate) register_roles: bool,
+    /// Its TMA statements so far (the next tensor-map number).
+    pub(crate) tma_maps: u32,
+    /// Its mbarriers so far (TMA loads and `tma.any` placeholders).
+    pub(crate) tma_barriers: u32,
+    /// The group locals of its TMA futures (they hold mbarrier numbers, not copy groups).
+    pub(crate) tma_groups: std::collections::BTreeSet<VarId>,
+    /// The largest swizzle period of its copies.
+    pub(crate) swizzle: u32,
+    /// Shared buffers written by a swizzled copy: element accesses see their physical layout
+    /// (`W0407` once per buffer; `true` once warned).
+    pub(crate) swizzled: std::collections::BTreeMap<hir::BufferRef, bool>,
 }
 
 /// How the function's return type is known.

@@ -501,6 +501,9 @@ impl Checker<'_> {
             }
             binder
         });
+        attrs.tma_barriers = frame.tma_barriers;
+        attrs.tma_maps = frame.tma_maps;
+        attrs.swizzle = frame.swizzle;
         let tree = ParallelTree {
             id,
             origin: KernelOrigin::ParallelBy,

@@ -837,6 +837,7 @@ impl Checker<'_> {
                     );
                 }
                 self.mark_access(buffer, op != AssignOp::Assign, true);
+                self.element_of_swizzled(buffer, a.target.span);
                 let v = self.check_expr_as(&a.value, Some(elem));
                 let v = self.expect_scalar(v, a.value.span, "an assigned value");
                 let Some(value) = self.assigned_value(v, elem, op, a, "element") else { return };

@@ -272,8 +272,16 @@ impl FnEmitter<'_, '_> {
                 Region::Device(kernel) => self.dma(span, dma, kernel),
                 Region::Host => self.bug(span, "a kernel DMA in host code"),
             },
-            StmtKind::Wait { groups, participants } => match region {
+            StmtKind::Wait { groups, tma_groups, participants } => match region {
                 Region::Device(kernel) => {
+                    for g in tma_groups {
+                        let g = self.names().local(*g).to_string();
+                        self.tma_wait_barrier(span, &g);
+                    }
+                    if groups.is_empty() && !tma_groups.is_empty() {
+                        // The mbarrier's completion makes the tile visible to every waiter.
+                        return;
+                    }
                     let names: Vec<String> =
                         groups.iter().map(|g| self.names().local(*g).to_string()).collect();
                     let newest = names.iter().skip(1).fold(names.first().cloned(), |acc, g| {
@@ -475,7 +483,9 @@ impl FnEmitter<'_, '_> {
     /// global accesses coalesce); an asynchronous copy global → shared issues one `cp.async`
     /// per element and commits them as one group; a synchronous one ends with the
     /// participants' barrier.
-    fn dma(&mut self, span: Span, dma: &hir::Dma, kernel: hir::KernelId) {
+    /// Points a `=> shared` DMA's future at the buffer it allocated (a placeholder's only the
+    /// first time).
+    pub(super) fn bind_future(&mut self, span: Span, dma: &hir::Dma) {
         if let Some(b) = dma.bind {
             let (f, buf) = (
                 self.names().local(b.future).to_string(),
@@ -488,6 +498,13 @@ impl FnEmitter<'_, '_> {
             };
             self.w.line(span, &line);
         }
+    }
+
+    fn dma(&mut self, span: Span, dma: &hir::Dma, kernel: hir::KernelId) {
+        if let Some(t) = &dma.tma {
+            return self.tma_statement(span, dma, t);
+        }
+        self.bind_future(span, dma);
         // The block's thread count when it is a constant (else read from `blockDim`).
         let block_threads =
             self.plan.kernels.get(kernel.index()).and_then(|k| k.threads_per_block.as_const());
@@ -529,11 +546,37 @@ impl FnEmitter<'_, '_> {
             None => format!("({})", extents.join(" * ")),
         };
         let cp_async = if dma.is_async { self.cp_async_width(dma) } else { None };
-        let vector = crate::lower::vector::dma_vector(dma, cp_async.is_some())
-            .and_then(|v| self.vector_condition(span, dma, v).map(|c| (v, c)));
-        let element = |this: &mut Self| match cp_async {
-            Some(bytes) => this.cp_async_element(&dma.element, bytes),
-            None => this.stmt(&dma.element, Region::Device(kernel)),
+        // A swizzled copy (tier 3 §4.3) moves element by element to (or from) the swizzled
+        // address of the shared side.
+        let swizzle = (dma.swizzle != 0).then(|| {
+            let into = dma.dst.storage == hir::Storage::Shared;
+            let buffer = if into { dma.dst.buffer } else { dma.src.buffer };
+            let (base, rows, cols) = self.swizzle_parts(span, buffer);
+            (into, base, rows, cols, dma.swizzle)
+        });
+        let vector = if swizzle.is_some() {
+            None
+        } else {
+            crate::lower::vector::dma_vector(dma, cp_async.is_some())
+                .and_then(|v| self.vector_condition(span, dma, v).map(|c| (v, c)))
+        };
+        let element = |this: &mut Self| match (&swizzle, cp_async) {
+            (Some((into, base, rows, cols, n)), bytes) => {
+                this.copy_element(&dma.element, |dst, from| {
+                    let at = |e: &str| {
+                        format!("::choreo::tma::swizzled<{n}>(&{base}, &{e}, {rows}u, {cols}u)")
+                    };
+                    match (into, bytes) {
+                        (true, Some(b)) => {
+                            format!("::__choreo_cp_async<{b}>({}, &{from});", at(dst))
+                        }
+                        (true, None) => format!("*{} = {from};", at(dst)),
+                        (false, _) => format!("{dst} = *{};", at(from)),
+                    }
+                })
+            }
+            (None, Some(bytes)) => this.cp_async_element(&dma.element, bytes),
+            (None, None) => this.stmt(&dma.element, Region::Device(kernel)),
         };
         match vector {
             Some((v, condition)) => {

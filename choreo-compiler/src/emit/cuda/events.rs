@@ -3,7 +3,7 @@
 //! The primitives (`__choreo_mbar_*`) are in the support library, for both dialects.
 
 use super::FnEmitter;
-use crate::hir::{EventId, EventSlot, SlotIndex};
+use crate::hir::{Event, EventId, EventSlot, SlotIndex};
 use crate::source::Span;
 
 impl FnEmitter<'_, '_> {
@@ -75,15 +75,22 @@ impl FnEmitter<'_, '_> {
         }
     }
 
-    pub(super) fn event_trigger(&mut self, slot: &EventSlot) {
-        let span = slot.span;
+    /// The event of an operand, its mbarriers and the slot index text.
+    fn event_operand(&mut self, slot: &EventSlot) -> Option<(Event, String, String)> {
         let (Some(e), Some(bars)) =
             (self.f.events.get(slot.event.index()).cloned(), self.event_bars(slot.event))
         else {
-            return self.bug(span, "an unknown event");
+            self.bug(slot.span, "an unknown event");
+            return None;
         };
+        let index = self.event_slot_index(slot, e.slots());
+        Some((e, bars, index))
+    }
+
+    pub(super) fn event_trigger(&mut self, slot: &EventSlot) {
+        let span = slot.span;
+        let Some((e, bars, index)) = self.event_operand(slot) else { return };
         let slots = e.slots();
-        let index = self.event_slot_index(slot, slots);
         let text = match slot.index {
             SlotIndex::Fixed(_) if slots == 1 => format!("__choreo_mbar_arrive({bars});"),
             SlotIndex::Fixed(_) => format!("__choreo_mbar_arrive({bars} + {index});"),
@@ -96,13 +103,8 @@ impl FnEmitter<'_, '_> {
 
     pub(super) fn event_wait(&mut self, slot: &EventSlot) {
         let span = slot.span;
-        let (Some(e), Some(bars)) =
-            (self.f.events.get(slot.event.index()).cloned(), self.event_bars(slot.event))
-        else {
-            return self.bug(span, "an unknown event");
-        };
+        let Some((e, bars, index)) = self.event_operand(slot) else { return };
         let slots = e.slots();
-        let index = self.event_slot_index(slot, slots);
         let phases = self.names().local(e.phases).to_string();
         match slot.index {
             SlotIndex::Fixed(_) => {

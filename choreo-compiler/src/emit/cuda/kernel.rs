@@ -97,6 +97,7 @@ impl FnEmitter<'_, '_> {
             // Whether the checks the host may prove are made: false when it has proven them.
             params.push("bool __choreo_checked".to_string());
         }
+        params.extend(self.tma_params(tree));
         self.w.resync();
         self.w.line(
             span,
@@ -146,7 +147,7 @@ impl FnEmitter<'_, '_> {
                 );
             }
         }
-        if !k.shared.slots.is_empty() {
+        if k.shared.used() {
             // The kernel's shared pool (spec §11.3): its size is passed at launch.
             let pool = match self.options.dialect {
                 Dialect::Cuda => format!(
@@ -166,6 +167,9 @@ impl FnEmitter<'_, '_> {
         }
         if let Some(c) = &k.cluster {
             self.cluster_entry(tree, c);
+        }
+        if let Some(offset) = &k.shared.barriers {
+            self.tma_prologue(span, tree, offset);
         }
         self.depth = 0;
         self.stmts(&tree.body, Region::Device(tree.id));
@@ -463,7 +467,8 @@ impl FnEmitter<'_, '_> {
             );
         }
         let stream = self.stream_name(k.stream);
-        let pool = !k.shared.slots.is_empty();
+        let maps = self.tma_encode(tree);
+        let pool = k.shared.used();
         if pool {
             let bytes = self.shared_bytes_u64(&k.shared);
             self.w.line(span, &format!("const std::uint64_t __choreo_smem_bytes = {bytes};"));
@@ -539,6 +544,7 @@ impl FnEmitter<'_, '_> {
         if !k.host_proof.is_empty() {
             args.push("!__choreo_in_bounds_on_host".to_string());
         }
+        args.extend(maps);
         let launch = match self.options.dialect {
             Dialect::Cuda => {
                 args.splice(0..0, ["&__choreo_launch".to_string(), symbol]);

@@ -68,6 +68,7 @@ mod expr;
 mod host;
 mod kernel;
 pub mod support;
+mod tma;
 pub mod types;
 pub mod writer;
 

@@ -1,0 +1,297 @@
+//! TMA statements and swizzled copies (tier 3 §3, §4, §10): the kernel's tensor-map
+//! parameters and mbarriers, the issue and completion of each TMA statement, the host-side
+//! encoding of the maps before the launch, and the swizzled element addresses of
+//! `dma.copy.swiz<N>`.
+//!
+//! The same text serves both dialects: `choreo.h` implements `::choreo::tma` with PTX on CUDA
+//! and with a copy routine of the CPU runtime on the CPU (which completes the mbarrier like
+//! the copy engine).
+
+use super::types::cpp_elem;
+use super::writer::c_escape;
+use super::{Dialect, FnEmitter};
+use crate::hir::{self, Dim, ElemIndex, Stmt, StmtKind};
+use crate::source::Span;
+
+/// The L2 cache policies of `.evict_first` / `.evict_last` (tier 3 §3.5).
+const EVICT_FIRST: &str = "0x12F0000000000000ull";
+const EVICT_LAST: &str = "0x14F0000000000000ull";
+
+/// The TMA statements of a kernel body, in their number's order.
+pub(super) fn tma_statements(body: &[Stmt]) -> Vec<(&hir::Dma, &hir::Tma, Span)> {
+    fn walk<'a>(stmts: &'a [Stmt], out: &mut Vec<(&'a hir::Dma, &'a hir::Tma, Span)>) {
+        for s in stmts {
+            match &s.kind {
+                StmtKind::Dma(d) => {
+                    if let Some(t) = &d.tma {
+                        out.push((d, t, s.span));
+                    }
+                }
+                StmtKind::Block(b) => walk(b, out),
+                StmtKind::InnerParallel(p) => walk(&p.body, out),
+                StmtKind::If { then_body, else_body, .. } => {
+                    walk(then_body, out);
+                    walk(else_body, out);
+                }
+                StmtKind::For { body, .. } | StmtKind::While { body, .. } => walk(body, out),
+                _ => {}
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(body, &mut out);
+    out.sort_by_key(|(_, t, _)| t.index);
+    out
+}
+
+/// The swizzle split of a box (tier 3 §3.4): the width in elements of a column group when
+/// the box's rows are longer than the swizzle period.
+fn split_width(t: &hir::Tma, swizzle: u32, size: u64) -> Option<u64> {
+    let inner = *t.box_dims.last()?;
+    (swizzle != 0 && inner * size > u64::from(swizzle)).then(|| u64::from(swizzle) / size)
+}
+
+impl FnEmitter<'_, '_> {
+    /// The trailing kernel parameters of the kernel's tensor maps.
+    pub(super) fn tma_params(&self, tree: &hir::ParallelTree) -> Vec<String> {
+        (0..tree.attrs.tma_maps)
+            .map(|i| format!("const __grid_constant__ CUtensorMap __choreo_tmap_{i}"))
+            .collect()
+    }
+
+    /// The kernel's mbarriers (after the shared buffers of its pool) and the executing
+    /// thread's phase bits, initialised before the body runs.
+    pub(super) fn tma_prologue(&mut self, span: Span, tree: &hir::ParallelTree, offset: &Dim) {
+        let n = tree.attrs.tma_barriers;
+        if n == 0 {
+            return;
+        }
+        let offset = self.dim_int(offset);
+        self.w.line(
+            span,
+            &format!(
+                "unsigned long long* const __choreo_tma_bar = reinterpret_cast<unsigned long long*>(__choreo_smem + {offset});"
+            ),
+        );
+        self.w.line(span, "// The phase bit of each mbarrier this thread waits for next.");
+        self.w.line(span, "[[maybe_unused]] unsigned __choreo_tma_phase = 0u;");
+        self.w.line(span, "if (threadIdx.x == 0) {");
+        self.w.line(
+            span,
+            &format!(
+                "  for (int __choreo_b = 0; __choreo_b < {n}; ++__choreo_b) __choreo_mbar_init(&__choreo_tma_bar[__choreo_b], 1u);"
+            ),
+        );
+        self.w.line(span, "  __choreo_mbar_init_fence();");
+        self.w.line(span, "}");
+        self.w.line(span, "__syncthreads();");
+    }
+
+    /// A TMA statement (tier 3 §3.3, §10.2): the issuer (thread 0 of the block) moves the
+    /// box; a load completes the statement's (or its future's) mbarrier, which every thread
+    /// waits for unless the load is asynchronous; a store is fenced, issued and read-waited.
+    pub(super) fn tma_statement(&mut self, span: Span, dma: &hir::Dma, t: &hir::Tma) {
+        self.bind_future(span, dma);
+        let size = t.shared.elem.size_bytes();
+        let rank = t.shared.dims.len();
+        let first = t.shared.element(vec![hir::arith::int_lit(0, span); rank], span);
+        let shared = self.element(span, t.shared.buffer, &first);
+        // Coordinates, innermost first (split into column groups when swizzled).
+        let mut coords: Vec<String> = t.coords.iter().rev().map(|c| self.coord(c)).collect();
+        if let (Some(w), Some(c)) = (split_width(t, dma.swizzle, size), coords.first().cloned()) {
+            coords[0] = format!("({c}) % {w}");
+            coords.push(format!("({c}) / {w}"));
+        }
+        let dims = coords.len();
+        let map = format!("&__choreo_tmap_{}", t.index);
+        let coord_list = coords.join(", ");
+        if t.store {
+            self.w.line(span, "{  // TMA store (shared -> global)");
+            self.w.indent += 1;
+            self.w.line(span, "::choreo::tma::fence_proxy_async();");
+            self.w.line(span, "__syncthreads();");
+            self.w.line(span, "if (threadIdx.x == 0) {");
+            self.w.line(
+                span,
+                &format!("  ::choreo::tma::store_{dims}d({map}, &{shared}, {coord_list});"),
+            );
+            self.w.line(span, "  ::choreo::tma::store_commit_and_wait_read();");
+            self.w.line(span, "}");
+            // The source may be rewritten only after the copy engine has read it.
+            self.w.line(span, "__syncthreads();");
+            self.w.indent -= 1;
+            self.w.line(span, "}");
+            return;
+        }
+        let bytes: u64 = t.box_dims.iter().product::<u64>() * size;
+        let barrier = match dma.group.filter(|_| dma.is_async) {
+            Some(g) => self.names().local(g).to_string(),
+            None => t.barrier.to_string(),
+        };
+        let policy = match t.evict_first {
+            Some(true) => EVICT_FIRST,
+            Some(false) => EVICT_LAST,
+            None => "0ull",
+        };
+        let hint = t.evict_first.is_some();
+        self.w.line(
+            span,
+            &format!(
+                "{{  // TMA load (global -> shared){}",
+                if dma.is_async { ", asynchronous" } else { "" }
+            ),
+        );
+        self.w.indent += 1;
+        // Sequential semantics (tier 3 §3.3 ⚠): every thread is done with the destination
+        // before the copy engine overwrites it.
+        self.w.line(span, "__syncthreads();");
+        self.w.line(span, "if (threadIdx.x == 0) {");
+        self.w.line(
+            span,
+            &format!("  __choreo_mbar_arrive_expect_tx(&__choreo_tma_bar[{barrier}], {bytes}u);"),
+        );
+        self.w.line(
+            span,
+            &format!(
+                "  ::choreo::tma::load_{dims}d(&{shared}, {map}, &__choreo_tma_bar[{barrier}], {}, {policy}, {coord_list});",
+                if hint { "true" } else { "false" }
+            ),
+        );
+        if self.options.dialect == Dialect::Cpu {
+            // The CPU runtime copied the box at once: complete the transaction bytes as the
+            // copy engine would.
+            self.w.line(
+                span,
+                &format!("  __choreo_mbar_complete_tx(&__choreo_tma_bar[{barrier}], {bytes}u);"),
+            );
+        }
+        self.w.line(span, "}");
+        if !dma.is_async {
+            self.tma_wait_barrier(span, &barrier);
+        }
+        self.w.indent -= 1;
+        self.w.line(span, "}");
+    }
+
+    /// Waits for the current phase of mbarrier `barrier` (an `int` expression) and flips the
+    /// executing thread's phase bit of it.
+    pub(super) fn tma_wait_barrier(&mut self, span: Span, barrier: &str) {
+        self.w.line(
+            span,
+            &format!(
+                "__choreo_mbar_wait(&__choreo_tma_bar[{barrier}], (__choreo_tma_phase >> {barrier}) & 1u);"
+            ),
+        );
+        self.w.line(span, &format!("__choreo_tma_phase ^= 1u << {barrier};"));
+    }
+
+    /// A tile coordinate as an `int`.
+    fn coord(&mut self, e: &hir::HExpr) -> String {
+        let text = self.expr(e);
+        format!("static_cast<int>({text})")
+    }
+
+    /// Before the launch of `tree`: encodes the tensor map of each of its TMA statements
+    /// (tier 3 §3.4); a map the driver rejects, or whose checks fail, fails the call.
+    /// Returns the launch arguments.
+    pub(super) fn tma_encode(&mut self, tree: &hir::ParallelTree) -> Vec<String> {
+        let mut args = Vec::new();
+        for (dma, t, span) in tma_statements(&tree.body) {
+            let name = format!("__choreo_tmap_{}", t.index);
+            args.push(name.clone());
+            let elem = t.shared.elem;
+            let size = elem.size_bytes();
+            let dims = self.dims_of_buffer(t.global);
+            let base = self.buffer_name(t.global);
+            // Innermost first.
+            let mut extents: Vec<String> = dims.iter().rev().map(|d| self.dim_u64(d)).collect();
+            let mut strides = Vec::new();
+            let mut stride = format!("{size}ull");
+            for d in dims.iter().rev().take(dims.len().saturating_sub(1)) {
+                let d = self.dim_u64(d);
+                stride = format!("{stride} * {d}");
+                strides.push(stride.clone());
+            }
+            let mut boxes: Vec<String> = t.box_dims.iter().rev().map(|b| b.to_string()).collect();
+            let mut checks = Vec::new();
+            if let (Some(w), Some(inner)) = (split_width(t, dma.swizzle, size), extents.first()) {
+                let inner = inner.clone();
+                checks.push(format!("{inner} % {w}ull == 0"));
+                extents[0] = format!("{w}ull");
+                extents.push(format!("{inner} / {w}ull"));
+                strides.push(format!("{}ull", w * size));
+                let b0 = t.box_dims.last().copied().unwrap_or(w);
+                boxes[0] = w.to_string();
+                boxes.push((b0 / w).to_string());
+            }
+            let rank = extents.len();
+            let location = self.db.location(span);
+            self.w.line(span, &format!("alignas(64) CUtensorMap {name};"));
+            self.w.line(span, "{");
+            self.w.indent += 1;
+            if !checks.is_empty() {
+                let message = c_escape(
+                    &format!(
+                        "the swizzled TMA at {location} needs an inner extent of the tensor that \
+                         is a multiple of {} elements",
+                        split_width(t, dma.swizzle, size).unwrap_or(1)
+                    ),
+                    true,
+                );
+                self.w.line(
+                    span,
+                    &format!("__CHOREO_CHECK({}, \"{message}\");", checks.join(" && ")),
+                );
+            }
+            self.w.line(
+                span,
+                &format!("const std::uint64_t __choreo_dims[] = {{{}}};", extents.join(", ")),
+            );
+            // One dummy stride keeps a rank-1 array non-empty.
+            let stride_list =
+                if strides.is_empty() { "0ull".to_string() } else { strides.join(", ") };
+            self.w.line(
+                span,
+                &format!("const std::uint64_t __choreo_strides[] = {{{stride_list}}};"),
+            );
+            self.w.line(
+                span,
+                &format!("const std::uint32_t __choreo_box[] = {{{}}};", boxes.join(", ")),
+            );
+            let message = c_escape(&format!("the TMA at {location}"), true);
+            self.w.line(
+                span,
+                &format!(
+                    "const char* const __choreo_tma_error = ::choreo::tma::encode_tiled<{}>(&{name}, {rank}u, {base}, __choreo_dims, __choreo_strides, __choreo_box, {}u, {}u);",
+                    cpp_elem(elem),
+                    dma.swizzle,
+                    t.promote
+                ),
+            );
+            self.w.line(
+                span,
+                &format!(
+                    "__CHOREO_CHECK(__choreo_tma_error == nullptr, \"{message}: %s\", __choreo_tma_error);"
+                ),
+            );
+            self.w.indent -= 1;
+            self.w.line(span, "}");
+        }
+        args
+    }
+
+    /// The pieces of the swizzled addresses of a whole shared buffer (tier 3 §4.2): its first
+    /// element, rows and columns.
+    pub(super) fn swizzle_parts(
+        &mut self,
+        span: Span,
+        buffer: hir::BufferRef,
+    ) -> (String, u64, u64) {
+        let dims = self.dims_of_buffer(buffer);
+        let zeros = vec![hir::arith::int_lit(0, span); dims.len()];
+        let base = self.element(span, buffer, &ElemIndex::Coords(zeros));
+        let cols = dims.last().and_then(Dim::as_const).unwrap_or(1).max(1);
+        let total = dims.iter().map(Dim::as_const).try_fold(1u64, |a, d| d.map(|d| a * d));
+        (base, total.unwrap_or(cols) / cols, cols)
+    }
+}
