@@ -164,6 +164,44 @@ impl Fp8Format {
     }
 }
 
+/// `From<T> for f32`, IEEE comparison and ordering, `Debug` and `Display` of a one-byte float
+/// newtype with a `to_f32` method (the fp8 types and the narrow floats).
+macro_rules! narrow_float_traits {
+    ($name:ident, $choreo:literal) => {
+        impl From<$name> for f32 {
+            fn from(value: $name) -> f32 {
+                value.to_f32()
+            }
+        }
+
+        /// IEEE comparison of the values (NaN is unequal to everything, `-0 == +0`).
+        impl PartialEq for $name {
+            fn eq(&self, other: &Self) -> bool {
+                self.to_f32() == other.to_f32()
+            }
+        }
+
+        /// IEEE ordering of the values.
+        impl PartialOrd for $name {
+            fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+                self.to_f32().partial_cmp(&other.to_f32())
+            }
+        }
+
+        impl fmt::Debug for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                write!(f, "{}({:?} = {:#04x})", $choreo, self.to_f32(), self.0)
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                fmt::Display::fmt(&self.to_f32(), f)
+            }
+        }
+    };
+}
+
 macro_rules! fp8_type {
     ($(#[$doc:meta])* $name:ident, $format:expr, $choreo:literal) => {
         $(#[$doc])*
@@ -215,37 +253,7 @@ macro_rules! fp8_type {
             }
         }
 
-        impl From<$name> for f32 {
-            fn from(value: $name) -> f32 {
-                value.to_f32()
-            }
-        }
-
-        /// IEEE comparison of the values (NaN is unequal to everything, `-0 == +0`).
-        impl PartialEq for $name {
-            fn eq(&self, other: &Self) -> bool {
-                self.to_f32() == other.to_f32()
-            }
-        }
-
-        /// IEEE ordering of the values.
-        impl PartialOrd for $name {
-            fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-                self.to_f32().partial_cmp(&other.to_f32())
-            }
-        }
-
-        impl fmt::Debug for $name {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                write!(f, "{}({:?} = {:#04x})", $choreo, self.to_f32(), self.0)
-            }
-        }
-
-        impl fmt::Display for $name {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                fmt::Display::fmt(&self.to_f32(), f)
-            }
-        }
+        narrow_float_traits!($name, $choreo);
     };
 }
 
@@ -410,42 +418,6 @@ macro_rules! narrow_float_type {
         }
 
         narrow_float_traits!($name, $choreo);
-    };
-}
-
-macro_rules! narrow_float_traits {
-    ($name:ident, $choreo:literal) => {
-        impl From<$name> for f32 {
-            fn from(value: $name) -> f32 {
-                value.to_f32()
-            }
-        }
-
-        /// IEEE comparison of the values (NaN is unequal to everything, `-0 == +0`).
-        impl PartialEq for $name {
-            fn eq(&self, other: &Self) -> bool {
-                self.to_f32() == other.to_f32()
-            }
-        }
-
-        /// IEEE ordering of the values.
-        impl PartialOrd for $name {
-            fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-                self.to_f32().partial_cmp(&other.to_f32())
-            }
-        }
-
-        impl fmt::Debug for $name {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                write!(f, "{}({:?} = {:#04x})", $choreo, self.to_f32(), self.0)
-            }
-        }
-
-        impl fmt::Display for $name {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                fmt::Display::fmt(&self.to_f32(), f)
-            }
-        }
     };
 }
 
