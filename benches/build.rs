@@ -5,7 +5,8 @@
 //! - `bench`: `kernels/bench.co` and `kernels/reference.cu` (overlap, launch, bandwidth);
 //! - `tiled`: `kernels/tiled.co` and `kernels/tiled_reference.cu` (the `tiled` section: shared
 //!   tiles, asynchronous copies), a library of its own so that its generated module
-//!   (`gpu::tiled::tiled`) lives in the section's Rust module.
+//!   (`gpu::tiled::tiled`) lives in the section's Rust module;
+//! - `tma`: `kernels/tma.co` (the `tma` section: TMA copies and transpose, tier 3).
 //!
 //! Without nvcc (stub build) the harness still compiles; `choreo-bench gpu` then says that the
 //! kernels were not built and exits with status 1. `cfg(choreo_bench_kernels)` is set when they
@@ -25,7 +26,13 @@ fn main() {
         .cuda_file("kernels/tiled_reference.cu")
         .build("tiled")
         .unwrap_or_exit();
-    if bench.library.is_some() && tiled.library.is_some() {
+    // TMA needs sm_90: pinned, whatever the default arch.
+    let tma = choreo_build::Builder::new()
+        .file("kernels/tma.co")
+        .arch("sm_90a")
+        .build("tma")
+        .unwrap_or_exit();
+    if bench.library.is_some() && tiled.library.is_some() && tma.library.is_some() {
         println!("cargo::rustc-cfg=choreo_bench_kernels");
     }
 }

@@ -5,7 +5,9 @@
 //! - `add`: `c = a + b` over f32 vectors (`bench::add`, one element per CUDA thread, 256 per
 //!   block) against `std::thread::scope` with as many threads as the CPU runtime has workers,
 //!   each summing one contiguous chunk (a loop the compiler vectorises);
-//! - `add4`: `bench::add4` (four elements per thread) against the same loop.
+//! - `add4`: `bench::add4` (four elements per thread) against the same loop;
+//! - `saxpy`: `z = k x + y` (`bench::saxpy`, one element per CUDA thread) against the same
+//!   kind of loop computing `k * a + b`.
 //!
 //! The worker count is the runtime's (`CHOREO_CPU_THREADS`, else the machine's cores); run the
 //! command with `CHOREO_CPU_THREADS=1,2,…` to see the scaling.
@@ -68,19 +70,28 @@ pub fn main(args: &[String]) -> ExitCode {
     }
 }
 
-/// `c = a + b` by `threads` scoped threads, one contiguous chunk each.
-fn hand_add(a: &[f32], b: &[f32], c: &mut [f32], threads: usize) {
+/// `c = op(a, b)` elementwise by `threads` scoped threads, one contiguous chunk each.
+fn hand_elementwise(
+    a: &[f32],
+    b: &[f32],
+    c: &mut [f32],
+    threads: usize,
+    op: impl Fn(f32, f32) -> f32 + Copy + Send,
+) {
     let chunk = c.len().div_ceil(threads.max(1));
     std::thread::scope(|scope| {
         for ((c, a), b) in c.chunks_mut(chunk).zip(a.chunks(chunk)).zip(b.chunks(chunk)) {
             scope.spawn(move || {
                 for ((c, a), b) in c.iter_mut().zip(a).zip(b) {
-                    *c = a + b;
+                    *c = op(*a, *b);
                 }
             });
         }
     });
 }
+
+/// The factor of the saxpy variants.
+const SAXPY_K: f32 = 1.5;
 
 fn run(n: usize, trials: usize) -> Result<Table, String> {
     let e = |e: choreo::Error| e.to_string();
@@ -93,8 +104,10 @@ fn run(n: usize, trials: usize) -> Result<Table, String> {
     let b = DeviceTensor::from_host(&stream, b_host.as_slice().into()).map_err(e)?;
     let mut c = DeviceTensor::<f32, 1>::zeros_on(&stream, [n]).map_err(e)?;
     let mut c_hand = vec![0f32; n];
+    let mut z = DeviceTensor::<f32, 1>::zeros_on(&stream, [n]).map_err(e)?;
+    let mut z_hand = vec![0f32; n];
 
-    let mut samples: [Vec<f64>; 3] = Default::default();
+    let mut samples: [Vec<f64>; 5] = Default::default();
     for trial in 0..trials + 2 {
         let t = Instant::now();
         bench::add(&stream, &a, &b, &mut c).map_err(e)?.wait().map_err(e)?;
@@ -103,11 +116,17 @@ fn run(n: usize, trials: usize) -> Result<Table, String> {
         bench::add4(&stream, &a, &b, &mut c).map_err(e)?.wait().map_err(e)?;
         let add4 = t.elapsed().as_secs_f64();
         let t = Instant::now();
-        hand_add(&a_host, &b_host, &mut c_hand, threads);
+        hand_elementwise(&a_host, &b_host, &mut c_hand, threads, |a, b| a + b);
         let hand = t.elapsed().as_secs_f64();
+        let t = Instant::now();
+        bench::saxpy(&stream, SAXPY_K, &a, &b, &mut z).map_err(e)?.wait().map_err(e)?;
+        let saxpy = t.elapsed().as_secs_f64();
+        let t = Instant::now();
+        hand_elementwise(&a_host, &b_host, &mut z_hand, threads, |a, b| SAXPY_K * a + b);
+        let hand_saxpy = t.elapsed().as_secs_f64();
         // The first two rounds warm up (page faults of fresh memory, thread start).
         if trial >= 2 {
-            for (s, v) in samples.iter_mut().zip([add, add4, hand]) {
+            for (s, v) in samples.iter_mut().zip([add, add4, hand, saxpy, hand_saxpy]) {
                 s.push(v * 1e3);
             }
         }
@@ -116,16 +135,31 @@ fn run(n: usize, trials: usize) -> Result<Table, String> {
     if got.as_slice() != c_hand.as_slice() {
         return Err("the kernels' sums differ from the hand-written loop's".into());
     }
+    // Both sides compute k * a + b in f32 without contraction (the C++ side is built without
+    // -ffp-contract=fast on x86-64), so the results agree to the last bit or within one ulp.
+    let got = z.to_host(&stream).map_err(e)?;
+    if let Some(i) = got
+        .as_slice()
+        .iter()
+        .zip(&z_hand)
+        .position(|(x, y)| (x - y).abs() > y.abs() * 2.0 * f32::EPSILON)
+    {
+        return Err(format!("saxpy differs at {i}: {} vs {}", got.as_slice()[i], z_hand[i]));
+    }
     let summary = |s: &[f64]| Summary::of(s).ok_or("no samples");
     let hand = summary(&samples[2])?;
+    let hand_saxpy = summary(&samples[4])?;
     let bytes = (3 * n * 4) as f64;
     let mut table = Table::new(["variant", "median", "min", "max", "derived"]);
     let names = [
         format!("ours: bench::add on the CPU ({threads} workers), {n} f32"),
         "ours: bench::add4 on the CPU".to_string(),
-        format!("hand-written Rust, {threads} scoped threads, contiguous chunks"),
+        format!("hand-written Rust a + b, {threads} scoped threads, contiguous chunks"),
+        "ours: bench::saxpy on the CPU".to_string(),
+        "hand-written Rust k * a + b, same threads".to_string(),
     ];
-    for (name, s) in names.iter().zip(&samples) {
+    let references = [&hand, &hand, &hand, &hand_saxpy, &hand_saxpy];
+    for ((name, s), reference) in names.iter().zip(&samples).zip(references) {
         let sum = summary(s)?;
         let gbps = bytes / (sum.median * 1e-3) / 1e9;
         table.row([
@@ -136,7 +170,7 @@ fn run(n: usize, trials: usize) -> Result<Table, String> {
             format!(
                 "{} GB/s; time / hand {}",
                 three_digits(gbps),
-                three_digits(sum.median / hand.median)
+                three_digits(sum.median / reference.median)
             ),
         ]);
     }

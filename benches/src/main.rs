@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! choreo-bench gpu [--trials N] [--warmup N] [--quick]
-//!                  [--only overlap,launch,bandwidth,tiled] [--markdown FILE]
+//!                  [--only overlap,launch,bandwidth,tiled,tma] [--markdown FILE]
 //! choreo-bench cpu [--elements N] [--trials N] [--markdown FILE]
 //! choreo-bench build [ARGS]        (build speed; `choreo-bench build --help`)
 //! ```
@@ -25,7 +25,7 @@ use choreo_bench::table::{Table, three_digits};
 use gpu::{BenchError, Options};
 
 const USAGE: &str = "usage: choreo-bench gpu [--trials N] [--warmup N] [--quick] \
-                     [--only overlap,launch,bandwidth,tiled] [--markdown FILE]\n       \
+                     [--only overlap,launch,bandwidth,tiled,tma] [--markdown FILE]\n       \
                      choreo-bench cpu [--elements N] [--trials N] [--markdown FILE]\n       \
                      choreo-bench build [--help | ARGS]";
 
@@ -47,7 +47,7 @@ fn main() -> ExitCode {
 }
 
 /// The sections of `gpu`, in the order they run; all of them by default.
-const SECTIONS: [&str; 4] = ["overlap", "launch", "bandwidth", "tiled"];
+const SECTIONS: [&str; 5] = ["overlap", "launch", "bandwidth", "tiled", "tma"];
 
 /// The parsed arguments of `gpu`.
 #[derive(Debug)]
@@ -270,6 +270,33 @@ fn run_sections(args: &GpuArgs, report: &mut GpuReport) -> gpu::BenchResult<()> 
             met(outcome.softmax_over_hand >= 0.95),
         ]);
     }
+    if wants("tma") {
+        eprintln!("choreo-bench: tma …");
+        let outcome = gpu::tma::run(options)?;
+        gpu::section_rows(&mut report.table, "tma", outcome.rows);
+        let (copy, copy_kernel) = outcome.copy_over_d2d;
+        report.summary.row([
+            "TMA copy: ours ≥ 0.90 × device-to-device copy".to_owned(),
+            format!("{} ({copy_kernel})", three_digits(copy)),
+            met(copy >= 0.90),
+        ]);
+        report.summary.row([
+            "TMA copy: ours ≥ the tier-2 copy (dma.copy through shared)".to_owned(),
+            three_digits(outcome.copy_over_tier2),
+            met(outcome.copy_over_tier2 >= 1.0),
+        ]);
+        let (transpose, transpose_kernel) = outcome.transpose_over_d2d;
+        report.summary.row([
+            "TMA transpose: ours ≥ 0.90 × device-to-device copy".to_owned(),
+            format!("{} ({transpose_kernel})", three_digits(transpose)),
+            met(transpose >= 0.90),
+        ]);
+        report.summary.row([
+            "TMA transpose: ours ≥ the tier-2 transpose".to_owned(),
+            three_digits(outcome.transpose_over_tier2),
+            met(outcome.transpose_over_tier2 >= 1.0),
+        ]);
+    }
     match choreo::take_deferred_error() {
         Some(error) => Err(error.into()),
         None => Ok(()),
@@ -290,7 +317,7 @@ mod tests {
         assert_eq!(parsed.options.trials, 3);
         assert_eq!(parsed.sections, ["launch"]);
         let parsed = parse_gpu_args(&args(&[])).unwrap();
-        assert_eq!(parsed.sections, ["overlap", "launch", "bandwidth", "tiled"]);
+        assert_eq!(parsed.sections, ["overlap", "launch", "bandwidth", "tiled", "tma"]);
         let parsed = parse_gpu_args(&args(&["--only", "tiled,bandwidth"])).unwrap();
         assert_eq!(parsed.sections, ["tiled", "bandwidth"]);
         let parsed = parse_gpu_args(&args(&["--trials", "7", "--markdown", "x.md"])).unwrap();

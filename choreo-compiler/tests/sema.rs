@@ -828,6 +828,35 @@ fn cluster_levels_carry_their_binder() {
     assert!(cluster.vars[0].is_some());
 }
 
+#[test]
+fn a_misplaced_cluster_item_draws_its_error_and_no_level_warning() {
+    let src = "__co__ void f(s32 [8] &o) {\n  parallel b by 8 : block, c by 2 : cluster {\n    \
+               o.at(b) = 1;\n  }\n}\n";
+    assert_rejects(src, "E0619", "c by 2");
+    let c = run_for(src, cuda("sm_90a"));
+    let codes: Vec<&str> = c.diags.iter().map(|d| d.code).collect();
+    assert_eq!(codes, ["E0619"], "{}", render_human(&c.db, &c.diags));
+}
+
+#[test]
+fn setmaxnreg_under_a_condition_that_splits_a_warpgroup_warns() {
+    let roles = |pred: &str| {
+        format!(
+            "__co__ void f(global s32 [256] a) {{\n  parallel p by 1 : block {{\n    parallel w by 2 \
+             : group-4, t by 128 : thread {{\n      inthreads.async ({pred}) {{\n        call \
+             croq::cuda::setreg_dec(40);\n        a.at(w * 128 + t) = 1;\n      }}\n    }}\n  }}\n}}\n"
+        )
+    };
+    let w0605 = |src: &str| {
+        let c = run_for(src, cuda("sm_90a"));
+        let errors: Vec<_> = c.diags.iter().filter(|d| d.is_error()).collect();
+        assert!(errors.is_empty(), "{}", render_human(&c.db, &c.diags));
+        c.diags.iter().filter(|d| d.code == "W0605").count()
+    };
+    assert_eq!(w0605(&roles("w == 0")), 0, "whole warpgroups: no warning");
+    assert_eq!(w0605(&roles("w == 0 && t < 32")), 1, "one warp of a warpgroup");
+}
+
 // -- rejections: names, declarations, types ---------------------------------------------------
 
 reject!(undeclared_name, "E0401", "y + 1", "__co__ void f(int n) {\n  x = y + 1;\n}\n");

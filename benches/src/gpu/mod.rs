@@ -7,12 +7,14 @@
 //!   a profile of the CUDA calls a wrapper makes;
 //! - [`bandwidth`]: a generated elementwise kernel vs `cudaMemcpy` and hand-written kernels;
 //! - [`tiled`]: generated kernels with shared-memory tiles and asynchronous copies (transpose,
-//!   SGEMM, row softmax) vs hand-written twins, the copy and cuBLAS.
+//!   SGEMM, row softmax) vs hand-written twins, the copy and cuBLAS;
+//! - [`tma`]: TMA copies and a TMA transpose (tier 3) vs the copy and their tier-2 versions.
 
 pub mod bandwidth;
 pub mod launch;
 pub mod overlap;
 pub mod tiled;
+pub mod tma;
 
 use std::ffi::c_void;
 use std::time::Instant;

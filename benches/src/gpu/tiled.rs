@@ -32,7 +32,7 @@ use super::{
 };
 
 /// The generated side: `kernels/tiled.co` (library `tiled`, module `tiled`).
-mod kernels {
+pub(super) mod kernels {
     choreo::include_kernels!("tiled");
 }
 use kernels::tiled;
@@ -110,13 +110,13 @@ pub fn run(options: &Options) -> BenchResult<Outcome> {
 }
 
 /// A failure of a check, as the section's error.
-fn failed(message: String) -> BenchError {
+pub(super) fn failed(message: String) -> BenchError {
     BenchError::Failed(format!("tiled: {message}"))
 }
 
 /// Sets every byte of a generated kernel's output to `0xFF` (NaN) on `stream`, tracked as a
 /// write of the tensor.
-fn poison(stream: &Stream, tensor: &mut DeviceTensor<f32, 2>) -> BenchResult<()> {
+pub(super) fn poison(stream: &Stream, tensor: &mut DeviceTensor<f32, 2>) -> BenchResult<()> {
     let bytes = std::mem::size_of_val(&0f32) * tensor.len();
     let buffer = tensor.buffer_mut();
     let ptr = buffer.device_ptr_for_write(stream)?;
@@ -129,7 +129,12 @@ fn poison(stream: &Stream, tensor: &mut DeviceTensor<f32, 2>) -> BenchResult<()>
 }
 
 /// An asynchronous device-to-device copy of `bytes` bytes on `stream`.
-fn copy_async(stream: &Stream, dst: *mut f32, src: *const f32, bytes: usize) -> BenchResult<()> {
+pub(super) fn copy_async(
+    stream: &Stream,
+    dst: *mut f32,
+    src: *const f32,
+    bytes: usize,
+) -> BenchResult<()> {
     cuda(
         // SAFETY: the callers pass two live, disjoint allocations of at least `bytes` bytes
         // that stay allocated until the stream has run the copy.
@@ -150,7 +155,7 @@ fn copy_async(stream: &Stream, dst: *mut f32, src: *const f32, bytes: usize) -> 
 /// Device milliseconds per launch of `launch`, run `repeat` times between one pair of events.
 /// One untimed launch goes first, so that the device is busy while the start event and the
 /// timed launches are enqueued: the host's launch time never leaves it idle inside the pair.
-fn per_launch_ms(
+pub(super) fn per_launch_ms(
     stream: &Stream,
     repeat: usize,
     mut launch: impl FnMut() -> BenchResult<()>,
@@ -166,20 +171,20 @@ fn per_launch_ms(
 }
 
 /// A table row of `summary` (ms per launch).
-fn row(name: impl Into<String>, summary: &Summary, derived: String) -> Vec<String> {
+pub(super) fn row(name: impl Into<String>, summary: &Summary, derived: String) -> Vec<String> {
     let [median, min, max] = timing_cells(summary, 1.0, "ms");
     vec![name.into(), median, min, max, derived]
 }
 
 /// GB/s (10^9 bytes per second) of moving `bytes` in `ms`.
-fn gbps(bytes: usize, ms: f64) -> f64 {
+pub(super) fn gbps(bytes: usize, ms: f64) -> f64 {
     bytes as f64 / (ms * 1e-3) / 1e9
 }
 
 // ---- transpose ----------------------------------------------------------------------------
 
 /// Checks that `got` is exactly the transpose of the `n` x `n` matrix `input`.
-fn check_transpose(what: &str, n: usize, input: &[f32], got: &[f32]) -> BenchResult<()> {
+pub(super) fn check_transpose(what: &str, n: usize, input: &[f32], got: &[f32]) -> BenchResult<()> {
     let mut wrong = 0usize;
     let mut first = None;
     // 64 x 64 blocks keep both matrices' lines in the cache.

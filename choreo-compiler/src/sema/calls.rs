@@ -106,6 +106,15 @@ impl Checker<'_> {
             );
             return None;
         }
+        if self.warpgroup_splits > 0 {
+            self.warn(
+                "W0605",
+                c.span,
+                "setmaxnreg must be executed by every thread of a warpgroup, but a condition \
+                 around this call may hold in some threads of a warpgroup and not in others",
+                "may not be warpgroup-uniform",
+            );
+        }
         match self.target.setmaxnreg() {
             RegisterHint::Emit => {
                 if let Some(k) = self.kernel.as_mut() {

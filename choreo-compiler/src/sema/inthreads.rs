@@ -87,11 +87,14 @@ impl Checker<'_> {
             }
         }
         let splits = self.selects_level_instances(&cond);
+        let splits_warpgroups = self.splits_warpgroups(&cond);
         self.inthreads_depth += 1;
         self.selecting_conditions += u32::from(splits);
+        self.warpgroup_splits += u32::from(splits_warpgroups);
         self.inthreads_conditions.push(cond.clone());
         let then_body = self.check_block_scoped(body);
         self.inthreads_conditions.pop();
+        self.warpgroup_splits -= u32::from(splits_warpgroups);
         self.selecting_conditions -= u32::from(splits);
         self.inthreads_depth -= 1;
         out.push(Stmt { kind: StmtKind::If { cond, then_body, else_body: Vec::new() }, span });
@@ -142,6 +145,37 @@ impl Checker<'_> {
                     None => false,
                 };
             }
+            Walk::Continue
+        });
+        found
+    }
+
+    /// Whether a condition may hold in some threads of a warpgroup and not in others: it
+    /// depends on the index of a `group` or `thread` level (directly or through immutable
+    /// locals computed from one), on a mutable local, or on data, calls or atomics. (Block and
+    /// `group-4` indices are the same in all threads of a warpgroup.)
+    pub(crate) fn splits_warpgroups(&self, e: &HExpr) -> bool {
+        let mut found = false;
+        visit::for_each_expr(e, |x| {
+            found |= match &x.kind {
+                HExprKind::Var(v) => match self.locals.get(v.index()) {
+                    Some(l) if l.mutable => true,
+                    Some(l) => match &l.origin {
+                        LocalOrigin::ParallelIndex { level, .. } => {
+                            matches!(level, Level::Group | Level::Thread)
+                        }
+                        _ => match l.place {
+                            LocalPlace::DeviceScalar => {
+                                self.device_inits.get(v).is_none_or(|i| self.splits_warpgroups(i))
+                            }
+                            _ => false,
+                        },
+                    },
+                    None => false,
+                },
+                HExprKind::At { .. } | HExprKind::Call { .. } | HExprKind::Atomic { .. } => true,
+                _ => false,
+            };
             Walk::Continue
         });
         found

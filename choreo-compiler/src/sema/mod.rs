@@ -412,6 +412,10 @@ pub(crate) struct Checker<'a> {
     /// being checked may hold in some instances of an intra-block level and not in others
     /// (they depend on the index of a `group` level, say).
     pub(crate) selecting_conditions: u32,
+    /// How many `inthreads` predicates and `if`/`while` conditions around the statements
+    /// being checked may split a warpgroup (they depend on a `group` or `thread` index, or on
+    /// data): where `setmaxnreg`, which every thread of a warpgroup must execute, warns.
+    pub(crate) warpgroup_splits: u32,
     /// The initial values of immutable device scalars (what `inthreads` predicates and DMA
     /// participation look through).
     pub(crate) device_inits: HashMap<VarId, HExpr>,
@@ -464,6 +468,7 @@ impl<'a> Checker<'a> {
             level_extents: Vec::new(),
             inthreads_depth: 0,
             selecting_conditions: 0,
+            warpgroup_splits: 0,
             foreign: Vec::new(),
             device_inits: HashMap::new(),
             levels: HashMap::new(),

@@ -61,7 +61,10 @@ fn collect(stmts: &[ast::Stmt]) -> Vec<Node> {
                 // Unsupported outer levels (cluster, device, term) are transparent.
                 let heads = p.items.iter().take_while(|i| is_outer_unsupported(i)).count();
                 let mut node: Option<Node> = None;
-                for item in p.items.iter().skip(heads).rev() {
+                // A misplaced `cluster` item further in is reported by the level check
+                // (E0619) and is transparent here too, so it draws no W0601 of its own.
+                let items = p.items.iter().skip(heads).filter(|i| !is_outer_unsupported(i));
+                for item in items.rev() {
                     let children = match node.take() {
                         Some(n) => vec![n],
                         None => collect(&p.body.stmts),

@@ -170,10 +170,13 @@ impl Checker<'_> {
                 // Like an `inthreads`, an `if` on an intra-block index runs its arms in some
                 // instances of the level and not in others (see `Checker::participants`).
                 let selects = self.in_device() && self.selects_level_instances(&c);
+                let splits = self.in_device() && self.splits_warpgroups(&c);
                 self.selecting_conditions += u32::from(selects);
+                self.warpgroup_splits += u32::from(splits);
                 let then_body = self.check_block_scoped(then_body);
                 let else_body =
                     else_body.as_ref().map(|b| self.check_block_scoped(b)).unwrap_or_default();
+                self.warpgroup_splits -= u32::from(splits);
                 self.selecting_conditions -= u32::from(selects);
                 out.push(stmt(StmtKind::If { cond: c, then_body, else_body }, span));
             }
@@ -191,10 +194,13 @@ impl Checker<'_> {
                     );
                 }
                 let selects = self.in_device() && self.selects_level_instances(&c);
+                let splits = self.in_device() && self.splits_warpgroups(&c);
                 self.selecting_conditions += u32::from(selects);
+                self.warpgroup_splits += u32::from(splits);
                 self.loop_depth += 1;
                 let body = self.check_block_scoped(body);
                 self.loop_depth -= 1;
+                self.warpgroup_splits -= u32::from(splits);
                 self.selecting_conditions -= u32::from(selects);
                 out.push(stmt(StmtKind::While { cond: c, body }, span));
             }

@@ -172,12 +172,28 @@ impl FnEmitter<'_, '_> {
             self.tma_prologue(span, tree, offset);
         }
         self.depth = 0;
+        // A `yield` leaves the kernel body; in a cluster kernel it must still reach the exit
+        // barrier below, so the body runs in a lambda whose `return` is the `yield`.
+        let body_in_lambda = k.cluster.is_some() && contains_yield(&tree.body);
+        if body_in_lambda {
+            self.w.line(span, "[&]() {  // `yield` returns here, before the exit barrier");
+            self.w.indent += 1;
+        }
         self.stmts(&tree.body, Region::Device(tree.id));
+        if body_in_lambda {
+            self.w.indent -= 1;
+            self.w.line(span, "}();");
+        }
         if k.cluster.is_some() {
             // No block leaves while another block of its cluster may still use its shared
-            // memory.
+            // memory. Threads that yielded arrive here from a divergent `return`: the barrier
+            // is the non-`.aligned` form when the body may yield.
             self.w.line(span, "// every block of the cluster is done");
-            let barrier = self.cluster_barrier();
+            let barrier = if body_in_lambda {
+                self.cluster_barrier_unaligned()
+            } else {
+                self.cluster_barrier()
+            };
             self.w.line(span, &barrier);
         }
         self.w.indent -= 1;
@@ -189,6 +205,14 @@ impl FnEmitter<'_, '_> {
     fn cluster_barrier(&self) -> String {
         match self.options.dialect {
             Dialect::Cuda => "asm volatile(\"barrier.cluster.arrive.release.aligned;\\n\\tbarrier.cluster.wait.acquire.aligned;\\n\" ::: \"memory\");".to_string(),
+            Dialect::Cpu => "__choreo_thr->cluster_sync();".to_string(),
+        }
+    }
+
+    /// The cluster barrier without `.aligned`: for threads that may reach it diverged.
+    fn cluster_barrier_unaligned(&self) -> String {
+        match self.options.dialect {
+            Dialect::Cuda => "asm volatile(\"barrier.cluster.arrive.release;\\n\\tbarrier.cluster.wait.acquire;\\n\" ::: \"memory\");".to_string(),
             Dialect::Cpu => "__choreo_thr->cluster_sync();".to_string(),
         }
     }
@@ -576,4 +600,20 @@ impl FnEmitter<'_, '_> {
         self.w.indent -= 1;
         self.w.line(span, "}");
     }
+}
+
+/// Whether `body` has a `yield` (in any nested statement).
+fn contains_yield(body: &[hir::Stmt]) -> bool {
+    struct Finder(bool);
+    impl<'a> crate::hir::visit::Visitor<'a> for Finder {
+        fn stmt(&mut self, stmt: &'a hir::Stmt) -> crate::hir::visit::Walk {
+            if matches!(stmt.kind, hir::StmtKind::Yield) {
+                self.0 = true;
+            }
+            crate::hir::visit::Walk::Continue
+        }
+    }
+    let mut finder = Finder(false);
+    crate::hir::visit::walk_stmts(&mut finder, body);
+    finder.0
 }
