@@ -35,6 +35,7 @@ pub mod bounds;
 mod events;
 pub mod instances;
 pub mod names;
+pub mod roles;
 pub mod vector;
 
 pub use abi::{AbiParam, Entry};
@@ -192,6 +193,8 @@ pub struct KernelPlan {
     pub attrs: hir::KernelAttrs,
     /// The thread-block clusters the kernel is launched with (spec-tier3 §1.2), if any.
     pub cluster: Option<ClusterPlan>,
+    /// The warpgroup roles that issue TMA statements (spec-tier3 §3.3, [`roles`]).
+    pub roles: Vec<roles::RolePlan>,
 }
 
 /// A launch in thread-block clusters: consecutive blocks along x form a cluster, its shape is
@@ -428,6 +431,7 @@ fn lower_function(
                     synchronises: false,
                     attrs: hir::KernelAttrs::default(),
                     cluster: None,
+                    roles: Vec::new(),
                 }
             })
         })
@@ -748,7 +752,7 @@ impl HostWalk<'_, '_> {
         let cluster = tree.cluster.as_ref().map(|c| ClusterPlan {
             extents: c.extents.iter().map(|d| d.as_const().unwrap_or(1)).collect(),
         });
-        let plan = KernelPlan {
+        let mut plan = KernelPlan {
             captures: kernel.captures.into_iter().collect(),
             stream,
             waits_for_async: host_dma && f.is_async,
@@ -765,7 +769,9 @@ impl HostWalk<'_, '_> {
             synchronises: kernel.synchronises || cluster.is_some(),
             attrs: tree.attrs,
             cluster,
+            roles: Vec::new(),
         };
+        plan.roles = roles::plan(tree, &plan, self.diags);
         match self.kernels.get_mut(tree.id.index()) {
             Some(slot @ None) => *slot = Some(plan),
             Some(Some(_)) => {
@@ -851,6 +857,7 @@ impl<'a> Visitor<'a> for KernelWalk<'a> {
             | StmtKind::NamedBarrier { .. }
             | StmtKind::Wait { .. }
             | StmtKind::Dma(_)
+            | StmtKind::TriggerAfter(_)
             | StmtKind::Asm(_)
             | StmtKind::Cpp(_) => true,
             StmtKind::DeclBuffer { var, .. } | StmtKind::Let { var, .. } => {

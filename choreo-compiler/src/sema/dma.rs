@@ -356,6 +356,9 @@ impl Checker<'_> {
                 self.note_swizzled(hir::BufferRef::Local(site));
             }
         }
+        if let (true, Some(g)) = (tma && is_async, group) {
+            self.note_tma_issue(g);
+        }
         let dma = hir::Dma { bind, group, tma: info, swizzle, ..dma };
         out.push(stmt(StmtKind::Dma(Box::new(dma)), span));
     }
@@ -674,7 +677,7 @@ impl Checker<'_> {
     }
 
     /// Whether the group local `g` is a TMA future's (it holds an mbarrier number).
-    fn is_tma_group(&self, g: VarId) -> bool {
+    pub(crate) fn is_tma_group(&self, g: VarId) -> bool {
         self.kernel.as_ref().is_some_and(|k| k.tma_groups.contains(&g))
     }
 
@@ -1108,9 +1111,7 @@ impl Checker<'_> {
                 let n = rest.iter().take_while(|t| self.names_event(t) == events).count();
                 let (run, tail) = rest.split_at(n);
                 if events {
-                    if let Some(s) = self.check_event_wait(run, span) {
-                        out.push(s);
-                    }
+                    self.check_event_wait(run, span, out);
                 } else {
                     self.check_future_wait(run, span, out);
                 }
@@ -1143,6 +1144,9 @@ impl Checker<'_> {
             return;
         }
         if let Some(groups) = self.waited_groups(&names, false) {
+            if !self.note_future_waits(&names, &groups) {
+                return;
+            }
             let participants = self.participants(Storage::Shared);
             let (tma_groups, groups) = self.split_tma_groups(groups);
             out.push(stmt(StmtKind::Wait { groups, tma_groups, participants }, span));
@@ -1279,6 +1283,12 @@ impl Checker<'_> {
                     }
                     StmtKind::Wait { groups, tma_groups, .. } => {
                         for g in groups.iter().chain(tma_groups) {
+                            pending.remove(g);
+                        }
+                    }
+                    // A future bound to an event is consumed (spec-tier3 §2.5).
+                    StmtKind::TriggerAfter(t) => {
+                        for g in &t.futures {
                             pending.remove(g);
                         }
                     }

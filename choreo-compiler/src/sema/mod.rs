@@ -222,6 +222,7 @@ mod stmt;
 mod tma;
 mod types;
 mod views;
+mod wspipe;
 
 use crate::ast;
 use crate::diagnostics::{Diagnostic, Diagnostics};
@@ -355,6 +356,9 @@ pub(crate) struct KernelFrame {
     /// Shared buffers written by a swizzled copy: element accesses see their physical layout
     /// (`W0407` once per buffer; `true` once warned).
     pub(crate) swizzled: std::collections::BTreeMap<hir::BufferRef, bool>,
+    /// What happened last to each asynchronous TMA future (by group local): issued, waited or
+    /// bound to an event by `trigger … after` (spec-tier3 §2.5).
+    pub(crate) future_uses: std::collections::BTreeMap<VarId, wspipe::FutureUse>,
 }
 
 /// How the function's return type is known.
@@ -438,6 +442,12 @@ pub(crate) struct Checker<'a> {
     /// The predicates of the `inthreads` enclosing the statements being checked, outermost
     /// first (where a `trigger` records which threads execute it).
     pub(crate) inthreads_conditions: Vec<HExpr>,
+    /// Whether an event order or slot index is being checked (an increment there is
+    /// misplaced, `E0471`, rather than unsupported).
+    pub(crate) in_event_order: bool,
+    /// The updates of incremented event orders (`e.at(o++)`) of the statement being checked:
+    /// the local, the update, the order's span.
+    pub(crate) order_updates: Vec<(VarId, hir::Stmt, Span)>,
 }
 
 impl<'a> Checker<'a> {
@@ -481,6 +491,8 @@ impl<'a> Checker<'a> {
             waited_events: BTreeSet::new(),
             events_with_errors: BTreeSet::new(),
             inthreads_conditions: Vec::new(),
+            in_event_order: false,
+            order_updates: Vec::new(),
         }
     }
 
@@ -491,6 +503,7 @@ impl<'a> Checker<'a> {
         self.has_parallel = stmt::contains_parallel(&f.body.stmts);
         let body = self.check_stmts(&f.body.stmts);
         self.check_events_used();
+        self.check_fill_events();
         let ret = match &self.ret {
             RetState::Void => ReturnTy::Void,
             RetState::Declared(t) => t.clone(),

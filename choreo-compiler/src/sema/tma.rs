@@ -142,16 +142,21 @@ impl Checker<'_> {
             this.error_label("E0460", span, message, label.to_string());
             None
         };
-        if participants != Participants::Block {
-            return fail(
-                self,
-                "TMA is block-wise: a TMA statement must be in block-level code (not in the \
-                 body of a `group`, `group-4` or `thread` level, whose indices cannot be used \
-                 as indices or tiling factors)"
-                    .to_string(),
-                "not in block-level code",
-            );
-        }
+        let role = match self.tma_role(participants, [global, shared], span) {
+            Ok(role) => role,
+            Err(true) => return None,
+            Err(false) => {
+                return fail(
+                    self,
+                    "TMA is block-wise: a TMA statement must be in block-level code (not in \
+                     the body of a `group`, `group-4` or `thread` level, whose indices cannot \
+                     be used as indices or tiling factors), or issued by a warpgroup role (an \
+                     `inthreads` selecting warpgroups at a `group-4` level)"
+                        .to_string(),
+                    "not in block-level code or a warpgroup role",
+                );
+            }
+        };
         if global.elem.is_subbyte_int() {
             return fail(
                 self,
@@ -308,6 +313,9 @@ impl Checker<'_> {
             promote: if m.promote == 0 { 128 } else { m.promote },
             // Set by the caller for a load.
             barrier: 0,
+            role,
+            // Set by a `trigger … after` that binds the load.
+            event: None,
         })
     }
 
