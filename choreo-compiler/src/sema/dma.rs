@@ -331,7 +331,7 @@ impl Checker<'_> {
             if mods.swizzle != 0 {
                 let shared = if dst.storage == Storage::Shared { &dst } else { &src };
                 let shared = shared.clone();
-                if !self.check_swizzle(mods.swizzle, &shared, span) {
+                if !self.check_swizzle(mods.swizzle, &shared, false, span) {
                     return;
                 }
                 if src.dims.iter().zip(&dst.dims).any(|(a, b)| a != b) {

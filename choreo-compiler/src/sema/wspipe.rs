@@ -455,6 +455,12 @@ impl Checker<'_> {
                 matches!(&s.kind, StmtKind::Dma(d) if d.group == Some(g) && d.tma.is_some())
             });
             let Some(at) = found else {
+                // A load that had an error (reported) is not in the block.
+                let issued = self.kernel.as_ref().is_some_and(|k| k.future_uses.contains_key(&g));
+                if !issued && self.diags.has_errors() {
+                    ok = false;
+                    continue;
+                }
                 fail(
                     self,
                     f.span,
