@@ -151,7 +151,10 @@ fn participation(e: &hir::Event, tree: &hir::ParallelTree, plan: &KernelPlan) ->
 }
 
 /// The intra-block parallel indices of a kernel, when every level has constant extents.
-pub(super) fn level_indices(tree: &hir::ParallelTree, plan: &KernelPlan) -> Option<HashMap<VarId, IndexOf>> {
+pub(super) fn level_indices(
+    tree: &hir::ParallelTree,
+    plan: &KernelPlan,
+) -> Option<HashMap<VarId, IndexOf>> {
     struct Levels<'p> {
         plan: &'p KernelPlan,
         out: HashMap<VarId, IndexOf>,

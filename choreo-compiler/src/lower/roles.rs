@@ -131,9 +131,9 @@ pub(super) fn plan(
                 let whole = threads > 0
                     && (threads == 1
                         || (threads % WARPGROUP == 0
-                            && selected
-                                .chunks(WARPGROUP as usize)
-                                .all(|c| c[0] % WARPGROUP == 0 && c.windows(2).all(|w| w[1] == w[0] + 1))));
+                            && selected.chunks(WARPGROUP as usize).all(|c| {
+                                c[0] % WARPGROUP == 0 && c.windows(2).all(|w| w[1] == w[0] + 1)
+                            })));
                 if !whole {
                     diags.push(error(
                         u.span,

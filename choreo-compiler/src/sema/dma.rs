@@ -1326,6 +1326,11 @@ impl Checker<'_> {
         let mut pending = Pending::new();
         let mut problems = Vec::new();
         walk(body, &mut pending, &mut problems);
+        // Futures of a `trigger … after` that had an error were meant to be consumed.
+        if let Some(k) = self.kernel.as_ref() {
+            pending.retain(|g, _| !k.silenced_futures.contains(g));
+            problems.retain(|(_, g, _)| !k.silenced_futures.contains(g));
+        }
         let mut seen = BTreeSet::new();
         for (span, g, reissued) in problems {
             if !seen.insert((span, g)) {

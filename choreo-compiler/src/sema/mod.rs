@@ -91,7 +91,8 @@
 //! - `E0459` a DMA `=> shared` in the body of a `group` level with several instances per
 //!   block (they would share one buffer)
 //! - `E0460` a TMA statement the copy engine cannot move (tier 3 §3.2): outside block-level
-//!   code or in host code, a global side that is not a box of a global tensor, a box that is
+//!   code and outside a warpgroup role (thread-level code under an `inthreads` selecting
+//!   warpgroups, §3.3), a tile that depends on an intra-block index in a role, in host code, a global side that is not a box of a global tensor, a box that is
 //!   not a compile-time constant, above 256, of rank above 5 or with an inner extent that is
 //!   not a multiple of 16 bytes, a shared side that is not contiguous, not 128-byte aligned
 //!   or of another shape, sub-byte integers
@@ -103,9 +104,18 @@
 //! - `E0471` `trigger`/`wait` operand that is not one event slot: a non-event, an event array
 //!   without an index, indices that do not match the array, a constant index out of range,
 //!   `.at(order)` on a single event or a multi-dimensional array, a non-integer or negative
-//!   order; an event used as a value or assigned; `trigger` on the host
+//!   order; an event used as a value or assigned; `trigger` on the host; an increment nested
+//!   in an order or index (only `e.at(o++)`, `e.at(++o)` and `--` forms), of a variable that is
+//!   not a mutable integer of the thread, or whose variable another operand of the statement
+//!   uses
 //! - `E0472` an event that is triggered but never waited ("some asyncs are not explicitly
 //!   waited")
+//! - `E0476` `trigger e after f…` (tier 3 §2.5): not exactly one event, a dependency that is
+//!   not a named asynchronous TMA load future (a `dma.copy.async` future has no completion
+//!   event to bind), a future already waited or consumed twice, a consumed future waited, a
+//!   future whose load is not in the trigger's block before it, an order whose variables change
+//!   between load and trigger, an incremented order shared by several futures, a fill event
+//!   also triggered without `after`
 //!
 //! Calls into C++ and built-ins (§17, §18):
 //! - `E0454` `call` outside a parallel-by, a call result with no declared type, an argument
@@ -359,6 +369,8 @@ pub(crate) struct KernelFrame {
     /// What happened last to each asynchronous TMA future (by group local): issued, waited or
     /// bound to an event by `trigger … after` (spec-tier3 §2.5).
     pub(crate) future_uses: std::collections::BTreeMap<VarId, wspipe::FutureUse>,
+    /// Futures named by a `trigger … after` that had an error: no "not waited" follows.
+    pub(crate) silenced_futures: BTreeSet<VarId>,
 }
 
 /// How the function's return type is known.

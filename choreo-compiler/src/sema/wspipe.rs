@@ -25,8 +25,8 @@ use crate::ast::{self, ExprKind};
 use crate::diagnostics::Diagnostic;
 use crate::hir::visit::{self, Walk};
 use crate::hir::{
-    AssignOp, ElemTy, EventSlot, HExpr, HExprKind, Layout, LocalOrigin, Participants, Place,
-    Stmt, StmtKind, TriggerSite, Ty, VarId, View,
+    AssignOp, ElemTy, EventSlot, HExpr, HExprKind, Layout, LocalOrigin, Participants, Place, Stmt,
+    StmtKind, TriggerSite, Ty, VarId, View,
 };
 use crate::source::Span;
 use std::collections::BTreeSet;
@@ -58,7 +58,10 @@ impl Checker<'_> {
             Participants::Block => None,
             Participants::Thread
                 if self.kernel.as_ref().is_some_and(|k| k.group4_depth > 0)
-                    && self.inthreads_conditions.iter().any(|c| self.selects_level_instances(c)) =>
+                    && self
+                        .inthreads_conditions
+                        .iter()
+                        .any(|c| self.selects_level_instances(c)) =>
             {
                 Some(
                     self.inthreads_conditions
@@ -77,7 +80,7 @@ impl Checker<'_> {
                         "E0460",
                         span,
                         format!(
-                            "TMA is block-wise that parallel variable `{index}' can not be used \
+                            "TMA is block-wise that parallel variable `{index} can not be used \
                              as indices/tiling-factors."
                         ),
                         "the tile must be the same in every thread of the issuing role",
@@ -315,11 +318,11 @@ impl Checker<'_> {
                     .to_string(),
                 "several events",
             );
-            return self.mark_event_errors(&t.targets);
+            return self.trigger_after_failed(t);
         };
         let Some(slot) = self.event_slot(target, "trigger") else {
             self.order_updates.clear();
-            return self.mark_event_errors(&t.targets);
+            return self.trigger_after_failed(t);
         };
         let incremented = self.order_updates.len();
         if incremented > 0 && t.after.len() > 1 {
@@ -332,7 +335,7 @@ impl Checker<'_> {
                 "incremented order",
             );
             self.order_updates.clear();
-            return self.mark_event_errors(&t.targets);
+            return self.trigger_after_failed(t);
         }
         // The futures: named asynchronous TMA loads, issued before in this block.
         let mut groups: Vec<VarId> = Vec::new();
@@ -340,7 +343,12 @@ impl Checker<'_> {
         let mut ok = true;
         for f in &t.after {
             let ExprKind::Ident(id) = &f.kind else {
-                fail(self, f.span, "trigger-after requires a named future.".to_string(), "not a name");
+                fail(
+                    self,
+                    f.span,
+                    "trigger-after requires a named future.".to_string(),
+                    "not a name",
+                );
                 ok = false;
                 continue;
             };
@@ -451,9 +459,9 @@ impl Checker<'_> {
                 continue;
             }
             // Its load: the latest TMA load of this block into the future.
-            let found = out.iter().rposition(|s| {
-                matches!(&s.kind, StmtKind::Dma(d) if d.group == Some(g) && d.tma.is_some())
-            });
+            let found = out.iter().rposition(
+                |s| matches!(&s.kind, StmtKind::Dma(d) if d.group == Some(g) && d.tma.is_some()),
+            );
             let Some(at) = found else {
                 // A load that had an error (reported) is not in the block.
                 let issued = self.kernel.as_ref().is_some_and(|k| k.future_uses.contains_key(&g));
@@ -479,7 +487,7 @@ impl Checker<'_> {
         }
         if !ok {
             self.order_updates.clear();
-            return self.mark_event_errors(&t.targets);
+            return self.trigger_after_failed(t);
         }
         // The loads are armed on the slot where they are: nothing between them and the
         // trigger may change the order's variables.
@@ -498,7 +506,7 @@ impl Checker<'_> {
                     "order changed after the load",
                 );
                 self.order_updates.clear();
-                return self.mark_event_errors(&t.targets);
+                return self.trigger_after_failed(t);
             }
         }
         let role = loads.first().and_then(|&i| match &out[i].kind {
@@ -532,6 +540,21 @@ impl Checker<'_> {
             span,
         });
         self.flush_order_updates(std::slice::from_ref(&slot), out);
+    }
+
+    /// After an error in a `trigger … after`: no follow-up "never waited" for its events, nor
+    /// "not waited" for its futures.
+    fn trigger_after_failed(&mut self, t: &ast::Trigger) {
+        self.mark_event_errors(&t.targets);
+        for f in &t.after {
+            if let ExprKind::Ident(id) = &f.kind {
+                if let Some(Symbol::Future(sym)) = self.scopes.lookup(&id.name).cloned() {
+                    if let (Some(g), Some(k)) = (sym.group, self.kernel.as_mut()) {
+                        k.silenced_futures.insert(g);
+                    }
+                }
+            }
+        }
     }
 
     /// After the function: a fill event (bound by `trigger … after`) is triggered only that

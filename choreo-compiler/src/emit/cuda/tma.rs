@@ -365,17 +365,15 @@ impl FnEmitter<'_, '_> {
     /// or a trigger-after: the slot the operand names.
     fn event_slot_bar(&mut self, slot: &hir::EventSlot) -> Option<String> {
         let e = self.f.events.get(slot.event.index())?.clone();
-        let bars = format!(
-            "reinterpret_cast<unsigned long long*>({})",
-            self.names().local(e.barriers)
-        );
+        let bars =
+            format!("reinterpret_cast<unsigned long long*>({})", self.names().local(e.barriers));
         let slots = e.slots();
         let index = self.expr(slot.index.expr());
         Some(match (&slot.index, slots) {
             (hir::SlotIndex::Fixed(_), 1) => bars,
-            (hir::SlotIndex::Fixed(_), _) => format!(
-                "{bars} + __choreo_event_slot(static_cast<long long>({index}), {slots})"
-            ),
+            (hir::SlotIndex::Fixed(_), _) => {
+                format!("{bars} + __choreo_event_slot(static_cast<long long>({index}), {slots})")
+            }
             (hir::SlotIndex::Order(_), _) => format!(
                 "{bars} + __choreo_event_ring_slot(static_cast<long long>({index}), {slots})"
             ),
