@@ -195,7 +195,7 @@ impl Checker<'_> {
                 return None;
             }
         };
-        let Some(local) = self.locals.get(var.index()) else { return None };
+        let local = self.locals.get(var.index())?;
         if !local.mutable
             || !local.ty.is_integer()
             || !matches!(local.place, crate::hir::LocalPlace::DeviceScalar)
