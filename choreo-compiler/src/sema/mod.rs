@@ -110,6 +110,8 @@
 //!   uses
 //! - `E0472` an event that is triggered but never waited ("some asyncs are not explicitly
 //!   waited")
+//! - `E0475` a TMA statement or trigger-after of a warpgroup role under an `if`/`while` on a
+//!   thread index inside the role (lowering reports roles that are not whole warpgroups)
 //! - `E0476` `trigger e after f…` (tier 3 §2.5): not exactly one event, a dependency that is
 //!   not a named asynchronous TMA load future (a `dma.copy.async` future has no completion
 //!   event to bind), a future already waited or consumed twice, a consumed future waited, a
@@ -214,7 +216,8 @@
 //! that a swizzled copy wrote (it sees the physical layout),
 //! `W0702` deprecated `sync.shared`, `W0705` a `println!` argument only known at run time,
 //! `W0470` `trigger` outside `inthreads` (every thread of the block arrives),
-//! `W0471` an event that is waited but never triggered.
+//! `W0471` an event that is waited but never triggered, `W0472` a fill event (`trigger …
+//! after`) declared with an arrival count other than 1.
 //!
 //! Notes: `N0701` the output of a compile-time `print!`/`println!`.
 

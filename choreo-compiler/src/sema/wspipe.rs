@@ -73,6 +73,9 @@ impl Checker<'_> {
             _ => return Err(false),
         };
         if role.is_some() {
+            if !self.role_uniform_here(span) {
+                return Err(true);
+            }
             for v in views {
                 let Layout::Coords { origin, .. } = &v.layout else { continue };
                 if let Some(index) = origin.iter().find_map(|e| self.intra_block_index_in(e)) {
@@ -90,6 +93,31 @@ impl Checker<'_> {
             }
         }
         Ok(role)
+    }
+
+    /// In a warpgroup role: whether every thread of the role reaches the statement at `span`,
+    /// i.e. no `if`/`while` on an intra-block index encloses it inside the role's `inthreads`
+    /// (its issuer might skip it while the others wait). `E0475` otherwise.
+    fn role_uniform_here(&mut self, span: Span) -> bool {
+        let selecting_inthreads =
+            self.inthreads_conditions.iter().filter(|c| self.selects_level_instances(c)).count();
+        if self.selecting_conditions as usize <= selecting_inthreads {
+            return true;
+        }
+        self.diags.push(
+            Diagnostic::error(
+                "E0475",
+                span,
+                "a TMA statement or trigger-after of a warpgroup role must be reached by every \
+                 thread of the role: this one is under an `if`/`while` on a thread index",
+            )
+            .with_label("only some threads of the role get here")
+            .with_help(
+                "move it out of the condition (the role's first thread issues it for the role), \
+                 or select the threads with the role's `inthreads` predicate",
+            ),
+        );
+        false
     }
 
     /// The name and level of an intra-block parallel index `e` depends on (through immutable
@@ -514,6 +542,9 @@ impl Checker<'_> {
             _ => None,
         });
         let role = role.flatten();
+        if role.is_some() && !self.role_uniform_here(span) {
+            return self.trigger_after_failed(t);
+        }
         for &i in &loads {
             if let StmtKind::Dma(d) = &mut out[i].kind {
                 if let Some(tma) = d.tma.as_mut() {
@@ -561,12 +592,34 @@ impl Checker<'_> {
     /// way — its generation is one arrival of the issuer plus the loads' bytes (`E0476`).
     pub(crate) fn check_fill_events(&mut self) {
         let mut problems = Vec::new();
+        let mut counts = Vec::new();
         for e in &self.events {
+            if let (Some(n), Some(f)) = (e.arrivals, e.triggers.iter().find(|t| t.fill)) {
+                if n != 1 {
+                    counts.push((e.name.clone(), e.span, f.span, n));
+                }
+            }
             let fill = e.triggers.iter().find(|t| t.fill);
             let plain = e.triggers.iter().find(|t| !t.fill);
             if let (Some(f), Some(p)) = (fill, plain) {
                 problems.push((e.name.clone(), p.span, f.span));
             }
+        }
+        for (name, decl, fill, n) in counts {
+            self.diags.push(
+                Diagnostic::warning(
+                    "W0472",
+                    decl,
+                    format!(
+                        "fill event '{name}' is declared with {n} arrivals per generation, but \
+                         `trigger … after` arrives once (the TMA issuer)"
+                    ),
+                )
+                .with_label("explicit arrival count")
+                .with_secondary(fill, "bound to TMA loads here")
+                .with_note("a generation completes after exactly the declared number of arrivals")
+                .with_help(format!("declare it `shared event {name}` (count 1)")),
+            );
         }
         for (name, plain, fill) in problems {
             self.diags.push(
