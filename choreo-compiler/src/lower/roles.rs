@@ -6,8 +6,8 @@
 //! for the arrival counts of events, `lower::events`). A role must be whole warpgroups (128
 //! consecutive threads from a multiple of 128) or a single thread; its barrier (the barriers
 //! the statements imply: the wait before a load overwrites its tile, the TMA-store prologue)
-//! is named barrier 15, reserved for it (user barriers cannot take 15, E0453's neighbour
-//! rule in sema), so at most one role of a kernel may need it. Anything else is `E0475`.
+//! is named barrier 15, reserved for it (sema rejects a user `__bar_*` on 15), so at most one
+//! role of a kernel may need it. Anything else is `E0475`.
 
 use super::KernelPlan;
 use super::events::{Env, level_indices};
