@@ -760,3 +760,42 @@ fn tma_needs_sm_90_and_gets_mbarriers_after_the_buffers() {
     assert_eq!(pool.barriers, Some(Dim::Const(4096)));
     assert_eq!(pool.bytes, Dim::Const(4608));
 }
+
+/// A kernel with two warpgroup roles, `role0` and `role1` the bodies of their `inthreads`.
+fn tma_roles(pred0: &str, role0: &str, pred1: &str, role1: &str) -> String {
+    format!(
+        "__co__ void f(f32 [64, 64] x, f32 [64, 64] &y) {{\n  parallel p by 2 : block {{\n    \
+         shared f32 [32, 64] a;\n    shared f32 [32, 64] b;\n    \
+         parallel w by 3 : group-4, t by 128 : thread {{\n      \
+         inthreads.async ({pred0}) {{ {role0} }}\n      \
+         inthreads.async ({pred1}) {{ {role1} }}\n    }}\n  }}\n}}\n"
+    )
+}
+
+#[test]
+fn tma_roles_have_an_issuer_and_a_size() {
+    let load = "tma.load x.subspan(32, 64).at(p, 0) => a; y.at(p * 32 + t / 4, t % 4) = a.at(t / 4, t % 4);";
+    let f = function(&tma_roles("w > 0", load, "w == 0 && t == 0", ""));
+    let roles: Vec<(u64, u64)> = f.kernels[0].roles.iter().map(|r| (r.first, r.threads)).collect();
+    assert_eq!(roles, [(128, 256)]);
+    let one =
+        "f = tma.load.async x.subspan(32, 64).at(p, 0) => b; wait f; y.at(p, 0) = b.at(0, 0);";
+    let f = function(&tma_roles("w > 0", load, "w == 0 && t == 0", one));
+    let roles: Vec<(u64, u64)> = f.kernels[0].roles.iter().map(|r| (r.first, r.threads)).collect();
+    assert_eq!(roles, [(128, 256), (0, 1)]);
+}
+
+#[test]
+fn tma_roles_that_are_not_whole_warpgroups_are_rejected() {
+    let load = "tma.load x.subspan(32, 64).at(p, 0) => a; y.at(p * 32 + t / 4, t % 4) = a.at(t / 4, t % 4);";
+    // Half a warpgroup.
+    let (codes, text) =
+        error_codes(&tma_roles("w == 1 && t < 64", load, "w == 0", ""), Target::default());
+    assert_eq!(codes, ["E0475"], "{text}");
+    insta::assert_snapshot!("e0475_half_a_warpgroup", text);
+    // Two roles whose TMA statements need the role barrier (named barrier 15).
+    let other = "tma.load x.subspan(32, 64).at(p, 0) => b; y.at(p * 32 + t / 4, 4 + t % 4) = b.at(t / 4, t % 4);";
+    let (codes, text) = error_codes(&tma_roles("w == 1", load, "w == 2", other), Target::default());
+    assert_eq!(codes, ["E0475"], "{text}");
+    insta::assert_snapshot!("e0475_two_roles_with_barriers", text);
+}

@@ -1722,3 +1722,22 @@ fn tma_futures_carry_their_mbarrier() {
     assert_eq!(k.attrs.tma_barriers, 3);
     assert_eq!(k.attrs.tma_maps, 2);
 }
+
+#[test]
+fn a_fill_event_with_an_explicit_count_other_than_one_warns() {
+    let src = "__co__ void f(f32 [128, 64] x, f32 [128, 64] &y) {\n  parallel p by 1 : block {\n    \
+               shared event<2> full[2];\n    shared event empty[2] = ready;\n    \
+               shared f32 [32, 64] tin[2];\n    parallel w by 2 : group-4, t by 128 : thread {\n      \
+               inthreads.async (w == 0) {\n        foreach {k} in [4] {\n          wait empty.at(k);\n          \
+               f = tma.load.async x.subspan(32, 64).at(k, 0) => tin[k % 2];\n          \
+               trigger full.at(k) after f;\n        }\n      }\n      \
+               inthreads.async (w == 1) {\n        foreach {k} in [4] {\n          wait full.at(k);\n          \
+               y.at(k * 32 + t / 4, t % 4) = tin[k % 2].at(t / 4, t % 4);\n          \
+               trigger empty.at(k);\n        }\n      }\n    }\n  }\n}\n";
+    let c = accepted(src);
+    let codes: Vec<&str> = c.diags.iter().map(|d| d.code).collect();
+    assert_eq!(codes, ["W0472"], "{}", render_human(&c.db, &c.diags));
+    // Without the count: no warning.
+    let c = accepted(&src.replace("event<2>", "event"));
+    assert!(c.diags.is_empty(), "{}", render_human(&c.db, &c.diags));
+}

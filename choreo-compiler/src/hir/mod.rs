@@ -1754,6 +1754,10 @@ pub enum StmtKind {
     /// `wait e, …;` on events: each executing thread waits until the generation it expects
     /// of each slot has completed, in order.
     EventWait(Vec<EventSlot>),
+    /// `trigger e after f0, f1, …;` (spec-tier3 §2.5): the loads of the futures completed the
+    /// slot's current generation (they were armed on it, [`Tma::event`]); the issuer of the
+    /// scope arrives once, which lets the generation complete when their bytes have landed.
+    TriggerAfter(Box<TriggerAfter>),
     /// `croq::cuda::setreg_inc(n)` / `setreg_dec(n)` (spec-tier3 §7.2): `setmaxnreg.inc|dec`
     /// with `regs` registers per thread, device code. Only made where the target has the
     /// instruction ([`crate::target::Target::setmaxnreg`]).
@@ -1821,6 +1825,20 @@ pub struct TriggerSite {
     /// The predicates of the enclosing `inthreads`, outermost first, with immutable device
     /// scalars replaced by their initial values: a thread triggers when all hold.
     pub conditions: Vec<HExpr>,
+    /// `trigger … after …`: only the issuer arrives (a fill event, one arrival per
+    /// generation, spec-tier3 §2.7).
+    pub fill: bool,
+}
+
+/// `trigger e after f0, f1, …;` (spec-tier3 §2.5).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TriggerAfter {
+    /// The fill event's slot.
+    pub slot: EventSlot,
+    /// The group locals of the bound TMA futures (consumed: no `wait` needed).
+    pub futures: Vec<VarId>,
+    /// The issuing role, as [`Tma::role`]: `None` in block-level code.
+    pub role: Option<Vec<HExpr>>,
 }
 
 /// One slot of an event named by `trigger` or `wait`.
@@ -1987,6 +2005,14 @@ pub struct Tma {
     /// The mbarrier a synchronous load completes (its number in the kernel); an asynchronous
     /// load uses the one its future's group local names.
     pub barrier: u32,
+    /// The warpgroup role that issues it (spec-tier3 §3.3, §7.1): the predicates of the
+    /// enclosing `inthreads` (outermost first, through immutable locals) when the statement is
+    /// in thread-level code under a warpgroup-selecting `inthreads`; `None` for block-level
+    /// code (issuer: thread 0, scope: the block).
+    pub role: Option<Vec<HExpr>>,
+    /// The event slot a load bound by `trigger e after f` completes instead of its own
+    /// mbarrier (spec-tier3 §2.5): the slot the trigger names, evaluated where the load is.
+    pub event: Option<EventSlot>,
 }
 
 /// Who executes a DMA (spec §14.5) or waits for one.

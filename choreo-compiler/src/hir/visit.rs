@@ -157,6 +157,7 @@ pub fn walk_stmt<'a, V: Visitor<'a> + ?Sized>(v: &mut V, s: &'a Stmt) {
                 walk_expr(v, slot.index.expr());
             }
         }
+        StmtKind::TriggerAfter(t) => walk_expr(v, t.slot.index.expr()),
         StmtKind::SetMaxNReg { inc: _, regs: _ } => {}
     }
 }

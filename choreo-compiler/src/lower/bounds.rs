@@ -429,6 +429,7 @@ impl<'a> Analysis<'a, '_> {
                 | StmtKind::EventInit(_)
                 | StmtKind::Trigger(_)
                 | StmtKind::EventWait(_)
+                | StmtKind::TriggerAfter(_)
                 | StmtKind::NamedBarrier { .. }
                 | StmtKind::SetMaxNReg { .. } => {}
             }
@@ -588,6 +589,7 @@ impl<'a> Analysis<'a, '_> {
                     self.expr(slot.index.expr());
                 }
             }
+            StmtKind::TriggerAfter(t) => self.expr(t.slot.index.expr()),
             StmtKind::Break
             | StmtKind::Continue
             | StmtKind::Yield
@@ -1217,6 +1219,7 @@ fn leaves_early(body: &[Stmt]) -> bool {
         | StmtKind::EventInit(_)
         | StmtKind::Trigger(_)
         | StmtKind::EventWait(_)
+        | StmtKind::TriggerAfter(_)
         | StmtKind::NamedBarrier { .. }
         | StmtKind::SetMaxNReg { .. } => false,
     })

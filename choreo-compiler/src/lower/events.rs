@@ -18,7 +18,7 @@ use std::collections::HashMap;
 const MAX_ENUMERATED_THREADS: u64 = 1024;
 
 /// How a thread's index of one intra-block level is computed from its linear thread number.
-struct IndexOf {
+pub(super) struct IndexOf {
     threads_per_instance: u64,
     /// The extents of the level's sub-dimensions.
     extents: Vec<u64>,
@@ -47,6 +47,10 @@ pub(super) fn arrival_counts(
         .iter()
         .map(|e| {
             let tree = trees.iter().find(|t| t.id == e.kernel);
+            // A fill event (`trigger … after`, spec-tier3 §2.7): the issuer's one arrival.
+            if e.triggers.iter().any(|t| t.fill) {
+                return vec![e.arrivals.unwrap_or(1); e.slots() as usize];
+            }
             let participation = match (tree, kernels.get(e.kernel.index())) {
                 (Some(tree), Some(plan)) if !e.triggers.is_empty() => participation(e, tree, plan),
                 _ => None,
@@ -147,7 +151,10 @@ fn participation(e: &hir::Event, tree: &hir::ParallelTree, plan: &KernelPlan) ->
 }
 
 /// The intra-block parallel indices of a kernel, when every level has constant extents.
-fn level_indices(tree: &hir::ParallelTree, plan: &KernelPlan) -> Option<HashMap<VarId, IndexOf>> {
+pub(super) fn level_indices(
+    tree: &hir::ParallelTree,
+    plan: &KernelPlan,
+) -> Option<HashMap<VarId, IndexOf>> {
     struct Levels<'p> {
         plan: &'p KernelPlan,
         out: HashMap<VarId, IndexOf>,
@@ -190,15 +197,15 @@ fn level_indices(tree: &hir::ParallelTree, plan: &KernelPlan) -> Option<HashMap<
 }
 
 /// One thread's view of the predicates: its intra-block indices.
-struct Env<'i> {
-    indices: &'i HashMap<VarId, IndexOf>,
-    thread: u64,
+pub(super) struct Env<'i> {
+    pub(super) indices: &'i HashMap<VarId, IndexOf>,
+    pub(super) thread: u64,
 }
 
 impl Env<'_> {
     /// The integer value of `e` in this thread (bools as 0/1), when it only involves constants
     /// and intra-block indices.
-    fn eval(&mut self, e: &HExpr) -> Option<i128> {
+    pub(super) fn eval(&mut self, e: &HExpr) -> Option<i128> {
         let ty = e.ty.scalar().unwrap_or(ElemTy::S32);
         Some(match &e.kind {
             HExprKind::Int(v) => *v,

@@ -28,6 +28,7 @@
 //! | E0808 | a kernel whose shared buffers need more shared memory than the target has per block |
 //! | E0809 | a kernel whose local buffers need more memory per thread than the target allows |
 //! | E0810 | a DMA or `wait` inside an `inthreads` (or `if`/`while`) that selects instances of a level, whose participants (one instance) cannot be synchronised apart from the other instances ([`instances`]) |
+//! | E0475 | a TMA statement in a warpgroup role whose `inthreads` predicates do not select whole warpgroups (or one thread), cannot be evaluated (block shape or predicates not constant), or a second role of the kernel whose TMA statements need the role barrier (named barrier 15) ([`roles`]) |
 //! | E0811 | a host-level DMA whose box has more elements than its kernel's loop counts (`HOST_DMA_MAX_ELEMENTS`) |
 
 pub mod abi;
@@ -35,6 +36,7 @@ pub mod bounds;
 mod events;
 pub mod instances;
 pub mod names;
+pub mod roles;
 pub mod vector;
 
 pub use abi::{AbiParam, Entry};
@@ -192,6 +194,8 @@ pub struct KernelPlan {
     pub attrs: hir::KernelAttrs,
     /// The thread-block clusters the kernel is launched with (spec-tier3 §1.2), if any.
     pub cluster: Option<ClusterPlan>,
+    /// The warpgroup roles that issue TMA statements (spec-tier3 §3.3, [`roles`]).
+    pub roles: Vec<roles::RolePlan>,
 }
 
 /// A launch in thread-block clusters: consecutive blocks along x form a cluster, its shape is
@@ -428,6 +432,7 @@ fn lower_function(
                     synchronises: false,
                     attrs: hir::KernelAttrs::default(),
                     cluster: None,
+                    roles: Vec::new(),
                 }
             })
         })
@@ -748,7 +753,7 @@ impl HostWalk<'_, '_> {
         let cluster = tree.cluster.as_ref().map(|c| ClusterPlan {
             extents: c.extents.iter().map(|d| d.as_const().unwrap_or(1)).collect(),
         });
-        let plan = KernelPlan {
+        let mut plan = KernelPlan {
             captures: kernel.captures.into_iter().collect(),
             stream,
             waits_for_async: host_dma && f.is_async,
@@ -765,7 +770,9 @@ impl HostWalk<'_, '_> {
             synchronises: kernel.synchronises || cluster.is_some(),
             attrs: tree.attrs,
             cluster,
+            roles: Vec::new(),
         };
+        plan.roles = roles::plan(tree, &plan, self.diags);
         match self.kernels.get_mut(tree.id.index()) {
             Some(slot @ None) => *slot = Some(plan),
             Some(Some(_)) => {
@@ -851,6 +858,7 @@ impl<'a> Visitor<'a> for KernelWalk<'a> {
             | StmtKind::NamedBarrier { .. }
             | StmtKind::Wait { .. }
             | StmtKind::Dma(_)
+            | StmtKind::TriggerAfter(_)
             | StmtKind::Asm(_)
             | StmtKind::Cpp(_) => true,
             StmtKind::DeclBuffer { var, .. } | StmtKind::Let { var, .. } => {

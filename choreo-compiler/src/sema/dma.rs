@@ -331,7 +331,7 @@ impl Checker<'_> {
             if mods.swizzle != 0 {
                 let shared = if dst.storage == Storage::Shared { &dst } else { &src };
                 let shared = shared.clone();
-                if !self.check_swizzle(mods.swizzle, &shared, span) {
+                if !self.check_swizzle(mods.swizzle, &shared, false, span) {
                     return;
                 }
                 if src.dims.iter().zip(&dst.dims).any(|(a, b)| a != b) {
@@ -355,6 +355,9 @@ impl Checker<'_> {
             if let Some(site) = site {
                 self.note_swizzled(hir::BufferRef::Local(site));
             }
+        }
+        if let (true, Some(g)) = (tma && is_async, group) {
+            self.note_tma_issue(g);
         }
         let dma = hir::Dma { bind, group, tma: info, swizzle, ..dma };
         out.push(stmt(StmtKind::Dma(Box::new(dma)), span));
@@ -674,7 +677,7 @@ impl Checker<'_> {
     }
 
     /// Whether the group local `g` is a TMA future's (it holds an mbarrier number).
-    fn is_tma_group(&self, g: VarId) -> bool {
+    pub(crate) fn is_tma_group(&self, g: VarId) -> bool {
         self.kernel.as_ref().is_some_and(|k| k.tma_groups.contains(&g))
     }
 
@@ -1108,9 +1111,7 @@ impl Checker<'_> {
                 let n = rest.iter().take_while(|t| self.names_event(t) == events).count();
                 let (run, tail) = rest.split_at(n);
                 if events {
-                    if let Some(s) = self.check_event_wait(run, span) {
-                        out.push(s);
-                    }
+                    self.check_event_wait(run, span, out);
                 } else {
                     self.check_future_wait(run, span, out);
                 }
@@ -1143,6 +1144,9 @@ impl Checker<'_> {
             return;
         }
         if let Some(groups) = self.waited_groups(&names, false) {
+            if !self.note_future_waits(&names, &groups) {
+                return;
+            }
             let participants = self.participants(Storage::Shared);
             let (tma_groups, groups) = self.split_tma_groups(groups);
             out.push(stmt(StmtKind::Wait { groups, tma_groups, participants }, span));
@@ -1282,6 +1286,12 @@ impl Checker<'_> {
                             pending.remove(g);
                         }
                     }
+                    // A future bound to an event is consumed (spec-tier3 §2.5).
+                    StmtKind::TriggerAfter(t) => {
+                        for g in &t.futures {
+                            pending.remove(g);
+                        }
+                    }
                     StmtKind::Rotate { groups, .. } if groups.len() > 1 => {
                         // a <- b <- … <- a: the pending copy of b is now a's.
                         let before: Vec<Option<Span>> =
@@ -1316,6 +1326,11 @@ impl Checker<'_> {
         let mut pending = Pending::new();
         let mut problems = Vec::new();
         walk(body, &mut pending, &mut problems);
+        // Futures of a `trigger … after` that had an error were meant to be consumed.
+        if let Some(k) = self.kernel.as_ref() {
+            pending.retain(|g, _| !k.silenced_futures.contains(g));
+            problems.retain(|(_, g, _)| !k.silenced_futures.contains(g));
+        }
         let mut seen = BTreeSet::new();
         for (span, g, reissued) in problems {
             if !seen.insert((span, g)) {

@@ -228,10 +228,8 @@ impl Checker<'_> {
             self.mark_event_errors(&t.targets);
             return;
         }
-        if let Some(first) = t.after.first() {
-            self.unsupported(first.span, "`trigger … after` (binding TMA completion)", 3);
-            self.mark_event_errors(&t.targets);
-            return;
+        if !t.after.is_empty() {
+            return self.check_trigger_after(t, span, out);
         }
         if !self.in_device() {
             self.error_label(
@@ -251,6 +249,7 @@ impl Checker<'_> {
             }
         }
         if failed {
+            self.order_updates.clear();
             self.mark_event_errors(&t.targets);
             return;
         }
@@ -270,10 +269,16 @@ impl Checker<'_> {
                 SlotIndex::Order(_) => None,
             };
             if let Some(e) = self.events.get_mut(slot.event.index()) {
-                e.triggers.push(TriggerSite { span, slot: index, conditions: conditions.clone() });
+                e.triggers.push(TriggerSite {
+                    span,
+                    slot: index,
+                    conditions: conditions.clone(),
+                    fill: false,
+                });
             }
         }
-        out.push(stmt(StmtKind::Trigger(slots), span));
+        out.push(stmt(StmtKind::Trigger(slots.clone()), span));
+        self.flush_order_updates(&slots, out);
     }
 
     /// Whether a `wait` operand names an event (rather than a future).
@@ -283,7 +288,7 @@ impl Checker<'_> {
 
     /// After an error in a `trigger`: no "never waited"/"never triggered" follows for the
     /// events it names.
-    fn mark_event_errors(&mut self, targets: &[ast::Expr]) {
+    pub(crate) fn mark_event_errors(&mut self, targets: &[ast::Expr]) {
         for target in targets {
             if let Some(id) = self.event_named(target) {
                 self.events_with_errors.insert(id);
@@ -304,7 +309,12 @@ impl Checker<'_> {
     }
 
     /// `wait` on events: each operand one slot (spec-tier3 §2.2).
-    pub(crate) fn check_event_wait(&mut self, targets: &[ast::Expr], span: Span) -> Option<Stmt> {
+    pub(crate) fn check_event_wait(
+        &mut self,
+        targets: &[ast::Expr],
+        span: Span,
+        out: &mut Vec<Stmt>,
+    ) {
         if !self.in_device() {
             self.error_label(
                 "E0471",
@@ -312,7 +322,7 @@ impl Checker<'_> {
                 "`wait` on an event is only allowed inside a parallel-by",
                 "host code",
             );
-            return None;
+            return;
         }
         // The events named count as waited even when an operand is wrong (no "never waited"
         // after the error).
@@ -323,13 +333,20 @@ impl Checker<'_> {
         }
         let mut slots = Vec::with_capacity(targets.len());
         for target in targets {
-            slots.push(self.event_slot(target, "wait")?);
+            match self.event_slot(target, "wait") {
+                Some(slot) => slots.push(slot),
+                None => {
+                    self.order_updates.clear();
+                    return;
+                }
+            }
         }
-        Some(stmt(StmtKind::EventWait(slots), span))
+        out.push(stmt(StmtKind::EventWait(slots.clone()), span));
+        self.flush_order_updates(&slots, out);
     }
 
     /// The slot a `trigger`/`wait` operand names: `e`, `e[i]…`, `e.at(k)`.
-    fn event_slot(&mut self, target: &ast::Expr, what: &str) -> Option<EventSlot> {
+    pub(crate) fn event_slot(&mut self, target: &ast::Expr, what: &str) -> Option<EventSlot> {
         let span = target.span;
         let mut indices: Vec<&ast::Expr> = Vec::new();
         let mut base = target;
@@ -399,7 +416,7 @@ impl Checker<'_> {
                 );
                 return None;
             }
-            let k = self.check_scalar(order, "an event order");
+            let (k, _) = self.event_order(order)?;
             if matches!(k.ty, Ty::Error) {
                 return None;
             }
@@ -441,7 +458,9 @@ impl Checker<'_> {
         // The linear slot, row-major; constant indices are checked here, others at run time.
         let mut linear: Option<HExpr> = None;
         for (ix, &extent) in indices.iter().zip(&event.dims) {
+            let was = std::mem::replace(&mut self.in_event_order, true);
             let e = self.check_int(ix, "an event index");
+            self.in_event_order = was;
             if matches!(e.ty, Ty::Error) {
                 return None;
             }
@@ -474,7 +493,7 @@ impl Checker<'_> {
 
     /// `e` with immutable device scalars replaced by their initial values (what a trigger's
     /// conditions are evaluated through).
-    fn through_device_inits(&self, e: &HExpr) -> HExpr {
+    pub(crate) fn through_device_inits(&self, e: &HExpr) -> HExpr {
         let mut out = e.clone();
         // Bounded: an initial value only refers to locals declared before it.
         for _ in 0..64 {

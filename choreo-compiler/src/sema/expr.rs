@@ -411,8 +411,17 @@ impl Checker<'_> {
             ast::UnaryOp::Not => UnOp::Not,
             ast::UnaryOp::BitNot => UnOp::BitNot,
             ast::UnaryOp::Neg => UnOp::Neg,
+            _ if self.in_event_order => {
+                self.order_update_misplaced(span);
+                return Val::Error;
+            }
             _ => {
-                self.unsupported(span, "increment/decrement expressions", 3);
+                self.unsupported(
+                    span,
+                    "an increment or decrement outside an event order (`e.at(o++)`; elsewhere \
+                     write `o += 1`)",
+                    3,
+                );
                 return Val::Error;
             }
         };

@@ -91,7 +91,8 @@
 //! - `E0459` a DMA `=> shared` in the body of a `group` level with several instances per
 //!   block (they would share one buffer)
 //! - `E0460` a TMA statement the copy engine cannot move (tier 3 §3.2): outside block-level
-//!   code or in host code, a global side that is not a box of a global tensor, a box that is
+//!   code and outside a warpgroup role (thread-level code under an `inthreads` selecting
+//!   warpgroups, §3.3), a tile that depends on an intra-block index in a role, in host code, a global side that is not a box of a global tensor, a box that is
 //!   not a compile-time constant, above 256, of rank above 5 or with an inner extent that is
 //!   not a multiple of 16 bytes, a shared side that is not contiguous, not 128-byte aligned
 //!   or of another shape, sub-byte integers
@@ -103,9 +104,20 @@
 //! - `E0471` `trigger`/`wait` operand that is not one event slot: a non-event, an event array
 //!   without an index, indices that do not match the array, a constant index out of range,
 //!   `.at(order)` on a single event or a multi-dimensional array, a non-integer or negative
-//!   order; an event used as a value or assigned; `trigger` on the host
+//!   order; an event used as a value or assigned; `trigger` on the host; an increment nested
+//!   in an order or index (only `e.at(o++)`, `e.at(++o)` and `--` forms), of a variable that is
+//!   not a mutable integer of the thread, or whose variable another operand of the statement
+//!   uses
 //! - `E0472` an event that is triggered but never waited ("some asyncs are not explicitly
 //!   waited")
+//! - `E0475` a TMA statement or trigger-after of a warpgroup role under an `if`/`while` on a
+//!   thread index inside the role (lowering reports roles that are not whole warpgroups)
+//! - `E0476` `trigger e after f…` (tier 3 §2.5): not exactly one event, a dependency that is
+//!   not a named asynchronous TMA load future (a `dma.copy.async` future has no completion
+//!   event to bind), a future already waited or consumed twice, a consumed future waited, a
+//!   future whose load is not in the trigger's block before it, an order whose variables change
+//!   between load and trigger, an incremented order shared by several futures, a fill event
+//!   also triggered without `after`
 //!
 //! Calls into C++ and built-ins (§17, §18):
 //! - `E0454` `call` outside a parallel-by, a call result with no declared type, an argument
@@ -204,7 +216,8 @@
 //! that a swizzled copy wrote (it sees the physical layout),
 //! `W0702` deprecated `sync.shared`, `W0705` a `println!` argument only known at run time,
 //! `W0470` `trigger` outside `inthreads` (every thread of the block arrives),
-//! `W0471` an event that is waited but never triggered.
+//! `W0471` an event that is waited but never triggered, `W0472` a fill event (`trigger …
+//! after`) declared with an arrival count other than 1.
 //!
 //! Notes: `N0701` the output of a compile-time `print!`/`println!`.
 
@@ -222,6 +235,7 @@ mod stmt;
 mod tma;
 mod types;
 mod views;
+mod wspipe;
 
 use crate::ast;
 use crate::diagnostics::{Diagnostic, Diagnostics};
@@ -355,6 +369,11 @@ pub(crate) struct KernelFrame {
     /// Shared buffers written by a swizzled copy: element accesses see their physical layout
     /// (`W0407` once per buffer; `true` once warned).
     pub(crate) swizzled: std::collections::BTreeMap<hir::BufferRef, bool>,
+    /// What happened last to each asynchronous TMA future (by group local): issued, waited or
+    /// bound to an event by `trigger … after` (spec-tier3 §2.5).
+    pub(crate) future_uses: std::collections::BTreeMap<VarId, wspipe::FutureUse>,
+    /// Futures named by a `trigger … after` that had an error: no "not waited" follows.
+    pub(crate) silenced_futures: BTreeSet<VarId>,
 }
 
 /// How the function's return type is known.
@@ -442,6 +461,12 @@ pub(crate) struct Checker<'a> {
     /// The predicates of the `inthreads` enclosing the statements being checked, outermost
     /// first (where a `trigger` records which threads execute it).
     pub(crate) inthreads_conditions: Vec<HExpr>,
+    /// Whether an event order or slot index is being checked (an increment there is
+    /// misplaced, `E0471`, rather than unsupported).
+    pub(crate) in_event_order: bool,
+    /// The updates of incremented event orders (`e.at(o++)`) of the statement being checked:
+    /// the local, the update, the order's span.
+    pub(crate) order_updates: Vec<(VarId, hir::Stmt, Span)>,
 }
 
 impl<'a> Checker<'a> {
@@ -486,6 +511,8 @@ impl<'a> Checker<'a> {
             waited_events: BTreeSet::new(),
             events_with_errors: BTreeSet::new(),
             inthreads_conditions: Vec::new(),
+            in_event_order: false,
+            order_updates: Vec::new(),
         }
     }
 
@@ -496,6 +523,7 @@ impl<'a> Checker<'a> {
         self.has_parallel = stmt::contains_parallel(&f.body.stmts);
         let body = self.check_stmts(&f.body.stmts);
         self.check_events_used();
+        self.check_fill_events();
         let ret = match &self.ret {
             RetState::Void => ReturnTy::Void,
             RetState::Declared(t) => t.clone(),

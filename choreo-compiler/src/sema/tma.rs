@@ -85,9 +85,17 @@ impl Checker<'_> {
     }
 
     /// A swizzle of a copy into (or out of) the shared buffer of `shared` (tier 3 §4.2): the
-    /// tile's rows must be whole multiples of the period, and the view the whole buffer.
+    /// tile's rows must be whole multiples of the period, and the view the whole buffer (for
+    /// a TMA, `part_ok`: a contiguous part whose start the caller checked to be aligned to
+    /// 8·N bytes, where the pattern restarts, e.g. one slot `ring[s]` of a ring of tiles).
     /// Returns whether it is fine.
-    pub(crate) fn check_swizzle(&mut self, n: u32, shared: &View, span: Span) -> bool {
+    pub(crate) fn check_swizzle(
+        &mut self,
+        n: u32,
+        shared: &View,
+        part_ok: bool,
+        span: Span,
+    ) -> bool {
         let dims = self.buffer_dims(shared.buffer);
         let inner = dims.last().and_then(Dim::as_const);
         let bytes = inner.map(|c| c * shared.elem.size_bytes());
@@ -112,7 +120,7 @@ impl Checker<'_> {
                 "rows not a multiple of the swizzle period",
             );
         }
-        if !shared.is_whole(&dims) {
+        if !part_ok && !shared.is_whole(&dims) {
             return fail(
                 self,
                 "a swizzled copy moves a whole shared buffer (the swizzle pattern is laid over \
@@ -142,16 +150,21 @@ impl Checker<'_> {
             this.error_label("E0460", span, message, label.to_string());
             None
         };
-        if participants != Participants::Block {
-            return fail(
-                self,
-                "TMA is block-wise: a TMA statement must be in block-level code (not in the \
-                 body of a `group`, `group-4` or `thread` level, whose indices cannot be used \
-                 as indices or tiling factors)"
-                    .to_string(),
-                "not in block-level code",
-            );
-        }
+        let role = match self.tma_role(participants, [global, shared], span) {
+            Ok(role) => role,
+            Err(true) => return None,
+            Err(false) => {
+                return fail(
+                    self,
+                    "TMA is block-wise: a TMA statement must be in block-level code (not in \
+                     the body of a `group`, `group-4` or `thread` level, whose indices cannot \
+                     be used as indices or tiling factors), or issued by a warpgroup role (an \
+                     `inthreads` selecting warpgroups at a `group-4` level)"
+                        .to_string(),
+                    "not in block-level code or a warpgroup role",
+                );
+            }
+        };
         if global.elem.is_subbyte_int() {
             return fail(
                 self,
@@ -290,7 +303,7 @@ impl Checker<'_> {
                 );
             }
         }
-        if m.swizzle != 0 && !self.check_swizzle(m.swizzle, shared, span) {
+        if m.swizzle != 0 && !self.check_swizzle(m.swizzle, shared, true, span) {
             return None;
         }
         let index = self.kernel.as_mut().map_or(0, |k| {
@@ -308,6 +321,9 @@ impl Checker<'_> {
             promote: if m.promote == 0 { 128 } else { m.promote },
             // Set by the caller for a load.
             barrier: 0,
+            role,
+            // Set by a `trigger … after` that binds the load.
+            event: None,
         })
     }
 

@@ -272,6 +272,10 @@ impl FnEmitter<'_, '_> {
                 Region::Device(kernel) => self.dma(span, dma, kernel),
                 Region::Host => self.bug(span, "a kernel DMA in host code"),
             },
+            StmtKind::TriggerAfter(t) => match region {
+                Region::Device(kernel) => self.trigger_after(span, t, kernel),
+                Region::Host => self.bug(span, "a trigger in host code"),
+            },
             StmtKind::Wait { groups, tma_groups, participants } => match region {
                 Region::Device(kernel) => {
                     for g in tma_groups {
@@ -502,7 +506,7 @@ impl FnEmitter<'_, '_> {
 
     fn dma(&mut self, span: Span, dma: &hir::Dma, kernel: hir::KernelId) {
         if let Some(t) = &dma.tma {
-            return self.tma_statement(span, dma, t);
+            return self.tma_statement(span, dma, t, kernel);
         }
         self.bind_future(span, dma);
         // The block's thread count when it is a constant (else read from `blockDim`).

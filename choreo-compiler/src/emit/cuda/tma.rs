@@ -90,8 +90,17 @@ impl FnEmitter<'_, '_> {
     /// A TMA statement (tier 3 §3.3, §10.2): the issuer (thread 0 of the block) moves the
     /// box; a load completes the statement's (or its future's) mbarrier, which every thread
     /// waits for unless the load is asynchronous; a store is fenced, issued and read-waited.
-    pub(super) fn tma_statement(&mut self, span: Span, dma: &hir::Dma, t: &hir::Tma) {
+    pub(super) fn tma_statement(
+        &mut self,
+        span: Span,
+        dma: &hir::Dma,
+        t: &hir::Tma,
+        kernel: hir::KernelId,
+    ) {
         self.bind_future(span, dma);
+        let Some((issuer, scope_sync)) = self.tma_scope(span, t.role.as_deref(), kernel) else {
+            return;
+        };
         let size = t.shared.elem.size_bytes();
         let rank = t.shared.dims.len();
         let first = t.shared.element(vec![hir::arith::int_lit(0, span); rank], span);
@@ -109,8 +118,8 @@ impl FnEmitter<'_, '_> {
             self.w.line(span, "{  // TMA store (shared -> global)");
             self.w.indent += 1;
             self.w.line(span, "::choreo::tma::fence_proxy_async();");
-            self.w.line(span, "__syncthreads();");
-            self.w.line(span, "if (threadIdx.x == 0) {");
+            self.scope_sync_line(span, &scope_sync);
+            self.w.line(span, &format!("if ({issuer}) {{"));
             self.w.line(
                 span,
                 &format!("  ::choreo::tma::store_{dims}d({map}, &{shared}, {coord_list});"),
@@ -118,12 +127,24 @@ impl FnEmitter<'_, '_> {
             self.w.line(span, "  ::choreo::tma::store_commit_and_wait_read();");
             self.w.line(span, "}");
             // The source may be rewritten only after the copy engine has read it.
-            self.w.line(span, "__syncthreads();");
+            self.scope_sync_line(span, &scope_sync);
             self.w.indent -= 1;
             self.w.line(span, "}");
             return;
         }
         let bytes: u64 = t.box_dims.iter().product::<u64>() * size;
+        if let Some(slot) = &t.event {
+            let policy = match t.evict_first {
+                Some(true) => EVICT_FIRST,
+                Some(false) => EVICT_LAST,
+                None => "0ull",
+            };
+            let call = format!(
+                "::choreo::tma::load_{dims}d(&{shared}, {map}, __choreo_bar, {}, {policy}, {coord_list});",
+                if t.evict_first.is_some() { "true" } else { "false" }
+            );
+            return self.tma_bound_load(span, slot, &issuer, bytes, &call);
+        }
         let barrier = match dma.group.filter(|_| dma.is_async) {
             Some(g) => self.names().local(g).to_string(),
             None => t.barrier.to_string(),
@@ -144,8 +165,8 @@ impl FnEmitter<'_, '_> {
         self.w.indent += 1;
         // Sequential semantics (tier 3 §3.3 ⚠): every thread is done with the destination
         // before the copy engine overwrites it.
-        self.w.line(span, "__syncthreads();");
-        self.w.line(span, "if (threadIdx.x == 0) {");
+        self.scope_sync_line(span, &scope_sync);
+        self.w.line(span, &format!("if ({issuer}) {{"));
         self.w.line(
             span,
             &format!("  __choreo_mbar_arrive_expect_tx(&__choreo_tma_bar[{barrier}], {bytes}u);"),
@@ -293,5 +314,127 @@ impl FnEmitter<'_, '_> {
         let cols = dims.last().and_then(Dim::as_const).unwrap_or(1).max(1);
         let total = dims.iter().map(Dim::as_const).try_fold(1u64, |a, d| d.map(|d| a * d));
         (base, total.unwrap_or(cols) / cols, cols)
+    }
+}
+
+impl FnEmitter<'_, '_> {
+    /// Who issues a TMA statement and how its scope synchronises (tier 3 §3.3, §7.1): thread
+    /// 0 and the block barrier in block-level code; in a warpgroup role, the role's first
+    /// thread and named barrier 15 over the role's threads (nothing for a one-thread role).
+    /// `None` after lowering rejected the role.
+    pub(super) fn tma_scope(
+        &mut self,
+        span: Span,
+        role: Option<&[hir::HExpr]>,
+        kernel: hir::KernelId,
+    ) -> Option<(String, Option<String>)> {
+        let Some(conditions) = role else {
+            return Some(("threadIdx.x == 0".to_string(), Some("__syncthreads();".to_string())));
+        };
+        let plan = self
+            .plan
+            .kernels
+            .get(kernel.index())
+            .and_then(|k| k.roles.iter().find(|r| r.conditions == conditions))
+            .cloned();
+        let Some(r) = plan else {
+            self.bug(span, "a TMA role lowering did not plan");
+            return None;
+        };
+        let sync = (r.threads > 1).then(|| {
+            format!(
+                "{}  // the issuing role's barrier ({} threads)",
+                self.named_barrier(
+                    true,
+                    &crate::lower::roles::ROLE_BARRIER.to_string(),
+                    &r.threads.to_string()
+                ),
+                r.threads
+            )
+        });
+        Some((format!("threadIdx.x == {}", r.first), sync))
+    }
+
+    fn scope_sync_line(&mut self, span: Span, sync: &Option<String>) {
+        if let Some(line) = sync {
+            self.w.line(span, line);
+        }
+    }
+
+    /// The mbarrier of an event slot (an `unsigned long long*` expression), for a bound load
+    /// or a trigger-after: the slot the operand names.
+    fn event_slot_bar(&mut self, slot: &hir::EventSlot) -> Option<String> {
+        let e = self.f.events.get(slot.event.index())?.clone();
+        let bars =
+            format!("reinterpret_cast<unsigned long long*>({})", self.names().local(e.barriers));
+        let slots = e.slots();
+        let index = self.expr(slot.index.expr());
+        Some(match (&slot.index, slots) {
+            (hir::SlotIndex::Fixed(_), 1) => bars,
+            (hir::SlotIndex::Fixed(_), _) => {
+                format!("{bars} + __choreo_event_slot(static_cast<long long>({index}), {slots})")
+            }
+            (hir::SlotIndex::Order(_), _) => format!(
+                "{bars} + __choreo_event_ring_slot(static_cast<long long>({index}), {slots})"
+            ),
+        })
+    }
+
+    /// A TMA load bound to an event slot by `trigger … after` (tier 3 §2.5, §10.1): the
+    /// issuer registers the load's bytes on the slot's mbarrier *before* issuing it, so the
+    /// generation cannot complete before every bound load has landed (the trigger's arrival,
+    /// after all of them, is the last one it waits for). No barrier of its own (§3.3).
+    fn tma_bound_load(
+        &mut self,
+        span: Span,
+        slot: &hir::EventSlot,
+        issuer: &str,
+        bytes: u64,
+        call: &str,
+    ) {
+        let name = self.f.events.get(slot.event.index()).map(|e| e.name.clone());
+        let Some(bar) = self.event_slot_bar(slot) else {
+            return self.bug(span, "an unknown event");
+        };
+        self.w.line(
+            span,
+            &format!(
+                "if ({issuer}) {{  // TMA load (global -> shared) bound to event {}",
+                name.unwrap_or_default()
+            ),
+        );
+        self.w.indent += 1;
+        self.w.line(span, &format!("unsigned long long* const __choreo_bar = {bar};"));
+        self.w.line(span, &format!("__choreo_mbar_expect_tx(__choreo_bar, {bytes}u);"));
+        self.w.line(span, call);
+        if self.options.dialect == Dialect::Cpu {
+            self.w.line(span, &format!("__choreo_mbar_complete_tx(__choreo_bar, {bytes}u);"));
+        }
+        self.w.indent -= 1;
+        self.w.line(span, "}");
+    }
+
+    /// `trigger e after f…` (tier 3 §2.5): the issuer of the scope arrives once on the slot
+    /// (a fill event's arrival count is 1); the bound loads registered their bytes already.
+    pub(super) fn trigger_after(
+        &mut self,
+        span: Span,
+        t: &hir::TriggerAfter,
+        kernel: hir::KernelId,
+    ) {
+        let Some((issuer, _)) = self.tma_scope(span, t.role.as_deref(), kernel) else {
+            return;
+        };
+        let name = self.f.events.get(t.slot.event.index()).map(|e| e.name.clone());
+        let Some(bar) = self.event_slot_bar(&t.slot) else {
+            return self.bug(span, "an unknown event");
+        };
+        self.w.line(
+            span,
+            &format!(
+                "if ({issuer}) __choreo_mbar_arrive({bar});  // trigger {} after its loads",
+                name.unwrap_or_default()
+            ),
+        );
     }
 }
