@@ -187,11 +187,9 @@ enum CliCommand {
         output: Option<PathBuf>,
     },
     /// translate one .co file as a whole program and compile it with nvcc
-    #[command(
-        after_help = "The .cu and choreo.h are written to a temporary directory, which is \
+    #[command(after_help = "The .cu and choreo.h are written to a temporary directory, which is \
                       removed on success.\n\nExit status: 0 built, 1 errors in the .co file or \
-                      nvcc failed, 2 usage or I/O error."
-    )]
+                      nvcc failed, 2 usage or I/O error.")]
     Build {
         /// the .co file
         #[arg(value_name = "FILE.co")]
@@ -533,7 +531,8 @@ mod tests {
 
     /// Parses `choreoc COMMAND ARGS...` into the options of a file command, or clap's message.
     fn parse(command: &str, list: &[&str]) -> Result<Options, String> {
-        let args = std::iter::once("choreoc").chain(std::iter::once(command)).chain(list.iter().copied());
+        let args =
+            std::iter::once("choreoc").chain(std::iter::once(command)).chain(list.iter().copied());
         let cli = Cli::try_parse_from(args).map_err(|e| e.to_string())?;
         Options::from_command(cli.command).map(|(options, _)| options).map_err(|_| "explain".into())
     }
@@ -586,9 +585,11 @@ mod tests {
 
     #[test]
     fn check_dump_takes_hir_plan_or_bounds() {
-        for (text, dump) in
-            [("--dump=hir", IrDump::Hir), ("--dump=plan", IrDump::Plan), ("--dump=bounds", IrDump::Bounds)]
-        {
+        for (text, dump) in [
+            ("--dump=hir", IrDump::Hir),
+            ("--dump=plan", IrDump::Plan),
+            ("--dump=bounds", IrDump::Bounds),
+        ] {
             assert_eq!(parse("check", &[text, "a.co"]).map(|o| o.ir_dump), Ok(Some(dump)));
         }
         let error = parse("check", &["--dump=x", "a.co"]).err().unwrap_or_default();

@@ -380,7 +380,10 @@ fn cli_emit_cu_reports_errors_and_usage() {
     let out = choreoc(&["build".as_ref(), bad.as_os_str()]);
     assert_eq!(out.status.code(), Some(2), "build needs -o");
     let help = choreoc(&["help".as_ref(), "build".as_ref()]);
-    assert!(String::from_utf8_lossy(&help.stdout).contains("Usage: choreoc build [OPTIONS] -o <EXE> <FILE.co>"));
+    assert!(
+        String::from_utf8_lossy(&help.stdout)
+            .contains("Usage: choreoc build [OPTIONS] -o <EXE> <FILE.co>")
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
