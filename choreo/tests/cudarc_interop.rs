@@ -57,6 +57,19 @@ fn a_cudarc_stream_is_wrapped_and_given_back() -> choreo::Result<()> {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn a_cudarc_slice_becomes_a_tensor_and_goes_back_without_copies() -> choreo::Result<()> {
+    // ANCHOR: book
+    let ctx = cudarc::driver::CudaContext::new(0).expect("a CUDA GPU and driver");
+    let cuda_stream = ctx.new_stream().expect("a cudarc stream");
+    let slice = cuda_stream.clone_htod(&[1.0f32, 2.0, 3.0, 4.0]).expect("cudarc upload");
+
+    let stream = choreo::Stream::from_cudarc(&cuda_stream)?; // keeps the Arc
+    let tensor = choreo::DeviceTensor::from_cudarc(slice, [2, 2])?; // no copy
+    assert_eq!(tensor.to_host(&stream)?.as_slice(), [1.0, 2.0, 3.0, 4.0]);
+    let slice = tensor.into_cudarc(&cuda_stream)?; // back, no copy
+    assert_eq!(cuda_stream.clone_dtoh(&slice).expect("download"), [1.0, 2.0, 3.0, 4.0]);
+    // ANCHOR_END: book
+    drop((slice, stream));
+
     let (_ctx, cuda_stream) = cuda();
     let slice = cuda_stream.clone_htod(&[1.0f32, 2.0, 3.0, 4.0]).expect("cudarc upload");
     let address = {
