@@ -561,3 +561,53 @@ fn build_for_the_cpu_makes_a_program_that_runs() {
     assert_eq!(bad.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("invalid value 'tpu' for '--target"));
 }
+
+/// The rough edges of issue 16 item 6, as a user sees them: a missing `;` is reported right
+/// after the previous token (not at the next statement), counts agree in number, a C spelling
+/// of a built-in gets the Choreo spelling as a hint, and E0901 reads well for plural
+/// constructs; every label has a text.
+#[test]
+fn diagnostics_read_well() {
+    let dir = TempDir::new("rough-edges");
+    let check = |name: &str, text: &str| {
+        let file = dir.file(name, text);
+        let out = choreoc(["check".as_ref(), file.as_os_str()]);
+        assert_eq!(code(&out), 1, "{}", show(&out));
+        (p(&file), stderr(&out))
+    };
+    let (file, err) = check(
+        "semi.co",
+        "__co__ void f(s32 [4] a) {\n  parallel p by 4 : thread {\n    a.at(p) = 1\n    \
+         a.at(p) = 2;\n  }\n}\n",
+    );
+    assert!(err.contains("error[E0301]: syntax error, missing ';'"), "{err}");
+    assert!(err.contains(&format!("{file}:3:16")), "right after `1`: {err}");
+    assert!(err.contains("^ expected ';' here"), "{err}");
+
+    let (_, err) = check(
+        "arity.co",
+        "__co__ void g(f32 [4] a) {\n  parallel p by 4 : thread {\n    \
+         a.at(p) = __sqrt(a.at(p), 1.0f) + __max(1.0f);\n  }\n}\n",
+    );
+    assert!(err.contains("'__sqrt' expects 1 argument but got 2"), "{err}");
+    assert!(err.contains("'__max' expects 2 arguments but got 1"), "{err}");
+    assert!(!err.contains(" 1 arguments"), "{err}");
+
+    let (_, err) = check(
+        "fmax.co",
+        "__co__ void g(f32 [4] a) {\n  parallel p by 4 : thread {\n    \
+         a.at(p) = fmax(a.at(p), 1.0f);\n  }\n}\n",
+    );
+    assert!(err.contains("'fmax' is not a Choreo built-in"), "{err}");
+    assert!(err.contains("= help: Choreo spells it `__max`"), "{err}");
+
+    let (_, err) = check(
+        "tier3.co",
+        "__co__ void g() {\n  parallel p by 1 : block {\n    local event e;\n  }\n}\n",
+    );
+    assert!(
+        err.contains("error[E0901]: not supported yet (tier 3): `local` and `global` events"),
+        "{err}"
+    );
+    assert!(err.contains("^^^^^ not supported by this compiler yet"), "{err}");
+}
