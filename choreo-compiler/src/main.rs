@@ -41,303 +41,256 @@
 //! their codes; `--message-format=json` prints one JSON object per diagnostic on stdout
 //! instead. Dumps and translations go to stdout (or `-o`).
 //!
-//! Argument parsing is hand-written and shared: every subcommand is one entry of [`COMMANDS`]
-//! (its name, the options it accepts, how many files it takes and the function that runs it),
-//! and [`parse_options`] parses the options of all of them. The commands themselves live in the
-//! `cli` modules of this binary; the library does no I/O and spawns nothing.
+//! Argument parsing is clap's (derive): [`Cli`] declares every subcommand and its options,
+//! and [`Options::from_command`] turns the parsed command into the [`Options`] that the
+//! commands of the `cli` modules of this binary read. The library does no I/O and spawns
+//! nothing (and does not depend on clap: the binary needs the default-on `cli` feature).
 
 mod cli;
 
 use choreo_compiler::compile::Arch;
+use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::ffi::OsString;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-/// A subcommand: name, help, accepted options, file arity and the function that runs it.
-struct Command {
-    name: &'static str,
-    summary: &'static str,
-    /// The argument part of the usage line.
-    usage: &'static str,
-    flags: &'static [Flag],
-    files: Arity,
-    /// Whether `-o` must be given.
-    output_required: bool,
-    /// Help text after the options (may be empty).
-    notes: &'static str,
-    /// The exit status paragraph of the help.
-    exit_status: &'static str,
-    run: fn(&Options) -> Status,
-}
-
-/// The options a subcommand may accept. Parsing is shared; each command lists its own.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Flag {
-    /// `--message-format=human|json`
-    MessageFormat,
-    /// `-D NAME[=VALUE]` / `-DNAME[=VALUE]`
-    Define,
-    /// `--dump` (the syntax tree)
-    Dump,
-    /// `--dump=hir|plan` (the checked program or the lowered plan)
-    IrDump,
-    /// `--syntax-only`
-    SyntaxOnly,
-    /// `--arch ARCH` / `--arch=ARCH`
-    Arch,
-    /// `--standalone`
-    Standalone,
-    /// `--no-runtime-checks`
-    NoRuntimeChecks,
-    /// `--no-bounds-checks`
-    NoBoundsChecks,
-    /// `--stub`
-    Stub,
-    /// `--cpu` (wrappers that call the CPU entries too)
-    Cpu,
-    /// `--target cpu|cuda`
-    Target,
-    /// `--nvcc PATH` / `--nvcc=PATH`
-    Nvcc,
-    /// `-o FILE`
-    Output,
-    /// `-- FLAGS...`: the rest of the command line goes to nvcc.
-    NvccFlags,
-}
-
-/// One option row of a help text: the option, then its description from column 31.
-fn row(option: &str, lines: &[&str]) -> String {
-    let mut text = String::new();
-    for (i, line) in lines.iter().enumerate() {
-        if i == 0 {
-            text.push_str(&format!("  {option:<29}{line}\n"));
-        } else {
-            text.push_str(&format!("{:31}{line}\n", ""));
-        }
-    }
-    text
-}
-
-impl Flag {
-    fn help(self, command: &Command) -> String {
-        match self {
-            Flag::MessageFormat => row(
-                "--message-format=human|json",
-                &[
-                    "human (default): rendered diagnostics on stderr;",
-                    "json: one JSON object per diagnostic on stdout",
-                ],
-            ),
-            Flag::Define => row(
-                "-D NAME[=VALUE]",
-                &[
-                    "predefine a macro for the Choreo preprocessor",
-                    "(VALUE defaults to 1; also -DNAME[=VALUE])",
-                ],
-            ),
-            Flag::Dump => row("--dump", &["print the syntax tree on stdout"]),
-            Flag::IrDump => row(
-                "--dump=hir|plan|bounds",
-                &[
-                    "after the diagnostics, print the checked program (hir),",
-                    "the lowered plan (plan), or which element accesses are",
-                    "proven in bounds and which are checked at run time (bounds)",
-                ],
-            ),
-            Flag::SyntaxOnly => row(
-                "--syntax-only",
-                &[
-                    "preprocess and parse only (accepts tier-2/3 syntax",
-                    "that semantic analysis does not support yet)",
-                ],
-            ),
-            Flag::Arch => {
-                let all: Vec<String> = Arch::all().map(|arch| arch.to_string()).collect();
-                let default = Arch::default();
-                row(
-                    "--arch ARCH",
-                    &[&format!("target architecture (default {default}):"), &all.join(" ")],
-                )
-            }
-            Flag::Standalone => row(
-                "--standalone",
-                &[
-                    "keep the host main() (a whole program; default: library",
-                    "mode, which renames a host main() to __choreo_unused_main)",
-                ],
-            ),
-            Flag::NoRuntimeChecks => row(
-                "--no-runtime-checks",
-                &["leave out the entry and launch checks of the generated code"],
-            ),
-            Flag::NoBoundsChecks => row(
-                "--no-bounds-checks",
-                &[
-                    "do not check at run time the element accesses that are not",
-                    "proven in bounds (their Rust wrappers become unsafe fns)",
-                ],
-            ),
-            Flag::Stub => row(
-                "--stub",
-                &[
-                    "wrappers that do not call the CUDA kernels (a build without",
-                    "nvcc); with neither kernels they return Err(NotBuilt)",
-                ],
-            ),
-            Flag::Target => row(
-                "--target cpu|cuda",
-                &[
-                    "cuda (default): nvcc; cpu: the host C++ compiler (CXX, else",
-                    "c++) and the CPU runtime, no CUDA needed",
-                ],
-            ),
-            Flag::Cpu => row(
-                "--cpu",
-                &[
-                    "wrappers that also call the CPU kernels (emit-cpp) on CPU",
-                    "streams; with --stub, only those",
-                ],
-            ),
-            Flag::Nvcc => row(
-                "--nvcc PATH",
-                &[
-                    "the nvcc to use (default: $NVCC, $CUDA_HOME, $CUDA_PATH, PATH,",
-                    "python3's nvidia/cu13 wheels, the ci/install-cuda cache)",
-                ],
-            ),
-            Flag::Output => match command.name {
-                "build" => row("-o EXE", &["the executable to write (required)"]),
-                "emit-rs" => row("-o OUT.rs", &["write the .rs to OUT.rs instead of stdout"]),
-                _ => row("-o OUT.cu", &["write the .cu to OUT.cu instead of stdout"]),
-            },
-            Flag::NvccFlags => row("-- FLAGS...", &["pass the remaining arguments to nvcc"]),
-        }
-    }
-}
-
-/// How many file operands a command takes.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Arity {
-    One,
-    OneOrMore,
-}
-
 const EXIT_STATUS_HELP: &str =
-    "Exit status: 0 accepted (warnings may be printed), 1 errors reported, 2 usage or I/O error.\n";
+    "Exit status: 0 accepted (warnings may be printed), 1 errors reported, 2 usage or I/O error.";
+const EXIT_STATUS_TRANSLATE: &str =
+    "Exit status: 0 translated (warnings may be printed), 1 errors reported, 2 usage or I/O error.";
 
-const COMMANDS: &[Command] = &[
-    Command {
-        name: "check",
-        summary: "check .co files and report diagnostics",
-        usage: "[--syntax-only] [--dump=hir|plan] [--message-format=human|json] \
-                [-D NAME[=VALUE]]... FILE...",
-        flags: &[Flag::SyntaxOnly, Flag::IrDump, Flag::MessageFormat, Flag::Define],
-        files: Arity::OneOrMore,
-        output_required: false,
-        notes: "",
-        exit_status: EXIT_STATUS_HELP,
-        run: cli::front::run_check,
+/// choreoc: translate Choreo (.co) kernels to CUDA C++ and Rust wrappers
+#[derive(Parser, Debug)]
+#[command(
+    name = "choreoc",
+    version,
+    about = "choreoc: translate Choreo (.co) kernels to CUDA C++ and Rust wrappers",
+    after_help = EXIT_STATUS_HELP,
+    subcommand_required = true
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: CliCommand,
+}
+
+/// The subcommands.
+#[derive(Subcommand, Debug)]
+enum CliCommand {
+    /// check .co files and report diagnostics
+    #[command(after_help = EXIT_STATUS_HELP)]
+    Check {
+        /// preprocess and parse only (accepts tier-2/3 syntax that semantic analysis does not
+        /// support yet)
+        #[arg(long, conflicts_with = "dump")]
+        syntax_only: bool,
+        /// after the diagnostics, print the checked program (hir), the lowered plan (plan), or
+        /// which element accesses are proven in bounds and which are checked at run time
+        /// (bounds)
+        #[arg(long, value_name = "WHAT", require_equals = true)]
+        dump: Option<IrDump>,
+        #[command(flatten)]
+        diagnostics: DiagnosticArgs,
+        #[command(flatten)]
+        defines: DefineArgs,
+        /// the .co files to check (each one is checked and reported, even after one fails)
+        #[arg(value_name = "FILE", required = true)]
+        files: Vec<PathBuf>,
     },
-    Command {
-        name: "parse",
-        summary: "parse one .co file; with --dump, print its syntax tree",
-        usage: "[--dump] [--message-format=human|json] [-D NAME[=VALUE]]... FILE",
-        flags: &[Flag::Dump, Flag::MessageFormat, Flag::Define],
-        files: Arity::One,
-        output_required: false,
-        notes: "",
-        exit_status: EXIT_STATUS_HELP,
-        run: cli::front::run_parse,
+    /// parse one .co file; with --dump, print its syntax tree
+    #[command(after_help = EXIT_STATUS_HELP)]
+    Parse {
+        /// print the syntax tree on stdout (even when there are errors)
+        #[arg(long)]
+        dump: bool,
+        #[command(flatten)]
+        diagnostics: DiagnosticArgs,
+        #[command(flatten)]
+        defines: DefineArgs,
+        /// the .co file
+        #[arg(value_name = "FILE")]
+        file: PathBuf,
     },
-    Command {
-        name: "lex",
-        summary: "print the tokens of every __co__ function of one .co file",
-        usage: "[--message-format=human|json] [-D NAME[=VALUE]]... FILE",
-        flags: &[Flag::MessageFormat, Flag::Define],
-        files: Arity::One,
-        output_required: false,
-        notes: "",
-        exit_status: EXIT_STATUS_HELP,
-        run: cli::front::run_lex,
+    /// print the tokens of every __co__ function of one .co file
+    #[command(after_help = EXIT_STATUS_HELP)]
+    Lex {
+        #[command(flatten)]
+        diagnostics: DiagnosticArgs,
+        #[command(flatten)]
+        defines: DefineArgs,
+        /// the .co file
+        #[arg(value_name = "FILE")]
+        file: PathBuf,
     },
-    Command {
-        name: "emit-cu",
-        summary: "translate one .co file and print the .cu",
-        usage: "FILE.co [-D NAME[=VALUE]]... [--arch sm_90a] [--standalone] \
-                [--no-runtime-checks] [--no-bounds-checks] [-o OUT.cu]",
-        flags: &[
-            Flag::Define,
-            Flag::Arch,
-            Flag::Standalone,
-            Flag::NoRuntimeChecks,
-            Flag::NoBoundsChecks,
-            Flag::Output,
-        ],
-        files: Arity::One,
-        output_required: false,
-        notes: "",
-        exit_status: "Exit status: 0 translated (warnings may be printed), 1 errors reported, 2 \
-                      usage or I/O error.\n",
-        run: cli::emit::run_emit_cu,
+    /// translate one .co file and print the .cu
+    #[command(name = "emit-cu", after_help = EXIT_STATUS_TRANSLATE)]
+    EmitCu {
+        /// the .co file
+        #[arg(value_name = "FILE.co")]
+        file: PathBuf,
+        #[command(flatten)]
+        defines: DefineArgs,
+        #[command(flatten)]
+        arch: ArchArg,
+        #[command(flatten)]
+        translate: TranslateArgs,
+        /// write the .cu to OUT.cu instead of stdout
+        #[arg(short = 'o', value_name = "OUT.cu")]
+        output: Option<PathBuf>,
     },
-    Command {
-        name: "emit-cpp",
-        summary: "translate one .co file for the CPU and print the .cpp",
-        usage: "FILE.co [-D NAME[=VALUE]]... [--standalone] [--no-runtime-checks] \
-                [--no-bounds-checks] [-o OUT.cpp]",
-        flags: &[
-            Flag::Define,
-            Flag::Standalone,
-            Flag::NoRuntimeChecks,
-            Flag::NoBoundsChecks,
-            Flag::Output,
-        ],
-        files: Arity::One,
-        output_required: false,
-        notes: "The .cpp is C++17 for the host compiler; it includes choreo.h, which includes the\n\
-                CPU runtime header choreo_cpu.h, and links with choreo_cpu_runtime.cpp.\n\n",
-        exit_status: "Exit status: 0 translated (warnings may be printed), 1 errors reported, 2 \
-                      usage or I/O error.\n",
-        run: cli::emit::run_emit_cpp,
+    /// translate one .co file for the CPU and print the .cpp
+    #[command(
+        name = "emit-cpp",
+        after_help = "The .cpp is C++17 for the host compiler; it includes choreo.h, which \
+                      includes the\nCPU runtime header choreo_cpu.h, and links with \
+                      choreo_cpu_runtime.cpp.\n\nExit status: 0 translated (warnings may be \
+                      printed), 1 errors reported, 2 usage or I/O error."
+    )]
+    EmitCpp {
+        /// the .co file
+        #[arg(value_name = "FILE.co")]
+        file: PathBuf,
+        #[command(flatten)]
+        defines: DefineArgs,
+        #[command(flatten)]
+        translate: TranslateArgs,
+        /// write the .cpp to OUT.cpp instead of stdout
+        #[arg(short = 'o', value_name = "OUT.cpp")]
+        output: Option<PathBuf>,
     },
-    Command {
-        name: "emit-rs",
-        summary: "translate one .co file and print its Rust wrapper module",
-        usage: "FILE.co [-D NAME[=VALUE]]... [--stub] [--cpu] [--no-bounds-checks] [-o OUT.rs]",
-        flags: &[Flag::Define, Flag::Stub, Flag::Cpu, Flag::NoBoundsChecks, Flag::Output],
-        files: Arity::One,
-        output_required: false,
-        notes: "The module holds the items that choreo-build puts in <OUT_DIR>/choreo/<name>/<stem>.rs\n\
-                (one safe function per __co__ function).\n\n",
-        exit_status: "Exit status: 0 translated (warnings may be printed), 1 errors reported, 2 \
-                      usage or I/O error.\n",
-        run: cli::emit::run_emit_rs,
+    /// translate one .co file and print its Rust wrapper module
+    #[command(
+        name = "emit-rs",
+        after_help = "The module holds the items that choreo-build puts in \
+                      <OUT_DIR>/choreo/<name>/<stem>.rs\n(one safe function per __co__ \
+                      function).\n\nExit status: 0 translated (warnings may be printed), 1 \
+                      errors reported, 2 usage or I/O error."
+    )]
+    EmitRs {
+        /// the .co file
+        #[arg(value_name = "FILE.co")]
+        file: PathBuf,
+        #[command(flatten)]
+        defines: DefineArgs,
+        /// wrappers that do not call the CUDA kernels (a build without nvcc); with neither
+        /// kernels they return Err(NotBuilt)
+        #[arg(long)]
+        stub: bool,
+        /// wrappers that also call the CPU kernels (emit-cpp) on CPU streams; with --stub,
+        /// only those
+        #[arg(long)]
+        cpu: bool,
+        #[command(flatten)]
+        bounds: BoundsArg,
+        /// write the .rs to OUT.rs instead of stdout
+        #[arg(short = 'o', value_name = "OUT.rs")]
+        output: Option<PathBuf>,
     },
-    Command {
-        name: "build",
-        summary: "translate one .co file as a whole program and compile it with nvcc",
-        usage: "FILE.co -o EXE [--arch sm_90a | --target cpu] [-D NAME[=VALUE]]... [--nvcc PATH] \
-                [--no-runtime-checks] [--no-bounds-checks] [-- EXTRA COMPILER FLAGS...]",
-        flags: &[
-            Flag::Output,
-            Flag::Define,
-            Flag::Arch,
-            Flag::Target,
-            Flag::Nvcc,
-            Flag::NoRuntimeChecks,
-            Flag::NoBoundsChecks,
-            Flag::NvccFlags,
-        ],
-        files: Arity::One,
-        output_required: true,
-        notes: "The .cu and choreo.h are written to a temporary directory, which is removed on \
-                success.\n",
-        exit_status: "Exit status: 0 built, 1 errors in the .co file or nvcc failed, 2 usage or \
-                      I/O error.\n",
-        run: cli::build::run_build,
+    /// translate one .co file as a whole program and compile it with nvcc
+    #[command(after_help = "The .cu and choreo.h are written to a temporary directory, which is \
+                      removed on success.\n\nExit status: 0 built, 1 errors in the .co file or \
+                      nvcc failed, 2 usage or I/O error.")]
+    Build {
+        /// the .co file
+        #[arg(value_name = "FILE.co")]
+        file: PathBuf,
+        /// the executable to write
+        #[arg(short = 'o', value_name = "EXE", required = true)]
+        output: PathBuf,
+        #[command(flatten)]
+        defines: DefineArgs,
+        #[command(flatten)]
+        arch: ArchArg,
+        /// cuda: nvcc; cpu: the host C++ compiler (CXX, else c++) and the CPU runtime, no CUDA
+        /// needed
+        #[arg(long, value_enum, default_value_t = BuildTarget::Cuda)]
+        target: BuildTarget,
+        /// the nvcc to use (default: $NVCC, $CUDA_HOME, $CUDA_PATH, PATH, python3's nvidia/cu13
+        /// wheels, the ci/install-cuda cache)
+        #[arg(long, value_name = "PATH")]
+        nvcc: Option<PathBuf>,
+        /// leave out the entry and launch checks of the generated code
+        #[arg(long)]
+        no_runtime_checks: bool,
+        #[command(flatten)]
+        bounds: BoundsArg,
+        /// extra flags for nvcc (or for the C++ compiler with --target cpu), after `--`
+        #[arg(last = true, value_name = "FLAGS")]
+        compiler_flags: Vec<OsString>,
     },
-];
+    /// describe a diagnostic code (E0401, W0403, …) in full
+    #[command(
+        after_help = "Prints what the code means, why the rule exists, a small wrong example \
+                      and its fix.\nWithout CODE, lists every code with its one-line \
+                      summary.\n\nExit status: 0 described, 2 unknown code or usage error."
+    )]
+    Explain {
+        /// the code, e.g. E0401 (any case)
+        code: Option<String>,
+    },
+}
+
+/// `--message-format`.
+#[derive(Args, Debug)]
+struct DiagnosticArgs {
+    /// human: rendered diagnostics on stderr; json: one JSON object per diagnostic on stdout
+    #[arg(long, value_enum, value_name = "FORMAT", default_value_t = MessageFormat::Human)]
+    message_format: MessageFormat,
+}
+
+/// `-D NAME[=VALUE]`.
+#[derive(Args, Debug)]
+struct DefineArgs {
+    /// predefine a macro for the Choreo preprocessor (VALUE defaults to 1; also -DNAME[=VALUE])
+    #[arg(short = 'D', value_name = "NAME[=VALUE]", value_parser = parse_define)]
+    define: Vec<(String, Option<String>)>,
+}
+
+/// `--arch`.
+#[derive(Args, Debug)]
+struct ArchArg {
+    /// target architecture, e.g. sm_80 (default sm_90a; --help lists all)
+    #[arg(long, value_name = "ARCH", value_parser = clap::value_parser!(Arch), long_help = arch_help())]
+    arch: Option<Arch>,
+}
+
+/// `--no-bounds-checks`.
+#[derive(Args, Debug)]
+struct BoundsArg {
+    /// do not check at run time the element accesses that are not proven in bounds (their
+    /// Rust wrappers become unsafe fns)
+    #[arg(long)]
+    no_bounds_checks: bool,
+}
+
+/// The options of `emit-cu` and `emit-cpp`.
+#[derive(Args, Debug)]
+struct TranslateArgs {
+    /// keep the host main() (a whole program; default: library mode, which renames a host
+    /// main() to __choreo_unused_main)
+    #[arg(long)]
+    standalone: bool,
+    /// leave out the entry and launch checks of the generated code
+    #[arg(long)]
+    no_runtime_checks: bool,
+    #[command(flatten)]
+    bounds: BoundsArg,
+}
+
+/// `build --target`.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, ValueEnum)]
+enum BuildTarget {
+    /// nvcc
+    Cuda,
+    /// the host C++ compiler and the CPU runtime
+    Cpu,
+}
+
+/// The long help of `--arch`: the default and every known architecture.
+fn arch_help() -> String {
+    let all: Vec<String> = Arch::all().map(|arch| arch.to_string()).collect();
+    format!("target architecture (default {}): {}", Arch::default(), all.join(" "))
+}
 
 /// The outcome of a run, ordered by severity; the exit status is the worst one seen.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -356,24 +309,29 @@ impl From<Status> for ExitCode {
     }
 }
 
-#[derive(Clone, Copy, PartialEq, Eq)]
+/// `--message-format`.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, ValueEnum)]
 enum MessageFormat {
+    /// rendered diagnostics on stderr
     Human,
+    /// one JSON object per diagnostic on stdout
     Json,
 }
 
 /// What `check --dump=` prints.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[derive(Clone, Copy, PartialEq, Eq, Debug, ValueEnum)]
 enum IrDump {
-    /// The checked program (`Compilation::program`).
+    // Help texts, for users; the dumps are `Compilation::program`, `Compilation::plan` and
+    // `lower::bounds::report`.
+    /// the checked program
     Hir,
-    /// The lowered plan (`Compilation::plan`).
+    /// the lowered plan (kernels, launches, streams, memory, entry ABI)
     Plan,
-    /// The verdicts of the bounds analysis (`lower::bounds::report`).
+    /// which element accesses are proven in bounds, which are checked at run time
     Bounds,
 }
 
-/// Parsed options of a subcommand.
+/// Parsed options of a subcommand, as the commands read them.
 struct Options {
     message_format: MessageFormat,
     defines: Vec<(String, Option<String>)>,
@@ -394,326 +352,163 @@ struct Options {
     files: Vec<PathBuf>,
 }
 
-/// A command-line mistake: the message, and the command whose usage to show.
-struct UsageError {
-    message: String,
-    command: Option<&'static Command>,
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            message_format: MessageFormat::Human,
+            defines: Vec::new(),
+            dump: false,
+            ir_dump: None,
+            syntax_only: false,
+            arch: None,
+            standalone: false,
+            runtime_checks: true,
+            bounds_checks: true,
+            stub: false,
+            cpu_wrappers: false,
+            target_cpu: false,
+            nvcc: None,
+            output: None,
+            nvcc_flags: Vec::new(),
+            files: Vec::new(),
+        }
+    }
+}
+
+/// A command that runs on files: its options and the function that runs it.
+type Run = fn(&Options) -> Status;
+
+impl Options {
+    /// The options of `command` and the function that runs it; `None` for `explain`.
+    fn from_command(command: CliCommand) -> Result<(Options, Run), Option<String>> {
+        let o = Options::default();
+        Ok(match command {
+            CliCommand::Check { syntax_only, dump, diagnostics, defines, files } => (
+                Options {
+                    syntax_only,
+                    ir_dump: dump,
+                    message_format: diagnostics.message_format,
+                    defines: defines.define,
+                    files,
+                    ..o
+                },
+                cli::front::run_check,
+            ),
+            CliCommand::Parse { dump, diagnostics, defines, file } => (
+                Options {
+                    dump,
+                    message_format: diagnostics.message_format,
+                    defines: defines.define,
+                    files: vec![file],
+                    ..o
+                },
+                cli::front::run_parse,
+            ),
+            CliCommand::Lex { diagnostics, defines, file } => (
+                Options {
+                    message_format: diagnostics.message_format,
+                    defines: defines.define,
+                    files: vec![file],
+                    ..o
+                },
+                cli::front::run_lex,
+            ),
+            CliCommand::EmitCu { file, defines, arch, translate, output } => (
+                Options {
+                    files: vec![file],
+                    defines: defines.define,
+                    arch: arch.arch,
+                    standalone: translate.standalone,
+                    runtime_checks: !translate.no_runtime_checks,
+                    bounds_checks: !translate.bounds.no_bounds_checks,
+                    output,
+                    ..o
+                },
+                cli::emit::run_emit_cu,
+            ),
+            CliCommand::EmitCpp { file, defines, translate, output } => (
+                Options {
+                    files: vec![file],
+                    defines: defines.define,
+                    standalone: translate.standalone,
+                    runtime_checks: !translate.no_runtime_checks,
+                    bounds_checks: !translate.bounds.no_bounds_checks,
+                    output,
+                    ..o
+                },
+                cli::emit::run_emit_cpp,
+            ),
+            CliCommand::EmitRs { file, defines, stub, cpu, bounds, output } => (
+                Options {
+                    files: vec![file],
+                    defines: defines.define,
+                    stub,
+                    cpu_wrappers: cpu,
+                    bounds_checks: !bounds.no_bounds_checks,
+                    output,
+                    ..o
+                },
+                cli::emit::run_emit_rs,
+            ),
+            CliCommand::Build {
+                file,
+                output,
+                defines,
+                arch,
+                target,
+                nvcc,
+                no_runtime_checks,
+                bounds,
+                compiler_flags,
+            } => (
+                Options {
+                    files: vec![file],
+                    output: Some(output),
+                    defines: defines.define,
+                    arch: arch.arch,
+                    target_cpu: target == BuildTarget::Cpu,
+                    nvcc,
+                    runtime_checks: !no_runtime_checks,
+                    bounds_checks: !bounds.no_bounds_checks,
+                    nvcc_flags: compiler_flags,
+                    ..o
+                },
+                cli::build::run_build,
+            ),
+            CliCommand::Explain { code } => return Err(code),
+        })
+    }
 }
 
 fn main() -> ExitCode {
-    let args: Vec<OsString> = std::env::args_os().skip(1).collect();
-    match dispatch(&args) {
-        Ok(status) => status.into(),
-        Err(e) => {
-            let usage = match e.command {
-                Some(c) => format!("Usage: choreoc {} {}", c.name, c.usage),
-                None => "Usage: choreoc <COMMAND> [OPTIONS] FILE...".to_string(),
-            };
-            let help = match e.command {
-                Some(c) => format!("choreoc {} --help", c.name),
-                None => "choreoc --help".to_string(),
-            };
-            let mut err = std::io::stderr().lock();
-            let _ = writeln!(
-                err,
-                "error: {}\n\n{usage}\n\nFor more information, try '{help}'.",
-                e.message
-            );
-            Status::Usage.into()
-        }
+    match Options::from_command(Cli::parse().command) {
+        Ok((options, run)) => run(&options).into(),
+        Err(code) => explain(code.as_deref()).into(),
     }
 }
-
-fn dispatch(args: &[OsString]) -> Result<Status, UsageError> {
-    let Some(first) = args.first() else {
-        return Err(UsageError { message: "no command given".to_string(), command: None });
-    };
-    let first = first.to_string_lossy();
-    let first = first.as_ref();
-    match first {
-        "-h" | "--help" | "help" => {
-            let text = match args.get(1).and_then(|a| a.to_str()) {
-                Some("explain") if first == "help" => explain_help(),
-                Some(name) if first == "help" => command_help(find_command(name)?),
-                _ => main_help(),
-            };
-            cli::print_stdout(&text);
-            return Ok(Status::Ok);
-        }
-        "-V" | "--version" => {
-            cli::print_stdout(&format!("choreoc {}\n", env!("CARGO_PKG_VERSION")));
-            return Ok(Status::Ok);
-        }
-        _ => {}
-    }
-    if first.starts_with('-') {
-        return Err(UsageError { message: format!("unknown option '{first}'"), command: None });
-    }
-    if first == "explain" {
-        return Ok(explain(&args[1..]));
-    }
-    let command = find_command(first)?;
-    let rest = &args[1..];
-    if rest.iter().take_while(|a| *a != "--").any(|a| a == "-h" || a == "--help") {
-        cli::print_stdout(&command_help(command));
-        return Ok(Status::Ok);
-    }
-    let options = parse_options(command, rest)?;
-    Ok((command.run)(&options))
-}
-
-/// The usage line and help of `choreoc explain`, which takes a code rather than files.
-const EXPLAIN_USAGE: &str = "Usage: choreoc explain [CODE]";
-const EXPLAIN_SUMMARY: &str = "describe a diagnostic code (E0401, W0403, …) in full";
 
 /// `choreoc explain [CODE]`: the long description of one code, or the list of all codes.
-fn explain(args: &[OsString]) -> Status {
+fn explain(code: Option<&str>) -> Status {
     use choreo_compiler::explain;
-    let args: Vec<String> = args.iter().map(|a| a.to_string_lossy().into_owned()).collect();
-    match args.as_slice() {
-        [] => cli::print_stdout(&explain::render_index()),
-        [flag] if flag == "-h" || flag == "--help" => cli::print_stdout(&explain_help()),
-        [code] => match explain::lookup(code) {
-            Some(entry) => cli::print_stdout(&explain::render(&entry)),
-            None => {
-                let mut err = std::io::stderr().lock();
-                let _ = writeln!(
-                    err,
-                    "error: '{code}' is not a Choreo diagnostic code (codes look like E0401, \
-                     W0403 or N0701; 'choreoc explain' lists them all)"
-                );
-                return Status::Usage;
-            }
-        },
-        _ => {
+    let Some(code) = code else {
+        cli::print_stdout(&explain::render_index());
+        return Status::Ok;
+    };
+    match explain::lookup(code) {
+        Some(entry) => {
+            cli::print_stdout(&explain::render(&entry));
+            Status::Ok
+        }
+        None => {
             let mut err = std::io::stderr().lock();
             let _ = writeln!(
                 err,
-                "error: 'choreoc explain' takes at most one code\n\n{EXPLAIN_USAGE}\n\n\
-                 For more information, try 'choreoc explain --help'."
+                "error: '{code}' is not a Choreo diagnostic code (codes look like E0401, W0403 \
+                 or N0701; 'choreoc explain' lists them all)"
             );
-            return Status::Usage;
+            Status::Usage
         }
     }
-    Status::Ok
-}
-
-fn explain_help() -> String {
-    format!(
-        "choreoc explain: {EXPLAIN_SUMMARY}\n\n{EXPLAIN_USAGE}\n\n\
-         Prints what the code means, why the rule exists, a small wrong example and its fix.\n\
-         Without CODE, lists every code with its one-line summary.\n\n\
-         Exit status: 0 described, 2 unknown code or usage error.\n"
-    )
-}
-
-fn find_command(name: &str) -> Result<&'static Command, UsageError> {
-    COMMANDS.iter().find(|c| c.name == name).ok_or_else(|| UsageError {
-        message: format!(
-            "unknown command '{name}' (commands: {}, explain)",
-            COMMANDS.iter().map(|c| c.name).collect::<Vec<_>>().join(", ")
-        ),
-        command: None,
-    })
-}
-
-fn main_help() -> String {
-    let mut text = String::from(
-        "choreoc: translate Choreo (.co) kernels to CUDA C++ and Rust wrappers\n\n\
-         Usage: choreoc <COMMAND> [OPTIONS] FILE...\n\nCommands:\n",
-    );
-    for c in COMMANDS {
-        text.push_str(&format!("  {:<8}{}\n", c.name, c.summary));
-    }
-    text.push_str(&format!("  {:<8}{EXPLAIN_SUMMARY}\n", "explain"));
-    text.push_str(
-        "\nOptions:\n  -h, --help     print help (also 'choreoc <COMMAND> --help')\n  \
-         -V, --version  print the version\n\n",
-    );
-    text.push_str(EXIT_STATUS_HELP);
-    text
-}
-
-fn command_help(command: &Command) -> String {
-    let mut text = format!(
-        "choreoc {}: {}\n\nUsage: choreoc {} {}\n\nOptions:\n",
-        command.name, command.summary, command.name, command.usage
-    );
-    for flag in command.flags {
-        text.push_str(&flag.help(command));
-    }
-    text.push_str(&row("-h, --help", &["print this help"]));
-    text.push('\n');
-    text.push_str(command.notes);
-    text.push_str(command.exit_status);
-    text
-}
-
-/// Parses the options and file operands of `command` (shared by every command).
-fn parse_options(command: &'static Command, args: &[OsString]) -> Result<Options, UsageError> {
-    let usage = |message: String| UsageError { message, command: Some(command) };
-    let accepts = |flag: Flag| command.flags.contains(&flag);
-    let mut options = Options {
-        message_format: MessageFormat::Human,
-        defines: Vec::new(),
-        dump: false,
-        ir_dump: None,
-        syntax_only: false,
-        arch: None,
-        standalone: false,
-        runtime_checks: true,
-        bounds_checks: true,
-        stub: false,
-        cpu_wrappers: false,
-        target_cpu: false,
-        nvcc: None,
-        output: None,
-        nvcc_flags: Vec::new(),
-        files: Vec::new(),
-    };
-    let mut i = 0;
-    let mut only_files = false;
-    while let Some(arg) = args.get(i) {
-        i += 1;
-        let text = arg.to_str();
-        let is_option = !only_files && text.is_some_and(|t| t.starts_with('-') && t != "-");
-        if !is_option {
-            if arg.is_empty() {
-                return Err(usage("empty file name".to_string()));
-            }
-            options.files.push(PathBuf::from(arg));
-            continue;
-        }
-        let text = text.unwrap_or_default();
-        if text == "--" && accepts(Flag::NvccFlags) {
-            options.nvcc_flags.extend(args[i..].iter().cloned());
-            break;
-        } else if text == "--" {
-            only_files = true;
-        } else if accepts(Flag::MessageFormat)
-            && (text == "--message-format" || text.starts_with("--message-format="))
-        {
-            let value = match text.strip_prefix("--message-format=") {
-                Some(v) => v.to_string(),
-                None => next_value(args, &mut i).ok_or_else(|| {
-                    usage("'--message-format' needs a value (human or json)".to_string())
-                })?,
-            };
-            options.message_format = match value.as_str() {
-                "human" => MessageFormat::Human,
-                "json" => MessageFormat::Json,
-                other => {
-                    return Err(usage(format!(
-                        "invalid value '{other}' for '--message-format' (expected human or json)"
-                    )));
-                }
-            };
-        } else if accepts(Flag::Define) && text.starts_with("-D") {
-            let definition = match &text[2..] {
-                "" => next_value(args, &mut i).ok_or_else(|| {
-                    usage("'-D' needs a macro definition NAME[=VALUE]".to_string())
-                })?,
-                attached => attached.to_string(),
-            };
-            options.defines.push(parse_define(&definition).map_err(usage)?);
-        } else if accepts(Flag::Dump) && text == "--dump" {
-            options.dump = true;
-        } else if accepts(Flag::IrDump) && (text == "--dump" || text.starts_with("--dump=")) {
-            options.ir_dump = Some(match text.strip_prefix("--dump=") {
-                Some("hir") => IrDump::Hir,
-                Some("plan") => IrDump::Plan,
-                Some("bounds") => IrDump::Bounds,
-                Some(other) => {
-                    return Err(usage(format!(
-                        "invalid value '{other}' for '--dump' (expected hir, plan or bounds)"
-                    )));
-                }
-                None => {
-                    return Err(usage(
-                        "'--dump' needs a value: --dump=hir, --dump=plan or --dump=bounds".into(),
-                    ));
-                }
-            });
-        } else if accepts(Flag::SyntaxOnly) && text == "--syntax-only" {
-            options.syntax_only = true;
-        } else if accepts(Flag::Arch) && (text == "--arch" || text.starts_with("--arch=")) {
-            let value = match text.strip_prefix("--arch=") {
-                Some(v) => v.to_string(),
-                None => next_value(args, &mut i)
-                    .ok_or_else(|| usage("'--arch' needs a value, e.g. sm_90a".to_string()))?,
-            };
-            options.arch = Some(value.parse::<Arch>().map_err(|e| usage(e.to_string()))?);
-        } else if accepts(Flag::Standalone) && text == "--standalone" {
-            options.standalone = true;
-        } else if accepts(Flag::NoRuntimeChecks) && text == "--no-runtime-checks" {
-            options.runtime_checks = false;
-        } else if accepts(Flag::NoBoundsChecks) && text == "--no-bounds-checks" {
-            options.bounds_checks = false;
-        } else if accepts(Flag::Stub) && text == "--stub" {
-            options.stub = true;
-        } else if accepts(Flag::Cpu) && text == "--cpu" {
-            options.cpu_wrappers = true;
-        } else if accepts(Flag::Target) && (text == "--target" || text.starts_with("--target=")) {
-            let value = match text.strip_prefix("--target=") {
-                Some(value) => value.to_string(),
-                None => next_value(args, &mut i)
-                    .ok_or_else(|| usage("'--target' needs a value: cpu or cuda".to_string()))?,
-            };
-            options.target_cpu = match value.as_str() {
-                "cpu" => true,
-                "cuda" => false,
-                other => {
-                    return Err(usage(format!("unknown target '{other}': expected cpu or cuda")));
-                }
-            };
-        } else if accepts(Flag::Nvcc) && (text == "--nvcc" || text.starts_with("--nvcc=")) {
-            options.nvcc = Some(match text.strip_prefix("--nvcc=") {
-                Some(v) => PathBuf::from(v),
-                None => PathBuf::from(
-                    next_os_value(args, &mut i)
-                        .ok_or_else(|| usage("'--nvcc' needs the path of an nvcc".to_string()))?,
-                ),
-            });
-        } else if accepts(Flag::Output) && text == "-o" {
-            options.output = Some(PathBuf::from(
-                next_os_value(args, &mut i)
-                    .ok_or_else(|| usage("'-o' needs a file name".to_string()))?,
-            ));
-        } else {
-            return Err(usage(format!("unknown option '{text}' for 'choreoc {}'", command.name)));
-        }
-    }
-    if options.syntax_only && options.ir_dump.is_some() {
-        return Err(usage(
-            "'--dump=hir|plan' needs semantic analysis, which '--syntax-only' leaves out"
-                .to_string(),
-        ));
-    }
-    match (command.files, options.files.len()) {
-        (_, 0) => return Err(usage("no input file given".to_string())),
-        (Arity::One, n) if n > 1 => {
-            return Err(usage(format!("'choreoc {}' takes one file, got {n}", command.name)));
-        }
-        _ => {}
-    }
-    if command.output_required && options.output.is_none() {
-        return Err(usage("'-o EXE' is required".to_string()));
-    }
-    Ok(options)
-}
-
-/// The argument after an option that takes a separate value (`-D NAME`), if it is there.
-fn next_value(args: &[OsString], i: &mut usize) -> Option<String> {
-    let value = args.get(*i)?.to_str()?.to_string();
-    *i += 1;
-    Some(value)
-}
-
-/// Like [`next_value`], for a value that is a path (need not be UTF-8).
-fn next_os_value(args: &[OsString], i: &mut usize) -> Option<OsString> {
-    let value = args.get(*i)?.clone();
-    *i += 1;
-    Some(value)
 }
 
 /// `NAME[=VALUE]` → `(NAME, VALUE)`; `NAME` may be function-like (`F(x)=x*2`). The
@@ -732,11 +527,19 @@ fn parse_define(definition: &str) -> Result<(String, Option<String>), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use clap::CommandFactory;
 
+    /// Parses `choreoc COMMAND ARGS...` into the options of a file command, or clap's message.
     fn parse(command: &str, list: &[&str]) -> Result<Options, String> {
-        let command = find_command(command).map_err(|e| e.message)?;
-        let args: Vec<OsString> = list.iter().map(OsString::from).collect();
-        parse_options(command, &args).map_err(|e| e.message)
+        let args =
+            std::iter::once("choreoc").chain(std::iter::once(command)).chain(list.iter().copied());
+        let cli = Cli::try_parse_from(args).map_err(|e| e.to_string())?;
+        Options::from_command(cli.command).map(|(options, _)| options).map_err(|_| "explain".into())
+    }
+
+    #[test]
+    fn clap_definition_is_consistent() {
+        Cli::command().debug_assert();
     }
 
     #[test]
@@ -747,60 +550,72 @@ mod tests {
         assert_eq!(o.defines, vec![("X".into(), Some("2".into())), ("Y".into(), None)]);
         assert_eq!(o.arch.map(|a| a.to_string()).as_deref(), Some("sm_80"));
         assert_eq!(o.output, Some(PathBuf::from("e")));
+        assert!(!o.target_cpu);
         let o = parse("build", &["a.co", "-o", "e", "--nvcc=/x/nvcc", "--", "-lineinfo", "-G"])
             .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(o.nvcc_flags, [OsString::from("-lineinfo"), OsString::from("-G")]);
         assert_eq!(o.nvcc, Some(PathBuf::from("/x/nvcc")));
+        let o = parse("build", &["a.co", "-o", "e", "--target", "cpu"]).unwrap_or_default();
+        assert!(o.target_cpu);
     }
 
     #[test]
     fn each_command_accepts_only_its_own_options() {
-        assert_eq!(parse("build", &["a.co"]).err().as_deref(), Some("'-o EXE' is required"));
+        let error = parse("build", &["a.co"]).err().unwrap_or_default();
+        assert!(error.contains("-o <EXE>"), "{error}");
         let error = parse("emit-cu", &["a.co", "--arch", "sm_1"]).err().unwrap_or_default();
         assert!(error.contains("unknown CUDA architecture 'sm_1'"), "{error}");
         let error = parse("emit-cu", &["a.co", "b.co"]).err().unwrap_or_default();
-        assert_eq!(error, "'choreoc emit-cu' takes one file, got 2");
-        // For the commands that run no nvcc, `--` ends the options.
+        assert!(error.contains("unexpected argument 'b.co'"), "{error}");
+        // For the commands that run no nvcc, `--` only ends the options.
         let error = parse("emit-cu", &["a.co", "--", "-G"]).err().unwrap_or_default();
-        assert_eq!(error, "'choreoc emit-cu' takes one file, got 2");
+        assert!(error.contains("unexpected argument '-G'"), "{error}");
         let error = parse("emit-cu", &["a.co", "--nvcc", "x"]).err().unwrap_or_default();
-        assert_eq!(error, "unknown option '--nvcc' for 'choreoc emit-cu'");
+        assert!(error.contains("unexpected argument '--nvcc'"), "{error}");
         let error = parse("build", &["a.co", "-o", "e", "--standalone"]).err().unwrap_or_default();
-        assert_eq!(error, "unknown option '--standalone' for 'choreoc build'");
+        assert!(error.contains("unexpected argument '--standalone'"), "{error}");
         let error = parse("emit-rs", &["a.co", "--arch", "sm_80"]).err().unwrap_or_default();
-        assert_eq!(error, "unknown option '--arch' for 'choreoc emit-rs'");
+        assert!(error.contains("unexpected argument '--arch'"), "{error}");
         assert!(parse("emit-rs", &["a.co", "--stub", "-o", "a.rs"]).is_ok_and(|o| o.stub));
+        let error = parse("check", &["-D", "=3", "a.co"]).err().unwrap_or_default();
+        assert!(error.contains("the name is missing"), "{error}");
+        // clap's path parser refuses empty file names.
+        assert!(parse("check", &[""]).is_err());
     }
 
     #[test]
-    fn check_dump_takes_hir_or_plan() {
-        assert_eq!(
-            parse("check", &["--dump=hir", "a.co"]).map(|o| o.ir_dump),
-            Ok(Some(IrDump::Hir))
-        );
-        assert_eq!(
-            parse("check", &["--dump=plan", "a.co"]).map(|o| o.ir_dump),
-            Ok(Some(IrDump::Plan))
-        );
+    fn check_dump_takes_hir_plan_or_bounds() {
+        for (text, dump) in [
+            ("--dump=hir", IrDump::Hir),
+            ("--dump=plan", IrDump::Plan),
+            ("--dump=bounds", IrDump::Bounds),
+        ] {
+            assert_eq!(parse("check", &[text, "a.co"]).map(|o| o.ir_dump), Ok(Some(dump)));
+        }
         let error = parse("check", &["--dump=x", "a.co"]).err().unwrap_or_default();
-        assert!(error.contains("invalid value 'x' for '--dump'"), "{error}");
+        assert!(error.contains("invalid value 'x' for '--dump=<WHAT>'"), "{error}");
         let error = parse("check", &["--dump", "a.co"]).err().unwrap_or_default();
-        assert!(error.contains("'--dump' needs a value"), "{error}");
+        assert!(error.contains("equal sign is needed"), "{error}");
         let error =
             parse("check", &["--dump=hir", "--syntax-only", "a.co"]).err().unwrap_or_default();
         assert!(error.contains("'--syntax-only'"), "{error}");
         // `parse --dump` is the syntax tree and takes no value.
         let error = parse("parse", &["--dump=hir", "a.co"]).err().unwrap_or_default();
-        assert_eq!(error, "unknown option '--dump=hir' for 'choreoc parse'");
+        assert!(error.contains("unexpected value 'hir' for '--dump'"), "{error}");
     }
 
     #[test]
     fn every_command_has_a_help_with_its_options_and_exit_status() {
-        for command in COMMANDS {
-            let help = command_help(command);
-            assert!(help.contains(&format!("Usage: choreoc {} ", command.name)), "{help}");
+        let mut cli = Cli::command();
+        cli.build();
+        for command in cli.get_subcommands_mut() {
+            if command.get_name() == "help" {
+                continue;
+            }
+            let help = command.render_help().to_string();
+            assert!(help.contains(&format!("Usage: choreoc {}", command.get_name())), "{help}");
             assert!(help.contains("Exit status: 0"), "{help}");
-            assert!(help.contains("  -h, --help                   print this help\n"), "{help}");
+            assert!(help.contains("-h, --help"), "{help}");
         }
     }
 }

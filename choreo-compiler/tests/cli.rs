@@ -300,46 +300,60 @@ fn help_and_version() {
     assert_eq!(code(&out), 0, "{}", show(&out));
     let help = stdout(&out);
     assert!(help.contains("Usage: choreoc <COMMAND>"), "{help}");
-    for command in ["check", "parse", "lex", "emit-cu", "emit-rs", "build"] {
+    for command in ["check", "parse", "lex", "emit-cu", "emit-cpp", "emit-rs", "build", "explain"] {
         assert!(help.contains(&format!("  {command} ")), "{command} in {help}");
     }
+    assert!(help.contains("Exit status: 0"), "{help}");
     let out = choreoc(["check", "--help"]);
     assert_eq!(code(&out), 0, "{}", show(&out));
-    assert!(stdout(&out).contains("--message-format=human|json"), "{}", show(&out));
-    assert!(stdout(&out).contains("-D NAME[=VALUE]"), "{}", show(&out));
+    assert!(stdout(&out).contains("--message-format <FORMAT>"), "{}", show(&out));
+    assert!(stdout(&out).contains("- json:"), "{}", show(&out));
+    assert!(stdout(&out).contains("-D <NAME[=VALUE]>"), "{}", show(&out));
     let out = choreoc(["help", "parse"]);
     assert_eq!(code(&out), 0, "{}", show(&out));
     assert!(stdout(&out).contains("--dump"), "{}", show(&out));
+    // Every command has a help with its usage line and exit status, as `-h` and `--help`.
+    for command in ["check", "parse", "lex", "emit-cu", "emit-cpp", "emit-rs", "build", "explain"] {
+        for flag in ["-h", "--help"] {
+            let out = choreoc([command, flag]);
+            assert_eq!(code(&out), 0, "{}", show(&out));
+            let text = stdout(&out);
+            assert!(text.contains(&format!("Usage: choreoc {command} ")), "{text}");
+            assert!(text.contains("Exit status: 0"), "{text}");
+        }
+    }
 
     let out = choreoc(["--version"]);
     assert_eq!(code(&out), 0, "{}", show(&out));
     assert_eq!(stdout(&out), format!("choreoc {}\n", env!("CARGO_PKG_VERSION")));
 }
 
+/// The messages are clap's (the command-line parser): each names the offending argument; most
+/// are followed by the command's usage line, all by the pointer at `--help`.
 #[test]
 fn usage_errors_exit_two_with_a_message() {
     let dir = TempDir::new("usage");
     let file = dir.file("ok.co", VALID);
     let f = p(&file);
     let cases: &[(&[&str], &str)] = &[
-        (&[], "no command given"),
-        (&["frobnicate", &f], "unknown command 'frobnicate'"),
-        (&["--frob"], "unknown option '--frob'"),
-        (&["check"], "no input file given"),
-        (&["check", "--frob", &f], "unknown option '--frob' for 'choreoc check'"),
-        (&["check", "--dump", &f], "'--dump' needs a value: --dump=hir, --dump=plan or"),
-        (
-            &["check", "--dump=x", &f],
-            "invalid value 'x' for '--dump' (expected hir, plan or bounds)",
-        ),
-        (&["parse", "--dump=plan", &f], "unknown option '--dump=plan' for 'choreoc parse'"),
-        (&["emit-rs", "--arch", "sm_80", &f], "unknown option '--arch' for 'choreoc emit-rs'"),
-        (&["check", "--message-format=xml", &f], "invalid value 'xml' for '--message-format'"),
-        (&["check", "--message-format"], "'--message-format' needs a value"),
-        (&["check", &f, "-D"], "'-D' needs a macro definition"),
-        (&["check", "-D=3", &f], "the name is missing"),
-        (&["parse", "--dump", &f, &f], "'choreoc parse' takes one file, got 2"),
-        (&["lex"], "no input file given"),
+        (&["frobnicate", &f], "unrecognized subcommand 'frobnicate'"),
+        (&["--frob"], "unexpected argument '--frob' found"),
+        (&["check"], "the following required arguments were not provided:\n  <FILE>..."),
+        (&["check", "--frob", &f], "unexpected argument '--frob' found"),
+        (&["check", "--dump", &f], "equal sign is needed when assigning values to '--dump=<WHAT>'"),
+        (&["check", "--dump=x", &f], "invalid value 'x' for '--dump=<WHAT>'"),
+        (&["check", "--dump=x", &f], "[possible values: hir, plan, bounds]"),
+        (&["parse", "--dump=plan", &f], "unexpected value 'plan' for '--dump' found"),
+        (&["emit-rs", "--arch", "sm_80", &f], "unexpected argument '--arch' found"),
+        (&["emit-cu", "--arch", "sm_1", &f], "unknown CUDA architecture 'sm_1'"),
+        (&["check", "--message-format=xml", &f], "invalid value 'xml' for '--message-format"),
+        (&["check", "--message-format"], "a value is required for '--message-format <FORMAT>'"),
+        (&["check", &f, "-D"], "a value is required for '-D <NAME[=VALUE]>'"),
+        (&["check", "-D", "=3", &f], "the name is missing"),
+        (&["parse", "--dump", &f, &f], "unexpected argument"),
+        (&["lex"], "<FILE>"),
+        (&["build", &f], "-o <EXE>"),
+        (&["explain", "E0401", "E0402"], "unexpected argument 'E0402' found"),
     ];
     for (args, message) in cases {
         let out = choreoc(*args);
@@ -348,8 +362,12 @@ fn usage_errors_exit_two_with_a_message() {
         let err = stderr(&out);
         assert!(err.starts_with("error: "), "{args:?}: {err}");
         assert!(err.contains(message), "{args:?}: expected {message:?} in {err}");
-        assert!(err.contains("Usage: choreoc"), "{args:?}: {err}");
+        assert!(err.ends_with("For more information, try '--help'.\n"), "{args:?}: {err}");
     }
+    // Without a command: the help, on stderr, and exit status 2.
+    let out = choreoc(Vec::<&str>::new());
+    assert_eq!(code(&out), 2, "{}", show(&out));
+    assert!(stderr(&out).contains("Usage: choreoc <COMMAND>"), "{}", show(&out));
 }
 
 #[test]
@@ -369,7 +387,7 @@ fn double_dash_ends_options() {
     // Without `--`, a relative name starting with '-' is an option.
     let out = run_in_dir(&["check", "-odd.co"]);
     assert_eq!(code(&out), 2, "{}", show(&out));
-    assert!(stderr(&out).contains("unknown option '-odd.co'"), "{}", show(&out));
+    assert!(stderr(&out).contains("unexpected argument '-o' found"), "{}", show(&out));
 }
 
 /// `check` runs semantic analysis: a type error and an unsupported (tier-3) construct are
@@ -494,9 +512,6 @@ fn explain_prints_a_code_lists_all_and_rejects_unknown_ones() {
     assert_eq!(code(&out), 2, "{}", show(&out));
     assert!(stderr(&out).contains("'E9999' is not a Choreo diagnostic code"), "{}", show(&out));
     assert!(stdout(&out).is_empty());
-    let out = choreoc(["explain", "E0401", "E0402"]);
-    assert_eq!(code(&out), 2, "{}", show(&out));
-    assert!(stderr(&out).contains("takes at most one code"), "{}", show(&out));
 
     // `check` points at `explain` for the codes of the errors it reported.
     let dir = TempDir::new("explain-hint");
@@ -513,7 +528,7 @@ fn explain_prints_a_code_lists_all_and_rejects_unknown_ones() {
     );
 
     let out = choreoc(["--help"]);
-    assert!(stdout(&out).contains("\n  explain describe a diagnostic code"), "{}", show(&out));
+    assert!(stdout(&out).contains("\n  explain   describe a diagnostic code"), "{}", show(&out));
     for args in [&["explain", "--help"][..], &["help", "explain"][..]] {
         let out = choreoc(args);
         assert_eq!(code(&out), 0, "{}", show(&out));
@@ -544,5 +559,55 @@ fn build_for_the_cpu_makes_a_program_that_runs() {
     assert!(String::from_utf8_lossy(&run.stdout).contains("Test Passed"), "{run:?}");
     let bad = choreoc(["build", "a.co", "-o", "a", "--target", "tpu"]);
     assert_eq!(bad.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&bad.stderr).contains("unknown target 'tpu'"));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("invalid value 'tpu' for '--target"));
+}
+
+/// The rough edges of issue 16 item 6, as a user sees them: a missing `;` is reported right
+/// after the previous token (not at the next statement), counts agree in number, a C spelling
+/// of a built-in gets the Choreo spelling as a hint, and E0901 reads well for plural
+/// constructs; every label has a text.
+#[test]
+fn diagnostics_read_well() {
+    let dir = TempDir::new("rough-edges");
+    let check = |name: &str, text: &str| {
+        let file = dir.file(name, text);
+        let out = choreoc(["check".as_ref(), file.as_os_str()]);
+        assert_eq!(code(&out), 1, "{}", show(&out));
+        (p(&file), stderr(&out))
+    };
+    let (file, err) = check(
+        "semi.co",
+        "__co__ void f(s32 [4] a) {\n  parallel p by 4 : thread {\n    a.at(p) = 1\n    \
+         a.at(p) = 2;\n  }\n}\n",
+    );
+    assert!(err.contains("error[E0301]: syntax error, missing ';'"), "{err}");
+    assert!(err.contains(&format!("{file}:3:16")), "right after `1`: {err}");
+    assert!(err.contains("^ expected ';' here"), "{err}");
+
+    let (_, err) = check(
+        "arity.co",
+        "__co__ void g(f32 [4] a) {\n  parallel p by 4 : thread {\n    \
+         a.at(p) = __sqrt(a.at(p), 1.0f) + __max(1.0f);\n  }\n}\n",
+    );
+    assert!(err.contains("'__sqrt' expects 1 argument but got 2"), "{err}");
+    assert!(err.contains("'__max' expects 2 arguments but got 1"), "{err}");
+    assert!(!err.contains(" 1 arguments"), "{err}");
+
+    let (_, err) = check(
+        "fmax.co",
+        "__co__ void g(f32 [4] a) {\n  parallel p by 4 : thread {\n    \
+         a.at(p) = fmax(a.at(p), 1.0f);\n  }\n}\n",
+    );
+    assert!(err.contains("'fmax' is not a Choreo built-in"), "{err}");
+    assert!(err.contains("= help: Choreo spells it `__max`"), "{err}");
+
+    let (_, err) = check(
+        "tier3.co",
+        "__co__ void g() {\n  parallel p by 1 : block {\n    local event e;\n  }\n}\n",
+    );
+    assert!(
+        err.contains("error[E0901]: not supported yet (tier 3): `local` and `global` events"),
+        "{err}"
+    );
+    assert!(err.contains("^^^^^ not supported by this compiler yet"), "{err}");
 }

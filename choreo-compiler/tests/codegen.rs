@@ -370,7 +370,7 @@ fn cli_emit_cu_reports_errors_and_usage() {
     assert!(stderr.contains("E0403") && stderr.contains("bad.co:2:3"), "{stderr}");
     let out = choreoc(&["emit-cu".as_ref()]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("no input file given"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("required arguments were not provided"));
     let out = choreoc(&["emit-cu".as_ref(), "--arch".as_ref(), "sm_1".as_ref(), bad.as_os_str()]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("unknown CUDA architecture 'sm_1'"));
@@ -380,7 +380,10 @@ fn cli_emit_cu_reports_errors_and_usage() {
     let out = choreoc(&["build".as_ref(), bad.as_os_str()]);
     assert_eq!(out.status.code(), Some(2), "build needs -o");
     let help = choreoc(&["help".as_ref(), "build".as_ref()]);
-    assert!(String::from_utf8_lossy(&help.stdout).contains("Usage: choreoc build FILE.co -o EXE"));
+    assert!(
+        String::from_utf8_lossy(&help.stdout)
+            .contains("Usage: choreoc build [OPTIONS] -o <EXE> <FILE.co>")
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 

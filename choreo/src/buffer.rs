@@ -27,6 +27,19 @@ enum AllocKind {
     Pool,
     /// `cudaMalloc` (devices without memory pools); freed with `cudaFree` once idle.
     Plain,
+    /// Memory allocated elsewhere ([`DeviceBuffer::from_raw_parts`]): its owner is dropped
+    /// once idle.
+    Foreign,
+}
+
+/// What [`DeviceBuffer::into_raw_owned`] hands over: the memory, no longer tracked or freed
+/// by the runtime.
+#[cfg_attr(not(feature = "cudarc"), allow(dead_code))]
+pub(crate) struct RawOwned {
+    /// Device address; null for an empty buffer.
+    pub(crate) pointer: *mut std::ffi::c_void,
+    /// The owner of foreign memory.
+    pub(crate) owner: Option<Box<dyn std::any::Any + Send>>,
 }
 
 /// `len` values of `T` in device memory, with access tracking.
@@ -72,6 +85,8 @@ pub struct DeviceBuffer<T: DeviceRepr> {
     device: Device,
     kind: AllocKind,
     tracking: Mutex<Tracking>,
+    /// The owner of foreign memory (`AllocKind::Foreign`), dropped once the memory is idle.
+    foreign: Option<Box<dyn std::any::Any + Send>>,
     _marker: PhantomData<T>,
 }
 
@@ -81,7 +96,8 @@ pub struct DeviceBuffer<T: DeviceRepr> {
 // behind a Mutex; writes need `&mut self`. `T: DeviceRepr` is Send + Sync.
 unsafe impl<T: DeviceRepr> Send for DeviceBuffer<T> {}
 // SAFETY: see `Send`; `&self` methods only enqueue reads of the memory and update the
-// Mutex-protected tracking.
+// Mutex-protected tracking. The foreign owner (only `Send`) is never reached through `&self`:
+// it is only moved out or dropped with `&mut self`/`self`.
 unsafe impl<T: DeviceRepr> Sync for DeviceBuffer<T> {}
 
 /// The size in bytes of `len` values of `T`, or an error when it overflows.
@@ -153,7 +169,113 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
 
     fn from_parts(pointer: *mut T, len: usize, tracking: Tracking, kind: AllocKind) -> Self {
         let device = tracking.device();
-        Self { pointer, len, device, kind, tracking: Mutex::new(tracking), _marker: PhantomData }
+        Self {
+            pointer,
+            len,
+            device,
+            kind,
+            tracking: Mutex::new(tracking),
+            foreign: None,
+            _marker: PhantomData,
+        }
+    }
+
+    /// Wraps `len` values of `T` at `pointer`, device memory of `stream`'s device that was
+    /// allocated elsewhere (another library, C++ code), without copying. `owner` is what keeps
+    /// the memory allocated: the buffer holds it and drops it (on some thread) once every access
+    /// it tracked has completed, like the runtime frees its own memory. (For memory that should
+    /// never be freed, pass `()`.) The first access on another stream than `stream` waits for
+    /// the work enqueued on `stream` before this call.
+    ///
+    /// [`Error::InvalidArgument`] for a null pointer with `len > 0` or a misaligned pointer.
+    ///
+    /// If the buffer is leaked (`mem::forget`), `owner` is never dropped: the memory leaks.
+    ///
+    /// # Safety
+    ///
+    /// Until `owner` is dropped:
+    /// - `pointer` addresses at least `len * size_of::<T>()` bytes of memory that the device
+    ///   of `stream` can read and write with the runtime's calls and kernels (for a CUDA device:
+    ///   an allocation of that device made in its *primary* context — `cudaMalloc*`, cudarc's
+    ///   `CudaContext::new`, `cuMemAlloc*` in the primary context — or managed memory; for the
+    ///   CPU device: host memory), and it stays allocated (it is not freed, not even in stream
+    ///   order, before `owner` is dropped);
+    /// - the memory holds `len` initialised values of `T` (for [`DeviceRepr`] types: any bytes
+    ///   that were written, e.g. by a memset);
+    /// - nothing else accesses the memory: every earlier foreign access has been enqueued on
+    ///   `stream` (or has completed) before this call, no later one happens until `owner` is
+    ///   dropped, and no other `DeviceBuffer` wraps the same memory.
+    ///
+    /// `owner`'s `Drop` may run on any thread (it is `Send`) and must not use the memory's
+    /// contents through the host.
+    pub unsafe fn from_raw_parts<O: Send + 'static>(
+        stream: &Stream,
+        pointer: *mut T,
+        len: usize,
+        owner: O,
+    ) -> Result<Self> {
+        check_deferred()?;
+        let bytes = byte_len::<T>(len)?;
+        let device = stream.device()?;
+        let owner: Box<dyn std::any::Any + Send> = Box::new(owner);
+        if bytes == 0 {
+            let mut buffer = Self::from_parts(
+                std::ptr::null_mut(),
+                len,
+                Tracking::new(device),
+                AllocKind::Empty,
+            );
+            buffer.foreign = Some(owner);
+            return Ok(buffer);
+        }
+        if pointer.is_null() {
+            return Err(Error::InvalidArgument(format!(
+                "a null device pointer cannot hold {len} elements"
+            )));
+        }
+        if (pointer as usize) % align_of::<T>() != 0 {
+            return Err(Error::InvalidArgument(format!(
+                "device pointer {pointer:p} is not aligned for {} ({} bytes)",
+                T::CHOREO_TYPE,
+                align_of::<T>()
+            )));
+        }
+        let mut tracking = Tracking::new(device);
+        // The foreign work enqueued on `stream` so far counts as the last write: accesses on
+        // other streams wait for it.
+        tracking.after_write(stream)?;
+        let mut buffer = Self::from_parts(pointer, len, tracking, AllocKind::Foreign);
+        buffer.foreign = Some(owner);
+        Ok(buffer)
+    }
+
+    /// Makes `stream` wait for every access to the buffer (recorded events; the whole device
+    /// when some access was not recorded), e.g. before handing the memory to another library
+    /// that uses it on `stream`.
+    #[cfg_attr(not(feature = "cudarc"), allow(dead_code))]
+    pub(crate) fn order_before(&mut self, stream: &Stream) -> Result<()> {
+        self.stream_device(stream)?;
+        let tracking = self.tracking_mut();
+        tracking.before_write(stream)?;
+        tracking.cancel_write();
+        Ok(())
+    }
+
+    /// For foreign memory, whether its owner is an `O`; `None` for the runtime's own memory.
+    #[cfg_attr(not(feature = "cudarc"), allow(dead_code))]
+    pub(crate) fn foreign_owner_is<O: 'static>(&self) -> Option<bool> {
+        self.foreign.as_ref().map(|owner| owner.is::<O>())
+    }
+
+    /// Gives up the memory without freeing it (the caller takes over freeing it, after
+    /// ordering its uses with [`DeviceBuffer::order_before`]).
+    #[cfg_attr(not(feature = "cudarc"), allow(dead_code))]
+    pub(crate) fn into_raw_owned(mut self) -> RawOwned {
+        let owned = RawOwned { pointer: self.pointer.cast(), owner: self.foreign.take() };
+        // What is left is dropped as an empty buffer: nothing is freed.
+        self.kind = AllocKind::Empty;
+        self.pointer = std::ptr::null_mut();
+        owned
     }
 
     fn bytes(&self) -> usize {
@@ -482,12 +604,15 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
         let device = self.device;
         let tracking = std::mem::replace(self.tracking_mut(), Tracking::new(device));
         let pointer: *mut c_void = self.pointer.cast();
-        let pooled = match self.kind {
+        let release = match self.kind {
             AllocKind::Empty => return Ok(()),
-            AllocKind::Pool => true,
-            AllocKind::Plain => false,
+            AllocKind::Pool => Release::Device { pointer, device, pooled: true },
+            AllocKind::Plain => Release::Device { pointer, device, pooled: false },
+            AllocKind::Foreign => match self.foreign.take() {
+                Some(owner) => Release::Foreign { owner, device },
+                None => return Ok(()),
+            },
         };
-        let release = Release::Device { pointer, device, pooled };
         match tracking.into_events() {
             Some(events) => bury(events, release),
             None => {

@@ -24,6 +24,9 @@ pub(crate) enum Release {
     /// `cudaMallocAsync` (`pooled`), else `cudaFree` (which synchronises the device; only for
     /// devices without memory pools).
     Device { pointer: *mut c_void, device: Device, pooled: bool },
+    /// Drop the owner of foreign device memory ([`crate::DeviceBuffer::from_raw_parts`]),
+    /// which frees it or gives it back to the library it came from.
+    Foreign { owner: Box<dyn std::any::Any + Send>, device: Device },
 }
 
 /// An allocation waiting for its events.
@@ -61,6 +64,12 @@ fn release(release: Release) {
     match release {
         // Its owner is gone and all GPU accesses have completed (the caller checked).
         Release::PinnedHost(block) => pinned_pool::release(block),
+        // All recorded accesses have completed: the owner may free the memory.
+        // Its device is made current first, for owners that free with their backend's API.
+        Release::Foreign { owner, device } => {
+            let _guard = DeviceGuard::enter(device);
+            drop(owner);
+        }
         Release::Device { pointer, device, pooled } => {
             if let Err(error) = free_device_memory(pointer, device, pooled) {
                 // The memory is leaked rather than freed in a way that might be wrong.

@@ -69,6 +69,7 @@ mod error;
 mod event;
 mod graveyard;
 mod host;
+pub mod interop;
 pub mod kernels;
 mod one_or_many;
 mod pending;

@@ -79,7 +79,13 @@ pub struct Stream {
     placement: Placement,
     ownership: Ownership,
     id: u64,
+    /// What keeps a borrowed handle alive (e.g. the `Arc` of a cudarc stream), dropped with the
+    /// `Stream`.
+    keep_alive: Option<KeepAlive>,
 }
+
+/// The owner of a wrapped foreign stream handle.
+pub(crate) type KeepAlive = std::sync::Arc<dyn std::any::Any + Send + Sync>;
 
 // SAFETY: a stream handle (CUDA's or the CPU runtime's) is a thread-safe reference to a runtime
 // object: the runtime API may be called with it from any thread, concurrently, and serialises
@@ -121,6 +127,7 @@ impl Stream {
             placement: Placement::Fixed(device),
             ownership: Ownership::Owned,
             id: NEXT_STREAM_ID.fetch_add(1, Ordering::Relaxed),
+            keep_alive: None,
         })
     }
 
@@ -141,6 +148,7 @@ impl Stream {
             placement: Placement::DefaultDevice,
             ownership: Ownership::Borrowed,
             id: DEFAULT_STREAM_ID,
+            keep_alive: None,
         }
     }
 
@@ -152,6 +160,7 @@ impl Stream {
             placement: Placement::Fixed(device),
             ownership: Ownership::Borrowed,
             id: DEFAULT_STREAM_ID,
+            keep_alive: None,
         }
     }
 
@@ -172,6 +181,7 @@ impl Stream {
             placement: Placement::CurrentCuda,
             ownership: Ownership::Borrowed,
             id: id_for(raw),
+            keep_alive: None,
         }
     }
 
@@ -190,7 +200,33 @@ impl Stream {
             placement: Placement::Fixed(device),
             ownership: Ownership::Borrowed,
             id: id_for(raw),
+            keep_alive: None,
         }
+    }
+
+    /// Wraps a stream handle of `device` that `owner` keeps alive: the `Stream` holds `owner`
+    /// until it is dropped (for the interop modules, e.g. a cudarc `Arc<CudaStream>`).
+    ///
+    /// # Safety
+    ///
+    /// `raw` is a valid stream handle of `device`'s runtime and device that stays valid while
+    /// `owner` exists, and may be used from any thread.
+    #[cfg_attr(not(feature = "cudarc"), allow(dead_code))]
+    pub(crate) unsafe fn from_raw_kept_alive(
+        device: Device,
+        raw: sys::cudaStream_t,
+        owner: KeepAlive,
+    ) -> Stream {
+        // SAFETY: forwarded to the caller; `owner` is kept as long as the Stream exists.
+        let mut stream = unsafe { Stream::from_raw_on(device, raw) };
+        stream.keep_alive = Some(owner);
+        stream
+    }
+
+    /// The owner given to [`Stream::from_raw_kept_alive`], if any.
+    #[cfg_attr(not(feature = "cudarc"), allow(dead_code))]
+    pub(crate) fn keep_alive(&self) -> Option<&KeepAlive> {
+        self.keep_alive.as_ref()
     }
 
     /// The raw handle, for passing to the runtime of the stream's backend or to generated

@@ -67,7 +67,7 @@ impl Checker<'_> {
                 "E0620",
                 c.span,
                 format!("'{name}' expects exactly one argument."),
-                format!("{} arguments", c.args.len()),
+                crate::diagnostics::count(c.args.len(), "argument"),
             );
             return None;
         }

@@ -611,9 +611,10 @@ impl<'a> Checker<'a> {
             Diagnostic::error(
                 "E0901",
                 span,
-                format!("{construct} is not supported yet (tier {tier})"),
+                // Number-neutral: `construct` may be plural ("fragments", "MMA statements").
+                format!("not supported yet (tier {tier}): {construct}"),
             )
-            .with_label("not supported yet"),
+            .with_label("not supported by this compiler yet"),
         );
     }
 

@@ -837,7 +837,10 @@ impl Checker<'_> {
                             "mulitple inner parallel-bys must have compatible block dimension \
                              {a} != {b}."
                         ),
-                        format!("{b} threads here, {a} in an earlier sibling"),
+                        format!(
+                            "{b} thread{} here, {a} in an earlier sibling",
+                            if b == 1 { "" } else { "s" }
+                        ),
                     );
                 }
             }
