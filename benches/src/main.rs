@@ -296,6 +296,11 @@ fn run_sections(args: &GpuArgs, report: &mut GpuReport) -> gpu::BenchResult<()> 
             three_digits(outcome.transpose_over_tier2),
             met(outcome.transpose_over_tier2 >= 1.0),
         ]);
+        report.summary.row([
+            "warp-specialised pipeline: consumers busy ≥ 0.90 (no bubble)".to_owned(),
+            three_digits(outcome.pipeline_busy),
+            met(outcome.pipeline_busy >= 0.90),
+        ]);
     }
     match choreo::take_deferred_error() {
         Some(error) => Err(error.into()),

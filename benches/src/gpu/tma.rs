@@ -12,6 +12,13 @@
 //!   32 x 32 per block, the next tile's load in flight) against the tier-2
 //!   `tiled::transpose_tiled` (the `tiled` section's kernel).
 //!
+//! - **warp-specialised pipeline** (`ws_poly`): a producer warpgroup feeding two consumer
+//!   warpgroups through a 4-slot ring of TMA tiles with `full`/`empty` event rings (`trigger
+//!   … after` binds each load to its `full` slot); the consumers compute 64 dependent
+//!   multiply-adds per element. Its time is compared with `ws_poly_compute_only`, the same
+//!   consumer code on tiles loaded once, without events: their ratio is the consumers' busy
+//!   fraction (target ≥ 0.90: no pipeline bubble).
+//!
 //! GB/s count the bytes read plus written (2 x 256 MiB). Every variant is checked bit for bit
 //! on a poisoned (NaN) output before it is timed. Each trial times a batch of 10 launches behind
 //! an untimed one (see [`super::tiled`]).
@@ -46,6 +53,9 @@ pub struct Outcome {
     pub transpose_over_d2d: (f64, &'static str),
     /// The fastest TMA transpose over the tier-2 transpose (target ≥ 1).
     pub transpose_over_tier2: f64,
+    /// The warp-specialised pipeline's consumer busy fraction: time of the consumers alone
+    /// over time of the pipeline (target ≥ 0.90).
+    pub pipeline_busy: f64,
 }
 
 fn failed(message: String) -> BenchError {
@@ -244,11 +254,117 @@ pub fn run(options: &Options) -> BenchResult<Outcome> {
         ),
         row("cudaMemcpyAsync device to device (same bytes)", &d2d, rate(&d2d, String::new())),
     ];
+    drop((a, o, raw_a, raw_copy));
+    let (pipeline_rows, pipeline_busy) = pipeline(options)?;
+    let mut rows = rows;
+    rows.extend(pipeline_rows);
     Ok(Outcome {
+        pipeline_busy,
         rows,
         copy_over_d2d: (over(&d2d, &best_copy), best_copy_name),
         copy_over_tier2: over(&copy_dma, &best_copy),
         transpose_over_d2d: (over(&d2d, &best_transpose), best_transpose_name),
         transpose_over_tier2: over(&transpose_tiled, &best_transpose),
     })
+}
+
+/// Rows of the pipeline matrices.
+const PIPELINE_ROWS: usize = 131072;
+/// Columns of the pipeline matrices.
+const PIPELINE_COLS: usize = 256;
+/// Rows a block of the pipeline kernels handles (32 tiles of 32 rows).
+const PIPELINE_ROWS_PER_BLOCK: usize = 1024;
+
+/// The consumers' arithmetic of the pipeline kernels: 64 dependent multiply-adds (nvcc fuses
+/// each into one FMA; `mul_add` is the same rounding).
+fn ws_poly_reference(x: f32) -> f32 {
+    (0..64).fold(x, |v, _| v.mul_add(0.998, 0.5))
+}
+
+/// Checks `got` against `ws_poly_reference` of the input row `source(r)` for every row `r`,
+/// to a relative 1e-5 (nvcc contracts each multiply-add into an FMA, as `mul_add` does; the
+/// tolerance keeps the check right should it not).
+fn check_pipeline(
+    what: &str,
+    input: &[f32],
+    got: &[f32],
+    source: impl Fn(usize) -> usize,
+) -> BenchResult<()> {
+    let cols = PIPELINE_COLS;
+    for r in 0..PIPELINE_ROWS {
+        let from = source(r);
+        for c in 0..cols {
+            let want = ws_poly_reference(input[from * cols + c]);
+            let have = got[r * cols + c];
+            if (have - want).abs() > 1e-5 * want.abs() || have.is_nan() {
+                return Err(failed(format!(
+                    "pipeline: {what}: y[{r}][{c}] = {have}, want {want} (from x[{from}][{c}])"
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The warp-specialised pipeline against its consumers alone. Returns its rows and the busy
+/// fraction (time of the consumers alone over time of the pipeline).
+fn pipeline(options: &Options) -> BenchResult<(Vec<Vec<String>>, f64)> {
+    eprintln!("choreo-bench: tma: warp-specialised pipeline …");
+    let (rows_n, cols) = (PIPELINE_ROWS, PIPELINE_COLS);
+    let s = Stream::new()?;
+    let input = Random::new(0x9e11).vec_f32(rows_n * cols, -1.0, 1.0);
+    let x = DeviceTensor::from_host(&s, HostView::new(&input, [rows_n, cols])?)?;
+    let mut y = DeviceTensor::<f32, 2>::zeros_on(&s, [rows_n, cols])?;
+
+    poison(&s, &mut y)?;
+    tma::ws_poly(&s, &x, &mut y)?.wait()?;
+    check_pipeline("ws_poly", &input, y.to_host(&s)?.as_slice(), |r| r)?;
+    poison(&s, &mut y)?;
+    tma::ws_poly_compute_only(&s, &x, &mut y)?.wait()?;
+    // Tile k of a block reads the ring slot k % 4, which holds the block's tile k % 4.
+    let tile_rows = 32;
+    check_pipeline("ws_poly_compute_only", &input, y.to_host(&s)?.as_slice(), |r| {
+        let block = r / PIPELINE_ROWS_PER_BLOCK * PIPELINE_ROWS_PER_BLOCK;
+        let k = r % PIPELINE_ROWS_PER_BLOCK / tile_rows;
+        block + (k % 4) * tile_rows + r % tile_rows
+    })?;
+
+    let stream = &s;
+    let (x, y) = (&x, std::cell::RefCell::new(y));
+    let mut pipelined = || {
+        per_launch_ms(stream, BATCH, || {
+            drop(tma::ws_poly(stream, x, &mut y.borrow_mut())?);
+            Ok(())
+        })
+    };
+    let mut compute_only = || {
+        per_launch_ms(stream, BATCH, || {
+            drop(tma::ws_poly_compute_only(stream, x, &mut y.borrow_mut())?);
+            Ok(())
+        })
+    };
+    let summaries = interleaved(options, &mut [&mut pipelined, &mut compute_only])?;
+    let (pipelined, compute_only) = (summaries[0], summaries[1]);
+    let busy = compute_only.median / pipelined.median;
+    let bytes = 2 * rows_n * cols * std::mem::size_of::<f32>();
+    let rows = vec![
+        row(
+            format!(
+                "pipeline, ours: tma::ws_poly (1 TMA producer + 2 consumer warpgroups, 4-slot \
+                 ring, full/empty events), {rows_n}x{cols} f32"
+            ),
+            &pipelined,
+            format!(
+                "{} GB/s; consumers busy {} (compute-only time / this)",
+                three_digits(gbps(bytes, pipelined.median)),
+                three_digits(busy)
+            ),
+        ),
+        row(
+            "pipeline, reference: tma::ws_poly_compute_only (the consumers alone, no events)",
+            &compute_only,
+            String::new(),
+        ),
+    ];
+    Ok((rows, busy))
 }
