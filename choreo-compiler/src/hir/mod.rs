@@ -1721,6 +1721,15 @@ pub enum StmtKind {
         /// Who waits together.
         participants: Participants,
     },
+    /// `wait f, …;` on asynchronous TMA stores (`f = tma.copy.async …`, spec-tier3 §3.3 ⚠):
+    /// the issuer waits until its bulk copies have completed (`cp.async.bulk.wait_group 0`),
+    /// then the participants synchronise.
+    TmaStoreWait {
+        /// The group locals of the waited store futures.
+        groups: Vec<VarId>,
+        /// Who waits together.
+        participants: Participants,
+    },
     /// `swap(a, b)` / `rotate(a, b, c, …)` (spec §14.3): `a` takes `b`'s data (and pending
     /// copy group), `b` takes `c`'s, …, the last takes `a`'s.
     Rotate {
@@ -1987,6 +1996,9 @@ pub struct Tma {
     /// The mbarrier a synchronous load completes (its number in the kernel); an asynchronous
     /// load uses the one its future's group local names.
     pub barrier: u32,
+    /// `.multicast` (spec-tier3 §3.6): a load that cluster rank 0 issues for every block of
+    /// the cluster (each block arms its own mbarrier at the same offset).
+    pub multicast: bool,
 }
 
 /// Who executes a DMA (spec §14.5) or waits for one.

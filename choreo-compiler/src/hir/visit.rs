@@ -131,6 +131,7 @@ pub fn walk_stmt<'a, V: Visitor<'a> + ?Sized>(v: &mut V, s: &'a Stmt) {
             walk_stmt(v, &dma.element);
         }
         StmtKind::Wait { groups: _, tma_groups: _, participants: _ }
+        | StmtKind::TmaStoreWait { groups: _, participants: _ }
         | StmtKind::Rotate { futures: _, groups: _ } => {}
         StmtKind::HostCopy { src, dst, count } => {
             v.buffer(*src);

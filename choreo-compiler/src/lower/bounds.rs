@@ -421,6 +421,7 @@ impl<'a> Analysis<'a, '_> {
                 | StmtKind::Fence(_)
                 | StmtKind::Dma(_)
                 | StmtKind::Wait { .. }
+                | StmtKind::TmaStoreWait { .. }
                 | StmtKind::Rotate { .. }
                 | StmtKind::HostCopy { .. }
                 | StmtKind::Eval(_)
@@ -600,6 +601,7 @@ impl<'a> Analysis<'a, '_> {
             | StmtKind::DeclBuffer { .. }
             | StmtKind::Parallel(_)
             | StmtKind::Wait { .. }
+            | StmtKind::TmaStoreWait { .. }
             | StmtKind::Rotate { .. }
             | StmtKind::HostCopy { .. }
             | StmtKind::Cpp(_) => {}
@@ -1209,6 +1211,7 @@ fn leaves_early(body: &[Stmt]) -> bool {
         | StmtKind::Fence(_)
         | StmtKind::Dma(_)
         | StmtKind::Wait { .. }
+        | StmtKind::TmaStoreWait { .. }
         | StmtKind::Rotate { .. }
         | StmtKind::HostCopy { .. }
         | StmtKind::Eval(_)

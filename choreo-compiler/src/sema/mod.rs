@@ -97,6 +97,10 @@
 //!   or of another shape, sub-byte integers
 //! - `E0461` `.swiz<N>` misuse (tier 3 §4): rows not a multiple of N bytes, part of a shared
 //!   buffer, a swizzled `dma.copy` with no shared side or tiles of different shapes
+//! - `E0463` a statement that rewrites the shared source of an asynchronous TMA store
+//!   (`tma.copy.async`) before the store's `wait` (tier 3 §3.3 ⚠)
+//! - `E0464` `.multicast` misuse (tier 3 §3.6): outside a kernel launched in clusters, on a
+//!   store
 //! - `E0470` event declaration in the wrong place or of the wrong form: `shared` on the host,
 //!   inside `inthreads` or a loop, no storage, array extents that are not constants in
 //!   [1, 64] (or more than 64 slots), an arrival count `event<N>` out of [1, 2^20 − 1]
@@ -201,7 +205,8 @@
 //! remainder is in no tile), `W0404` `span_as` of a view that may not be contiguous,
 //! `W0405` DMA whose source and destination shapes differ with neither inside the other,
 //! `W0406` `.swiz` without a period (no swizzle), `W0407` element access of a shared buffer
-//! that a swizzled copy wrote (it sees the physical layout),
+//! that a swizzled copy wrote (it sees the physical layout), `W0408` a kernel that reads a
+//! buffer it stored with TMA (visible only at the kernel's end),
 //! `W0702` deprecated `sync.shared`, `W0705` a `println!` argument only known at run time,
 //! `W0470` `trigger` outside `inthreads` (every thread of the block arrives),
 //! `W0471` an event that is waited but never triggered.
@@ -220,6 +225,7 @@ mod scope;
 mod shapes;
 mod stmt;
 mod tma;
+mod tma_async;
 mod types;
 mod views;
 
@@ -350,6 +356,11 @@ pub(crate) struct KernelFrame {
     pub(crate) tma_barriers: u32,
     /// The group locals of its TMA futures (they hold mbarrier numbers, not copy groups).
     pub(crate) tma_groups: std::collections::BTreeSet<VarId>,
+    /// The group locals of its asynchronous TMA stores (`tma.copy.async`, waited with
+    /// `cp.async.bulk.wait_group`).
+    pub(crate) tma_store_groups: std::collections::BTreeSet<VarId>,
+    /// Whether some TMA load of it multicasts (spec-tier3 §3.6).
+    pub(crate) multicast: bool,
     /// The largest swizzle period of its copies.
     pub(crate) swizzle: u32,
     /// Shared buffers written by a swizzled copy: element accesses see their physical layout

@@ -69,6 +69,7 @@ mod host;
 mod kernel;
 pub mod support;
 mod tma;
+mod tma_async;
 pub mod types;
 pub mod writer;
 
