@@ -1809,6 +1809,14 @@ pub struct Event {
     pub phases: VarId,
     /// Where it is triggered, with the conditions under which a thread gets there.
     pub triggers: Vec<TriggerSite>,
+    /// Triggered with `trigger.cluster` (spec-tier3 §2.6; the first such statement): each
+    /// triggering thread arrives on the slot of every block of the cluster, and waits acquire
+    /// at cluster scope.
+    pub cluster: Option<crate::source::Span>,
+    /// A `local event` (spec-tier3 §2.4): per slot a per-thread flag ([`Event::barriers`] is
+    /// then a local `bool` buffer), set by `trigger`, waited for and cleared by `wait`, tested
+    /// by `while (e)`.
+    pub local: bool,
 }
 
 impl Event {

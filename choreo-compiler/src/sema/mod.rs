@@ -101,6 +101,12 @@
 //!   (`tma.copy.async`) before the store's `wait` (tier 3 §3.3 ⚠)
 //! - `E0464` `.multicast` misuse (tier 3 §3.6): outside a kernel launched in clusters, on a
 //!   store
+//! - `E0465` `trigger.cluster` misuse (tier 3 §2.6): outside a kernel launched in clusters,
+//!   on a local event, or on an event also triggered with a plain `trigger`
+//! - `E0466` local event misuse (tier 3 §2.4): declared on the host, an arrival count
+//!   `event<N>`, a ring operand `.at(order)`
+//! - `E0467` `while (e)` on a shared event ("event predicates require a local or global
+//!   event", tier 3 §2.4 ⚠) or outside a parallel-by
 //! - `E0470` event declaration in the wrong place or of the wrong form: `shared` on the host,
 //!   inside `inthreads` or a loop, no storage, array extents that are not constants in
 //!   [1, 64] (or more than 64 slots), an arrival count `event<N>` out of [1, 2^20 − 1]
@@ -217,6 +223,8 @@ mod calls;
 mod checks;
 mod dma;
 mod events;
+mod events_cluster;
+mod events_local;
 mod expr;
 mod inthreads;
 use crate::hir::arith as fold;

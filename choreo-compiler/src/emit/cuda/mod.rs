@@ -64,6 +64,7 @@
 
 mod body;
 mod events;
+mod flags;
 mod expr;
 mod host;
 mod kernel;
