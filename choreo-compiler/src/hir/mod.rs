@@ -1763,6 +1763,23 @@ pub enum StmtKind {
     /// `wait e, …;` on events: each executing thread waits until the generation it expects
     /// of each slot has completed, in order.
     EventWait(Vec<EventSlot>),
+    /// `trigger` / `wait` of a global event (spec-tier3 §2.4): its flag is byte `slot` of the
+    /// zeroed device buffer `flags` the host declared. In device code `trigger` sets the flag
+    /// (after a device fence) and `wait` spins until it is set, then clears it; with
+    /// `elected`, thread 0 of the block does it between block barriers. In host code `trigger`
+    /// sets the byte with `cudaMemset`.
+    GlobalFlag {
+        /// `wait` (else `trigger`).
+        wait: bool,
+        /// The flag bytes (a host-declared global `u8` buffer).
+        flags: BufferRef,
+        /// The slot (s32).
+        slot: HExpr,
+        /// The number of slots.
+        slots: u32,
+        /// Block-level code: one thread of the block acts for it.
+        elected: bool,
+    },
     /// `croq::cuda::setreg_inc(n)` / `setreg_dec(n)` (spec-tier3 §7.2): `setmaxnreg.inc|dec`
     /// with `regs` registers per thread, device code. Only made where the target has the
     /// instruction ([`crate::target::Target::setmaxnreg`]).
@@ -1817,6 +1834,10 @@ pub struct Event {
     /// then a local `bool` buffer), set by `trigger`, waited for and cleared by `wait`, tested
     /// by `while (e)`.
     pub local: bool,
+    /// A `global event` (spec-tier3 §2.4, host-declared): per slot a byte of a zeroed device
+    /// buffer ([`Event::barriers`] is then that global `u8` buffer); its `trigger`s and `wait`s
+    /// are [`StmtKind::GlobalFlag`] statements.
+    pub global: bool,
 }
 
 impl Event {

@@ -429,6 +429,7 @@ impl<'a> Analysis<'a, '_> {
                 | StmtKind::Asm(_)
                 | StmtKind::EventInit(_)
                 | StmtKind::Trigger(_)
+        | StmtKind::GlobalFlag { .. }
                 | StmtKind::EventWait(_)
                 | StmtKind::NamedBarrier { .. }
                 | StmtKind::SetMaxNReg { .. } => {}
@@ -589,6 +590,7 @@ impl<'a> Analysis<'a, '_> {
                     self.expr(slot.index.expr());
                 }
             }
+            StmtKind::GlobalFlag { slot, .. } => self.expr(slot),
             StmtKind::Break
             | StmtKind::Continue
             | StmtKind::Yield
@@ -1219,6 +1221,7 @@ fn leaves_early(body: &[Stmt]) -> bool {
         | StmtKind::Asm(_)
         | StmtKind::EventInit(_)
         | StmtKind::Trigger(_)
+        | StmtKind::GlobalFlag { .. }
         | StmtKind::EventWait(_)
         | StmtKind::NamedBarrier { .. }
         | StmtKind::SetMaxNReg { .. } => false,

@@ -850,6 +850,8 @@ impl<'a> Visitor<'a> for KernelWalk<'a> {
             StmtKind::Barrier(_)
             | StmtKind::NamedBarrier { .. }
             | StmtKind::Wait { .. }
+            | StmtKind::TmaStoreWait { .. }
+            | StmtKind::GlobalFlag { .. }
             | StmtKind::Dma(_)
             | StmtKind::Asm(_)
             | StmtKind::Cpp(_) => true,

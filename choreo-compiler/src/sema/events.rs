@@ -51,10 +51,7 @@ impl Checker<'_> {
                 false
             }
             (Some(ast::Storage::Local), _) => return self.check_local_event_decl(d, span, out),
-            (Some(ast::Storage::Global), _) => {
-                self.unsupported(storage_span, "a `global` event", 3);
-                false
-            }
+            (Some(ast::Storage::Global), _) => return self.check_global_event_decl(d, span, out),
             (None, _) => {
                 self.error_label(
                     "E0470",
@@ -138,6 +135,7 @@ impl Checker<'_> {
                 triggers: Vec::new(),
                 cluster: None,
                 local: false,
+                global: false,
             });
             self.declare_symbol(&item.name, Symbol::Event(id));
             if !ok {
@@ -227,6 +225,9 @@ impl Checker<'_> {
 
     /// `trigger e, …;` (spec-tier3 §2.2).
     pub(crate) fn check_trigger(&mut self, t: &ast::Trigger, span: Span, out: &mut Vec<Stmt>) {
+        if t.targets.iter().any(|x| self.names_global_event(x)) {
+            return self.global_event_stmt(&t.targets, t.cluster.or(t.after.first().map(|a| a.span)), false, span, out);
+        }
         if let (Some(c), true) = (t.cluster, t.after.is_empty()) {
             return self.check_cluster_trigger(t, c, span, out);
         }
@@ -314,7 +315,7 @@ impl Checker<'_> {
     }
 
     /// The event an operand names (`e`, `e[i]…`, `e.at(k)`), if it names one.
-    fn event_named(&self, e: &ast::Expr) -> Option<EventId> {
+    pub(crate) fn event_named(&self, e: &ast::Expr) -> Option<EventId> {
         match &e.kind {
             ExprKind::Ident(id) => match self.scopes.lookup(&id.name) {
                 Some(Symbol::Event(ev)) => Some(*ev),
@@ -327,6 +328,11 @@ impl Checker<'_> {
 
     /// `wait` on events: each operand one slot (spec-tier3 §2.2).
     pub(crate) fn check_event_wait(&mut self, targets: &[ast::Expr], span: Span) -> Option<Stmt> {
+        if targets.iter().any(|x| self.names_global_event(x)) {
+            let mut out = Vec::new();
+            self.global_event_stmt(targets, None, true, span, &mut out);
+            return (!out.is_empty()).then(|| Stmt { kind: StmtKind::Block(out), span });
+        }
         if !self.in_device() {
             self.error_label(
                 "E0471",
@@ -402,12 +408,13 @@ impl Checker<'_> {
             }
         };
         let event = self.events.get(id.index())?.clone();
-        if let (Some(_), true) = (order, event.local) {
+        if let (Some(_), true) = (order, event.local || event.global) {
             self.error_label(
                 "E0466",
                 span,
-                "'.at(order)' applies to shared event rings; a local event's slots are flags",
-                "a local event",
+                "'.at(order)' applies to shared event rings; a local or global event's slots are \
+                 flags",
+                "a local or global event",
             );
             return None;
         }
@@ -532,7 +539,7 @@ impl Checker<'_> {
         for (i, e) in self.events.iter().enumerate() {
             let id = EventId(i as u32);
             // A local event's flag is consumed by `while` as well as by `wait`.
-            if self.events_with_errors.contains(&id) || e.local {
+            if self.events_with_errors.contains(&id) || e.local || e.global {
                 continue;
             }
             let waited = self.waited_events.contains(&id);

@@ -96,6 +96,7 @@ impl Checker<'_> {
                 triggers: Vec::new(),
                 cluster: None,
                 local: true,
+                global: false,
             });
             self.declare_symbol(&item.name, Symbol::Event(id));
             if !ok {
@@ -122,7 +123,7 @@ impl Checker<'_> {
         }
         let Some(slot) = self.event_slot(cond, "while") else { return error };
         let Some(e) = self.events.get(slot.event.index()).cloned() else { return error };
-        if !e.local {
+        if !e.local && !e.global {
             self.waited_events.insert(slot.event);
             self.diags.push(
                 crate::diagnostics::Diagnostic::error(
@@ -139,6 +140,32 @@ impl Checker<'_> {
             return error;
         }
         let SlotIndex::Fixed(index) = slot.index else { return error };
+        if e.global {
+            // The byte another block, kernel or the host sets: read through a device fence in
+            // the loop (`wait` clears it).
+            let id = self.next_access();
+            return HExpr {
+                kind: HExprKind::Binary {
+                    op: hir::BinOp::Ne,
+                    lhs: Box::new(HExpr {
+                        kind: HExprKind::At {
+                            buffer: hir::BufferRef::Local(e.barriers),
+                            index: ElemIndex::Coords(vec![index]),
+                            id,
+                        },
+                        ty: Ty::Scalar(ElemTy::U8),
+                        span: cond.span,
+                    }),
+                    rhs: Box::new(HExpr {
+                        kind: HExprKind::Int(0),
+                        ty: Ty::Scalar(ElemTy::U8),
+                        span: cond.span,
+                    }),
+                },
+                ty: Ty::Scalar(ElemTy::Bool),
+                span: cond.span,
+            };
+        }
         let id = self.next_access();
         HExpr {
             kind: HExprKind::At {

@@ -103,8 +103,10 @@
 //!   store
 //! - `E0465` `trigger.cluster` misuse (tier 3 §2.6): outside a kernel launched in clusters,
 //!   on a local event, or on an event also triggered with a plain `trigger`
-//! - `E0466` local event misuse (tier 3 §2.4): declared on the host, an arrival count
-//!   `event<N>`, a ring operand `.at(order)`
+//! - `E0466` local or global event misuse (tier 3 §2.4): a local event declared on the host
+//!   or a global one in device code, an arrival count `event<N>`, a ring operand
+//!   `.at(order)`, `= ready`/`.cluster`/`after` on a global event, a host `wait` of one, a
+//!   global event mixed with others or used by the instances of a `group` level
 //! - `E0467` `while (e)` on a shared event ("event predicates require a local or global
 //!   event", tier 3 §2.4 ⚠) or outside a parallel-by
 //! - `E0470` event declaration in the wrong place or of the wrong form: `shared` on the host,
@@ -225,6 +227,7 @@ mod dma;
 mod events;
 mod events_cluster;
 mod events_local;
+mod events_global;
 mod expr;
 mod inthreads;
 use crate::hir::arith as fold;

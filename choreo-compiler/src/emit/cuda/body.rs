@@ -297,6 +297,9 @@ impl FnEmitter<'_, '_> {
                 }
                 Region::Host => self.bug(span, "a wait in host code"),
             },
+            StmtKind::GlobalFlag { wait, flags, slot, slots, elected } => {
+                self.global_flag(span, *wait, *flags, slot, *slots, *elected, host)
+            }
             StmtKind::TmaStoreWait { groups: _, participants } => match region {
                 Region::Device(kernel) => self.tma_store_wait(span, *participants, kernel),
                 Region::Host => self.bug(span, "a wait in host code"),

@@ -666,6 +666,41 @@ __device__ __forceinline__ void __choreo_flag_wait(volatile bool* flag) {
   }
   *flag = false;
 }
+// Global events (spec-tier3 §2.4): a zeroed device byte per slot. `trigger` makes the thread's
+// earlier writes visible device-wide, then sets the byte; `wait` spins until it is set (another
+// block, an earlier kernel or the host sets it), then clears it. A wait that is never satisfied
+// traps after the poll limit (on the CPU, which yields between polls, after 2^24 polls).
+#if defined(__CHOREO_CPU__)
+#define CHOREO_GFLAG_MAX_POLLS (1ull << 24)
+#else
+#define CHOREO_GFLAG_MAX_POLLS CHOREO_MBAR_MAX_POLLS
+#endif
+__device__ __forceinline__ void __choreo_gflag_set(unsigned char* flag) {
+  __threadfence();
+#if defined(__CHOREO_CPU__)
+  __atomic_store_n(flag, static_cast<unsigned char>(1), __ATOMIC_RELEASE);
+#else
+  *static_cast<volatile unsigned char*>(flag) = 1;
+#endif
+}
+__device__ __forceinline__ void __choreo_gflag_wait(unsigned char* flag) {
+  for (unsigned long long polls = 0;; ++polls) {
+#if defined(__CHOREO_CPU__)
+    if (__atomic_load_n(flag, __ATOMIC_ACQUIRE) != 0) break;
+    __choreo_thr->yield();
+#else
+    if (*static_cast<volatile unsigned char*>(flag) != 0) break;
+    __nanosleep(64);
+#endif
+    if (polls >= CHOREO_GFLAG_MAX_POLLS) __trap();
+  }
+  __threadfence();
+#if defined(__CHOREO_CPU__)
+  __atomic_store_n(flag, static_cast<unsigned char>(0), __ATOMIC_RELAXED);
+#else
+  *static_cast<volatile unsigned char*>(flag) = 0;
+#endif
+}
 // Shared events: the slot of `e[i]` (a dynamic index outside the array traps rather than use
 // another barrier), and slot and parity of `e.at(k)` on a ring of n slots (generation k / n).
 __device__ __forceinline__ int __choreo_event_slot(long long i, int n) {
