@@ -429,7 +429,7 @@ impl<'a> Analysis<'a, '_> {
                 | StmtKind::Asm(_)
                 | StmtKind::EventInit(_)
                 | StmtKind::Trigger(_)
-        | StmtKind::GlobalFlag { .. }
+                | StmtKind::GlobalFlag { .. }
                 | StmtKind::EventWait(_)
                 | StmtKind::NamedBarrier { .. }
                 | StmtKind::SetMaxNReg { .. } => {}

@@ -359,6 +359,7 @@ impl Checker<'_> {
                 self.note_swizzled(hir::BufferRef::Local(site));
             }
         }
+        self.check_copy_swizzle(&dma, site, swizzle, span);
         let dma = hir::Dma { bind, group, tma: info, swizzle, ..dma };
         out.push(stmt(StmtKind::Dma(Box::new(dma)), span));
     }

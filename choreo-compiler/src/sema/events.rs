@@ -226,7 +226,13 @@ impl Checker<'_> {
     /// `trigger e, …;` (spec-tier3 §2.2).
     pub(crate) fn check_trigger(&mut self, t: &ast::Trigger, span: Span, out: &mut Vec<Stmt>) {
         if t.targets.iter().any(|x| self.names_global_event(x)) {
-            return self.global_event_stmt(&t.targets, t.cluster.or(t.after.first().map(|a| a.span)), false, span, out);
+            return self.global_event_stmt(
+                &t.targets,
+                t.cluster.or(t.after.first().map(|a| a.span)),
+                false,
+                span,
+                out,
+            );
         }
         if let (Some(c), true) = (t.cluster, t.after.is_empty()) {
             return self.check_cluster_trigger(t, c, span, out);

@@ -68,7 +68,10 @@ impl Checker<'_> {
                 self.error_label(
                     "E0465",
                     slot.span,
-                    format!("'{}' is a local event: `trigger.cluster` needs a shared event", e.name),
+                    format!(
+                        "'{}' is a local event: `trigger.cluster` needs a shared event",
+                        e.name
+                    ),
                     "a local event",
                 );
                 self.mark_event_errors(&t.targets);

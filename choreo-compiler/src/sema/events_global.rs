@@ -117,9 +117,7 @@ impl Checker<'_> {
 
     /// Whether an operand names a global event.
     pub(crate) fn names_global_event(&self, e: &ast::Expr) -> bool {
-        self.event_named(e)
-            .and_then(|id| self.events.get(id.index()))
-            .is_some_and(|e| e.global)
+        self.event_named(e).and_then(|id| self.events.get(id.index())).is_some_and(|e| e.global)
     }
 
     /// `trigger` (`wait`) of operands one of which is a global event; `modifier` is the span

@@ -17,8 +17,8 @@ use super::scope::Symbol;
 use super::{Checker, Region};
 use crate::ast;
 use crate::hir::{
-    self, ElemIndex, ElemTy, Event, EventId, HExpr, HExprKind, LocalOrigin, LocalPlace,
-    SlotIndex, SpannedTy, Stmt, StmtKind, Storage, Ty,
+    self, ElemIndex, ElemTy, Event, EventId, HExpr, HExprKind, LocalOrigin, LocalPlace, SlotIndex,
+    SpannedTy, Stmt, StmtKind, Storage, Ty,
 };
 use crate::source::Span;
 
@@ -102,9 +102,15 @@ impl Checker<'_> {
             if !ok {
                 continue;
             }
-            let init =
-                HExpr { kind: HExprKind::Bool(ready), ty: Ty::Scalar(ElemTy::Bool), span: item.span };
-            out.push(Stmt { kind: StmtKind::DeclBuffer { var: flags, init: Some(init) }, span: item.span });
+            let init = HExpr {
+                kind: HExprKind::Bool(ready),
+                ty: Ty::Scalar(ElemTy::Bool),
+                span: item.span,
+            };
+            out.push(Stmt {
+                kind: StmtKind::DeclBuffer { var: flags, init: Some(init) },
+                span: item.span,
+            });
         }
     }
 

@@ -214,7 +214,8 @@
 //! `W0405` DMA whose source and destination shapes differ with neither inside the other,
 //! `W0406` `.swiz` without a period (no swizzle), `W0407` element access of a shared buffer
 //! that a swizzled copy wrote (it sees the physical layout), `W0408` a kernel that reads a
-//! buffer it stored with TMA (visible only at the kernel's end),
+//! buffer it stored with TMA (visible only at the kernel's end), `W0409` a copy out of a shared
+//! tile with another swizzle than the copy that wrote it,
 //! `W0702` deprecated `sync.shared`, `W0705` a `println!` argument only known at run time,
 //! `W0470` `trigger` outside `inthreads` (every thread of the block arrives),
 //! `W0471` an event that is waited but never triggered.
@@ -226,8 +227,8 @@ mod checks;
 mod dma;
 mod events;
 mod events_cluster;
-mod events_local;
 mod events_global;
+mod events_local;
 mod expr;
 mod inthreads;
 use crate::hir::arith as fold;
@@ -372,6 +373,9 @@ pub(crate) struct KernelFrame {
     pub(crate) tma_store_groups: std::collections::BTreeSet<VarId>,
     /// Whether some TMA load of it multicasts (spec-tier3 §3.6).
     pub(crate) multicast: bool,
+    /// The swizzle period (0: none) of the last copy into each shared buffer, and where it
+    /// is (`W0409` when a copy out of the buffer uses another one).
+    pub(crate) copy_swizzle: std::collections::BTreeMap<hir::BufferRef, (u32, Span)>,
     /// The largest swizzle period of its copies.
     pub(crate) swizzle: u32,
     /// Shared buffers written by a swizzled copy: element accesses see their physical layout

@@ -9,6 +9,9 @@
 //! (the next iteration's rewrite). We reject rather than insert a wait: a wait placed by the
 //! compiler would silently serialise what the program meant to overlap.
 //!
+//! A copy out of a shared tile with another swizzle than the copy that wrote it gets `W0409`
+//! (§4.3: the data comes out scrambled; element accesses of swizzled tiles are `W0407`).
+//!
 //! A kernel that accesses a buffer after storing into it with TMA gets `W0408`: the copy
 //! engine's global writes are only guaranteed visible at the kernel's end (§3.3 ⚠).
 //!
@@ -18,7 +21,7 @@
 use super::Checker;
 use crate::diagnostics::Diagnostic;
 use crate::hir::visit::{self, Visitor, Walk};
-use crate::hir::{BufferRef, HExpr, HExprKind, Participants, Place, Stmt, StmtKind, VarId};
+use crate::hir::{self, BufferRef, HExpr, HExprKind, Participants, Place, Stmt, StmtKind, VarId};
 use crate::source::Span;
 use std::collections::BTreeMap;
 
@@ -146,6 +149,50 @@ impl Checker<'_> {
                 .with_secondary(store, "TMA store")
                 .with_help("read the stored data in a later kernel (or keep it in shared memory)"),
             );
+        }
+    }
+
+    /// A copy with swizzle period `n` (0: none) from `dma.src` into `dma.dst` (and the fresh
+    /// buffer `site`): `W0409` when it reads a shared buffer that a copy with another swizzle
+    /// wrote (spec-tier3 §4.3: the tile comes out scrambled); records what it writes.
+    pub(crate) fn check_copy_swizzle(
+        &mut self,
+        dma: &hir::Dma,
+        site: Option<VarId>,
+        n: u32,
+        span: Span,
+    ) {
+        let Some(k) = self.kernel.as_mut() else { return };
+        if dma.src.storage == hir::Storage::Shared {
+            if let Some(&(w, at)) = k.copy_swizzle.get(&dma.src.buffer) {
+                if w != n {
+                    let name = |p: u32| {
+                        if p == 0 { "no swizzle".to_string() } else { format!("`.swiz<{p}>`") }
+                    };
+                    self.diags.push(
+                        Diagnostic::warning(
+                            "W0409",
+                            span,
+                            format!(
+                                "this copy reads the tile with {} but it was written with {}: the \
+                                 data comes out scrambled",
+                                name(n),
+                                name(w)
+                            ),
+                        )
+                        .with_label("reader's swizzle")
+                        .with_secondary(at, "writer's swizzle")
+                        .with_help("use the same `.swiz<N>` on the copy in and the copy out"),
+                    );
+                }
+            }
+        }
+        let Some(k) = self.kernel.as_mut() else { return };
+        if dma.dst.storage == hir::Storage::Shared {
+            k.copy_swizzle.insert(dma.dst.buffer, (n, span));
+            if let Some(site) = site {
+                k.copy_swizzle.insert(BufferRef::Local(site), (n, span));
+            }
         }
     }
 

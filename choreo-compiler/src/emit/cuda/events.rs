@@ -125,7 +125,8 @@ impl FnEmitter<'_, '_> {
         let slots = e.slots();
         let phases = self.names().local(e.phases).to_string();
         // A cluster event's waits acquire at cluster scope (spec-tier3 §2.6 ⚠).
-        let wait = if e.cluster.is_some() { "__choreo_mbar_wait_cluster" } else { "__choreo_mbar_wait" };
+        let wait =
+            if e.cluster.is_some() { "__choreo_mbar_wait_cluster" } else { "__choreo_mbar_wait" };
         match slot.index {
             SlotIndex::Fixed(_) => {
                 // This thread's parity for the slot, toggled by every wait.

@@ -64,8 +64,8 @@
 
 mod body;
 mod events;
-mod flags;
 mod expr;
+mod flags;
 mod host;
 mod kernel;
 pub mod support;
