@@ -337,7 +337,7 @@ impl Checker<'_> {
         if targets.iter().any(|x| self.names_global_event(x)) {
             let mut out = Vec::new();
             self.global_event_stmt(targets, None, true, span, &mut out);
-            return (!out.is_empty()).then(|| Stmt { kind: StmtKind::Block(out), span });
+            return (!out.is_empty()).then_some(Stmt { kind: StmtKind::Block(out), span });
         }
         if !self.in_device() {
             self.error_label(
