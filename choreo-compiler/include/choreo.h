@@ -1663,6 +1663,31 @@ inline unsigned box_copy(const CUtensorMap* map, void* smem, const int* coords, 
   }
 inline void fence_proxy_async() {}
 inline void store_commit_and_wait_read() {}
+// The CPU copies a store's box at issue: an asynchronous store is complete at once.
+inline void store_commit() {}
+inline void store_wait_all() {}
+// A multicast load (§3.6): the box lands at the same shared offset in every block of `mask`
+// (ranks of the issuer's cluster), and completes each one's mbarrier at the same offset.
+// The CTA mask of every block of the issuer's cluster.
+inline unsigned short cluster_mask() {
+  const unsigned n = choreo_cpu_current_thread()->cluster_size();
+  return static_cast<unsigned short>((1u << n) - 1u);
+}
+inline void multicast_box(void* dst, const CUtensorMap* map, unsigned long long* bar,
+                          unsigned mask, const int* coords) {
+  const choreo::cpu::Thread* t = choreo_cpu_current_thread();
+  for (unsigned r = 0; r < 16; ++r) {
+    if ((mask >> r & 1u) == 0) continue;
+    const unsigned bytes = box_copy(map, t->cluster_map(dst, r), coords, true);
+    t->mbar_complete_tx(t->cluster_map(bar, r), bytes);
+  }
+}
+#define CHOREO_TMA_CPU_MULTICAST(n, ...)                                                       \
+  inline void load_multicast_##n##d(void* dst, const CUtensorMap* map, unsigned long long* bar, \
+                                    unsigned short mask, __VA_ARGS__) {                        \
+    const int coords[] = {CHOREO_TMA_NAMES_##n};                                               \
+    multicast_box(dst, map, bar, mask, coords);                                                \
+  }
 #else
 template <class T>
 constexpr CUtensorMapDataType data_type() {
@@ -1762,12 +1787,35 @@ __device__ __forceinline__ unsigned shared_addr(const void* p) {
                  CHOREO_TMA_REGS_##n                                                              \
                  : "memory");                                                                     \
   }
+#define CHOREO_TMA_CUDA_MULTICAST(n, ...)                                                         \
+  __device__ __forceinline__ void load_multicast_##n##d(void* dst, const CUtensorMap* map,       \
+                                                        unsigned long long* bar,                 \
+                                                        unsigned short mask, __VA_ARGS__) {      \
+    asm volatile("cp.async.bulk.tensor." #n                                                      \
+                 "d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster" \
+                 " [%0], [%1, {" CHOREO_TMA_OPS_##n(4) "}], [%2], %3;\n" ::"r"(shared_addr(dst)), \
+                 "l"(map), "r"(shared_addr(bar)), "h"(mask), CHOREO_TMA_REGS_##n                \
+                 : "memory");                                                                     \
+  }
+__device__ __forceinline__ unsigned short cluster_mask() {
+  unsigned n;
+  asm volatile("mov.u32 %0, %%cluster_nctarank;" : "=r"(n));
+  return static_cast<unsigned short>((1u << n) - 1u);
+}
 __device__ __forceinline__ void fence_proxy_async() {
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
 }
 __device__ __forceinline__ void store_commit_and_wait_read() {
   asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
   asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
+}
+// An asynchronous store (`tma.copy.async`, §3.3 ⚠): committed at issue; `wait` waits until
+// every bulk copy this thread committed has completed (its global writes performed).
+__device__ __forceinline__ void store_commit() {
+  asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+}
+__device__ __forceinline__ void store_wait_all() {
+  asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
 }
 #else
 #define CHOREO_TMA_CUDA(n, ...)                                                                 \
@@ -1778,8 +1826,17 @@ __device__ __forceinline__ void store_commit_and_wait_read() {
   __device__ __forceinline__ void store_##n##d(const CUtensorMap*, const void*, __VA_ARGS__) {  \
     __trap();                                                                                   \
   }
+#define CHOREO_TMA_CUDA_MULTICAST(n, ...)                                                   \
+  __device__ __forceinline__ void load_multicast_##n##d(void*, const CUtensorMap*,            \
+                                                        unsigned long long*, unsigned short,  \
+                                                        __VA_ARGS__) {                        \
+    __trap();                                                                                 \
+  }
+__device__ __forceinline__ unsigned short cluster_mask() { return 1; }
 __device__ __forceinline__ void fence_proxy_async() {}
 __device__ __forceinline__ void store_commit_and_wait_read() {}
+__device__ __forceinline__ void store_commit() {}
+__device__ __forceinline__ void store_wait_all() {}
 #endif
 #endif
 
@@ -1816,14 +1873,21 @@ __device__ __forceinline__ void store_commit_and_wait_read() {}
 #define CHOREO_TMA_REGS_5 "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4)
 #if defined(__CHOREO_CPU__)
 #define CHOREO_TMA_RANK CHOREO_TMA_CPU
+#define CHOREO_TMA_MULTICAST CHOREO_TMA_CPU_MULTICAST
 #else
 #define CHOREO_TMA_RANK CHOREO_TMA_CUDA
+#define CHOREO_TMA_MULTICAST CHOREO_TMA_CUDA_MULTICAST
 #endif
 CHOREO_TMA_RANK(1, int c0)
 CHOREO_TMA_RANK(2, int c0, int c1)
 CHOREO_TMA_RANK(3, int c0, int c1, int c2)
 CHOREO_TMA_RANK(4, int c0, int c1, int c2, int c3)
 CHOREO_TMA_RANK(5, int c0, int c1, int c2, int c3, int c4)
+CHOREO_TMA_MULTICAST(1, int c0)
+CHOREO_TMA_MULTICAST(2, int c0, int c1)
+CHOREO_TMA_MULTICAST(3, int c0, int c1, int c2)
+CHOREO_TMA_MULTICAST(4, int c0, int c1, int c2, int c3)
+CHOREO_TMA_MULTICAST(5, int c0, int c1, int c2, int c3, int c4)
 
 }  // namespace tma
 }  // namespace choreo

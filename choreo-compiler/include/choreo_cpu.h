@@ -1202,6 +1202,13 @@ struct Thread {
   void cluster_sync() const;
   // This block's rank in its cluster (%cluster_ctarank): blockIdx.x % blocks per cluster.
   unsigned cluster_rank() const;
+  // The address in the shared memory of the block of rank `rank` of this block's cluster that
+  // corresponds to `p` in this block's (PTX mapa): blocks of a cluster share one layout. A
+  // launch without clusters has rank 0 only. An address outside this block's shared memory, or a
+  // rank outside the cluster, fails the launch.
+  void* cluster_map(const void* p, unsigned rank) const;
+  // The number of blocks of this block's cluster (%cluster_nctarank): 1 without clusters.
+  unsigned cluster_size() const;
   // Lets the block's other fibres run (a no-op in loop mode and on the host): what fences and
   // __nanosleep do, so that a thread spinning on a flag another thread of its block sets
   // makes progress under fibres, which are not preempted.

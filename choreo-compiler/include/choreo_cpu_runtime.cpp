@@ -447,6 +447,7 @@ struct Block {
   // completed phase wakes every waiter, and each checks its own barrier again).
   Waiters mbar_waiters;
   std::string prints;
+  unsigned char* smem = nullptr;  // fibre mode: its shared memory
 };
 
 }  // namespace detail
@@ -872,6 +873,7 @@ struct Scheduler {
   unsigned long long cluster_arrived = 0;
   Waiters cluster_waiters;
   Fibre* current = nullptr;
+  std::vector<Block*> blocks;  // the blocks whose threads these fibres are, in rank order
 };
 
 }  // namespace detail
@@ -1075,10 +1077,12 @@ void run_fibres(Grid& g, const std::vector<Block*>& blocks, unsigned char* smem_
     ~GiveBack() { sched.fibres.swap(t_fibres); }
   } give_back{sched};
   sched.live = count;
+  sched.blocks = blocks;
   std::size_t i = 0;
   for (std::size_t bi = 0; bi < blocks.size(); ++bi) {
     Block& b = *blocks[bi];
     b.sched = &sched;
+    b.smem = smem_base + bi * smem_stride;
     b.warps.resize((g.threads + 31) / 32);
     for (std::size_t w = 0; w < b.warps.size(); ++w) {
       const unsigned n = std::min<unsigned>(32, g.threads - static_cast<unsigned>(w) * 32);
@@ -1553,7 +1557,15 @@ void mbar_update(const Thread* t, void* bar, unsigned arrivals, long long tx, co
     s.parity ^= 1u;
     s.pending = s.count;
     Block* b = t->block_;
-    if (b != nullptr && b->sched != nullptr) make_ready(b->sched, b->mbar_waiters);
+    if (b != nullptr && b->sched != nullptr) {
+      // In a cluster the barrier may be another block's (a remote arrive, a multicast):
+      // every block's waiters check theirs again.
+      if (b->sched->cluster) {
+        for (Block* other : b->sched->blocks) make_ready(b->sched, other->mbar_waiters);
+      } else {
+        make_ready(b->sched, b->mbar_waiters);
+      }
+    }
   }
   mbar_store(bar, s);
 }
@@ -1621,6 +1633,40 @@ unsigned Thread::cluster_rank() const {
   Block* b = block_;
   if (b == nullptr || b->grid->cluster <= 1) return 0;
   return blockIdx.x % b->grid->cluster;
+}
+
+unsigned Thread::cluster_size() const {
+  Block* b = block_;
+  if (b == nullptr || b->grid->cluster <= 1) return 1;
+  return b->grid->cluster;
+}
+
+void* Thread::cluster_map(const void* p, unsigned rank) const {
+  Block* b = block_;
+  if (b == nullptr) return const_cast<void*>(p);
+  Fibre* f = current_fibre(this);
+  const std::size_t size = b->grid->desc.smem_bytes;
+  const unsigned char* q = static_cast<const unsigned char*>(p);
+  if (smem == nullptr || q < smem || q >= smem + size) {
+    fail_block(this, cudaErrorLaunchFailure,
+               "a cluster address (mapa) of memory outside the block's shared memory");
+  }
+  const std::size_t offset = static_cast<std::size_t>(q - smem);
+  if (f == nullptr || !f->sched->cluster) {
+    if (rank != 0) {
+      fail_block(this, cudaErrorLaunchFailure,
+                 "a cluster address (mapa) of rank " + std::to_string(rank) +
+                     " in a launch without clusters");
+    }
+    return const_cast<unsigned char*>(q);
+  }
+  const std::vector<Block*>& blocks = f->sched->blocks;
+  if (rank >= blocks.size() || blocks[rank]->smem == nullptr) {
+    fail_block(this, cudaErrorLaunchFailure,
+               "a cluster address (mapa) of rank " + std::to_string(rank) + " in a cluster of " +
+                   std::to_string(blocks.size()) + " blocks");
+  }
+  return blocks[rank]->smem + offset;
 }
 
 void Thread::grid_sync() const {

@@ -671,7 +671,7 @@ fn compile_time_println_is_a_note_and_emits_no_code() {
 #[test]
 fn unsupported_constructs_get_one_e0901_and_checking_continues() {
     let c = run(
-        "__co__ void f(f32 [4] a, int n) {\n  parallel p by 4 : block {\n    f = tma.load.multicast a => shared;\n    a.at(0) = 1.0f;\n    n = 2;\n  }\n}\n",
+        "__co__ void f(f32 [4] a, int n) {\n  parallel p by 4 : block {\n    frag f32 [64] acc {0.0f};\n    a.at(0) = 1.0f;\n    n = 2;\n  }\n}\n",
     );
     let codes: Vec<&str> = c.diags.iter().filter(|d| d.is_error()).map(|d| d.code).collect();
     assert_eq!(codes, ["E0901", "E0403"]);
@@ -1311,10 +1311,16 @@ reject!(sync_shared_on_host, "E0711", "sync.shared", "__co__ void f(int n) {\n  
 // -- not supported --------------------------------------------------------------------------------
 
 reject!(
-    local_events_are_not_supported_yet,
-    "E0901",
+    local_events_are_declared_in_device_code,
+    "E0466",
     "local",
-    "__co__ void f(int n) {\n  parallel p by 2 : block { local event e; }\n}\n"
+    "__co__ void f(int n) {\n  local event e;\n  parallel p by 2 : block { println(n); }\n}\n"
+);
+reject!(
+    while_on_a_shared_event_is_rejected,
+    "E0467",
+    "e)",
+    "__co__ void f(s32 [2] &o) {\n  parallel p by 2 : block {\n    shared event e = ready;\n    while (e) { o.at(p) = 1; }\n  }\n}\n"
 );
 reject!(
     with_where_is_out_of_scope,
@@ -1387,6 +1393,7 @@ fn parse_fixtures_pass_sema_or_only_hit_unsupported_constructs() {
         // `while (e)` on a shared event: spec-tier3 §2.4 ⚠, rejected by design (event
         // predicates need a local or global event).
         ("t3_event_misc.co", "E0471"),
+        ("t3_event_misc.co", "E0467"),
     ];
     let mut failures = Vec::new();
     let files = fixtures(&fixture_dir("parse"));
@@ -1709,6 +1716,29 @@ fn swizzle_warnings() {
         "__co__ void f(f32 [16, 32] a, f32 [16, 32] &o) {\n  parallel p by 1 : block {\n    g = dma.copy.swiz<64> a => shared;\n    dma.copy.swiz<64> g.data => o;\n  }\n}\n",
     );
     assert!(c.diags.is_empty(), "{}", render_human(&c.db, &c.diags));
+}
+
+#[test]
+fn copy_swizzle_disagreement_and_tma_stored_reads_warn() {
+    // A tile loaded with `.swiz<128>` and stored without swizzle (W0409); the same swizzle on
+    // both sides does not warn (tier 3 §4.3).
+    let c = accepted(
+        "__co__ void f(f32 [16, 32] a, f32 [16, 32] &o) {\n  parallel p by 1 : block {\n    shared f32 [16, 32] t;\n    tma.load.swiz<128> a => t;\n    tma.copy t => o;\n  }\n}\n",
+    );
+    let codes: Vec<&str> = c.diags.iter().map(|d| d.code).collect();
+    assert_eq!(codes, ["W0409"]);
+    let c = accepted(
+        "__co__ void f(f32 [16, 32] a, f32 [16, 32] &o) {\n  parallel p by 1 : block {\n    shared f32 [16, 32] t;\n    dma.copy a => t;\n    dma.copy.swiz<64> t => o;\n  }\n}\n",
+    );
+    let codes: Vec<&str> = c.diags.iter().map(|d| d.code).collect();
+    assert_eq!(codes, ["W0409"]);
+    // A kernel that reads what it stored with TMA (W0408, once per buffer); reading it in a
+    // later kernel does not warn.
+    let c = accepted(
+        "__co__ void f(f32 [16, 32] a, f32 [16, 32] &o, f32 [2] &r) {\n  parallel p by 1 : block {\n    shared f32 [16, 32] t;\n    tma.load a => t;\n    tma.copy t => o;\n    r.at(0) = o.at(0, 0);\n    r.at(1) = o.at(1, 0);\n  }\n  parallel q by 1 : block {\n    r.at(1) = o.at(2, 0);\n  }\n}\n",
+    );
+    let codes: Vec<&str> = c.diags.iter().map(|d| d.code).collect();
+    assert_eq!(codes, ["W0408"]);
 }
 
 #[test]

@@ -1721,6 +1721,15 @@ pub enum StmtKind {
         /// Who waits together.
         participants: Participants,
     },
+    /// `wait f, …;` on asynchronous TMA stores (`f = tma.copy.async …`, spec-tier3 §3.3 ⚠):
+    /// the issuer waits until its bulk copies have completed (`cp.async.bulk.wait_group 0`),
+    /// then the participants synchronise.
+    TmaStoreWait {
+        /// The group locals of the waited store futures.
+        groups: Vec<VarId>,
+        /// Who waits together.
+        participants: Participants,
+    },
     /// `swap(a, b)` / `rotate(a, b, c, …)` (spec §14.3): `a` takes `b`'s data (and pending
     /// copy group), `b` takes `c`'s, …, the last takes `a`'s.
     Rotate {
@@ -1758,6 +1767,23 @@ pub enum StmtKind {
     /// slot's current generation (they were armed on it, [`Tma::event`]); the issuer of the
     /// scope arrives once, which lets the generation complete when their bytes have landed.
     TriggerAfter(Box<TriggerAfter>),
+    /// `trigger` / `wait` of a global event (spec-tier3 §2.4): its flag is byte `slot` of the
+    /// zeroed device buffer `flags` the host declared. In device code `trigger` sets the flag
+    /// (after a device fence) and `wait` spins until it is set, then clears it; with
+    /// `elected`, thread 0 of the block does it between block barriers. In host code `trigger`
+    /// sets the byte with `cudaMemset`.
+    GlobalFlag {
+        /// `wait` (else `trigger`).
+        wait: bool,
+        /// The flag bytes (a host-declared global `u8` buffer).
+        flags: BufferRef,
+        /// The slot (s32).
+        slot: HExpr,
+        /// The number of slots.
+        slots: u32,
+        /// Block-level code: one thread of the block acts for it.
+        elected: bool,
+    },
     /// `croq::cuda::setreg_inc(n)` / `setreg_dec(n)` (spec-tier3 §7.2): `setmaxnreg.inc|dec`
     /// with `regs` registers per thread, device code. Only made where the target has the
     /// instruction ([`crate::target::Target::setmaxnreg`]).
@@ -1804,6 +1830,18 @@ pub struct Event {
     pub phases: VarId,
     /// Where it is triggered, with the conditions under which a thread gets there.
     pub triggers: Vec<TriggerSite>,
+    /// Triggered with `trigger.cluster` (spec-tier3 §2.6; the first such statement): each
+    /// triggering thread arrives on the slot of every block of the cluster, and waits acquire
+    /// at cluster scope.
+    pub cluster: Option<crate::source::Span>,
+    /// A `local event` (spec-tier3 §2.4): per slot a per-thread flag ([`Event::barriers`] is
+    /// then a local `bool` buffer), set by `trigger`, waited for and cleared by `wait`, tested
+    /// by `while (e)`.
+    pub local: bool,
+    /// A `global event` (spec-tier3 §2.4, host-declared): per slot a byte of a zeroed device
+    /// buffer ([`Event::barriers`] is then that global `u8` buffer); its `trigger`s and `wait`s
+    /// are [`StmtKind::GlobalFlag`] statements.
+    pub global: bool,
 }
 
 impl Event {
@@ -2013,6 +2051,9 @@ pub struct Tma {
     /// The event slot a load bound by `trigger e after f` completes instead of its own
     /// mbarrier (spec-tier3 §2.5): the slot the trigger names, evaluated where the load is.
     pub event: Option<EventSlot>,
+    /// `.multicast` (spec-tier3 §3.6): a load that cluster rank 0 issues for every block of
+    /// the cluster (each block arms its own mbarrier at the same offset).
+    pub multicast: bool,
 }
 
 /// Who executes a DMA (spec §14.5) or waits for one.

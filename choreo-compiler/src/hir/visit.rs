@@ -131,6 +131,7 @@ pub fn walk_stmt<'a, V: Visitor<'a> + ?Sized>(v: &mut V, s: &'a Stmt) {
             walk_stmt(v, &dma.element);
         }
         StmtKind::Wait { groups: _, tma_groups: _, participants: _ }
+        | StmtKind::TmaStoreWait { groups: _, participants: _ }
         | StmtKind::Rotate { futures: _, groups: _ } => {}
         StmtKind::HostCopy { src, dst, count } => {
             v.buffer(*src);
@@ -152,6 +153,10 @@ pub fn walk_stmt<'a, V: Visitor<'a> + ?Sized>(v: &mut V, s: &'a Stmt) {
             walk_expr(v, threads);
         }
         StmtKind::EventInit(_) => {}
+        StmtKind::GlobalFlag { wait: _, flags, slot, slots: _, elected: _ } => {
+            v.buffer(*flags);
+            walk_expr(v, slot);
+        }
         StmtKind::Trigger(slots) | StmtKind::EventWait(slots) => {
             for slot in slots {
                 walk_expr(v, slot.index.expr());

@@ -421,6 +421,7 @@ impl<'a> Analysis<'a, '_> {
                 | StmtKind::Fence(_)
                 | StmtKind::Dma(_)
                 | StmtKind::Wait { .. }
+                | StmtKind::TmaStoreWait { .. }
                 | StmtKind::Rotate { .. }
                 | StmtKind::HostCopy { .. }
                 | StmtKind::Eval(_)
@@ -428,6 +429,7 @@ impl<'a> Analysis<'a, '_> {
                 | StmtKind::Asm(_)
                 | StmtKind::EventInit(_)
                 | StmtKind::Trigger(_)
+                | StmtKind::GlobalFlag { .. }
                 | StmtKind::EventWait(_)
                 | StmtKind::TriggerAfter(_)
                 | StmtKind::NamedBarrier { .. }
@@ -590,6 +592,7 @@ impl<'a> Analysis<'a, '_> {
                 }
             }
             StmtKind::TriggerAfter(t) => self.expr(t.slot.index.expr()),
+            StmtKind::GlobalFlag { slot, .. } => self.expr(slot),
             StmtKind::Break
             | StmtKind::Continue
             | StmtKind::Yield
@@ -602,6 +605,7 @@ impl<'a> Analysis<'a, '_> {
             | StmtKind::DeclBuffer { .. }
             | StmtKind::Parallel(_)
             | StmtKind::Wait { .. }
+            | StmtKind::TmaStoreWait { .. }
             | StmtKind::Rotate { .. }
             | StmtKind::HostCopy { .. }
             | StmtKind::Cpp(_) => {}
@@ -1211,6 +1215,7 @@ fn leaves_early(body: &[Stmt]) -> bool {
         | StmtKind::Fence(_)
         | StmtKind::Dma(_)
         | StmtKind::Wait { .. }
+        | StmtKind::TmaStoreWait { .. }
         | StmtKind::Rotate { .. }
         | StmtKind::HostCopy { .. }
         | StmtKind::Eval(_)
@@ -1218,6 +1223,7 @@ fn leaves_early(body: &[Stmt]) -> bool {
         | StmtKind::Asm(_)
         | StmtKind::EventInit(_)
         | StmtKind::Trigger(_)
+        | StmtKind::GlobalFlag { .. }
         | StmtKind::EventWait(_)
         | StmtKind::TriggerAfter(_)
         | StmtKind::NamedBarrier { .. }

@@ -55,6 +55,14 @@ pub(super) fn arrival_counts(
                 (Some(tree), Some(plan)) if !e.triggers.is_empty() => participation(e, tree, plan),
                 _ => None,
             };
+            // `trigger.cluster` (§2.6): every triggering thread of every block of the cluster
+            // arrives on each block's slot.
+            let blocks = match (e.cluster, kernels.get(e.kernel.index())) {
+                (Some(_), Some(plan)) => plan.cluster.as_ref().map_or(1, |c| c.size()),
+                _ => 1,
+            };
+            let participation =
+                participation.map(|p| p.into_iter().map(|c| c * blocks).collect::<Vec<u64>>());
             match (e.arrivals, participation) {
                 (Some(n), Some(p)) => {
                     if let Some(&other) = p.iter().find(|&&c| c != u64::from(n) && c != 0) {

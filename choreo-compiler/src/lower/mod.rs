@@ -857,6 +857,8 @@ impl<'a> Visitor<'a> for KernelWalk<'a> {
             StmtKind::Barrier(_)
             | StmtKind::NamedBarrier { .. }
             | StmtKind::Wait { .. }
+            | StmtKind::TmaStoreWait { .. }
+            | StmtKind::GlobalFlag { .. }
             | StmtKind::Dma(_)
             | StmtKind::TriggerAfter(_)
             | StmtKind::Asm(_)

@@ -242,9 +242,8 @@ impl Checker<'_> {
             );
             return poison(self);
         }
-        if tma && store && is_async {
-            self.unsupported(span, "an asynchronous TMA store (`tma.copy.async`)", 3);
-            return poison(self);
+        if tma && store && mods.multicast.is_some() {
+            return self.multicast_store(mods, span, poison);
         }
         if !tma
             && mods.swizzle != 0
@@ -289,8 +288,7 @@ impl Checker<'_> {
             if let Some(groups) = self.waited_groups(std::slice::from_ref(g), true) {
                 if !groups.is_empty() {
                     let participants = self.participants(Storage::Shared);
-                    let (tma_groups, groups) = self.split_tma_groups(groups);
-                    out.push(stmt(StmtKind::Wait { groups, tma_groups, participants }, g.span));
+                    self.push_waits(groups, participants, g.span, out);
                 }
             }
         }
@@ -346,6 +344,11 @@ impl Checker<'_> {
             }
             None
         };
+        if let (true, true, Some(g)) = (tma && store, is_async, group) {
+            if let Some(k) = self.kernel.as_mut() {
+                k.tma_store_groups.insert(g);
+            }
+        }
         let Some(dma) = self.dma_loop(src, dst, &transfer, is_async, participants, span) else {
             return;
         };
@@ -359,6 +362,7 @@ impl Checker<'_> {
         if let (true, Some(g)) = (tma && is_async, group) {
             self.note_tma_issue(g);
         }
+        self.check_copy_swizzle(&dma, site, swizzle, span);
         let dma = hir::Dma { bind, group, tma: info, swizzle, ..dma };
         out.push(stmt(StmtKind::Dma(Box::new(dma)), span));
     }
@@ -1148,14 +1152,8 @@ impl Checker<'_> {
                 return;
             }
             let participants = self.participants(Storage::Shared);
-            let (tma_groups, groups) = self.split_tma_groups(groups);
-            out.push(stmt(StmtKind::Wait { groups, tma_groups, participants }, span));
+            self.push_waits(groups, participants, span, out);
         }
-    }
-
-    /// The group locals of TMA futures (mbarrier numbers) and of DMA futures (copy groups).
-    fn split_tma_groups(&self, groups: Vec<VarId>) -> (Vec<VarId>, Vec<VarId>) {
-        groups.into_iter().partition(|g| self.is_tma_group(*g))
     }
 
     /// `swap(a, b)` / `rotate(a, b, …)` (spec §14.3).
@@ -1289,6 +1287,11 @@ impl Checker<'_> {
                     // A future bound to an event is consumed (spec-tier3 §2.5).
                     StmtKind::TriggerAfter(t) => {
                         for g in &t.futures {
+                            pending.remove(g);
+                        }
+                    }
+                    StmtKind::TmaStoreWait { groups, .. } => {
+                        for g in groups {
                             pending.remove(g);
                         }
                     }

@@ -8,8 +8,9 @@
 //! under which a thread executes it (the arrival count, §2.7, is computed from them where the
 //! kernel's shape is known).
 //!
-//! Not yet supported (E0901): `local` and `global` events, `trigger … after` futures (TMA
-//! completion), `trigger.cluster`, and `while (event)`.
+//! `local` events and `while (e)` are in `events_local`, `trigger.cluster` in
+//! `events_cluster`. Not yet supported (E0901): `global` events and `trigger … after` futures
+//! (TMA completion).
 
 use super::scope::Symbol;
 use super::{Checker, Region};
@@ -49,10 +50,8 @@ impl Checker<'_> {
                 );
                 false
             }
-            (Some(ast::Storage::Local | ast::Storage::Global), _) => {
-                self.unsupported(storage_span, "`local` and `global` events", 3);
-                false
-            }
+            (Some(ast::Storage::Local), _) => return self.check_local_event_decl(d, span, out),
+            (Some(ast::Storage::Global), _) => return self.check_global_event_decl(d, span, out),
             (None, _) => {
                 self.error_label(
                     "E0470",
@@ -134,6 +133,9 @@ impl Checker<'_> {
                 barriers,
                 phases,
                 triggers: Vec::new(),
+                cluster: None,
+                local: false,
+                global: false,
             });
             self.declare_symbol(&item.name, Symbol::Event(id));
             if !ok {
@@ -151,7 +153,7 @@ impl Checker<'_> {
     }
 
     /// The kernel being checked.
-    fn current_kernel(&self) -> Option<KernelId> {
+    pub(crate) fn current_kernel(&self) -> Option<KernelId> {
         match self.region {
             Region::Device(_) if self.kernel_count > 0 => Some(KernelId(self.kernel_count - 1)),
             _ => None,
@@ -161,7 +163,7 @@ impl Checker<'_> {
     /// Events are declared where every thread of the block passes exactly once: not inside an
     /// `inthreads` (spec-tier3 §2.1) and not inside a loop (the initialisation synchronises the
     /// block and must not restart a barrier others still wait on).
-    fn event_decl_placement_ok(&mut self, span: Span) -> bool {
+    pub(crate) fn event_decl_placement_ok(&mut self, span: Span) -> bool {
         if self.inthreads_depth > 0 {
             self.error_label(
                 "E0470",
@@ -185,7 +187,7 @@ impl Checker<'_> {
 
     /// The array extents of one declarator: positive constants, at most [`MAX_EVENT_SLOTS`]
     /// slots in all.
-    fn event_dims(&mut self, item: &ast::EventItem) -> Option<Vec<u32>> {
+    pub(crate) fn event_dims(&mut self, item: &ast::EventItem) -> Option<Vec<u32>> {
         let mut dims = Vec::with_capacity(item.dims.len());
         for d in &item.dims {
             let e = self.check_int(d, "an event array dimension");
@@ -223,8 +225,20 @@ impl Checker<'_> {
 
     /// `trigger e, …;` (spec-tier3 §2.2).
     pub(crate) fn check_trigger(&mut self, t: &ast::Trigger, span: Span, out: &mut Vec<Stmt>) {
+        if t.targets.iter().any(|x| self.names_global_event(x)) {
+            return self.global_event_stmt(
+                &t.targets,
+                t.cluster.or(t.after.first().map(|a| a.span)),
+                false,
+                span,
+                out,
+            );
+        }
+        if let (Some(c), true) = (t.cluster, t.after.is_empty()) {
+            return self.check_cluster_trigger(t, c, span, out);
+        }
         if let Some(c) = t.cluster {
-            self.unsupported(c, "`trigger.cluster`", 3);
+            self.unsupported(c, "`trigger.cluster … after`", 3);
             self.mark_event_errors(&t.targets);
             return;
         }
@@ -248,9 +262,26 @@ impl Checker<'_> {
                 None => failed = true,
             }
         }
-        if failed {
+        if failed || !self.plain_trigger_ok(&slots) {
             self.order_updates.clear();
             self.mark_event_errors(&t.targets);
+            return;
+        }
+        self.record_trigger(&slots, span);
+        out.push(stmt(StmtKind::Trigger(slots.clone()), span));
+        self.flush_order_updates(&slots, out);
+    }
+
+    /// The bookkeeping of a `trigger` (plain or `.cluster`) of `slots` at `span`: the warning
+    /// outside `inthreads` and the trigger sites (§2.7).
+    pub(crate) fn record_trigger(&mut self, slots: &[EventSlot], span: Span) {
+        // A local event's flag is the triggering thread's own: no arrival count, no warning.
+        let slots: Vec<EventSlot> = slots
+            .iter()
+            .filter(|s| !self.events.get(s.event.index()).is_some_and(|e| e.local))
+            .cloned()
+            .collect();
+        if slots.is_empty() {
             return;
         }
         if self.inthreads_depth == 0 {
@@ -277,8 +308,6 @@ impl Checker<'_> {
                 });
             }
         }
-        out.push(stmt(StmtKind::Trigger(slots.clone()), span));
-        self.flush_order_updates(&slots, out);
     }
 
     /// Whether a `wait` operand names an event (rather than a future).
@@ -297,7 +326,7 @@ impl Checker<'_> {
     }
 
     /// The event an operand names (`e`, `e[i]…`, `e.at(k)`), if it names one.
-    fn event_named(&self, e: &ast::Expr) -> Option<EventId> {
+    pub(crate) fn event_named(&self, e: &ast::Expr) -> Option<EventId> {
         match &e.kind {
             ExprKind::Ident(id) => match self.scopes.lookup(&id.name) {
                 Some(Symbol::Event(ev)) => Some(*ev),
@@ -315,6 +344,9 @@ impl Checker<'_> {
         span: Span,
         out: &mut Vec<Stmt>,
     ) {
+        if targets.iter().any(|x| self.names_global_event(x)) {
+            return self.global_event_stmt(targets, None, true, span, out);
+        }
         if !self.in_device() {
             self.error_label(
                 "E0471",
@@ -397,6 +429,16 @@ impl Checker<'_> {
             }
         };
         let event = self.events.get(id.index())?.clone();
+        if let (Some(_), true) = (order, event.local || event.global) {
+            self.error_label(
+                "E0466",
+                span,
+                "'.at(order)' applies to shared event rings; a local or global event's slots are \
+                 flags",
+                "a local or global event",
+            );
+            return None;
+        }
         if let Some(order) = order {
             if !indices.is_empty() || event.dims.is_empty() {
                 let message = if event.dims.is_empty() {
@@ -519,7 +561,8 @@ impl Checker<'_> {
     pub(crate) fn check_events_used(&mut self) {
         for (i, e) in self.events.iter().enumerate() {
             let id = EventId(i as u32);
-            if self.events_with_errors.contains(&id) {
+            // A local event's flag is consumed by `while` as well as by `wait`.
+            if self.events_with_errors.contains(&id) || e.local || e.global {
                 continue;
             }
             let waited = self.waited_events.contains(&id);

@@ -98,6 +98,18 @@
 //!   or of another shape, sub-byte integers
 //! - `E0461` `.swiz<N>` misuse (tier 3 §4): rows not a multiple of N bytes, part of a shared
 //!   buffer, a swizzled `dma.copy` with no shared side or tiles of different shapes
+//! - `E0463` a statement that rewrites the shared source of an asynchronous TMA store
+//!   (`tma.copy.async`) before the store's `wait` (tier 3 §3.3 ⚠)
+//! - `E0464` `.multicast` misuse (tier 3 §3.6): outside a kernel launched in clusters, on a
+//!   store
+//! - `E0465` `trigger.cluster` misuse (tier 3 §2.6): outside a kernel launched in clusters,
+//!   on a local event, or on an event also triggered with a plain `trigger`
+//! - `E0466` local or global event misuse (tier 3 §2.4): a local event declared on the host
+//!   or a global one in device code, an arrival count `event<N>`, a ring operand
+//!   `.at(order)`, `= ready`/`.cluster`/`after` on a global event, a host `wait` of one, a
+//!   global event mixed with others or used by the instances of a `group` level
+//! - `E0467` `while (e)` on a shared event ("event predicates require a local or global
+//!   event", tier 3 §2.4 ⚠) or outside a parallel-by
 //! - `E0470` event declaration in the wrong place or of the wrong form: `shared` on the host,
 //!   inside `inthreads` or a loop, no storage, array extents that are not constants in
 //!   [1, 64] (or more than 64 slots), an arrival count `event<N>` out of [1, 2^20 − 1]
@@ -207,13 +219,16 @@
 //! Warnings: `W0401` lossy implicit conversion, `W0402` reinterpreting implicit conversion,
 //! `W0601` nested parallel-by mixes annotated and unannotated levels, `W0603` `<cooperative>`
 //! on a level other than the outermost block level (ignored), `W0604` `[[maxnreg]]` next to
-//! `[[launch_bounds]]` (nvcc takes one; launch_bounds is kept), `W0602` host mutable
+//! `[[launch_bounds]]` (nvcc takes one; launch_bounds is kept), `W0605` `setmaxnreg` under a
+//! condition that may split a warpgroup, `W0602` host mutable
 //! assigned inside a parallel-by (changes a per-thread copy), `W0701` `foreach` step (upstream
 //! ignores it), `W0403` a `chunkat`/`chunk` factor that does not divide the extent (the
 //! remainder is in no tile), `W0404` `span_as` of a view that may not be contiguous,
 //! `W0405` DMA whose source and destination shapes differ with neither inside the other,
 //! `W0406` `.swiz` without a period (no swizzle), `W0407` element access of a shared buffer
-//! that a swizzled copy wrote (it sees the physical layout),
+//! that a swizzled copy wrote (it sees the physical layout), `W0408` a kernel that reads a
+//! buffer it stored with TMA (visible only at the kernel's end), `W0409` a copy out of a shared
+//! tile with another swizzle than the copy that wrote it,
 //! `W0702` deprecated `sync.shared`, `W0705` a `println!` argument only known at run time,
 //! `W0470` `trigger` outside `inthreads` (every thread of the block arrives),
 //! `W0471` an event that is waited but never triggered, `W0472` a fill event (`trigger …
@@ -225,6 +240,9 @@ mod calls;
 mod checks;
 mod dma;
 mod events;
+mod events_cluster;
+mod events_global;
+mod events_local;
 mod expr;
 mod inthreads;
 use crate::hir::arith as fold;
@@ -233,6 +251,7 @@ mod scope;
 mod shapes;
 mod stmt;
 mod tma;
+mod tma_async;
 mod types;
 mod views;
 mod wspipe;
@@ -364,6 +383,14 @@ pub(crate) struct KernelFrame {
     pub(crate) tma_barriers: u32,
     /// The group locals of its TMA futures (they hold mbarrier numbers, not copy groups).
     pub(crate) tma_groups: std::collections::BTreeSet<VarId>,
+    /// The group locals of its asynchronous TMA stores (`tma.copy.async`, waited with
+    /// `cp.async.bulk.wait_group`).
+    pub(crate) tma_store_groups: std::collections::BTreeSet<VarId>,
+    /// Whether some TMA load of it multicasts (spec-tier3 §3.6).
+    pub(crate) multicast: bool,
+    /// The swizzle period (0: none) of the last copy into each shared buffer, and where it
+    /// is (`W0409` when a copy out of the buffer uses another one).
+    pub(crate) copy_swizzle: std::collections::BTreeMap<hir::BufferRef, (u32, Span)>,
     /// The largest swizzle period of its copies.
     pub(crate) swizzle: u32,
     /// Shared buffers written by a swizzled copy: element accesses see their physical layout

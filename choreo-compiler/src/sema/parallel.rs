@@ -451,6 +451,7 @@ impl Checker<'_> {
         self.region = Region::Host;
         self.loop_depth = saved_loop;
         self.check_waits(&body, span);
+        self.check_tma_stores(&body);
         match threads.as_const() {
             Some(n) if n > self.target.max_threads_per_block() => {
                 self.error_label(

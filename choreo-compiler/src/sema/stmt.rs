@@ -181,7 +181,11 @@ impl Checker<'_> {
                 out.push(stmt(StmtKind::If { cond: c, then_body, else_body }, span));
             }
             A::While { cond, body } => {
-                let c = self.check_scalar(cond, "a `while` condition");
+                let c = if self.names_event(cond) {
+                    self.event_condition(cond)
+                } else {
+                    self.check_scalar(cond, "a `while` condition")
+                };
                 if !matches!(c.ty, Ty::Error | Ty::Scalar(ElemTy::Bool)) {
                     self.error_label(
                         "E0706",

@@ -21,6 +21,8 @@ pub(crate) struct Modifiers {
     pub(crate) evict_first: Option<bool>,
     /// `.promote<B>` (0: not written).
     pub(crate) promote: u32,
+    /// `.multicast`, where written.
+    pub(crate) multicast: Option<Span>,
 }
 
 /// The most dimensions a tensor map has.
@@ -46,18 +48,17 @@ impl Checker<'_> {
                 // Tiles of the same shape: nothing to fill (tiles of different shapes are
                 // rejected below).
                 ast::DmaAttrKind::Zfill if tma => {}
-                ast::DmaAttrKind::Multicast if tma => {
-                    self.unsupported(
-                        attr.span,
-                        "`.multicast` (TMA multicast needs cluster support)",
-                        3,
-                    );
-                    return None;
-                }
+                ast::DmaAttrKind::Multicast if tma => m.multicast = Some(attr.span),
                 _ => {
                     self.unsupported(attr.span, "this DMA modifier (`.zfill`, `.sp`, …)", 3);
                     return None;
                 }
+            }
+        }
+        // (An eviction hint with `.multicast` is a syntax error, E0337.)
+        if let Some(at) = m.multicast {
+            if !self.check_multicast(at) {
+                return None;
             }
         }
         Some(m)
@@ -324,6 +325,7 @@ impl Checker<'_> {
             role,
             // Set by a `trigger … after` that binds the load.
             event: None,
+            multicast: m.multicast.is_some(),
         })
     }
 

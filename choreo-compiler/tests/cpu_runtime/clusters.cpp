@@ -26,6 +26,29 @@ static void ring(const Thread* __choreo_thr, int* scratch, int* out, unsigned cl
   if (threadIdx.x == 0) out[blockIdx.x * 3 + 2] = scratch[first + (rank + cluster - 1) % cluster];
 }
 
+// Distributed shared memory (PTX mapa) and remote mbarriers: each block writes its rank into
+// the shared word of every block of its cluster, then arrives on every block's mbarrier (count:
+// one arrival per block); after its own barrier completes, a block sees every rank's word.
+static void remote(const Thread* __choreo_thr, int* out, unsigned cluster) {
+  unsigned char* smem = __choreo_thr->smem;
+  unsigned long long* bar = reinterpret_cast<unsigned long long*>(smem);
+  int* words = reinterpret_cast<int*>(smem + 8);
+  const unsigned rank = __choreo_thr->cluster_rank();
+  if (threadIdx.x == 0) __choreo_thr->mbar_init(bar, cluster);
+  __choreo_thr->cluster_sync();
+  if (threadIdx.x == 0) {
+    CHECK(__choreo_thr->cluster_size() == cluster);
+    for (unsigned r = 0; r < cluster; ++r) {
+      int* w = static_cast<int*>(__choreo_thr->cluster_map(words + rank, r));
+      *w = static_cast<int>(rank) + 100;
+      __choreo_thr->mbar_arrive(static_cast<unsigned long long*>(__choreo_thr->cluster_map(bar, r)));
+    }
+  }
+  __choreo_thr->mbar_wait(bar, 0);
+  if (threadIdx.x < cluster) out[blockIdx.x * 16 + threadIdx.x] = words[threadIdx.x];
+  __choreo_thr->cluster_sync();  // no block leaves while others may still write its memory
+}
+
 static cudaLaunchConfig_t config(unsigned blocks, unsigned threads, cudaLaunchAttribute* a) {
   cudaLaunchConfig_t c = {};
   c.gridDim = dim3(blocks);
@@ -56,6 +79,23 @@ int main() {
       CHECK(out[b * 3 + 2] == -static_cast<int>((rank + cluster - 1) % cluster));
     }
     CHECK_OK(cudaFree(scratch));
+    CHECK_OK(cudaFree(out));
+  }
+  for (unsigned cluster : {1u, 2u, 4u}) {
+    const unsigned blocks = 8;
+    int* out = nullptr;
+    CHECK_OK(cudaMalloc(&out, blocks * 16 * sizeof(int)));
+    cudaLaunchAttribute a = {};
+    a.id = cudaLaunchAttributeClusterDimension;
+    a.val.clusterDim.x = cluster;
+    a.val.clusterDim.y = 1;
+    a.val.clusterDim.z = 1;
+    cudaLaunchConfig_t c = config(blocks, 32, &a);
+    c.dynamicSmemBytes = 8 + 16 * sizeof(int);
+    CHECK_OK(choreo::cpu::launch<remote>(&c, choreo::cpu::kFibres, out, cluster));
+    CHECK_OK(cudaDeviceSynchronize());
+    for (unsigned b = 0; b < blocks; ++b)
+      for (unsigned r = 0; r < cluster; ++r) CHECK(out[b * 16 + r] == static_cast<int>(r) + 100);
     CHECK_OK(cudaFree(out));
   }
   // A grid that is not whole clusters, a cluster above 16 blocks, a cooperative cluster launch.

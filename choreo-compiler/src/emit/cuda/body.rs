@@ -301,6 +301,13 @@ impl FnEmitter<'_, '_> {
                 }
                 Region::Host => self.bug(span, "a wait in host code"),
             },
+            StmtKind::GlobalFlag { wait, flags, slot, slots, elected } => {
+                self.global_flag(span, *wait, *flags, slot, *slots, *elected, host)
+            }
+            StmtKind::TmaStoreWait { groups: _, participants } => match region {
+                Region::Device(kernel) => self.tma_store_wait(span, *participants, kernel),
+                Region::Host => self.bug(span, "a wait in host code"),
+            },
             StmtKind::Rotate { futures, groups } => {
                 for vars in [futures, groups] {
                     let names: Vec<String> =
@@ -438,7 +445,7 @@ impl FnEmitter<'_, '_> {
     /// threads of a warp (or of a larger level instance: the whole block, which reaches it
     /// together), one instance of a level inside an `inthreads` that selects instances (as
     /// lowering decided: `lower::instances`), or nobody for one thread.
-    fn participants_sync(&mut self, span: Span, p: Participants, kernel: hir::KernelId) {
+    pub(super) fn participants_sync(&mut self, span: Span, p: Participants, kernel: hir::KernelId) {
         let level_plan = |this: &Self, level: hir::LevelId| {
             this.plan.kernels.get(kernel.index()).and_then(|k| k.levels.get(level.index())).cloned()
         };

@@ -28,6 +28,7 @@ impl FnEmitter<'_, '_> {
             .cloned()
             .unwrap_or_else(|| vec![1; slots as usize]);
         let name = e.name.clone();
+        let e_cluster = e.cluster.is_some();
         let uniform = counts.windows(2).all(|w| w[0] == w[1]);
         let first = counts.first().copied().unwrap_or(1);
         let what = if uniform {
@@ -60,11 +61,17 @@ impl FnEmitter<'_, '_> {
         self.w.indent -= 1;
         self.w.line(span, "}");
         self.w.line(span, "__syncthreads();");
+        if e_cluster {
+            // Other blocks arrive on these barriers: all are initialised before any arrives.
+            self.w.line(span, &format!("// {name} is triggered by every block of the cluster"));
+            let barrier = self.cluster_barrier();
+            self.w.line(span, &barrier);
+        }
     }
 
     /// The slot index of an operand, checked against the slot count when it is not a
     /// constant (a wrong index traps instead of touching another barrier).
-    fn event_slot_index(&mut self, slot: &EventSlot, slots: u32) -> String {
+    pub(super) fn event_slot_index(&mut self, slot: &EventSlot, slots: u32) -> String {
         let e = self.expr(slot.index.expr());
         match (&slot.index, slot.index.expr().kind.clone()) {
             (SlotIndex::Fixed(_), crate::hir::HExprKind::Int(_)) => e,
@@ -89,23 +96,37 @@ impl FnEmitter<'_, '_> {
 
     pub(super) fn event_trigger(&mut self, slot: &EventSlot) {
         let span = slot.span;
+        if self.f.events.get(slot.event.index()).is_some_and(|e| e.local) {
+            return self.flag_op(slot, "__choreo_flag_set", "trigger");
+        }
         let Some((e, bars, index)) = self.event_operand(slot) else { return };
         let slots = e.slots();
-        let text = match slot.index {
-            SlotIndex::Fixed(_) if slots == 1 => format!("__choreo_mbar_arrive({bars});"),
-            SlotIndex::Fixed(_) => format!("__choreo_mbar_arrive({bars} + {index});"),
-            SlotIndex::Order(_) => format!(
-                "__choreo_mbar_arrive({bars} + __choreo_event_ring_slot({index}, {slots}));"
-            ),
+        // `trigger.cluster`: on the slot of every block of the cluster (spec-tier3 §2.6).
+        let (arrive, what) = match e.cluster {
+            Some(_) => ("__choreo_mbar_arrive_cluster", "trigger.cluster"),
+            None => ("__choreo_mbar_arrive", "trigger"),
         };
-        self.w.line(span, &format!("{text}  // trigger {}", e.name));
+        let text = match slot.index {
+            SlotIndex::Fixed(_) if slots == 1 => format!("{arrive}({bars});"),
+            SlotIndex::Fixed(_) => format!("{arrive}({bars} + {index});"),
+            SlotIndex::Order(_) => {
+                format!("{arrive}({bars} + __choreo_event_ring_slot({index}, {slots}));")
+            }
+        };
+        self.w.line(span, &format!("{text}  // {what} {}", e.name));
     }
 
     pub(super) fn event_wait(&mut self, slot: &EventSlot) {
         let span = slot.span;
+        if self.f.events.get(slot.event.index()).is_some_and(|e| e.local) {
+            return self.flag_op(slot, "__choreo_flag_wait", "wait");
+        }
         let Some((e, bars, index)) = self.event_operand(slot) else { return };
         let slots = e.slots();
         let phases = self.names().local(e.phases).to_string();
+        // A cluster event's waits acquire at cluster scope (spec-tier3 §2.6 ⚠).
+        let wait =
+            if e.cluster.is_some() { "__choreo_mbar_wait_cluster" } else { "__choreo_mbar_wait" };
         match slot.index {
             SlotIndex::Fixed(_) => {
                 // This thread's parity for the slot, toggled by every wait.
@@ -117,7 +138,7 @@ impl FnEmitter<'_, '_> {
                 self.w.line(
                     span,
                     &format!(
-                        "{{ const unsigned long long __choreo_bit = {bit}; __choreo_mbar_wait({at}, ({phases} & __choreo_bit) != 0); {phases} ^= __choreo_bit; }}  // wait {}",
+                        "{{ const unsigned long long __choreo_bit = {bit}; {wait}({at}, ({phases} & __choreo_bit) != 0); {phases} ^= __choreo_bit; }}  // wait {}",
                         e.name
                     ),
                 );
@@ -129,7 +150,7 @@ impl FnEmitter<'_, '_> {
                 self.w.line(
                     span,
                     &format!(
-                        "{{ const long long __choreo_k = {index}; __choreo_mbar_wait({bars} + __choreo_event_ring_slot(__choreo_k, {slots}), __choreo_event_ring_parity(__choreo_k, {slots}) ^ {ready}u); }}  // wait {}.at(…)",
+                        "{{ const long long __choreo_k = {index}; {wait}({bars} + __choreo_event_ring_slot(__choreo_k, {slots}), __choreo_event_ring_parity(__choreo_k, {slots}) ^ {ready}u); }}  // wait {}.at(…)",
                         e.name
                     ),
                 );

@@ -202,7 +202,7 @@ impl FnEmitter<'_, '_> {
 
     /// The cluster barrier (`barrier.cluster.arrive.release` + `wait.acquire`): every thread
     /// of every block of the cluster.
-    fn cluster_barrier(&self) -> String {
+    pub(super) fn cluster_barrier(&self) -> String {
         match self.options.dialect {
             Dialect::Cuda => "asm volatile(\"barrier.cluster.arrive.release.aligned;\\n\\tbarrier.cluster.wait.acquire.aligned;\\n\" ::: \"memory\");".to_string(),
             Dialect::Cpu => "__choreo_thr->cluster_sync();".to_string(),

@@ -65,10 +65,12 @@
 mod body;
 mod events;
 mod expr;
+mod flags;
 mod host;
 mod kernel;
 pub mod support;
 mod tma;
+mod tma_async;
 pub mod types;
 pub mod writer;
 

@@ -600,6 +600,107 @@ __device__ __forceinline__ void __choreo_mbar_wait(unsigned long long* bar, unsi
   __trap();
 #endif
 }
+// `trigger.cluster` (spec-tier3 §2.6): one arrival, with cluster-scope release, on the mbarrier
+// at the same shared offset in every block of the cluster (mapa), this block's included; and
+// the wait of such an event, acquiring at cluster scope (the arrivals' writes of every block).
+__device__ __forceinline__ void __choreo_mbar_arrive_cluster(unsigned long long* bar) {
+#if defined(__CHOREO_CPU__)
+  const unsigned n = __choreo_thr->cluster_size();
+  for (unsigned r = 0; r < n; ++r)
+    __choreo_thr->mbar_arrive(static_cast<unsigned long long*>(__choreo_thr->cluster_map(bar, r)));
+#elif defined(CHOREO_MBAR_SM90)
+  unsigned n;
+  asm volatile("mov.u32 %0, %%cluster_nctarank;" : "=r"(n));
+  const unsigned addr = __choreo_smem_addr(bar);
+  for (unsigned r = 0; r < n; ++r) {
+    unsigned remote;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(addr), "r"(r));
+    asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n" ::"r"(remote)
+                 : "memory");
+  }
+#else
+  (void)bar;
+  __trap();
+#endif
+}
+__device__ __forceinline__ void __choreo_mbar_wait_cluster(unsigned long long* bar,
+                                                           unsigned parity) {
+#if defined(__CHOREO_CPU__)
+  __choreo_thr->mbar_wait(bar, parity);
+#elif defined(CHOREO_MBAR_SM90)
+  const unsigned addr = __choreo_smem_addr(bar);
+  for (unsigned long long polls = 0;; ++polls) {
+    unsigned done;
+    asm volatile(
+        "{\n.reg .pred p;\n"
+        "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n"
+        "selp.u32 %0, 1, 0, p;\n}\n"
+        : "=r"(done)
+        : "r"(addr), "r"(parity)
+        : "memory");
+    if (done) return;
+    if (polls >= CHOREO_MBAR_MAX_POLLS) __trap();
+  }
+#else
+  (void)bar;
+  (void)parity;
+  __trap();
+#endif
+}
+// Local events (spec-tier3 §2.4): per-thread flags. `trigger` sets one; `wait` spins until it
+// is set, then clears it. Only the owning thread sets a local flag, so a wait of a clear one
+// never returns: it traps after the mbarrier waits' poll limit (on the CPU, which yields to the
+// block's other fibres between polls, after 2^16 polls).
+#if defined(__CHOREO_CPU__)
+#define CHOREO_FLAG_MAX_POLLS (1ull << 16)
+#else
+#define CHOREO_FLAG_MAX_POLLS CHOREO_MBAR_MAX_POLLS
+#endif
+__device__ __forceinline__ void __choreo_flag_set(volatile bool* flag) { *flag = true; }
+__device__ __forceinline__ void __choreo_flag_wait(volatile bool* flag) {
+  for (unsigned long long polls = 0; !*flag; ++polls) {
+    if (polls >= CHOREO_FLAG_MAX_POLLS) __trap();
+#if defined(__CHOREO_CPU__)
+    __choreo_thr->yield();
+#endif
+  }
+  *flag = false;
+}
+// Global events (spec-tier3 §2.4): a zeroed device byte per slot. `trigger` makes the thread's
+// earlier writes visible device-wide, then sets the byte; `wait` spins until it is set (another
+// block, an earlier kernel or the host sets it), then clears it. A wait that is never satisfied
+// traps after the poll limit (on the CPU, which yields between polls, after 2^24 polls).
+#if defined(__CHOREO_CPU__)
+#define CHOREO_GFLAG_MAX_POLLS (1ull << 24)
+#else
+#define CHOREO_GFLAG_MAX_POLLS CHOREO_MBAR_MAX_POLLS
+#endif
+__device__ __forceinline__ void __choreo_gflag_set(unsigned char* flag) {
+  __threadfence();
+#if defined(__CHOREO_CPU__)
+  __atomic_store_n(flag, static_cast<unsigned char>(1), __ATOMIC_RELEASE);
+#else
+  *static_cast<volatile unsigned char*>(flag) = 1;
+#endif
+}
+__device__ __forceinline__ void __choreo_gflag_wait(unsigned char* flag) {
+  for (unsigned long long polls = 0;; ++polls) {
+#if defined(__CHOREO_CPU__)
+    if (__atomic_load_n(flag, __ATOMIC_ACQUIRE) != 0) break;
+    __choreo_thr->yield();
+#else
+    if (*static_cast<volatile unsigned char*>(flag) != 0) break;
+    __nanosleep(64);
+#endif
+    if (polls >= CHOREO_GFLAG_MAX_POLLS) __trap();
+  }
+  __threadfence();
+#if defined(__CHOREO_CPU__)
+  __atomic_store_n(flag, static_cast<unsigned char>(0), __ATOMIC_RELAXED);
+#else
+  *static_cast<volatile unsigned char*>(flag) = 0;
+#endif
+}
 // Shared events: the slot of `e[i]` (a dynamic index outside the array traps rather than use
 // another barrier), and slot and parity of `e.at(k)` on a ring of n slots (generation k / n).
 __device__ __forceinline__ int __choreo_event_slot(long long i, int n) {

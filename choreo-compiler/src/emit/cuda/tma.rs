@@ -114,6 +114,12 @@ impl FnEmitter<'_, '_> {
         let dims = coords.len();
         let map = format!("&__choreo_tmap_{}", t.index);
         let coord_list = coords.join(", ");
+        if t.store && dma.is_async {
+            return self.tma_store_async(span, &map, &shared, dims, &coord_list);
+        }
+        if t.multicast {
+            return self.tma_multicast(span, dma, t, &map, &shared, dims, &coord_list);
+        }
         if t.store {
             self.w.line(span, "{  // TMA store (shared -> global)");
             self.w.indent += 1;

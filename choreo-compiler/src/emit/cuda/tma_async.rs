@@ -1,0 +1,95 @@
+//! Asynchronous TMA stores and multicast TMA loads (spec-tier3 §3.3, §3.6, §10.2).
+//!
+//! A `tma.copy.async` store is fenced and issued like a synchronous one, then committed as a
+//! bulk group without waiting; its `wait` is the issuer's `cp.async.bulk.wait_group 0` and the
+//! scope's barrier. A multicast load waits for the whole cluster first (every block is done
+//! with the destination and has its mbarrier initialised: the ⚠ of §3.6), each block arms its
+//! own mbarrier with the tile's bytes, and cluster rank 0 issues with the mask of every block
+//! of the cluster.
+
+use super::{Dialect, FnEmitter};
+use crate::hir::{self, Participants};
+use crate::source::Span;
+
+impl FnEmitter<'_, '_> {
+    /// `f = tma.copy.async SRC => DST;`: fenced, synchronised, issued and committed.
+    pub(super) fn tma_store_async(
+        &mut self,
+        span: Span,
+        map: &str,
+        shared: &str,
+        dims: usize,
+        coords: &str,
+    ) {
+        self.w.line(span, "{  // TMA store (shared -> global), asynchronous");
+        self.w.indent += 1;
+        self.w.line(span, "::choreo::tma::fence_proxy_async();");
+        self.w.line(span, "__syncthreads();");
+        self.w.line(span, "if (threadIdx.x == 0) {");
+        self.w.line(span, &format!("  ::choreo::tma::store_{dims}d({map}, &{shared}, {coords});"));
+        self.w.line(span, "  ::choreo::tma::store_commit();");
+        self.w.line(span, "}");
+        self.w.indent -= 1;
+        self.w.line(span, "}");
+    }
+
+    /// `wait f` of asynchronous TMA stores: the issuer's bulk copies have completed, then the
+    /// scope synchronises (spec-tier3 §3.3 ⚠).
+    pub(super) fn tma_store_wait(&mut self, span: Span, p: Participants, kernel: hir::KernelId) {
+        self.w.line(span, "if (threadIdx.x == 0) ::choreo::tma::store_wait_all();  // TMA stores");
+        self.participants_sync(span, p, kernel);
+    }
+
+    /// A multicast TMA load (sync or async).
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn tma_multicast(
+        &mut self,
+        span: Span,
+        dma: &hir::Dma,
+        t: &hir::Tma,
+        map: &str,
+        shared: &str,
+        dims: usize,
+        coords: &str,
+    ) {
+        let size = t.shared.elem.size_bytes();
+        let bytes: u64 = t.box_dims.iter().product::<u64>() * size;
+        let barrier = match dma.group.filter(|_| dma.is_async) {
+            Some(g) => self.names().local(g).to_string(),
+            None => t.barrier.to_string(),
+        };
+        self.w.line(
+            span,
+            &format!(
+                "{{  // TMA load (global -> shared), multicast to every block of the cluster{}",
+                if dma.is_async { ", asynchronous" } else { "" }
+            ),
+        );
+        self.w.indent += 1;
+        // Every block of the cluster is done with the destination (and its mbarrier is
+        // initialised) before rank 0 writes into it.
+        let barrier_text = self.cluster_barrier();
+        self.w.line(span, &barrier_text);
+        self.w.line(span, "if (threadIdx.x == 0) {");
+        self.w.line(
+            span,
+            &format!("  __choreo_mbar_arrive_expect_tx(&__choreo_tma_bar[{barrier}], {bytes}u);"),
+        );
+        self.w.line(span, "  if (__choreo_cta_rank == 0)");
+        self.w.line(
+            span,
+            &format!(
+                "    ::choreo::tma::load_multicast_{dims}d(&{shared}, {map}, &__choreo_tma_bar[{barrier}], ::choreo::tma::cluster_mask(), {coords});"
+            ),
+        );
+        if self.options.dialect == Dialect::Cpu {
+            self.w.line(span, "  // (the CPU's multicast completes every block's mbarrier)");
+        }
+        self.w.line(span, "}");
+        if !dma.is_async {
+            self.tma_wait_barrier(span, &barrier);
+        }
+        self.w.indent -= 1;
+        self.w.line(span, "}");
+    }
+}
