@@ -71,18 +71,33 @@
 //!    environment variable read.
 //! 5. Writes a [`Report`] to `<OUT_DIR>/choreo/<name>.report` and returns it.
 //!
-//! nvcc flags: `-c -std=c++17 -O3 -gencode=arch=compute_XX,code=sm_XX` (plus
-//! `code=compute_XX` PTX for architectures without the `a` suffix), `-Xcompiler -fPIC`,
+//! nvcc flags: `-c -std=c++17 -O3 -gencode=arch=compute_XX,code=sm_XX` for each architecture
+//! (plus `code=compute_XX` PTX of the newest one without the `a` suffix), `-Xcompiler -fPIC`,
 //! `-DCHOREO_LEAN_PRELUDE` (unless [`Builder::lean_prelude`]`(false)`), the defines, `-I` the
 //! `.co` file's folder (for a hand-written `.cu`: its folder, then the generated folder) and
 //! [`Builder::include`] folders, `-ccbin` (see below), then the
 //! [`Builder::nvcc_flag`]s. Never `-rdc`, never `-G` (add it with `nvcc_flag` to debug device
-//! code), never `-arch=native`; nothing at build time needs a GPU.
+//! code), never `-arch=native`; nothing at build time needs a GPU (a visible one chooses the
+//! default architecture).
 //!
-//! # The architecture
+//! # The architectures
 //!
-//! [`Builder::arch`], else the `CHOREO_CUDA_ARCH` environment variable, else **`sm_90a`**
-//! (Hopper with its architecture-specific features, the target this project is built for).
+//! A list, the first of: [`Builder::arch`], the `CHOREO_CUDA_ARCH` environment variable,
+//! `CUDA_COMPUTE_CAP` (each one architecture or a comma-separated list: `sm_80,sm_90`, `80`,
+//! `8.6`), the GPUs `nvidia-smi` lists at build time (native builds that compile CUDA; `sm_90a`
+//! for Hopper), else [`DEFAULT_ARCHS`] (`sm_80,sm_90`, with `compute_90` PTX that newer GPUs
+//! JIT-compile). An architecture the toolkit cannot compile is an error (`sm_100`/`sm_120`
+//! need CUDA 12.8, CUDA 13 dropped `sm_70`); a detected GPU it cannot compile for falls back to
+//! the defaults with a warning.
+//!
+//! Each `.co` file is translated once, for the oldest architecture it is built for, and that
+//! `.cu` is compiled for all of them (the translator's choices are capabilities and limits, so
+//! code for an older architecture runs on newer ones). It is also translated for the list's
+//! other architectures: one that some of them reject (TMA, clusters: sm_90+) is built for the
+//! newer part of the list that accepts it, one that only `sm_90a` accepts (`setmaxnreg`,
+//! the `group-4` level) for `sm_90a` alone when the list was automatic — a cargo warning says
+//! so each time; with a list you set, that is the file's `E0805` error.
+//! [`Report::arch`] and [`FileReport::archs`] say what was built.
 //!
 //! # Finding the CUDA toolkit
 //!
