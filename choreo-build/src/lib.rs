@@ -806,7 +806,7 @@ impl Builder {
             let ok = compilation.cu.is_some()
                 && compilation.rs.is_some()
                 && !compilation.diagnostics.iter().any(Diagnostic::is_error);
-            results.push((arch, compilation));
+            results.push((arch, ok, compilation));
             ok
         };
         let chosen = match arch::file_archs(archs, &mut translate) {
@@ -814,9 +814,13 @@ impl Builder {
             arch::FileArchs::Hopper => Some(vec![Arch::SM_90A]),
             arch::FileArchs::None => None,
         };
-        let wanted = chosen.as_ref().map_or(archs.floor(), |archs| archs[0]);
-        let index = results.iter().position(|(arch, _)| *arch == wanted).unwrap_or(0);
-        (results.swap_remove(index).1, chosen)
+        // The translation for the oldest architecture chosen; with none, the first that failed
+        // (its diagnostics are the file's errors).
+        let index = match &chosen {
+            Some(chosen) => results.iter().position(|(arch, ..)| *arch == chosen[0]),
+            None => results.iter().position(|(_, ok, _)| !ok),
+        };
+        (results.swap_remove(index.unwrap_or(0)).2, chosen)
     }
 
     fn nvcc_config(
@@ -1535,6 +1539,77 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         dir
+    }
+
+    /// Each file is built for the architectures of the list it translates for: all of them,
+    /// the newer part (TMA needs sm_90), or sm_90a alone (setmaxnreg) when the list is the
+    /// default; with a list the user set, the last is the file's E0805.
+    #[test]
+    fn each_file_is_built_for_the_architectures_its_constructs_need() {
+        let dir = temp("file-archs");
+        let plain = "__co__ void plain(global s32 [32] a) {\n  parallel t by 32 : thread { a.at(t) = t; }\n}\n";
+        let setreg = "__co__ void roles(global s32 [32] a) {\n  parallel b by 1 : block {\n    \
+                      call croq::cuda::setreg_dec(40);\n    parallel t by 32 : thread { a.at(t) = t; }\n  }\n}\n";
+        let tma = "__co__ void move_tile(f32 [256] x, f32 [256] &y) {\n  parallel b by 1 : block {\n    \
+                   shared f32 [256] t;\n    tma.load x => t;\n    tma.copy t => y;\n  }\n}\n";
+        for (name, text) in [("plain", plain), ("setreg", setreg), ("tma", tma)] {
+            std::fs::write(dir.join(format!("{name}.co")), text).unwrap();
+        }
+        let pattern = format!("{}/*.co", dir.display());
+        // On docs.rs nothing is compiled, but every file is translated.
+        let env = Env::fixed([("DOCS_RS", "1")]);
+        let mut cargo = Cargo::new(true);
+        let report = Builder::new()
+            .files(&pattern)
+            .out_dir(dir.join("out"))
+            .build_in(&env, &mut cargo, "k")
+            .unwrap();
+        assert_eq!(
+            (report.arch.as_str(), &report.arch_origin),
+            ("sm_80,sm_90", &ArchOrigin::Default)
+        );
+        let archs: Vec<(String, String)> =
+            report.files.iter().map(|f| (f.module.clone(), f.archs.join(","))).collect();
+        assert_eq!(
+            archs,
+            [
+                ("plain".to_owned(), "sm_80,sm_90".to_owned()),
+                ("setreg".to_owned(), "sm_90a".to_owned()),
+                ("tma".to_owned(), "sm_90".to_owned())
+            ]
+        );
+        let warnings: Vec<&String> =
+            cargo.printed.iter().filter(|line| line.starts_with("warning=")).collect();
+        let about = |file: &str| {
+            warnings.iter().find(|w| w.contains(&format!("{file}.co: built for"))).copied()
+        };
+        let setreg_warning = about("setreg").expect("a warning about setreg.co");
+        assert!(
+            setreg_warning.contains("built for sm_90a instead of sm_80,sm_90"),
+            "{setreg_warning}"
+        );
+        assert!(setreg_warning.contains("Hopper"), "{setreg_warning}");
+        let tma_warning = about("tma").expect("a warning about tma.co");
+        assert!(tma_warning.contains("built for sm_90 instead of sm_80,sm_90"), "{tma_warning}");
+        assert!(about("plain").is_none(), "{warnings:?}");
+        // The generated .cu is the translation for the oldest architecture built.
+        let cu = std::fs::read_to_string(&report.files[0].cu).unwrap();
+        assert!(cu.contains("__CHOREO_REQUIRED_GPU_DEVICE_SM__ 80"), "plain.cu");
+        let cu = std::fs::read_to_string(&report.files[1].cu).unwrap();
+        assert!(cu.contains("__CHOREO_REQUIRED_GPU_DEVICE_SM__ 90"), "setreg.cu");
+
+        // A list the user set: setmaxnreg on sm_90 is the file's error.
+        let env = Env::fixed([("DOCS_RS", "1"), ("CHOREO_CUDA_ARCH", "sm_80,sm_90")]);
+        let mut cargo = Cargo::new(false);
+        let error = Builder::new()
+            .files(&pattern)
+            .out_dir(dir.join("out2"))
+            .build_in(&env, &mut cargo, "k")
+            .unwrap_err();
+        let Error::Diagnostics(failed) = &error else { panic!("{error}") };
+        assert_eq!(failed.len(), 1, "{error}");
+        assert!(failed[0].file.ends_with("setreg.co"), "{error}");
+        assert!(failed[0].rendered.contains("E0805"), "{}", failed[0].rendered);
     }
 
     #[test]
