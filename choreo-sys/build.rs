@@ -1,23 +1,26 @@
-//! Build script of choreo-sys: find a CUDA 13 toolkit and link `libcudart_static`, or — when there
-//! is none — build the crate's stub functions instead of failing (see the crate docs).
+//! Build script of choreo-sys: find a CUDA 12.4+ or 13 toolkit and link `libcudart_static`, or —
+//! when there is none — build the crate's stub functions instead of failing (see the crate docs).
 //!
 //! The toolkit is found by `choreo_toolkit::discover_runtime`, the discovery that choreo-build
 //! and `choreoc build` share (`NVCC`, `CUDA_HOME`/`CUDA_PATH`, `nvcc` on `PATH`, the pip wheels
 //! of `python3`, the `ci/install-cuda` cache; the root from `CUDA_HOME`/`CUDA_PATH` when set).
 //! Stubs are built when `CHOREO_SYS_NO_CUDART` is set (not `0`), on docs.rs (`DOCS_RS`), when
-//! no toolkit is found or the one found cannot be used, and when it is not CUDA 13.x; the reason
+//! no toolkit is found or the one found cannot be used, and when it is not CUDA 12.4 to 13.x
+//! (a CUDA 12 toolkit sets `--cfg choreo_sys_cuda12`: its `cudaDeviceProp` layout and
+//! `cudaGetDeviceProperties_v2` symbol are bound instead of CUDA 13's); the reason
 //! is printed as a warning and compiled into the crate (`CHOREO_SYS_STUB_REASON`, read by
 //! `STUB_REASON` and the text of `cudaErrorStubLibrary`). This is
 //! the only crate that prints the cudart link lines: every crate whose code calls the runtime
 //! depends on it through `choreo`.
 
 use choreo_toolkit::{
-    CUDA_MAJOR, Discovery, Env, StubReason, Target, Toolkit, cudart_link_lines, discover_runtime,
+    Discovery, Env, StubReason, Target, Toolkit, cudart_link_lines, discover_runtime,
 };
 
 fn main() {
     println!("cargo::rerun-if-changed=build.rs");
     println!("cargo::rustc-check-cfg=cfg(choreo_sys_no_cudart)");
+    println!("cargo::rustc-check-cfg=cfg(choreo_sys_cuda12)");
 
     let env = Env::process();
     let target = Target::from_env(&env);
@@ -57,9 +60,17 @@ fn main() {
     }
 
     match &toolkit {
-        Some(toolkit) => emit_link(&target, toolkit),
+        Some(toolkit) => {
+            if toolkit.major() == 12 {
+                println!("cargo::rustc-cfg=choreo_sys_cuda12");
+            }
+            println!("cargo::rustc-env=CHOREO_SYS_CUDART_VERSION={}", toolkit.version);
+            emit_link(&target, toolkit);
+        }
         None => {
             println!("cargo::rustc-cfg=choreo_sys_no_cudart");
+            // Empty: the crate then reports the version of the headers it was generated from.
+            println!("cargo::rustc-env=CHOREO_SYS_CUDART_VERSION=");
             println!("cargo::metadata=linked=0");
         }
     }
@@ -76,7 +87,7 @@ fn one_line(text: &str) -> String {
 /// The warning of a build without the CUDA runtime (one line).
 fn stub_warning(why: &str) {
     println!(
-        "cargo::warning=choreo-sys: no usable CUDA {CUDA_MAJOR} runtime ({why}); building stubs \
+        "cargo::warning=choreo-sys: no usable CUDA runtime ({why}); building stubs \
          that return cudaErrorStubLibrary. Rebuild after installing or pointing at a toolkit \
          (`cargo clean -p choreo-sys` if no environment variable changed)"
     );
@@ -215,7 +226,7 @@ mod bindgen_check {
     pub(super) fn generate(root: Option<&Path>) {
         let Some(root) = root else {
             fail(
-                "needs a CUDA 13 toolkit (see the warning above for what was searched); run \
+                "needs a CUDA 12.4+ or 13 toolkit (see the warning above for what was searched); run \
                  ci/install-cuda or set CUDA_HOME"
                     .to_owned(),
             );

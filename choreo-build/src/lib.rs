@@ -71,18 +71,33 @@
 //!    environment variable read.
 //! 5. Writes a [`Report`] to `<OUT_DIR>/choreo/<name>.report` and returns it.
 //!
-//! nvcc flags: `-c -std=c++17 -O3 -gencode=arch=compute_XX,code=sm_XX` (plus
-//! `code=compute_XX` PTX for architectures without the `a` suffix), `-Xcompiler -fPIC`,
+//! nvcc flags: `-c -std=c++17 -O3 -gencode=arch=compute_XX,code=sm_XX` for each architecture
+//! (plus `code=compute_XX` PTX of the newest one without the `a` suffix), `-Xcompiler -fPIC`,
 //! `-DCHOREO_LEAN_PRELUDE` (unless [`Builder::lean_prelude`]`(false)`), the defines, `-I` the
 //! `.co` file's folder (for a hand-written `.cu`: its folder, then the generated folder) and
 //! [`Builder::include`] folders, `-ccbin` (see below), then the
 //! [`Builder::nvcc_flag`]s. Never `-rdc`, never `-G` (add it with `nvcc_flag` to debug device
-//! code), never `-arch=native`; nothing at build time needs a GPU.
+//! code), never `-arch=native`; nothing at build time needs a GPU (a visible one chooses the
+//! default architecture).
 //!
-//! # The architecture
+//! # The architectures
 //!
-//! [`Builder::arch`], else the `CHOREO_CUDA_ARCH` environment variable, else **`sm_90a`**
-//! (Hopper with its architecture-specific features, the target this project is built for).
+//! A list, the first of: [`Builder::arch`], the `CHOREO_CUDA_ARCH` environment variable,
+//! `CUDA_COMPUTE_CAP` (each one architecture or a comma-separated list: `sm_80,sm_90`, `80`,
+//! `8.6`), the GPUs `nvidia-smi` lists at build time (native builds that compile CUDA; `sm_90a`
+//! for Hopper), else [`DEFAULT_ARCHS`] (`sm_80,sm_90`, with `compute_90` PTX that newer GPUs
+//! JIT-compile). An architecture the toolkit cannot compile is an error (`sm_100`/`sm_120`
+//! need CUDA 12.8, CUDA 13 dropped `sm_70`); a detected GPU it cannot compile for falls back to
+//! the defaults with a warning.
+//!
+//! Each `.co` file is translated once, for the oldest architecture it is built for, and that
+//! `.cu` is compiled for all of them (the translator's choices are capabilities and limits, so
+//! code for an older architecture runs on newer ones). It is also translated for the list's
+//! other architectures: one that some of them reject (TMA, clusters: sm_90+) is built for the
+//! newer part of the list that accepts it, one that only `sm_90a` accepts (`setmaxnreg`,
+//! the `group-4` level) for `sm_90a` alone when the list was automatic — a cargo warning says
+//! so each time; with a list you set, that is the file's `E0805` error.
+//! [`Report::arch`] and [`FileReport::archs`] say what was built.
 //!
 //! # Finding the CUDA toolkit
 //!
@@ -137,6 +152,7 @@
 //! generated files to a folder of your choice: `<dir>/<name>/<module>.cu`, `.rs`, `choreo.h`
 //! and `<dir>/<name>.rs`.
 
+mod arch;
 mod cpu;
 mod elf;
 mod error;
@@ -145,6 +161,7 @@ mod inputs;
 mod nvcc;
 mod output;
 
+pub use arch::{ArchOrigin, DEFAULT_ARCHS};
 pub use choreo_toolkit::{FoundBy, RootFrom, StubReason, Toolkit};
 pub use error::{DuplicateSymbol, Error, FileDiagnostics, NvccFailure};
 
@@ -164,9 +181,6 @@ use std::process::Command;
 
 /// The output name used by [`compile`] and expected by `choreo::include_kernels!()`.
 pub const DEFAULT_NAME: &str = "kernels";
-
-/// The default architecture when neither [`Builder::arch`] nor `CHOREO_CUDA_ARCH` set one.
-pub const DEFAULT_ARCH: &str = "sm_90a";
 
 /// Most local headers followed through `#include "…"` per `.co` file for `rerun-if-changed`.
 const MAX_LOCAL_INCLUDES: usize = 256;
@@ -208,8 +222,9 @@ impl Default for Builder {
 }
 
 impl Builder {
-    /// A builder with no inputs and the defaults: architecture from `CHOREO_CUDA_ARCH` or
-    /// [`DEFAULT_ARCH`], runtime checks on, lean prelude on, cargo directives printed.
+    /// A builder with no inputs and the defaults: architectures from `CHOREO_CUDA_ARCH`,
+    /// `CUDA_COMPUTE_CAP`, the GPU visible at build time or [`DEFAULT_ARCHS`] (see the crate
+    /// docs), runtime checks on, lean prelude on, cargo directives printed.
     pub fn new() -> Builder {
         Builder {
             files: Vec::new(),
@@ -264,7 +279,10 @@ impl Builder {
         self
     }
 
-    /// Sets the CUDA architecture (`sm_70` … `sm_120`, `sm_90a`); overrides `CHOREO_CUDA_ARCH`.
+    /// Sets the CUDA architectures: one (`sm_70` … `sm_120`, `sm_90a`) or a comma-separated
+    /// list (`sm_80,sm_90`; also `80`, `8.0`, `compute_80`); overrides `CHOREO_CUDA_ARCH`,
+    /// `CUDA_COMPUTE_CAP` and the detection of the GPU (see "The architectures" in the crate
+    /// docs).
     pub fn arch(&mut self, arch: impl Into<String>) -> &mut Builder {
         self.arch = Some(arch.into());
         self
@@ -368,7 +386,6 @@ impl Builder {
                 .ok_or(Error::MissingEnv { var: "OUT_DIR" })?,
         };
         let layout = Layout { choreo_dir: out_dir.join("choreo"), name: name.to_owned() };
-        let arch = self.resolve_arch(env)?;
         let target = Target::from_env(env);
 
         let (inputs, cuda_inputs) = self.inputs(cargo)?;
@@ -379,6 +396,16 @@ impl Builder {
                 return Err(Error::NvccRequired { reason: one_line(&reason.to_string()) });
             }
         }
+        let cuda_version = match &discovery {
+            Discovery::Found(toolkit) => Some(toolkit.version),
+            Discovery::Stub(_) => None,
+        };
+        // The GPU of the build machine matters only for a native build that compiles CUDA.
+        let detect = cuda && !target.cross && env.is_process();
+        let archs = self.resolve_archs(env, cuda_version, detect)?;
+        for note in &archs.notes {
+            cargo.line(&format!("warning=choreo-build: {note}"));
+        }
         // docs.rs builds documentation only: nothing is compiled there.
         let cpu = env.non_empty("DOCS_RS").is_none();
         // The external symbols of each file live in (package, version, library, module): two
@@ -388,7 +415,7 @@ impl Builder {
             env.text("CARGO_PKG_VERSION").unwrap_or_default(),
             name.to_owned(),
         ];
-        let translated = self.translate(&inputs, arch, cuda, cpu, &scope, cargo)?;
+        let translated = self.translate(&inputs, &archs, cuda, cpu, &scope, cargo)?;
         let mut hand_written = read_hand_written(cuda_inputs, cargo)?;
         let mut generated = write_sources(&layout, &translated)?;
         let dump_dir =
@@ -398,7 +425,8 @@ impl Builder {
         }
         let mut report = Report {
             name: name.to_owned(),
-            arch: arch.to_string(),
+            arch: archs.joined(),
+            arch_origin: archs.origin.clone(),
             files: Vec::new(),
             cuda_files: Vec::new(),
             index_rs: layout.index_rs(),
@@ -476,7 +504,7 @@ impl Builder {
                 toolkit.root.display()
             ));
         }
-        let config = self.nvcc_config(env, &target, &toolkit, arch)?;
+        let config = self.nvcc_config(env, &target, &toolkit, archs.archs.clone())?;
         let cuda_objects =
             compile_objects(&config, &layout, &mut generated, &mut hand_written, env, cargo)?;
         report.nvcc_runs = generated.iter().filter(|file| file.report.compiled).count()
@@ -612,7 +640,7 @@ impl Builder {
     fn translate(
         &self,
         inputs: &[Input],
-        arch: Arch,
+        archs: &arch::ArchList,
         cuda: bool,
         cpu: bool,
         scope: &[String],
@@ -620,7 +648,7 @@ impl Builder {
     ) -> Result<Vec<Translated>, Error> {
         let mut options = CompileOptions {
             defines: self.defines.clone(),
-            target: CompileTarget::Cuda(arch),
+            target: CompileTarget::Cuda(archs.floor()),
             mode: OutputMode::Library,
             runtime_checks: self.runtime_checks,
             cuda_wrappers: cuda,
@@ -665,7 +693,32 @@ impl Builder {
                 // Other errors are the file's own: the CUDA translation reports them.
             }
             options.cpu_wrappers = cpp.is_some();
-            let compilation = choreo_compiler::compile::compile(&db, file, &options);
+            let (compilation, file_archs) = self.translate_for_archs(&db, file, &options, archs);
+            match &file_archs {
+                Some(chosen) if chosen.len() < archs.archs.len() || chosen[0] != archs.floor() => {
+                    let dropped: Vec<Arch> =
+                        archs.archs.iter().filter(|a| !chosen.contains(a)).copied().collect();
+                    let why = if chosen == &[Arch::SM_90A] && !archs.archs.contains(&Arch::SM_90A) {
+                        "it uses a construct that only sm_90a has (e.g. setmaxnreg or the \
+                         group-4 level), so its kernels run on sm_90 (Hopper) GPUs only"
+                            .to_owned()
+                    } else {
+                        format!(
+                            "it uses a construct that {} lacks, so its kernels do not run on \
+                             those GPUs",
+                            arch::join(&dropped)
+                        )
+                    };
+                    cargo.line(&format!(
+                        "warning={}: built for {} instead of {} ({}): {why}",
+                        input.path.display(),
+                        arch::join(chosen),
+                        archs.joined(),
+                        archs.origin
+                    ));
+                }
+                _ => {}
+            }
             let mut diagnostics = compilation.diagnostics;
             if let Some(cpu_errors) = cpu_failure {
                 diagnostics.extend(cpu_errors.into_iter().filter(|d| d.code == "E0806"));
@@ -701,6 +754,7 @@ impl Builder {
                         cpp,
                         rs,
                         warnings,
+                        archs: file_archs.unwrap_or_else(|| archs.archs.clone()),
                     });
                 }
                 _ => failed.push(FileDiagnostics {
@@ -714,15 +768,59 @@ impl Builder {
         if failed.is_empty() { Ok(translated) } else { Err(Error::Diagnostics(failed)) }
     }
 
-    fn resolve_arch(&self, env: &Env) -> Result<Arch, Error> {
-        let (value, origin) = match &self.arch {
-            Some(arch) => (arch.clone(), "Builder::arch"),
-            None => match env.text("CHOREO_CUDA_ARCH") {
-                Some(arch) => (arch, "CHOREO_CUDA_ARCH"),
-                None => (DEFAULT_ARCH.to_owned(), "the default architecture"),
+    /// The build's architectures (see [`arch::resolve`]); `detect`: ask `nvidia-smi` for the
+    /// GPUs of this machine when nothing sets them.
+    fn resolve_archs(
+        &self,
+        env: &Env,
+        cuda_version: Option<u32>,
+        detect: bool,
+    ) -> Result<arch::ArchList, Error> {
+        arch::resolve(self.arch.as_deref(), env, cuda_version, || {
+            if detect { arch::detect_gpus() } else { None }
+        })
+        .map_err(|(origin, message)| Error::InvalidArch {
+            origin: match origin {
+                ArchOrigin::Env(var) => var,
+                _ => "Builder::arch",
             },
+            message,
+        })
+    }
+
+    /// Translates `file` for CUDA for each architecture of `archs` and chooses those it is
+    /// built for ([`arch::file_archs`]): the translation for the oldest of them, and them;
+    /// `None` with the translation for the oldest of the list when there are none (its errors
+    /// are the file's).
+    fn translate_for_archs(
+        &self,
+        db: &SourceDb,
+        file: choreo_compiler::source::FileId,
+        options: &CompileOptions,
+        archs: &arch::ArchList,
+    ) -> (choreo_compiler::compile::Compilation, Option<Vec<Arch>>) {
+        let mut results = Vec::new();
+        let mut translate = |arch: Arch| {
+            let options = CompileOptions { target: CompileTarget::Cuda(arch), ..options.clone() };
+            let compilation = choreo_compiler::compile::compile(db, file, &options);
+            let ok = compilation.cu.is_some()
+                && compilation.rs.is_some()
+                && !compilation.diagnostics.iter().any(Diagnostic::is_error);
+            results.push((arch, ok, compilation));
+            ok
         };
-        value.parse::<Arch>().map_err(|e| Error::InvalidArch { origin, message: e.to_string() })
+        let chosen = match arch::file_archs(archs, &mut translate) {
+            arch::FileArchs::Archs { archs, .. } => Some(archs),
+            arch::FileArchs::Hopper => Some(vec![Arch::SM_90A]),
+            arch::FileArchs::None => None,
+        };
+        // The translation for the oldest architecture chosen; with none, the first that failed
+        // (its diagnostics are the file's errors).
+        let index = match &chosen {
+            Some(chosen) => results.iter().position(|(arch, ..)| *arch == chosen[0]),
+            None => results.iter().position(|(_, ok, _)| !ok),
+        };
+        (results.swap_remove(index.unwrap_or(0)).2, chosen)
     }
 
     fn nvcc_config(
@@ -730,7 +828,7 @@ impl Builder {
         env: &Env,
         target: &Target,
         toolkit: &Toolkit,
-        arch: Arch,
+        archs: Vec<Arch>,
     ) -> Result<NvccConfig, Error> {
         let ccbin = match env.non_empty("NVCC_CCBIN").or_else(|| env.non_empty("CUDAHOSTCXX")) {
             Some(ccbin) => Some(PathBuf::from(ccbin)),
@@ -745,7 +843,7 @@ impl Builder {
             .collect();
         Ok(NvccConfig {
             toolkit: toolkit.clone(),
-            arch,
+            archs,
             defines: self.defines.clone(),
             include_dirs,
             ccbin,
@@ -975,6 +1073,8 @@ struct Translated {
     rs: String,
     /// How many warnings it drew.
     warnings: usize,
+    /// The architectures it is compiled for (the `.cu` is the translation for the first).
+    archs: Vec<Arch>,
 }
 
 /// A hand-written `.cu` file that was read.
@@ -996,6 +1096,8 @@ struct Generated {
     cu_digest: Digest,
     /// The hash of the `.cpp`, when there is a CPU version.
     cpp_digest: Option<Digest>,
+    /// The architectures it is compiled for.
+    archs: Vec<Arch>,
     report: FileReport,
 }
 
@@ -1030,9 +1132,11 @@ fn write_sources(layout: &Layout, translated: &[Translated]) -> Result<Vec<Gener
             co_dir: file.co_dir.clone(),
             cu_digest: Digest::of(&file.cu),
             cpp_digest: file.cpp.as_ref().map(Digest::of),
+            archs: file.archs.clone(),
             report: FileReport {
                 source: file.input.path.clone(),
                 module: file.input.module.clone(),
+                archs: file.archs.iter().map(Arch::to_string).collect(),
                 cu,
                 rs,
                 cpp,
@@ -1086,6 +1190,7 @@ fn compile_objects(
             object: obj_dir.join(format!("{}.o", file.input.module)),
             generated_dir: generated_dir.clone(),
             hand_written: false,
+            archs: file.archs.clone(),
         };
         file.report.object = Some(job.object.clone());
         let key = config.key(&job, file.cu_digest, header_digest);
@@ -1099,6 +1204,7 @@ fn compile_objects(
             object: cuda_obj_dir.join(format!("{}.o", file.input.object_stem)),
             generated_dir: generated_dir.clone(),
             hand_written: true,
+            archs: config.archs.clone(),
         };
         file.report.object = Some(job.object.clone());
         let key = config.key(&job, file.digest, header_digest);
@@ -1207,8 +1313,11 @@ impl Cargo {
 pub struct Report {
     /// The output name given to [`Builder::build`].
     pub name: String,
-    /// The CUDA architecture compiled for, e.g. `sm_90a`.
+    /// The build's CUDA architectures, comma-separated, e.g. `sm_90a` or `sm_80,sm_90` (a file
+    /// may be built for fewer: [`FileReport::archs`]).
     pub arch: String,
+    /// Where they came from.
+    pub arch_origin: ArchOrigin,
     /// Every `.co` input, in build order.
     pub files: Vec<FileReport>,
     /// Every hand-written `.cu` input ([`Builder::cuda_file`], [`Builder::cuda_files`]), in
@@ -1244,6 +1353,10 @@ pub struct FileReport {
     pub source: PathBuf,
     /// Its Rust module name.
     pub module: String,
+    /// The CUDA architectures it is built for, e.g. `["sm_80", "sm_90"]`: the build's, or —
+    /// when it uses a construct that some of them lack — fewer of them, or `sm_90a` alone (a
+    /// cargo warning says so). The `.cu` is its translation for the first.
+    pub archs: Vec<String>,
     /// The generated `.cu`.
     pub cu: PathBuf,
     /// The generated `.rs`.
@@ -1294,7 +1407,7 @@ impl fmt::Display for Report {
     /// `key=value` lines (the format of `<OUT_DIR>/choreo/<name>.report`).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(f, "name={}", self.name)?;
-        writeln!(f, "arch={}", self.arch)?;
+        writeln!(f, "arch={}\narch_origin={}", self.arch, self.arch_origin)?;
         match (&self.stub, &self.toolkit) {
             (Some(reason), _) => {
                 writeln!(f, "mode=stub\nstub_reason={}", one_line(&reason.to_string()))?
@@ -1333,9 +1446,10 @@ impl fmt::Display for Report {
         for file in &self.files {
             write!(
                 f,
-                "file={} module={} compiled={} cu_written={} rs_written={} cu={} rs={}",
+                "file={} module={} archs={} compiled={} cu_written={} rs_written={} cu={} rs={}",
                 file.source.display(),
                 file.module,
+                file.archs.join(","),
                 file.compiled,
                 file.cu_written,
                 file.rs_written,
@@ -1383,16 +1497,23 @@ mod tests {
 
     #[test]
     fn arch_comes_from_the_builder_then_the_environment_then_the_default() {
+        let resolve = |builder: &Builder, env: &Env| {
+            builder.resolve_archs(env, Some(13000), false).map(|archs| archs.joined())
+        };
         let env = Env::fixed([("CHOREO_CUDA_ARCH", "sm_80")]);
-        assert_eq!(Builder::new().arch("sm_86").resolve_arch(&env).unwrap().to_string(), "sm_86");
-        assert_eq!(Builder::new().resolve_arch(&env).unwrap().to_string(), "sm_80");
+        assert_eq!(resolve(Builder::new().arch("sm_86"), &env).unwrap(), "sm_86");
+        assert_eq!(resolve(Builder::new().arch("sm_90,sm_86"), &env).unwrap(), "sm_86,sm_90");
+        assert_eq!(resolve(&Builder::new(), &env).unwrap(), "sm_80");
         let none = Env::fixed([]);
-        assert_eq!(Builder::new().resolve_arch(&none).unwrap().to_string(), DEFAULT_ARCH);
+        assert_eq!(resolve(&Builder::new(), &none).unwrap(), DEFAULT_ARCHS.join(","));
         let bad = Env::fixed([("CHOREO_CUDA_ARCH", "sm_91")]);
-        let error = Builder::new().resolve_arch(&bad).unwrap_err().to_string();
+        let error = resolve(&Builder::new(), &bad).unwrap_err().to_string();
         assert!(error.contains("CHOREO_CUDA_ARCH") && error.contains("sm_91"), "{error}");
-        let error = Builder::new().arch("native").resolve_arch(&none).unwrap_err().to_string();
+        let error = resolve(Builder::new().arch("native"), &none).unwrap_err().to_string();
         assert!(error.contains("Builder::arch"), "{error}");
+        let cap = Env::fixed([("CUDA_COMPUTE_CAP", "sm_70")]);
+        let error = resolve(&Builder::new(), &cap).unwrap_err().to_string();
+        assert!(error.contains("CUDA_COMPUTE_CAP") && error.contains("CUDA 13"), "{error}");
     }
 
     #[test]
@@ -1418,6 +1539,77 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         dir
+    }
+
+    /// Each file is built for the architectures of the list it translates for: all of them,
+    /// the newer part (TMA needs sm_90), or sm_90a alone (setmaxnreg) when the list is the
+    /// default; with a list the user set, the last is the file's E0805.
+    #[test]
+    fn each_file_is_built_for_the_architectures_its_constructs_need() {
+        let dir = temp("file-archs");
+        let plain = "__co__ void plain(global s32 [32] a) {\n  parallel t by 32 : thread { a.at(t) = t; }\n}\n";
+        let setreg = "__co__ void roles(global s32 [32] a) {\n  parallel b by 1 : block {\n    \
+                      call croq::cuda::setreg_dec(40);\n    parallel t by 32 : thread { a.at(t) = t; }\n  }\n}\n";
+        let tma = "__co__ void move_tile(f32 [256] x, f32 [256] &y) {\n  parallel b by 1 : block {\n    \
+                   shared f32 [256] t;\n    tma.load x => t;\n    tma.copy t => y;\n  }\n}\n";
+        for (name, text) in [("plain", plain), ("setreg", setreg), ("tma", tma)] {
+            std::fs::write(dir.join(format!("{name}.co")), text).unwrap();
+        }
+        let pattern = format!("{}/*.co", dir.display());
+        // On docs.rs nothing is compiled, but every file is translated.
+        let env = Env::fixed([("DOCS_RS", "1")]);
+        let mut cargo = Cargo::new(true);
+        let report = Builder::new()
+            .files(&pattern)
+            .out_dir(dir.join("out"))
+            .build_in(&env, &mut cargo, "k")
+            .unwrap();
+        assert_eq!(
+            (report.arch.as_str(), &report.arch_origin),
+            ("sm_80,sm_90", &ArchOrigin::Default)
+        );
+        let archs: Vec<(String, String)> =
+            report.files.iter().map(|f| (f.module.clone(), f.archs.join(","))).collect();
+        assert_eq!(
+            archs,
+            [
+                ("plain".to_owned(), "sm_80,sm_90".to_owned()),
+                ("setreg".to_owned(), "sm_90a".to_owned()),
+                ("tma".to_owned(), "sm_90".to_owned())
+            ]
+        );
+        let warnings: Vec<&String> =
+            cargo.printed.iter().filter(|line| line.starts_with("warning=")).collect();
+        let about = |file: &str| {
+            warnings.iter().find(|w| w.contains(&format!("{file}.co: built for"))).copied()
+        };
+        let setreg_warning = about("setreg").expect("a warning about setreg.co");
+        assert!(
+            setreg_warning.contains("built for sm_90a instead of sm_80,sm_90"),
+            "{setreg_warning}"
+        );
+        assert!(setreg_warning.contains("Hopper"), "{setreg_warning}");
+        let tma_warning = about("tma").expect("a warning about tma.co");
+        assert!(tma_warning.contains("built for sm_90 instead of sm_80,sm_90"), "{tma_warning}");
+        assert!(about("plain").is_none(), "{warnings:?}");
+        // The generated .cu is the translation for the oldest architecture built.
+        let cu = std::fs::read_to_string(&report.files[0].cu).unwrap();
+        assert!(cu.contains("__CHOREO_REQUIRED_GPU_DEVICE_SM__ 80"), "plain.cu");
+        let cu = std::fs::read_to_string(&report.files[1].cu).unwrap();
+        assert!(cu.contains("__CHOREO_REQUIRED_GPU_DEVICE_SM__ 90"), "setreg.cu");
+
+        // A list the user set: setmaxnreg on sm_90 is the file's error.
+        let env = Env::fixed([("DOCS_RS", "1"), ("CHOREO_CUDA_ARCH", "sm_80,sm_90")]);
+        let mut cargo = Cargo::new(false);
+        let error = Builder::new()
+            .files(&pattern)
+            .out_dir(dir.join("out2"))
+            .build_in(&env, &mut cargo, "k")
+            .unwrap_err();
+        let Error::Diagnostics(failed) = &error else { panic!("{error}") };
+        assert_eq!(failed.len(), 1, "{error}");
+        assert!(failed[0].file.ends_with("setreg.co"), "{error}");
+        assert!(failed[0].rendered.contains("E0805"), "{}", failed[0].rendered);
     }
 
     #[test]
@@ -1557,17 +1749,17 @@ mod tests {
         assert!(error.to_string().contains("CHOREO_SYS_NO_CUDART is set"), "{error}");
     }
 
-    /// choreo-sys links only CUDA 13: kernels built with another toolkit would have no runtime
-    /// to link against, so the build is a stub build whose warning names the toolkit.
+    /// choreo-sys links only CUDA 12.4 to 13.x: kernels built with another toolkit would have no
+    /// runtime to link against, so the build is a stub build whose warning names the toolkit.
     #[test]
     fn a_toolkit_that_choreo_sys_does_not_link_means_stub_mode_with_a_warning() {
         let dir = temp("cuda12");
-        let root = dir.join("cuda-12.8");
+        let root = dir.join("cuda-12.2");
         for sub in ["bin", "include", "lib64", "cuda"] {
             std::fs::create_dir_all(root.join(sub)).unwrap();
         }
         std::fs::write(root.join("bin/nvcc"), "#!/bin/sh\nexit 1\n").unwrap();
-        std::fs::write(root.join("include/cuda_runtime_api.h"), "#define CUDART_VERSION 12080\n")
+        std::fs::write(root.join("include/cuda_runtime_api.h"), "#define CUDART_VERSION 12020\n")
             .unwrap();
         std::fs::write(root.join("lib64/libcudart_static.a"), "!<arch>\n").unwrap();
         std::fs::write(root.join("cuda/k.cu"), "extern \"C\" int k() { return 1; }\n").unwrap();
@@ -1580,11 +1772,14 @@ mod tests {
             .unwrap();
         assert!(report.library.is_none() && report.toolkit.is_none(), "{report}");
         assert!(
-            matches!(&report.stub, Some(StubReason::UnsupportedVersion { version: 12080, .. })),
+            matches!(&report.stub, Some(StubReason::UnsupportedVersion { version: 12020, .. })),
             "{report}"
         );
         let warning = cargo.printed.iter().find(|line| line.starts_with("warning=")).unwrap();
-        assert!(warning.contains("is CUDA 12.8, but only CUDA 13.x is supported"), "{warning}");
+        assert!(
+            warning.contains("is CUDA 12.2, but only CUDA 12.4 to 13.x is supported"),
+            "{warning}"
+        );
         assert!(warning.contains("stub build") && warning.contains("not compiled"), "{warning}");
         assert!(!cargo.printed.iter().any(|line| line.starts_with("rustc-link")), "{warning}");
     }

@@ -47,8 +47,9 @@ use std::time::UNIX_EPOCH;
 pub(crate) struct NvccConfig {
     /// The toolkit (nvcc path, root, version).
     pub(crate) toolkit: Toolkit,
-    /// The GPU architecture.
-    pub(crate) arch: Arch,
+    /// The build's GPU architectures (hand-written `.cu` files are compiled for all of them;
+    /// each generated file for those chosen for it, [`Job::archs`]).
+    pub(crate) archs: Vec<Arch>,
     /// `-D` definitions (also given to the Choreo preprocessor).
     pub(crate) defines: Vec<(String, Option<String>)>,
     /// Extra include directories.
@@ -67,18 +68,7 @@ pub(crate) struct NvccConfig {
     pub(crate) env_flags: Vec<(&'static str, String)>,
 }
 
-/// The `-gencode` flags: SASS for the architecture, plus PTX for architectures without the
-/// `a` suffix (PTX of an `a` architecture cannot run on later GPUs, so it would only add size).
-pub(crate) fn gencode_flags(arch: Arch) -> Vec<String> {
-    let sass = arch.gencode(); // arch=compute_XX,code=sm_XX
-    let mut flags = vec![format!("-gencode={sass}")];
-    if !arch.to_string().ends_with('a') {
-        let compute = sass.split(',').next().unwrap_or_default(); // arch=compute_XX
-        let ptx = compute.replace("arch=", "code=");
-        flags.push(format!("-gencode={compute},{ptx}"));
-    }
-    flags
-}
+pub(crate) use crate::arch::gencode_flags;
 
 /// One `.cu` to compile: generated from a `.co` file, or hand-written.
 #[derive(Debug, Clone)]
@@ -99,6 +89,8 @@ pub(crate) struct Job {
     /// A hand-written `.cu`: it gets `-I <generated_dir>` (so `#include "choreo.h"` works; a
     /// generated `.cu` finds it next to itself) and nvcc's messages name it, not a `.co` file.
     pub(crate) hand_written: bool,
+    /// The architectures to compile for (`-gencode`), oldest first.
+    pub(crate) archs: Vec<Arch>,
 }
 
 impl Job {
@@ -115,7 +107,7 @@ impl NvccConfig {
     /// The full argument list for one job.
     pub(crate) fn args(&self, job: &Job) -> Vec<OsString> {
         let mut args: Vec<OsString> = vec!["-c".into(), "-std=c++17".into(), "-O3".into()];
-        args.extend(gencode_flags(self.arch).into_iter().map(OsString::from));
+        args.extend(gencode_flags(&job.archs).into_iter().map(OsString::from));
         if self.pic {
             args.extend(["-Xcompiler".into(), "-fPIC".into()]);
         }
@@ -639,7 +631,7 @@ mod tests {
                 found_by: FoundBy::Root("CUDA_HOME"),
                 root_from: choreo_toolkit::RootFrom::Var("CUDA_HOME"),
             },
-            arch: "sm_90a".parse().unwrap(),
+            archs: vec!["sm_90a".parse().unwrap()],
             defines: vec![("TILE".into(), Some("64".into())), ("FAST".into(), None)],
             include_dirs: vec!["/inc".into()],
             ccbin: None,
@@ -659,6 +651,7 @@ mod tests {
             object: "/out/choreo/kernels/obj/scale.o".into(),
             generated_dir: "/out/choreo/kernels".into(),
             hand_written: false,
+            archs: vec!["sm_90a".parse().unwrap()],
         }
     }
 
@@ -670,6 +663,7 @@ mod tests {
             object: "/out/choreo/kernels/obj/cuda/util-0123456789abcdef.o".into(),
             generated_dir: "/out/choreo/kernels".into(),
             hand_written: true,
+            archs: vec!["sm_90a".parse().unwrap()],
         }
     }
 
@@ -748,11 +742,11 @@ mod tests {
     #[test]
     fn gencode_adds_ptx_only_for_portable_archs() {
         assert_eq!(
-            gencode_flags("sm_90a".parse().unwrap()),
+            gencode_flags(&["sm_90a".parse().unwrap()]),
             ["-gencode=arch=compute_90a,code=sm_90a"]
         );
         assert_eq!(
-            gencode_flags("sm_80".parse().unwrap()),
+            gencode_flags(&["sm_80".parse().unwrap()]),
             ["-gencode=arch=compute_80,code=sm_80", "-gencode=arch=compute_80,code=compute_80"]
         );
     }
@@ -829,9 +823,9 @@ mod tests {
         assert_eq!(base, config().key(&job(), cu, h));
         assert_ne!(base, config().key(&job(), Digest::of("cu2"), h));
         assert_ne!(base, config().key(&job(), cu, Digest::of("h2")));
-        let mut other = config();
-        other.arch = "sm_80".parse().unwrap();
-        assert_ne!(base, other.key(&job(), cu, h));
+        let mut other = job();
+        other.archs = vec!["sm_80".parse().unwrap(), "sm_90".parse().unwrap()];
+        assert_ne!(base, config().key(&other, cu, h));
         let mut other = config();
         other.user_flags.push("-G".into());
         assert_ne!(base, other.key(&job(), cu, h));
@@ -891,6 +885,7 @@ mod tests {
             object: dir.join("a.o"),
             generated_dir: dir.clone(),
             hand_written: false,
+            archs: vec!["sm_90a".parse().unwrap()],
         };
         let key = Digest::of("key");
         let header = dir.join("common.h");

@@ -1,5 +1,5 @@
-//! Raw, hand-written FFI bindings to the subset of the CUDA runtime API (cudart 13.0) that choreo
-//! uses, linked statically against `libcudart_static.a`.
+//! Raw, hand-written FFI bindings to the subset of the CUDA runtime API (cudart 12.4 and later,
+//! and 13.x) that choreo uses, linked statically against `libcudart_static.a`.
 //!
 //! Everything here has the C name and the C signature of `cuda_runtime_api.h` /
 //! `driver_types.h`, so CUDA documentation applies unchanged. This crate is not meant to be used
@@ -15,10 +15,28 @@
 //!   the size, alignment and every field offset of `cudaDeviceProp` are asserted at compile time
 //!   against the layout measured with the C compiler.
 //! - Symbol names: in CUDA 13.0 `cudaGetDeviceProperties` and `cudaEventElapsedTime` are real
-//!   exported symbols (the CUDA 12 `_v2` renames are gone), and the per-thread-default-stream
-//!   renames (`_ptds`/`_ptsz`) apply only when `CUDA_API_PER_THREAD_DEFAULT_STREAM` is defined,
-//!   which we do not do. Every function therefore binds its plain name; use
-//!   [`cudaStreamPerThread`] explicitly where per-thread default stream semantics are wanted.
+//!   exported symbols, and the per-thread-default-stream renames (`_ptds`/`_ptsz`) apply only
+//!   when `CUDA_API_PER_THREAD_DEFAULT_STREAM` is defined, which we do not do. Every function
+//!   therefore binds its plain name; use [`cudaStreamPerThread`] explicitly where per-thread
+//!   default stream semantics are wanted.
+//!
+//! # CUDA 12 and CUDA 13
+//!
+//! The build script links the runtime of the toolkit it finds when that is CUDA 12.4 or later,
+//! or 13.x. Between the two majors, every declaration bound here is the same (checked against
+//! the CUDA 12.4 and 12.8 headers: the functions' prototypes, the flags, `cudaMemcpyKind`, and
+//! the values of every `cudaError` enumerator and of every `cudaDeviceAttr` enumerator present
+//! in both) except one: CUDA 12's `cuda_runtime_api.h` maps `cudaGetDeviceProperties` to the
+//! symbol `cudaGetDeviceProperties_v2`, which fills CUDA 12's `struct cudaDeviceProp` (1032
+//! bytes, with fields such as `clockRate` that CUDA 13 removed). A CUDA 12 build
+//! (`--cfg choreo_sys_cuda12`) therefore binds [`cudaGetDeviceProperties`] to that symbol and
+//! [`cudaDeviceProp`] is CUDA 12's layout (`src/generated_cuda12.rs`, generated and
+//! layout-checked the same way); `name`, `major`, `minor`, `totalGlobalMem`, … are in both.
+//! Code that must build with either major reads fields present in both, or, better, asks
+//! [`cudaDeviceGetAttribute`]. The attributes that CUDA 13 added (e.g.
+//! `cudaDevAttrHostNumaMemoryPoolsSupported`) return `cudaErrorInvalidValue` from a CUDA 12
+//! runtime; the two that CUDA 13 renamed to `cudaDevAttrReserved*` keep their values.
+//! [`CUDART_VERSION`] is the linked toolkit's.
 //!
 //! # Builds without a CUDA toolkit
 //!
@@ -38,32 +56,63 @@
 //! that of `NVCC`'s real location (or, for a wrapper outside any toolkit, of the next toolkit
 //! found): the same root `choreo-build` compiles the kernels against.
 //!
-//! Only CUDA 13.x is linked: the bindings follow the CUDA 13 ABI (`cudaDeviceProp` lost
-//! fields such as `clockRate` in 13.0, and CUDA 12's headers call `cudaGetDeviceProperties_v2`
-//! for the 12.x layout), so a CUDA 12 toolkit gives a stub build whose warning names the
-//! version found and the version supported.
+//! Only CUDA 12.4 to 13.x is linked (see above); another version gives a stub build whose
+//! warning names the version found and the versions supported.
 //!
 //! # Build-script metadata
 //!
 //! The package sets `links = "cudart"`, so the build scripts of direct dependents see
 //! `DEP_CUDART_LINKED` (`1` or `0`) and, when a toolkit was found, `DEP_CUDART_ROOT` (toolkit
 //! root), `DEP_CUDART_INCLUDE` (its `include` directory), `DEP_CUDART_LIB` (the directory holding
-//! `libcudart_static.a` for the target) and `DEP_CUDART_VERSION` (`CUDART_VERSION`, e.g. 13000).
+//! `libcudart_static.a` for the target) and `DEP_CUDART_VERSION` (`CUDART_VERSION`, e.g. 13000
+//! or 12040).
 //!
 //! # Checking the bindings
 //!
 //! `tests/no_gpu.rs` runs anywhere; `tests/gpu.rs` (`--ignored`) needs a GPU and cross-checks
 //! `cudaDeviceProp` fields against `cudaDeviceGetAttribute`; `--features bindgen` (needs libclang)
 //! generates bindings from the headers and `tests/bindgen_matches.rs` checks every function
-//! signature, enumerator, flag and `cudaDeviceProp` field against them.
+//! signature, enumerator, flag and `cudaDeviceProp` field against them (with a CUDA 13 toolkit:
+//! CUDA 12's header declares `cudaGetDeviceProperties` through a macro, which bindgen does not
+//! follow; the CUDA 12 bindings were compared with the CUDA 12.4 and 12.8 headers by hand, see
+//! "CUDA 12 and CUDA 13" above, and `tests/no_gpu.rs` runs in CI's CUDA 12 job).
 #![allow(non_camel_case_types, non_snake_case, non_upper_case_globals)]
 
 use core::ffi::{CStr, c_char, c_float, c_int, c_uint, c_void};
 use core::fmt;
 
 mod generated;
+#[cfg(choreo_sys_cuda12)]
+mod generated_cuda12;
 
-pub use generated::{ALL_DEVICE_ATTRS, ALL_ERRORS, CUDART_VERSION, cudaDeviceProp};
+#[cfg(not(choreo_sys_cuda12))]
+pub use generated::cudaDeviceProp;
+pub use generated::{ALL_DEVICE_ATTRS, ALL_ERRORS};
+#[cfg(choreo_sys_cuda12)]
+pub use generated_cuda12::cudaDeviceProp;
+
+/// `CUDART_VERSION` of the toolkit linked (`1000 * major + 10 * minor`, e.g. 13000 or 12040);
+/// in a stub build that of the CUDA 13.0 headers the bindings were generated from.
+pub const CUDART_VERSION: c_int = match parse_version(env!("CHOREO_SYS_CUDART_VERSION")) {
+    0 => generated::CUDART_VERSION,
+    linked => linked,
+};
+
+/// The decimal number `text` (as the build script writes it); 0 for anything else (a stub
+/// build writes nothing).
+const fn parse_version(text: &str) -> c_int {
+    let bytes = text.as_bytes();
+    let mut value: c_int = 0;
+    let mut i = 0;
+    while i < bytes.len() {
+        if !bytes[i].is_ascii_digit() || value > c_int::MAX / 10 - 1 {
+            return 0;
+        }
+        value = value * 10 + (bytes[i] - b'0') as c_int;
+        i += 1;
+    }
+    value
+}
 
 /// `true` when `libcudart_static` is linked; `false` in a stub build (see the crate docs).
 pub const CUDART_LINKED: bool = !cfg!(choreo_sys_no_cudart);
@@ -279,8 +328,6 @@ cudart_status_functions! {
     pub fn cudaGetDevice(device: *mut c_int);
     /// Sets the device to be used for GPU executions by this host thread.
     pub fn cudaSetDevice(device: c_int);
-    /// Writes the properties of `device` to `*prop`.
-    pub fn cudaGetDeviceProperties(prop: *mut cudaDeviceProp, device: c_int);
     /// Writes the integer value of attribute `attr` of `device` to `*value`.
     pub fn cudaDeviceGetAttribute(value: *mut c_int, attr: cudaDeviceAttr, device: c_int);
     /// Waits until all preceding work on the current device has completed.
@@ -355,6 +402,31 @@ cudart_status_functions! {
     pub fn cudaGetLastError();
     /// Returns the last error from a runtime call in this thread without resetting it.
     pub fn cudaPeekAtLastError();
+}
+
+#[cfg(not(choreo_sys_no_cudart))]
+unsafe extern "C" {
+    /// Writes the properties of `device` to `*prop` (the layout of the linked CUDA major; a
+    /// CUDA 12 build calls `cudaGetDeviceProperties_v2`, as CUDA 12's header does).
+    #[cfg_attr(choreo_sys_cuda12, link_name = "cudaGetDeviceProperties_v2")]
+    pub fn cudaGetDeviceProperties(prop: *mut cudaDeviceProp, device: c_int) -> cudaError_t;
+}
+
+/// Writes the properties of `device` to `*prop`.
+///
+/// **Stub build** (no CUDA toolkit when choreo-sys was built): writes nothing and returns
+/// [`cudaError_t::cudaErrorStubLibrary`].
+///
+/// # Safety
+///
+/// Same contract as the CUDA runtime function of this name.
+#[cfg(choreo_sys_no_cudart)]
+pub unsafe extern "C" fn cudaGetDeviceProperties(
+    prop: *mut cudaDeviceProp,
+    device: c_int,
+) -> cudaError_t {
+    let _ = (prop, device);
+    cudaError_t::cudaErrorStubLibrary
 }
 
 #[cfg(not(choreo_sys_no_cudart))]

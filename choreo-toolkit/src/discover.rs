@@ -7,9 +7,21 @@ use std::fmt;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-/// The CUDA major version that choreo-sys binds and links (struct layouts differ across
-/// majors); kernels built with another one would have no runtime to link against.
-pub const CUDA_MAJOR: u32 = 13;
+/// The oldest CUDA version (`CUDART_VERSION`) that choreo-sys links: 12.4. choreo-sys binds
+/// the runtime of CUDA 12.4 and later and of every CUDA 13 (it selects the one symbol and the
+/// one struct layout that differ, `cudaGetDeviceProperties`, at build time); kernels built with
+/// an older toolkit would have no runtime to link against.
+pub const MIN_CUDA_VERSION: u32 = 12040;
+
+/// The newest CUDA major version that choreo-sys binds (13): a toolkit of a later major is not
+/// linked, since its ABI is not known.
+pub const MAX_CUDA_MAJOR: u32 = 13;
+
+/// Whether choreo-sys binds the runtime of CUDA `version` (`CUDART_VERSION`, e.g. 12080):
+/// CUDA 12.4 to 13.x.
+pub fn supported_version(version: u32) -> bool {
+    (MIN_CUDA_VERSION..(MAX_CUDA_MAJOR + 1) * 1000).contains(&version)
+}
 
 /// Every environment variable that [`discover`] may read (cargo's own variables aside), for
 /// `rerun-if-env-changed` lines. [`Env::read_vars`] lists those a given run did read.
@@ -22,14 +34,16 @@ pub const ENV_VARS: &[&str] = &[
     "CUDA_PATH",
     "PATH",
     "CHOREO_CUDA_CACHE",
+    "CHOREO_CUDA12_CACHE",
     "XDG_CACHE_HOME",
     "HOME",
 ];
 
 /// The hint given whenever no nvcc is found.
-pub const INSTALL_HINT: &str = "install the CUDA toolkit (13.x) and set CUDA_HOME, put nvcc on \
-    PATH, or run ci/install-cuda (installs the pinned CUDA 13.0 compiler wheels into \
-    ~/.cache/choreo/cuda-13.0, which is searched)";
+pub const INSTALL_HINT: &str = "install the CUDA toolkit (12.4 or later, or 13.x) and set \
+    CUDA_HOME, put nvcc on PATH, or run ci/install-cuda (installs the pinned CUDA 13.0 compiler \
+    wheels into ~/.cache/choreo/cuda-13.0, which is searched; CHOREO_CUDA_MAJOR=12 installs CUDA \
+    12.4 into ~/.cache/choreo/cuda-12.4, searched too)";
 
 /// Which setting or search step found nvcc.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -43,8 +57,10 @@ pub enum FoundBy {
     Path,
     /// The `nvidia/cu13` folder of `python3`'s site-packages (pip wheels).
     PythonSitePackages,
-    /// The folder `ci/install-cuda` installs into.
+    /// The folder `ci/install-cuda` installs CUDA 13 into.
     InstallCudaCache,
+    /// The folder `CHOREO_CUDA_MAJOR=12 ci/install-cuda` installs CUDA 12 into.
+    InstallCuda12Cache,
 }
 
 impl fmt::Display for FoundBy {
@@ -55,6 +71,7 @@ impl fmt::Display for FoundBy {
             FoundBy::Path => f.write_str("PATH"),
             FoundBy::PythonSitePackages => f.write_str("python3 site-packages"),
             FoundBy::InstallCudaCache => f.write_str("ci/install-cuda cache"),
+            FoundBy::InstallCuda12Cache => f.write_str("ci/install-cuda CUDA 12 cache"),
         }
     }
 }
@@ -146,7 +163,8 @@ pub enum StubReason {
         /// One entry per place searched, with why it did not qualify.
         searched: Vec<String>,
     },
-    /// The toolkit found is not of [`CUDA_MAJOR`], the version choreo-sys links.
+    /// The toolkit found is older than CUDA 12.4 or newer than CUDA 13.x, the versions
+    /// choreo-sys links ([`supported_version`]).
     UnsupportedVersion {
         /// Its `CUDART_VERSION`, e.g. 12080.
         version: u32,
@@ -168,11 +186,10 @@ impl fmt::Display for StubReason {
             }
             StubReason::UnsupportedVersion { version, root } => write!(
                 f,
-                "the CUDA toolkit at {} is CUDA {}.{}, but only CUDA {CUDA_MAJOR}.x is supported \
-                 (choreo-sys binds the CUDA {CUDA_MAJOR} runtime ABI: cudaDeviceProp and \
-                 cudaGetDeviceProperties differ in other majors), so nothing CUDA is compiled or \
-                 linked (a stub build); set CUDA_HOME to the root of a CUDA {CUDA_MAJOR} \
-                 toolkit, or run ci/install-cuda (installs CUDA 13.0 into \
+                "the CUDA toolkit at {} is CUDA {}.{}, but only CUDA 12.4 to {MAX_CUDA_MAJOR}.x \
+                 is supported (choreo-sys binds the runtime ABI of those versions), so nothing \
+                 CUDA is compiled or linked (a stub build); set CUDA_HOME to the root of a CUDA \
+                 12.4+ or 13 toolkit, or run ci/install-cuda (installs CUDA 13.0 into \
                  ~/.cache/choreo/cuda-13.0)",
                 root.display(),
                 version / 1000,
@@ -213,8 +230,9 @@ pub fn discover(env: &Env, target: &Target) -> Result<Discovery, Error> {
 }
 
 /// For linking the CUDA runtime (choreo-sys): `CHOREO_SYS_NO_CUDART` (set, not `0`) or
-/// `DOCS_RS` → stub mode; else [`find`], and a toolkit of another major version than
-/// [`CUDA_MAJOR`] → stub mode ([`StubReason::UnsupportedVersion`]).
+/// `DOCS_RS` → stub mode; else [`find`], and a toolkit of a version that choreo-sys does not
+/// bind (older than 12.4, newer than 13.x: [`supported_version`]) → stub mode
+/// ([`StubReason::UnsupportedVersion`]).
 pub fn discover_runtime(env: &Env, target: &Target) -> Result<Discovery, Error> {
     if env.flag("CHOREO_SYS_NO_CUDART") {
         return Ok(Discovery::Stub(StubReason::NoCudart));
@@ -224,19 +242,19 @@ pub fn discover_runtime(env: &Env, target: &Target) -> Result<Discovery, Error> 
     }
     // The version is checked before the runtime library: a CUDA 12 toolkit without
     // `libcudart_static.a` (the CUDA 12 runtime wheel has none) is unsupported, not incomplete.
-    find_of(env, target, Some(CUDA_MAJOR))
+    find_of(env, target, true)
 }
 
 /// The search alone, of any CUDA version and without the stub-mode switches (a command-line
 /// tool such as `choreoc build`): nvcc, the toolkit root, its version and its static runtime
 /// for `target`. [`Discovery::Stub`] only with [`StubReason::NotFound`].
 pub fn find(env: &Env, target: &Target) -> Result<Discovery, Error> {
-    find_of(env, target, None)
+    find_of(env, target, false)
 }
 
-/// [`find`]; with `major`, a toolkit of another major version is
+/// [`find`]; with `supported_only`, a toolkit of a version that choreo-sys does not bind is
 /// [`StubReason::UnsupportedVersion`].
-fn find_of(env: &Env, target: &Target, major: Option<u32>) -> Result<Discovery, Error> {
+fn find_of(env: &Env, target: &Target, supported_only: bool) -> Result<Discovery, Error> {
     let mut searched = Vec::new();
     let Some((nvcc, found_by)) = find_nvcc(env, &mut searched)? else {
         return Ok(Discovery::Stub(StubReason::NotFound { searched }));
@@ -265,7 +283,7 @@ fn find_of(env: &Env, target: &Target, major: Option<u32>) -> Result<Discovery, 
             }
         }
     };
-    check_toolkit(nvcc, found_by, root, root_from, target, major)
+    check_toolkit(nvcc, found_by, root, root_from, target, supported_only)
 }
 
 /// The folder above the `bin` of nvcc's real location.
@@ -306,8 +324,11 @@ fn search_root(env: &Env, target: &Target) -> Option<(PathBuf, FoundBy)> {
     if let Some(root) = env.python_purelib().and_then(|purelib| usable(wheel(purelib))) {
         return Some((root, FoundBy::PythonSitePackages));
     }
-    let root = install_cuda_cache(env).and_then(|cache| usable(wheel(cache)))?;
-    Some((root, FoundBy::InstallCudaCache))
+    if let Some(root) = install_cuda_cache(env).and_then(|cache| usable(wheel(cache))) {
+        return Some((root, FoundBy::InstallCudaCache));
+    }
+    let root = install_cuda12_cache(env).and_then(|cache| usable(cuda12_nvcc(cache)))?;
+    Some((root, FoundBy::InstallCuda12Cache))
 }
 
 /// The nvcc of the first place that has one.
@@ -363,7 +384,35 @@ fn find_nvcc(env: &Env, searched: &mut Vec<String>) -> Result<Option<(PathBuf, F
         }
         None => searched.push("ci/install-cuda cache: HOME unset".to_owned()),
     }
+    match install_cuda12_cache(env) {
+        Some(cache) => {
+            let nvcc = cuda12_nvcc(cache);
+            if nvcc.is_file() {
+                return Ok(Some((nvcc, FoundBy::InstallCuda12Cache)));
+            }
+            searched.push(format!("ci/install-cuda CUDA 12 cache: no {}", nvcc.display()));
+        }
+        None => searched.push("ci/install-cuda CUDA 12 cache: HOME unset".to_owned()),
+    }
     Ok(None)
+}
+
+/// The nvcc of the toolkit that `CHOREO_CUDA_MAJOR=12 ci/install-cuda` lays out in `cache`.
+fn cuda12_nvcc(cache: PathBuf) -> PathBuf {
+    let exe = if cfg!(windows) { "nvcc.exe" } else { "nvcc" };
+    cache.join("toolkit").join("bin").join(exe)
+}
+
+/// The `CACHE` folder of `CHOREO_CUDA_MAJOR=12 ci/install-cuda`.
+fn install_cuda12_cache(env: &Env) -> Option<PathBuf> {
+    if let Some(cache) = env.non_empty("CHOREO_CUDA12_CACHE") {
+        return Some(cache.into());
+    }
+    let base = match env.non_empty("XDG_CACHE_HOME") {
+        Some(xdg) => PathBuf::from(xdg),
+        None => PathBuf::from(env.non_empty("HOME")?).join(".cache"),
+    };
+    Some(base.join("choreo").join("cuda-12.4"))
 }
 
 fn search_path(env: &Env, program: &str) -> Option<PathBuf> {
@@ -390,7 +439,7 @@ fn check_toolkit(
     root: PathBuf,
     root_from: RootFrom,
     target: &Target,
-    major: Option<u32>,
+    supported_only: bool,
 ) -> Result<Discovery, Error> {
     let headers = version_headers(&root, target);
     let version = headers
@@ -418,7 +467,7 @@ fn check_toolkit(
             }
         })?;
 
-    if major.is_some_and(|major| version / 1000 != major) {
+    if supported_only && !supported_version(version) {
         return Ok(Discovery::Stub(StubReason::UnsupportedVersion { version, root }));
     }
 
@@ -774,30 +823,69 @@ mod tests {
     }
 
     fn expected_again(root: &Path) -> Discovery {
-        Discovery::Stub(StubReason::UnsupportedVersion { version: 12080, root: root.to_owned() })
+        Discovery::Stub(StubReason::UnsupportedVersion { version: 12020, root: root.to_owned() })
     }
 
     #[test]
-    fn another_cuda_major_is_stub_mode_for_both_kernels_and_runtime_but_found_by_find() {
+    fn cuda_12_4_and_later_and_13_are_linked() {
+        assert!(!supported_version(11080) && !supported_version(12030));
+        assert!(supported_version(12040) && supported_version(12080) && supported_version(12090));
+        assert!(supported_version(13000) && supported_version(13050));
+        assert!(!supported_version(14000));
+        let dir = temp("cuda12-ok");
+        for version in [12040, 12080, 13000] {
+            let root = fake_toolkit(&dir.join(version.to_string()), version, "lib64");
+            let env = Env::fixed([("CUDA_HOME", text(&root))]);
+            let Ok(Discovery::Found(toolkit)) = discover_runtime(&env, &native()) else {
+                panic!("CUDA {version} is not linked")
+            };
+            assert_eq!(toolkit.version, version);
+            assert_eq!(found(&env), toolkit);
+        }
+    }
+
+    #[test]
+    fn the_cuda12_install_cache_is_searched_last() {
+        let dir = temp("cuda12-cache");
+        let cache = fake_toolkit(&dir.join("cache12/toolkit"), 12040, "lib64");
+        let env = Env::fixed([
+            ("CHOREO_CUDA12_CACHE", text(&dir.join("cache12"))),
+            ("CHOREO_CUDA_CACHE", text(&dir.join("none"))),
+        ]);
+        let toolkit = found(&env);
+        assert_eq!(toolkit.found_by, FoundBy::InstallCuda12Cache);
+        assert_eq!(toolkit.root, fs::canonicalize(&cache).unwrap());
+        assert_eq!(toolkit.version_string(), "12.4");
+        // A CUDA 13 cache wins over it.
+        let cache13 = fake_toolkit(&dir.join("cache13/nvidia/cu13"), 13000, "lib");
+        let env = Env::fixed([
+            ("CHOREO_CUDA12_CACHE", text(&dir.join("cache12"))),
+            ("CHOREO_CUDA_CACHE", text(&dir.join("cache13"))),
+        ]);
+        assert_eq!(found(&env).root, fs::canonicalize(&cache13).unwrap());
+    }
+
+    #[test]
+    fn an_unsupported_cuda_version_is_stub_mode_for_both_kernels_and_runtime_but_found_by_find() {
         let dir = temp("cuda12");
-        let root = fake_toolkit(&dir.join("cuda"), 12080, "lib64");
+        let root = fake_toolkit(&dir.join("cuda"), 12020, "lib64");
         let env = Env::fixed([("CUDA_HOME", text(&root))]);
         let expected =
-            Discovery::Stub(StubReason::UnsupportedVersion { version: 12080, root: root.clone() });
+            Discovery::Stub(StubReason::UnsupportedVersion { version: 12020, root: root.clone() });
         assert_eq!(discover(&env, &native()), Ok(expected.clone()));
         assert_eq!(discover_runtime(&env, &native()), Ok(expected.clone()));
         let Discovery::Stub(reason) = expected else { unreachable!() };
         let reason = reason.to_string();
         assert!(
-            reason.contains("is CUDA 12.8, but only CUDA 13.x is supported")
+            reason.contains("is CUDA 12.2, but only CUDA 12.4 to 13.x is supported")
                 && reason.contains("stub build")
                 && reason.contains("set CUDA_HOME"),
             "{reason}"
         );
         let Ok(Discovery::Found(toolkit)) = find(&env, &native()) else { panic!() };
-        assert_eq!(toolkit.version_string(), "12.8");
-        // Without libcudart_static.a (the CUDA 12 runtime wheel has only libcudart.so.12) it is
-        // still the version that is reported, not the missing library.
+        assert_eq!(toolkit.version_string(), "12.2");
+        // Without libcudart_static.a it is still the version that is reported, not the missing
+        // library.
         fs::remove_file(root.join("lib64/libcudart_static.a")).unwrap();
         assert_eq!(discover(&env, &native()), Ok(expected_again(&root)));
         assert!(find(&env, &native()).is_err());

@@ -34,6 +34,9 @@
 //! 4. The pip wheels of `python3`: `<site-packages>/nvidia/cu13/bin/nvcc`.
 //! 5. The folder `ci/install-cuda` installs into: `$CHOREO_CUDA_CACHE`, else
 //!    `${XDG_CACHE_HOME:-$HOME/.cache}/choreo/cuda-13.0`, then `nvidia/cu13/bin/nvcc`.
+//! 6. The folder `CHOREO_CUDA_MAJOR=12 ci/install-cuda` installs CUDA 12.4 into:
+//!    `$CHOREO_CUDA12_CACHE`, else `${XDG_CACHE_HOME:-$HOME/.cache}/choreo/cuda-12.4`, then
+//!    `toolkit/bin/nvcc`.
 //!
 //! None of them: [`StubReason::NotFound`], listing what was searched and how to install CUDA.
 //!
@@ -48,7 +51,7 @@
 //!    `/usr/local/bin/nvcc` → `/usr/local/cuda-13.0/bin/nvcc` gives `/usr/local/cuda-13.0`);
 //! 3. else, when `NVCC` names a program outside any toolkit (that folder has no
 //!    `cuda_runtime_api.h`), the root of the first toolkit the later search steps find: every
-//!    `nvcc` on `PATH` (wrappers are passed over), the pip wheels, the `ci/install-cuda` cache.
+//!    `nvcc` on `PATH` (wrappers are passed over), the pip wheels, the `ci/install-cuda` caches.
 //!    None: an error ([`Error::Toolkit`]) that says to set `CUDA_HOME`.
 //!
 //! The CUDA version is `CUDART_VERSION` of `include/cuda_runtime_api.h` (or
@@ -60,11 +63,11 @@
 //! # Stub mode and versions
 //!
 //! [`find`] is the search alone. [`discover_runtime`] (choreo-sys) adds the switches
-//! `CHOREO_SYS_NO_CUDART` and `DOCS_RS` and accepts only CUDA [`CUDA_MAJOR`].x, the version
-//! choreo-sys binds (its `cudaDeviceProp` and `cudaGetDeviceProperties` follow the CUDA 13
-//! ABI, which differs from CUDA 12's): another version is
-//! [`StubReason::UnsupportedVersion`], whose text names the version found, the one supported
-//! and that the build is a stub build. [`discover`] (choreo-build) adds `CHOREO_NVCC=skip` in front. Whenever
+//! `CHOREO_SYS_NO_CUDART` and `DOCS_RS` and accepts only CUDA 12.4 to 13.x
+//! ([`supported_version`]), the versions whose runtime ABI choreo-sys binds (it selects the
+//! CUDA 12 or 13 `cudaDeviceProp` layout and `cudaGetDeviceProperties` symbol at build time):
+//! another version is [`StubReason::UnsupportedVersion`], whose text names the version found,
+//! the ones supported and that the build is a stub build. [`discover`] (choreo-build) adds `CHOREO_NVCC=skip` in front. Whenever
 //! [`discover`] finds a toolkit, [`discover_runtime`] finds the same one in the same
 //! environment, so kernels are never compiled without a runtime to link them against.
 //!
@@ -81,8 +84,8 @@ mod link;
 mod target;
 
 pub use discover::{
-    CUDA_MAJOR, Discovery, ENV_VARS, FoundBy, INSTALL_HINT, RootFrom, StubReason, Toolkit,
-    cudart_version, discover, discover_runtime, find,
+    Discovery, ENV_VARS, FoundBy, INSTALL_HINT, MAX_CUDA_MAJOR, MIN_CUDA_VERSION, RootFrom,
+    StubReason, Toolkit, cudart_version, discover, discover_runtime, find, supported_version,
 };
 pub use env::Env;
 pub use error::Error;

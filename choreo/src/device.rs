@@ -270,12 +270,30 @@ pub(crate) fn cuda_usable() -> Result<()> {
             if !sys::CUDART_LINKED {
                 return Err(Error::RuntimeNotLinked);
             }
+            driver_can_run(
+                crate::error::installed_driver_version(),
+                crate::error::linked_runtime_version(),
+            )?;
             match Device::count()? {
                 0 => Err(Error::NoDevice),
                 _ => Ok(()),
             }
         })
         .clone()
+}
+
+/// Whether a driver that supports CUDA `driver` (`cudaDriverGetVersion`, 0 without a driver)
+/// can run the CUDA runtime `runtime` linked into this program (`cudaRuntimeGetVersion`, the
+/// toolkit's `CUDART_VERSION`): it needs a driver of at least the runtime's major version. An
+/// older minor version of the same major is accepted (CUDA's minor version compatibility:
+/// a 12.8 runtime runs on a 12.4 driver), although the driver then cannot JIT-compile PTX
+/// newer than itself; kernels compiled to SASS for the GPU run. The error is
+/// [`Error::InsufficientDriver`], which names both versions.
+pub(crate) fn driver_can_run(driver: i32, runtime: i32) -> Result<()> {
+    if driver <= 0 || driver / 1000 < runtime / 1000 {
+        return Err(Error::InsufficientDriver { driver: driver.max(0), runtime });
+    }
+    Ok(())
 }
 
 /// The backend of the default device for the value `value` of `CHOREO_DEVICE` (`None`:
@@ -468,6 +486,23 @@ mod tests {
         let error = choose_backend(value("gpu"), not_asked).unwrap_err();
         assert_eq!(error, Error::InvalidDeviceSelection { value: "gpu".into() });
         assert!(error.to_string().contains("CHOREO_DEVICE=\"gpu\""), "{error}");
+    }
+
+    #[test]
+    fn the_driver_must_be_of_the_runtimes_major_version_or_newer() {
+        // A newer driver, the same version, an older minor of the same major: fine.
+        assert_eq!(driver_can_run(13000, 12040), Ok(()));
+        assert_eq!(driver_can_run(12080, 12080), Ok(()));
+        assert_eq!(driver_can_run(12040, 12080), Ok(()));
+        // An older major, or no driver at all: the error naming both versions.
+        let error = driver_can_run(12080, 13000).unwrap_err();
+        assert_eq!(error, Error::InsufficientDriver { driver: 12080, runtime: 13000 });
+        let text = error.to_string();
+        assert!(text.contains("13.0") && text.contains("12.8"), "{text}");
+        assert!(text.contains("install a newer driver"), "{text}");
+        let error = driver_can_run(0, 12040).unwrap_err();
+        assert_eq!(error, Error::InsufficientDriver { driver: 0, runtime: 12040 });
+        assert!(error.to_string().contains("no CUDA driver was found"), "{error}");
     }
 
     #[test]
