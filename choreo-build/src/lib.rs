@@ -153,6 +153,7 @@
 //! and `<dir>/<name>.rs`.
 
 mod arch;
+mod comments;
 mod cpu;
 mod elf;
 mod error;
@@ -1130,8 +1131,9 @@ fn write_sources(layout: &Layout, translated: &[Translated]) -> Result<Vec<Gener
         generated.push(Generated {
             input: file.input.clone(),
             co_dir: file.co_dir.clone(),
-            cu_digest: Digest::of(&file.cu),
-            cpp_digest: file.cpp.as_ref().map(Digest::of),
+            // Comments do not count: a comment-only edit of the `.co` file compiles nothing.
+            cu_digest: comments::code_digest(&file.cu),
+            cpp_digest: file.cpp.as_deref().map(comments::code_digest),
             archs: file.archs.clone(),
             report: FileReport {
                 source: file.input.path.clone(),
@@ -1187,7 +1189,7 @@ fn compile_objects(
             source: file.input.path.clone(),
             source_dir: file.co_dir.clone(),
             cu: absolute(&file.report.cu)?,
-            object: obj_dir.join(format!("{}.o", file.input.module)),
+            object: obj_dir.join(format!("{}.{}.o", file.input.module, arch_tag(&file.archs))),
             generated_dir: generated_dir.clone(),
             hand_written: false,
             archs: file.archs.clone(),
@@ -1201,7 +1203,11 @@ fn compile_objects(
             source: file.input.path.clone(),
             source_dir: file.dir.clone(),
             cu: file.cu.clone(),
-            object: cuda_obj_dir.join(format!("{}.o", file.input.object_stem)),
+            object: cuda_obj_dir.join(format!(
+                "{}.{}.o",
+                file.input.object_stem,
+                arch_tag(&config.archs)
+            )),
             generated_dir: generated_dir.clone(),
             hand_written: true,
             archs: config.archs.clone(),
@@ -1258,6 +1264,13 @@ fn compile_objects(
             Ok((object, Digest::of(bytes)))
         })
         .collect()
+}
+
+/// The architectures of an object as part of its file name (`sm_80-sm_90`): each list has
+/// its own objects and cache entries, so a build for other architectures leaves those of the
+/// previous ones in place, and switching back compiles nothing.
+fn arch_tag(archs: &[Arch]) -> String {
+    archs.iter().map(Arch::to_string).collect::<Vec<_>>().join("-")
 }
 
 /// Copies the generated files to the dump folder (each only when its content differs):
