@@ -179,6 +179,11 @@ impl NvccConfig {
     /// Headers from a dependency list that belong in the cache entry: not the `.cu` itself
     /// (its digest is in the key), not the generated files (`choreo.h`), not system or
     /// toolkit headers. For a hand-written `.cu` that keeps the local headers next to it.
+    ///
+    /// Nor the `.co` file of a generated `.cu`: the host compiler lists the file named by the
+    /// `#line` directives among the dependencies, but nvcc never reads it, and what it
+    /// contributes is the `.cu` (whose comment-insensitive digest is in the key). Tracking its
+    /// bytes would recompile on every comment edit.
     fn tracked_dependency(&self, job: &Job, dep: &Path) -> bool {
         let same_file = |a: &Path, b: &Path| {
             a == b || fs::canonicalize(a).ok().is_some_and(|a| fs::canonicalize(b).ok() == Some(a))
@@ -186,6 +191,7 @@ impl NvccConfig {
         let in_generated_dir = dep.starts_with(&job.generated_dir)
             || fs::canonicalize(&job.generated_dir).is_ok_and(|dir| dep.starts_with(dir));
         !(same_file(dep, &job.cu)
+            || (!job.hand_written && same_file(dep, &job.source))
             || in_generated_dir
             || dep.starts_with("/usr/")
             || dep.starts_with(&self.toolkit.root)
@@ -865,6 +871,12 @@ mod tests {
         assert!(!config.tracked_dependency(&job, Path::new("/usr/include/stdio.h")));
         assert!(!config.tracked_dependency(&job, Path::new("/cuda/include/cuda_runtime.h")));
         assert!(config.tracked_dependency(&job, Path::new("/pkg/k/common.h")));
+        // The `.co` file (named by `#line`, so listed by the host compiler) is not read by
+        // nvcc: the generated `.cu` stands for it.
+        let mut absolute = job.clone();
+        absolute.source = "/pkg/k/scale.co".into();
+        assert!(!config.tracked_dependency(&absolute, Path::new("/pkg/k/scale.co")));
+        assert!(config.tracked_dependency(&absolute, Path::new("/pkg/k/other.co")));
         // A hand-written file: its neighbours are tracked, itself and choreo.h are not.
         let hand = hand_job();
         assert!(config.tracked_dependency(&hand, Path::new("/pkg/cuda/util.h")));
