@@ -353,11 +353,14 @@ pub(crate) fn jobserver() -> Option<&'static jobserver::Client> {
 }
 
 /// [`parallel_map`] with the token source given. Without one, `threads` jobs run at once.
-/// With one, at most `threads` and at most one more than the tokens it lends: the first job
-/// runs on the token the process holds implicitly (cargo holds it for a running build script),
-/// every further concurrent job on a token acquired from the jobserver (by a helper thread,
-/// whose blocking wait can be interrupted once no items are left), released when the job ends,
-/// also when it fails or panics. No token is held while no job needs it.
+/// With one, at most `threads` and at most one more than the tokens it lends: the first
+/// worker runs on the token the process holds implicitly (cargo holds it for a running build
+/// script) and never waits; every other worker runs each of its jobs on a token acquired from
+/// the jobserver (by a helper thread, whose blocking wait is interrupted once no items are
+/// left), released when the job ends, also when it fails or panics. When the jobserver lends
+/// nothing, the first worker runs every job and the others stop as soon as the queue is empty:
+/// a build never waits for a token another build holds. No acquired token is held while no
+/// job needs it.
 pub(crate) fn parallel_map_with<T: Sync, R: Send>(
     items: &[T],
     threads: usize,
@@ -380,31 +383,51 @@ pub(crate) fn parallel_map_with<T: Sync, R: Send>(
         }
         items.get(index).map(|item| (index, item))
     };
-    std::thread::scope(|scope| {
-        for _ in 0..threads {
-            scope.spawn(|| {
-                loop {
-                    let _token = match &pool {
-                        Some(pool) => match pool.take() {
-                            Some(token) => Some(token),
-                            None => break,
-                        },
-                        None => None,
-                    };
-                    let Some((index, item)) = claim() else { break };
-                    let result = run(item);
-                    if let Ok(mut results) = results.lock() {
-                        results[index] = Some(result);
-                    }
-                }
-            });
+    let pool = &pool;
+    let worker = |implicit: bool| {
+        // If the implicit token's worker stops (a job panicked), the others must not wait for
+        // tokens that may never come: the queue ends with it.
+        let _finish = FinishOnDrop(pool.as_ref().filter(|_| implicit));
+        loop {
+            // Worker 0 runs on the implicit token; the others on acquired ones.
+            let _token = match pool {
+                Some(pool) if !implicit => match pool.take() {
+                    Some(token) => Some(token),
+                    None => break,
+                },
+                _ => None,
+            };
+            let Some((index, item)) = claim() else { break };
+            let result = run(item);
+            if let Ok(mut results) = results.lock() {
+                results[index] = Some(result);
+            }
         }
+    };
+    std::thread::scope(|scope| {
+        for _ in 1..threads {
+            let worker = &worker;
+            scope.spawn(move || worker(false));
+        }
+        // The implicit token's worker is the calling thread itself.
+        worker(true);
     });
     results.into_inner().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// The tokens of one [`parallel_map_with`]: the implicit one and those acquired from the
-/// jobserver by its helper thread.
+/// Calls [`TokenPool::finish`] when dropped (also when unwinding).
+struct FinishOnDrop<'a>(Option<&'a TokenPool>);
+
+impl Drop for FinishOnDrop<'_> {
+    fn drop(&mut self) {
+        if let Some(pool) = self.0 {
+            pool.finish();
+        }
+    }
+}
+
+/// The tokens that the workers of one [`parallel_map_with`] other than the first acquire from
+/// the jobserver through its helper thread.
 struct TokenPool {
     state: Arc<(Mutex<TokenState>, Condvar)>,
     /// Acquires tokens on request; `None` if it could not be started (then only the implicit
@@ -414,8 +437,6 @@ struct TokenPool {
 
 #[derive(Default)]
 struct TokenState {
-    /// The implicit token is not in use.
-    implicit_free: bool,
     /// Acquired tokens not yet taken by a worker.
     acquired: Vec<jobserver::Acquired>,
     /// Requests sent to the helper thread and not answered yet.
@@ -426,19 +447,14 @@ struct TokenState {
     finished: bool,
 }
 
-/// A token a job runs on; given back (the implicit one) or released to the jobserver (an
-/// acquired one) when dropped.
-struct Token<'a> {
-    pool: &'a TokenPool,
-    acquired: Option<jobserver::Acquired>,
+/// An acquired token a job runs on, released to the jobserver when dropped.
+struct Token {
+    _acquired: jobserver::Acquired,
 }
 
 impl TokenPool {
     fn new(client: &jobserver::Client) -> TokenPool {
-        let state = Arc::new((
-            Mutex::new(TokenState { implicit_free: true, ..TokenState::default() }),
-            Condvar::new(),
-        ));
+        let state = Arc::new((Mutex::new(TokenState::default()), Condvar::new()));
         let for_helper = Arc::clone(&state);
         let helper = client
             .clone()
@@ -446,7 +462,7 @@ impl TokenPool {
                 let (lock, ready) = &*for_helper;
                 let mut state = lock_ignoring_poison(lock);
                 state.requested = state.requested.saturating_sub(1);
-                // An error leaves the waiting workers to the implicit token.
+                // An error leaves the work to the implicit token's worker.
                 if let Ok(token) = token {
                     if !state.finished && state.waiting > 0 {
                         state.acquired.push(token);
@@ -458,20 +474,16 @@ impl TokenPool {
         TokenPool { state, helper }
     }
 
-    /// Waits for a token; `None` once no item is left.
-    fn take(&self) -> Option<Token<'_>> {
+    /// Waits for an acquired token; `None` once no item is left.
+    fn take(&self) -> Option<Token> {
         let (lock, ready) = &*self.state;
         let mut state = lock_ignoring_poison(lock);
         loop {
             if state.finished {
                 return None;
             }
-            if state.implicit_free {
-                state.implicit_free = false;
-                return Some(Token { pool: self, acquired: None });
-            }
             if let Some(acquired) = state.acquired.pop() {
-                return Some(Token { pool: self, acquired: Some(acquired) });
+                return Some(Token { _acquired: acquired });
             }
             state.waiting += 1;
             if let Some(helper) = &self.helper {
@@ -500,17 +512,6 @@ impl Drop for TokenPool {
         // Stop the helper first, so no token arrives after the unused ones are released.
         drop(self.helper.take());
         lock_ignoring_poison(&self.state.0).acquired.clear();
-    }
-}
-
-impl Drop for Token<'_> {
-    fn drop(&mut self) {
-        // An acquired token goes back to the jobserver when `self.acquired` drops.
-        if self.acquired.is_none() {
-            let (lock, ready) = &*self.pool.state;
-            lock_ignoring_poison(lock).implicit_free = true;
-            ready.notify_one();
-        }
     }
 }
 
@@ -691,7 +692,10 @@ mod tests {
             guard.1 = guard.1.max(guard.0);
             changed.notify_all();
             let wait = std::time::Duration::from_millis(20);
-            guard = changed.wait_timeout_while(guard, wait, |(now, _)| *now < overlap).unwrap().0;
+            guard = changed
+                .wait_timeout_while(guard, wait, |(now, most)| *now < overlap && *most < overlap)
+                .unwrap()
+                .0;
             guard.0 -= 1;
             changed.notify_all();
             item * 2
@@ -720,6 +724,90 @@ mod tests {
         assert_eq!(client.available().unwrap(), 16);
     }
 
+    /// Runs `jobs` jobs on up to 8 threads with `tokens`, each job taking `job_time`, in a
+    /// thread of its own: a deadlock fails the test after a minute instead of hanging it.
+    /// Returns the thread each job ran on, in job order.
+    fn run_with_deadline(
+        jobs: usize,
+        tokens: jobserver::Client,
+        job_time: std::time::Duration,
+    ) -> Vec<std::thread::ThreadId> {
+        let (send, receive) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let items: Vec<usize> = (0..jobs).collect();
+            let ran_on = parallel_map_with(&items, 8, Some(&tokens), |_| {
+                std::thread::sleep(job_time);
+                std::thread::current().id()
+            });
+            let _ = send.send(ran_on);
+        });
+        let ran_on = receive
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .expect("the jobs did not finish: deadlock");
+        ran_on.into_iter().map(|id| id.expect("every job ran")).collect()
+    }
+
+    /// `cargo -j1`: cargo makes a one-token jobserver and holds the token itself, for the build
+    /// script it runs (the implicit token). No token is left to lend, so every job runs on
+    /// the implicit token, one after the other on one thread, and the helper thread that asks
+    /// for more stops asking when the queue is empty.
+    #[test]
+    fn without_a_token_to_lend_all_jobs_run_on_the_implicit_token_alone() {
+        let client = jobserver::Client::new(1).unwrap();
+        client.acquire_raw().unwrap(); // As cargo does: its own (the build script's) token.
+        let ran_on = run_with_deadline(12, client.clone(), std::time::Duration::from_millis(5));
+        assert_eq!(ran_on.len(), 12);
+        assert!(ran_on.iter().all(|id| *id == ran_on[0]), "jobs ran on several threads");
+        assert_eq!(client.available().unwrap(), 0, "no token was taken or made up");
+        client.release_raw().unwrap();
+        assert_eq!(client.available().unwrap(), 1);
+    }
+
+    /// `cargo -j2` with two build scripts running: each holds one token, none is left. Each
+    /// finishes its jobs on its own token; neither waits for the other's (the deadlock of a
+    /// blocking `Client::acquire` in the extra threads).
+    #[test]
+    fn two_builds_holding_every_token_both_finish() {
+        let client = jobserver::Client::new(2).unwrap();
+        client.acquire_raw().unwrap();
+        client.acquire_raw().unwrap();
+        let builds: Vec<_> = (0..2)
+            .map(|_| {
+                let client = client.clone();
+                std::thread::spawn(move || {
+                    run_with_deadline(6, client, std::time::Duration::from_millis(10))
+                })
+            })
+            .collect();
+        for build in builds {
+            let ran_on = build.join().expect("a build finished");
+            assert!(ran_on.iter().all(|id| *id == ran_on[0]), "jobs ran on several threads");
+        }
+        assert_eq!(client.available().unwrap(), 0);
+    }
+
+    /// With tokens to lend, jobs run concurrently: one on the implicit token and one on each
+    /// token the helper thread acquires, never more.
+    #[test]
+    fn with_tokens_to_lend_jobs_run_concurrently() {
+        // `cargo -j4`: four tokens, one held by cargo for this build script, three to lend.
+        let client = jobserver::Client::new(4).unwrap();
+        client.acquire_raw().unwrap();
+        // Each job waits (up to 20 ms) until four run at once, and at most four do.
+        let (most, results) = max_concurrency(16, 8, Some(&client), 4);
+        assert!(results.iter().all(Option::is_some));
+        assert!(most > 1, "the jobs never ran concurrently");
+        assert!(most <= 4, "{most} jobs at once with three tokens to lend");
+        assert_eq!(client.available().unwrap(), 3, "every lent token is back");
+        // Several threads ran jobs (with a long job time, so the tokens arrive in time).
+        let ran_on = run_with_deadline(8, client.clone(), std::time::Duration::from_millis(200));
+        let mut threads = ran_on.clone();
+        threads.sort_by_key(|id| format!("{id:?}"));
+        threads.dedup();
+        assert!(threads.len() > 1, "all jobs ran on one thread despite three free tokens");
+        assert_eq!(client.available().unwrap(), 3);
+    }
+
     #[test]
     fn jobserver_tokens_are_released_when_a_job_panics() {
         let client = jobserver::Client::new(2).unwrap();
@@ -732,6 +820,24 @@ mod tests {
         }));
         assert!(outcome.is_err());
         assert_eq!(client.available().unwrap(), 2);
+        // No token to lend: the implicit token's worker runs every job, and when one of its
+        // jobs panics the other workers stop waiting for tokens (no hang).
+        let client = jobserver::Client::new(1).unwrap();
+        client.acquire_raw().unwrap();
+        let (send, receive) = std::sync::mpsc::channel();
+        let tokens = client.clone();
+        std::thread::spawn(move || {
+            let outcome = std::panic::catch_unwind(|| {
+                parallel_map_with(&[0, 1, 2], 4, Some(&tokens), |&item| {
+                    assert_ne!(item, 0, "job 0 fails");
+                    item
+                })
+            });
+            let _ = send.send(outcome.is_err());
+        });
+        let panicked = receive.recv_timeout(std::time::Duration::from_secs(60));
+        assert_eq!(panicked, Ok(true), "the panic did not end the jobs");
+        assert_eq!(client.available().unwrap(), 0);
     }
 
     #[test]
