@@ -33,7 +33,7 @@
 //! Rust calls them through `extern "C"` functions declared by the user (no wrappers are
 //! generated); the library is linked by the same `rustc-link-lib` line. A builder may have only
 //! `.cu` files: the index is then empty and `include_kernels!` still works. Their objects are
-//! `obj/cuda/<stem>-<hash of the path>.o`, so they never collide with generated objects or
+//! `obj/cuda/<stem>-<hash of the path>.<architectures>.o`, so they never collide with generated objects or
 //! with each other. In stub mode they are not compiled either. The [`Report`] lists them in
 //! [`Report::cuda_files`].
 //!
@@ -130,8 +130,13 @@
 //! # The object cache
 //!
 //! A no-op build runs nvcc zero times; changing one `.co` file recompiles only its `.cu`, and
-//! changing a hand-written `.cu` recompiles only it. Each object is stored with a key: the
-//! hash of the `.cu` text (generated, or the hand-written file's bytes), `choreo.h`, the nvcc
+//! changing a hand-written `.cu` recompiles only it. Objects are kept per architecture list
+//! (`obj/<module>.<architectures>.o`, e.g. `obj/scale.sm_80-sm_90.o`), so building for other
+//! architectures and back compiles nothing. Comment-only edits of a `.co` file compile nothing
+//! either: host comments reach the generated `.cu`/`.cpp`, but their cache digest replaces
+//! every comment by a space (an edit that adds or removes lines moves the `#line` directives
+//! after it and recompiles that file). Each object is stored with a key: the
+//! hash of the `.cu` text (generated, without comments, or the hand-written file's bytes), `choreo.h`, the nvcc
 //! path, size and modification time, the toolkit root and CUDA version, the whole nvcc command
 //! line and `NVCC_PREPEND_FLAGS`/`NVCC_APPEND_FLAGS`, plus the content hashes of the non-system headers
 //! nvcc reported reading (`-MD`). Changes to system headers under `/usr/` or to the host
@@ -1376,7 +1381,7 @@ pub struct FileReport {
     pub rs: PathBuf,
     /// The generated `.cpp` of the CPU version (absent when the file has none).
     pub cpp: Option<PathBuf>,
-    /// The CUDA object file (absent without nvcc).
+    /// The CUDA object file (absent without nvcc): `obj/<module>.<architectures>.o`.
     pub object: Option<PathBuf>,
     /// The CPU object file (`obj/cpu/<module>.o`; absent without a CPU version).
     pub cpu_object: Option<PathBuf>,
@@ -1396,9 +1401,10 @@ pub struct FileReport {
 pub struct CudaFileReport {
     /// The `.cu` file, as given (or as the glob found it).
     pub source: PathBuf,
-    /// Its object (absent in stub mode): `<OUT_DIR>/choreo/<name>/obj/cuda/<stem>-<hash>.o`,
-    /// where the hash is of the path, so files of the same stem in different folders, and the
-    /// generated objects (`obj/<module>.o`), never collide.
+    /// Its object (absent in stub mode):
+    /// `<OUT_DIR>/choreo/<name>/obj/cuda/<stem>-<hash>.<architectures>.o`, where the hash is of
+    /// the path, so files of the same stem in different folders, and the generated objects
+    /// (`obj/<module>.<architectures>.o`), never collide.
     pub object: Option<PathBuf>,
     /// Whether nvcc compiled it in this build (false: cache hit, or stub mode).
     pub compiled: bool,

@@ -10,8 +10,10 @@
 //! The same command line serves the generated `.cu` files and the hand-written ones; the latter
 //! also get `-I` the generated folder (for `choreo.h`), and their objects live in `obj/cuda/`.
 //!
-//! Cache: next to each object, `<object stem>.key` holds the key the object was built with — a
-//! hash of the `.cu` text, `choreo.h`, the nvcc path, size, modification time and CUDA
+//! Cache: each object is named by its architectures (`<module>.sm_80-sm_90.o`), so every
+//! architecture list keeps its own entry. Next to each object, `<object stem>.key` holds the
+//! key the object was built with — a hash of the `.cu` text (comments left out, see
+//! `comments`), `choreo.h`, the nvcc path, size, modification time and CUDA
 //! version, the full argument list and `NVCC_PREPEND_FLAGS`/`NVCC_APPEND_FLAGS` — and, one
 //! line each, the hash of every other header nvcc read (from its `-MD` dependency file),
 //! leaving out system headers under `/usr/` and headers of the toolkit (both change only with
@@ -24,10 +26,14 @@
 //! run through [`parallel_map`], on at most `NUM_JOBS` threads (else the available
 //! parallelism). Under cargo, which gives a build script its jobserver (`CARGO_MAKEFLAGS`,
 //! `--jobserver-auth=fifo:PATH` or `R,W` descriptors; also make's `MAKEFLAGS`), they share
-//! cargo's `-j` with everything else it runs: the first job runs on the token cargo holds for
-//! the build script, each further concurrent job on a token acquired from the jobserver and
-//! released when it ends, so a build script never runs more compilers than cargo lends it
-//! tokens. Without a jobserver (`choreoc`, a test calling the library) the thread bound alone
+//! cargo's `-j` with everything else it runs: one worker runs jobs on the token cargo holds for
+//! the build script, each other worker runs each job on a token acquired from the jobserver
+//! (through `jobserver::HelperThread`, whose blocking wait is interrupted when the queue is
+//! empty) and released when it ends, so a build script never runs more compilers than cargo
+//! lends it tokens, and never waits for a token: without one to lend, the first worker does
+//! all the work. (A blocking `Client::acquire` in the extra workers deadlocked `cargo -j2`
+//! with two build scripts, each holding its token and waiting for the other's;
+//! `Client::try_acquire` is unsupported on cargo's anonymous-pipe jobserver.) Without a jobserver (`choreoc`, a test calling the library) the thread bound alone
 //! applies.
 
 use crate::error::{Error, NvccFailure};
