@@ -287,23 +287,12 @@ fn comment_only_edits_compile_nothing() {
 
     // A new comment line moves the lines below it: the `.cu` is compiled again (and the CPU
     // version too), so messages and line tables stay right.
-    fs::write(
-        dir.join("k/add-one.co"),
-        format!(
-            "// a new first line
-{edited}"
-        ),
-    )
-    .unwrap();
+    fs::write(dir.join("k/add-one.co"), format!("// a new first line\n{edited}")).unwrap();
     let shifted = builder(&dir).build("kernels").unwrap();
     assert_eq!((shifted.nvcc_runs, shifted.cpu_runs), (1, 1), "{shifted}");
 
     // A change of code is never mistaken for a comment edit.
-    let code = format!(
-        "// a new first line
-{edited}"
-    )
-    .replace("+ 1.0", "+ 3.0");
+    let code = format!("// a new first line\n{edited}").replace("+ 1.0", "+ 3.0");
     fs::write(dir.join("k/add-one.co"), code).unwrap();
     let changed = builder(&dir).build("kernels").unwrap();
     assert_eq!((changed.nvcc_runs, changed.cpu_runs), (1, 1), "{changed}");
@@ -358,7 +347,9 @@ fn hand_written_cu_files_share_the_library_and_the_object_cache() {
     assert_eq!(hand_compiled(&first), [dir.join("a/util.cu"), dir.join("b/util.cu")]);
     // Three distinct objects: the generated one in obj/, the hand-written ones in obj/cuda/.
     let obj = dir.join("out/choreo/kernels/obj");
-    assert_eq!(first.files[0].object.as_deref(), Some(&*obj.join("util.o")));
+    // Named by their architectures (`util.sm_80-sm_90.o`).
+    let generated_object = obj.join(format!("util.{}.o", first.arch.replace(',', "-")));
+    assert_eq!(first.files[0].object.as_deref(), Some(&*generated_object));
     let hand_objects: Vec<&Path> =
         first.cuda_files.iter().map(|f| f.object.as_deref().unwrap()).collect();
     assert_ne!(hand_objects[0], hand_objects[1]);
