@@ -33,7 +33,7 @@
 //! Rust calls them through `extern "C"` functions declared by the user (no wrappers are
 //! generated); the library is linked by the same `rustc-link-lib` line. A builder may have only
 //! `.cu` files: the index is then empty and `include_kernels!` still works. Their objects are
-//! `obj/cuda/<stem>-<hash of the path>.o`, so they never collide with generated objects or
+//! `obj/cuda/<stem>-<hash of the path>.<architectures>.o`, so they never collide with generated objects or
 //! with each other. In stub mode they are not compiled either. The [`Report`] lists them in
 //! [`Report::cuda_files`].
 //!
@@ -130,8 +130,13 @@
 //! # The object cache
 //!
 //! A no-op build runs nvcc zero times; changing one `.co` file recompiles only its `.cu`, and
-//! changing a hand-written `.cu` recompiles only it. Each object is stored with a key: the
-//! hash of the `.cu` text (generated, or the hand-written file's bytes), `choreo.h`, the nvcc
+//! changing a hand-written `.cu` recompiles only it. Objects are kept per architecture list
+//! (`obj/<module>.<architectures>.o`, e.g. `obj/scale.sm_80-sm_90.o`), so building for other
+//! architectures and back compiles nothing. Comment-only edits of a `.co` file compile nothing
+//! either: host comments reach the generated `.cu`/`.cpp`, but their cache digest replaces
+//! every comment by a space (an edit that adds or removes lines moves the `#line` directives
+//! after it and recompiles that file). Each object is stored with a key: the
+//! hash of the `.cu` text (generated, without comments, or the hand-written file's bytes), `choreo.h`, the nvcc
 //! path, size and modification time, the toolkit root and CUDA version, the whole nvcc command
 //! line and `NVCC_PREPEND_FLAGS`/`NVCC_APPEND_FLAGS`, plus the content hashes of the non-system headers
 //! nvcc reported reading (`-MD`). Changes to system headers under `/usr/` or to the host
@@ -153,6 +158,7 @@
 //! and `<dir>/<name>.rs`.
 
 mod arch;
+mod comments;
 mod cpu;
 mod elf;
 mod error;
@@ -1130,8 +1136,9 @@ fn write_sources(layout: &Layout, translated: &[Translated]) -> Result<Vec<Gener
         generated.push(Generated {
             input: file.input.clone(),
             co_dir: file.co_dir.clone(),
-            cu_digest: Digest::of(&file.cu),
-            cpp_digest: file.cpp.as_ref().map(Digest::of),
+            // Comments do not count: a comment-only edit of the `.co` file compiles nothing.
+            cu_digest: comments::code_digest(&file.cu),
+            cpp_digest: file.cpp.as_deref().map(comments::code_digest),
             archs: file.archs.clone(),
             report: FileReport {
                 source: file.input.path.clone(),
@@ -1187,7 +1194,7 @@ fn compile_objects(
             source: file.input.path.clone(),
             source_dir: file.co_dir.clone(),
             cu: absolute(&file.report.cu)?,
-            object: obj_dir.join(format!("{}.o", file.input.module)),
+            object: obj_dir.join(format!("{}.{}.o", file.input.module, arch_tag(&file.archs))),
             generated_dir: generated_dir.clone(),
             hand_written: false,
             archs: file.archs.clone(),
@@ -1201,7 +1208,11 @@ fn compile_objects(
             source: file.input.path.clone(),
             source_dir: file.dir.clone(),
             cu: file.cu.clone(),
-            object: cuda_obj_dir.join(format!("{}.o", file.input.object_stem)),
+            object: cuda_obj_dir.join(format!(
+                "{}.{}.o",
+                file.input.object_stem,
+                arch_tag(&config.archs)
+            )),
             generated_dir: generated_dir.clone(),
             hand_written: true,
             archs: config.archs.clone(),
@@ -1258,6 +1269,13 @@ fn compile_objects(
             Ok((object, Digest::of(bytes)))
         })
         .collect()
+}
+
+/// The architectures of an object as part of its file name (`sm_80-sm_90`): each list has
+/// its own objects and cache entries, so a build for other architectures leaves those of the
+/// previous ones in place, and switching back compiles nothing.
+fn arch_tag(archs: &[Arch]) -> String {
+    archs.iter().map(Arch::to_string).collect::<Vec<_>>().join("-")
 }
 
 /// Copies the generated files to the dump folder (each only when its content differs):
@@ -1363,7 +1381,7 @@ pub struct FileReport {
     pub rs: PathBuf,
     /// The generated `.cpp` of the CPU version (absent when the file has none).
     pub cpp: Option<PathBuf>,
-    /// The CUDA object file (absent without nvcc).
+    /// The CUDA object file (absent without nvcc): `obj/<module>.<architectures>.o`.
     pub object: Option<PathBuf>,
     /// The CPU object file (`obj/cpu/<module>.o`; absent without a CPU version).
     pub cpu_object: Option<PathBuf>,
@@ -1383,9 +1401,10 @@ pub struct FileReport {
 pub struct CudaFileReport {
     /// The `.cu` file, as given (or as the glob found it).
     pub source: PathBuf,
-    /// Its object (absent in stub mode): `<OUT_DIR>/choreo/<name>/obj/cuda/<stem>-<hash>.o`,
-    /// where the hash is of the path, so files of the same stem in different folders, and the
-    /// generated objects (`obj/<module>.o`), never collide.
+    /// Its object (absent in stub mode):
+    /// `<OUT_DIR>/choreo/<name>/obj/cuda/<stem>-<hash>.<architectures>.o`, where the hash is of
+    /// the path, so files of the same stem in different folders, and the generated objects
+    /// (`obj/<module>.<architectures>.o`), never collide.
     pub object: Option<PathBuf>,
     /// Whether nvcc compiled it in this build (false: cache hit, or stub mode).
     pub compiled: bool,

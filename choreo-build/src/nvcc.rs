@@ -10,8 +10,10 @@
 //! The same command line serves the generated `.cu` files and the hand-written ones; the latter
 //! also get `-I` the generated folder (for `choreo.h`), and their objects live in `obj/cuda/`.
 //!
-//! Cache: next to each object, `<object stem>.key` holds the key the object was built with — a
-//! hash of the `.cu` text, `choreo.h`, the nvcc path, size, modification time and CUDA
+//! Cache: each object is named by its architectures (`<module>.sm_80-sm_90.o`), so every
+//! architecture list keeps its own entry. Next to each object, `<object stem>.key` holds the
+//! key the object was built with — a hash of the `.cu` text (comments left out, see
+//! `comments`), `choreo.h`, the nvcc path, size, modification time and CUDA
 //! version, the full argument list and `NVCC_PREPEND_FLAGS`/`NVCC_APPEND_FLAGS` — and, one
 //! line each, the hash of every other header nvcc read (from its `-MD` dependency file),
 //! leaving out system headers under `/usr/` and headers of the toolkit (both change only with
@@ -24,10 +26,14 @@
 //! run through [`parallel_map`], on at most `NUM_JOBS` threads (else the available
 //! parallelism). Under cargo, which gives a build script its jobserver (`CARGO_MAKEFLAGS`,
 //! `--jobserver-auth=fifo:PATH` or `R,W` descriptors; also make's `MAKEFLAGS`), they share
-//! cargo's `-j` with everything else it runs: the first job runs on the token cargo holds for
-//! the build script, each further concurrent job on a token acquired from the jobserver and
-//! released when it ends, so a build script never runs more compilers than cargo lends it
-//! tokens. Without a jobserver (`choreoc`, a test calling the library) the thread bound alone
+//! cargo's `-j` with everything else it runs: one worker runs jobs on the token cargo holds for
+//! the build script, each other worker runs each job on a token acquired from the jobserver
+//! (through `jobserver::HelperThread`, whose blocking wait is interrupted when the queue is
+//! empty) and released when it ends, so a build script never runs more compilers than cargo
+//! lends it tokens, and never waits for a token: without one to lend, the first worker does
+//! all the work. (A blocking `Client::acquire` in the extra workers deadlocked `cargo -j2`
+//! with two build scripts, each holding its token and waiting for the other's;
+//! `Client::try_acquire` is unsupported on cargo's anonymous-pipe jobserver.) Without a jobserver (`choreoc`, a test calling the library) the thread bound alone
 //! applies.
 
 use crate::error::{Error, NvccFailure};
@@ -179,6 +185,11 @@ impl NvccConfig {
     /// Headers from a dependency list that belong in the cache entry: not the `.cu` itself
     /// (its digest is in the key), not the generated files (`choreo.h`), not system or
     /// toolkit headers. For a hand-written `.cu` that keeps the local headers next to it.
+    ///
+    /// Nor the `.co` file of a generated `.cu`: the host compiler lists the file named by the
+    /// `#line` directives among the dependencies, but nvcc never reads it, and what it
+    /// contributes is the `.cu` (whose comment-insensitive digest is in the key). Tracking its
+    /// bytes would recompile on every comment edit.
     fn tracked_dependency(&self, job: &Job, dep: &Path) -> bool {
         let same_file = |a: &Path, b: &Path| {
             a == b || fs::canonicalize(a).ok().is_some_and(|a| fs::canonicalize(b).ok() == Some(a))
@@ -186,6 +197,7 @@ impl NvccConfig {
         let in_generated_dir = dep.starts_with(&job.generated_dir)
             || fs::canonicalize(&job.generated_dir).is_ok_and(|dir| dep.starts_with(dir));
         !(same_file(dep, &job.cu)
+            || (!job.hand_written && same_file(dep, &job.source))
             || in_generated_dir
             || dep.starts_with("/usr/")
             || dep.starts_with(&self.toolkit.root)
@@ -347,11 +359,14 @@ pub(crate) fn jobserver() -> Option<&'static jobserver::Client> {
 }
 
 /// [`parallel_map`] with the token source given. Without one, `threads` jobs run at once.
-/// With one, at most `threads` and at most one more than the tokens it lends: the first job
-/// runs on the token the process holds implicitly (cargo holds it for a running build script),
-/// every further concurrent job on a token acquired from the jobserver (by a helper thread,
-/// whose blocking wait can be interrupted once no items are left), released when the job ends,
-/// also when it fails or panics. No token is held while no job needs it.
+/// With one, at most `threads` and at most one more than the tokens it lends: the first
+/// worker runs on the token the process holds implicitly (cargo holds it for a running build
+/// script) and never waits; every other worker runs each of its jobs on a token acquired from
+/// the jobserver (by a helper thread, whose blocking wait is interrupted once no items are
+/// left), released when the job ends, also when it fails or panics. When the jobserver lends
+/// nothing, the first worker runs every job and the others stop as soon as the queue is empty:
+/// a build never waits for a token another build holds. No acquired token is held while no
+/// job needs it.
 pub(crate) fn parallel_map_with<T: Sync, R: Send>(
     items: &[T],
     threads: usize,
@@ -374,31 +389,51 @@ pub(crate) fn parallel_map_with<T: Sync, R: Send>(
         }
         items.get(index).map(|item| (index, item))
     };
-    std::thread::scope(|scope| {
-        for _ in 0..threads {
-            scope.spawn(|| {
-                loop {
-                    let _token = match &pool {
-                        Some(pool) => match pool.take() {
-                            Some(token) => Some(token),
-                            None => break,
-                        },
-                        None => None,
-                    };
-                    let Some((index, item)) = claim() else { break };
-                    let result = run(item);
-                    if let Ok(mut results) = results.lock() {
-                        results[index] = Some(result);
-                    }
-                }
-            });
+    let pool = &pool;
+    let worker = |implicit: bool| {
+        // If the implicit token's worker stops (a job panicked), the others must not wait for
+        // tokens that may never come: the queue ends with it.
+        let _finish = FinishOnDrop(pool.as_ref().filter(|_| implicit));
+        loop {
+            // Worker 0 runs on the implicit token; the others on acquired ones.
+            let _token = match pool {
+                Some(pool) if !implicit => match pool.take() {
+                    Some(token) => Some(token),
+                    None => break,
+                },
+                _ => None,
+            };
+            let Some((index, item)) = claim() else { break };
+            let result = run(item);
+            if let Ok(mut results) = results.lock() {
+                results[index] = Some(result);
+            }
         }
+    };
+    std::thread::scope(|scope| {
+        for _ in 1..threads {
+            let worker = &worker;
+            scope.spawn(move || worker(false));
+        }
+        // The implicit token's worker is the calling thread itself.
+        worker(true);
     });
     results.into_inner().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// The tokens of one [`parallel_map_with`]: the implicit one and those acquired from the
-/// jobserver by its helper thread.
+/// Calls [`TokenPool::finish`] when dropped (also when unwinding).
+struct FinishOnDrop<'a>(Option<&'a TokenPool>);
+
+impl Drop for FinishOnDrop<'_> {
+    fn drop(&mut self) {
+        if let Some(pool) = self.0 {
+            pool.finish();
+        }
+    }
+}
+
+/// The tokens that the workers of one [`parallel_map_with`] other than the first acquire from
+/// the jobserver through its helper thread.
 struct TokenPool {
     state: Arc<(Mutex<TokenState>, Condvar)>,
     /// Acquires tokens on request; `None` if it could not be started (then only the implicit
@@ -408,8 +443,6 @@ struct TokenPool {
 
 #[derive(Default)]
 struct TokenState {
-    /// The implicit token is not in use.
-    implicit_free: bool,
     /// Acquired tokens not yet taken by a worker.
     acquired: Vec<jobserver::Acquired>,
     /// Requests sent to the helper thread and not answered yet.
@@ -420,19 +453,14 @@ struct TokenState {
     finished: bool,
 }
 
-/// A token a job runs on; given back (the implicit one) or released to the jobserver (an
-/// acquired one) when dropped.
-struct Token<'a> {
-    pool: &'a TokenPool,
-    acquired: Option<jobserver::Acquired>,
+/// An acquired token a job runs on, released to the jobserver when dropped.
+struct Token {
+    _acquired: jobserver::Acquired,
 }
 
 impl TokenPool {
     fn new(client: &jobserver::Client) -> TokenPool {
-        let state = Arc::new((
-            Mutex::new(TokenState { implicit_free: true, ..TokenState::default() }),
-            Condvar::new(),
-        ));
+        let state = Arc::new((Mutex::new(TokenState::default()), Condvar::new()));
         let for_helper = Arc::clone(&state);
         let helper = client
             .clone()
@@ -440,7 +468,7 @@ impl TokenPool {
                 let (lock, ready) = &*for_helper;
                 let mut state = lock_ignoring_poison(lock);
                 state.requested = state.requested.saturating_sub(1);
-                // An error leaves the waiting workers to the implicit token.
+                // An error leaves the work to the implicit token's worker.
                 if let Ok(token) = token {
                     if !state.finished && state.waiting > 0 {
                         state.acquired.push(token);
@@ -452,20 +480,16 @@ impl TokenPool {
         TokenPool { state, helper }
     }
 
-    /// Waits for a token; `None` once no item is left.
-    fn take(&self) -> Option<Token<'_>> {
+    /// Waits for an acquired token; `None` once no item is left.
+    fn take(&self) -> Option<Token> {
         let (lock, ready) = &*self.state;
         let mut state = lock_ignoring_poison(lock);
         loop {
             if state.finished {
                 return None;
             }
-            if state.implicit_free {
-                state.implicit_free = false;
-                return Some(Token { pool: self, acquired: None });
-            }
             if let Some(acquired) = state.acquired.pop() {
-                return Some(Token { pool: self, acquired: Some(acquired) });
+                return Some(Token { _acquired: acquired });
             }
             state.waiting += 1;
             if let Some(helper) = &self.helper {
@@ -494,17 +518,6 @@ impl Drop for TokenPool {
         // Stop the helper first, so no token arrives after the unused ones are released.
         drop(self.helper.take());
         lock_ignoring_poison(&self.state.0).acquired.clear();
-    }
-}
-
-impl Drop for Token<'_> {
-    fn drop(&mut self) {
-        // An acquired token goes back to the jobserver when `self.acquired` drops.
-        if self.acquired.is_none() {
-            let (lock, ready) = &*self.pool.state;
-            lock_ignoring_poison(lock).implicit_free = true;
-            ready.notify_one();
-        }
     }
 }
 
@@ -685,7 +698,10 @@ mod tests {
             guard.1 = guard.1.max(guard.0);
             changed.notify_all();
             let wait = std::time::Duration::from_millis(20);
-            guard = changed.wait_timeout_while(guard, wait, |(now, _)| *now < overlap).unwrap().0;
+            guard = changed
+                .wait_timeout_while(guard, wait, |(now, most)| *now < overlap && *most < overlap)
+                .unwrap()
+                .0;
             guard.0 -= 1;
             changed.notify_all();
             item * 2
@@ -714,6 +730,90 @@ mod tests {
         assert_eq!(client.available().unwrap(), 16);
     }
 
+    /// Runs `jobs` jobs on up to 8 threads with `tokens`, each job taking `job_time`, in a
+    /// thread of its own: a deadlock fails the test after a minute instead of hanging it.
+    /// Returns the thread each job ran on, in job order.
+    fn run_with_deadline(
+        jobs: usize,
+        tokens: jobserver::Client,
+        job_time: std::time::Duration,
+    ) -> Vec<std::thread::ThreadId> {
+        let (send, receive) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let items: Vec<usize> = (0..jobs).collect();
+            let ran_on = parallel_map_with(&items, 8, Some(&tokens), |_| {
+                std::thread::sleep(job_time);
+                std::thread::current().id()
+            });
+            let _ = send.send(ran_on);
+        });
+        let ran_on = receive
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .expect("the jobs did not finish: deadlock");
+        ran_on.into_iter().map(|id| id.expect("every job ran")).collect()
+    }
+
+    /// `cargo -j1`: cargo makes a one-token jobserver and holds the token itself, for the build
+    /// script it runs (the implicit token). No token is left to lend, so every job runs on
+    /// the implicit token, one after the other on one thread, and the helper thread that asks
+    /// for more stops asking when the queue is empty.
+    #[test]
+    fn without_a_token_to_lend_all_jobs_run_on_the_implicit_token_alone() {
+        let client = jobserver::Client::new(1).unwrap();
+        client.acquire_raw().unwrap(); // As cargo does: its own (the build script's) token.
+        let ran_on = run_with_deadline(12, client.clone(), std::time::Duration::from_millis(5));
+        assert_eq!(ran_on.len(), 12);
+        assert!(ran_on.iter().all(|id| *id == ran_on[0]), "jobs ran on several threads");
+        assert_eq!(client.available().unwrap(), 0, "no token was taken or made up");
+        client.release_raw().unwrap();
+        assert_eq!(client.available().unwrap(), 1);
+    }
+
+    /// `cargo -j2` with two build scripts running: each holds one token, none is left. Each
+    /// finishes its jobs on its own token; neither waits for the other's (the deadlock of a
+    /// blocking `Client::acquire` in the extra threads).
+    #[test]
+    fn two_builds_holding_every_token_both_finish() {
+        let client = jobserver::Client::new(2).unwrap();
+        client.acquire_raw().unwrap();
+        client.acquire_raw().unwrap();
+        let builds: Vec<_> = (0..2)
+            .map(|_| {
+                let client = client.clone();
+                std::thread::spawn(move || {
+                    run_with_deadline(6, client, std::time::Duration::from_millis(10))
+                })
+            })
+            .collect();
+        for build in builds {
+            let ran_on = build.join().expect("a build finished");
+            assert!(ran_on.iter().all(|id| *id == ran_on[0]), "jobs ran on several threads");
+        }
+        assert_eq!(client.available().unwrap(), 0);
+    }
+
+    /// With tokens to lend, jobs run concurrently: one on the implicit token and one on each
+    /// token the helper thread acquires, never more.
+    #[test]
+    fn with_tokens_to_lend_jobs_run_concurrently() {
+        // `cargo -j4`: four tokens, one held by cargo for this build script, three to lend.
+        let client = jobserver::Client::new(4).unwrap();
+        client.acquire_raw().unwrap();
+        // Each job waits (up to 20 ms) until four run at once, and at most four do.
+        let (most, results) = max_concurrency(16, 8, Some(&client), 4);
+        assert!(results.iter().all(Option::is_some));
+        assert!(most > 1, "the jobs never ran concurrently");
+        assert!(most <= 4, "{most} jobs at once with three tokens to lend");
+        assert_eq!(client.available().unwrap(), 3, "every lent token is back");
+        // Several threads ran jobs (with a long job time, so the tokens arrive in time).
+        let ran_on = run_with_deadline(8, client.clone(), std::time::Duration::from_millis(200));
+        let mut threads = ran_on.clone();
+        threads.sort_by_key(|id| format!("{id:?}"));
+        threads.dedup();
+        assert!(threads.len() > 1, "all jobs ran on one thread despite three free tokens");
+        assert_eq!(client.available().unwrap(), 3);
+    }
+
     #[test]
     fn jobserver_tokens_are_released_when_a_job_panics() {
         let client = jobserver::Client::new(2).unwrap();
@@ -726,6 +826,24 @@ mod tests {
         }));
         assert!(outcome.is_err());
         assert_eq!(client.available().unwrap(), 2);
+        // No token to lend: the implicit token's worker runs every job, and when one of its
+        // jobs panics the other workers stop waiting for tokens (no hang).
+        let client = jobserver::Client::new(1).unwrap();
+        client.acquire_raw().unwrap();
+        let (send, receive) = std::sync::mpsc::channel();
+        let tokens = client.clone();
+        std::thread::spawn(move || {
+            let outcome = std::panic::catch_unwind(|| {
+                parallel_map_with(&[0, 1, 2], 4, Some(&tokens), |&item| {
+                    assert_ne!(item, 0, "job 0 fails");
+                    item
+                })
+            });
+            let _ = send.send(outcome.is_err());
+        });
+        let panicked = receive.recv_timeout(std::time::Duration::from_secs(60));
+        assert_eq!(panicked, Ok(true), "the panic did not end the jobs");
+        assert_eq!(client.available().unwrap(), 0);
     }
 
     #[test]
@@ -865,6 +983,12 @@ mod tests {
         assert!(!config.tracked_dependency(&job, Path::new("/usr/include/stdio.h")));
         assert!(!config.tracked_dependency(&job, Path::new("/cuda/include/cuda_runtime.h")));
         assert!(config.tracked_dependency(&job, Path::new("/pkg/k/common.h")));
+        // The `.co` file (named by `#line`, so listed by the host compiler) is not read by
+        // nvcc: the generated `.cu` stands for it.
+        let mut absolute = job.clone();
+        absolute.source = "/pkg/k/scale.co".into();
+        assert!(!config.tracked_dependency(&absolute, Path::new("/pkg/k/scale.co")));
+        assert!(config.tracked_dependency(&absolute, Path::new("/pkg/k/other.co")));
         // A hand-written file: its neighbours are tracked, itself and choreo.h are not.
         let hand = hand_job();
         assert!(config.tracked_dependency(&hand, Path::new("/pkg/cuda/util.h")));

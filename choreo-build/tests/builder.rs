@@ -189,7 +189,113 @@ fn compiler_errors_in_host_code_point_at_co_lines() {
     assert!(text.contains("not_declared_anywhere"), "{text}");
     // A failed compile leaves no cache entry: the next build runs the compiler again.
     let obj = dir.join("out/choreo/kernels/obj");
-    assert!(!obj.join("broken.key").exists() && !obj.join("cpu/broken.key").exists());
+    for dir in [obj.clone(), obj.join("cpu")] {
+        let keys: Vec<_> = fs::read_dir(&dir)
+            .map(|entries| entries.flatten().map(|e| e.file_name()).collect())
+            .unwrap_or_default();
+        let keys: Vec<_> = keys
+            .iter()
+            .map(|name| name.to_string_lossy().into_owned())
+            .filter(|name| name.starts_with("broken") && name.ends_with(".key"))
+            .collect();
+        assert!(keys.is_empty(), "{}: {keys:?}", dir.display());
+    }
+}
+
+/// Objects are kept per architecture list: building for sm_80, then sm_90, then sm_80 again
+/// compiles nothing the third time (the CPU version, which has no architecture, is compiled
+/// once).
+#[test]
+fn switching_the_architecture_and_back_compiles_nothing() {
+    let dir = temp_dir("arch-switch");
+    fs::create_dir_all(dir.join("k")).unwrap();
+    fs::write(dir.join("k/add-one.co"), ADD).unwrap();
+    let build = |arch: &str| builder(&dir).arch(arch).build("kernels").unwrap();
+    let first = build("sm_80");
+    require_toolkit(&first);
+    assert_eq!((first.nvcc_runs, first.cache_hits, first.cpu_runs), (1, 0, 1), "{first}");
+    let second = build("sm_90");
+    assert_eq!((second.nvcc_runs, second.cache_hits, second.cpu_runs), (1, 0, 0), "{second}");
+    assert_ne!(first.files[0].object, second.files[0].object, "one object per architecture");
+    let third = build("sm_80");
+    assert_eq!((third.nvcc_runs, third.cache_hits, third.cpu_runs), (0, 1, 0), "{third}");
+    assert_eq!(third.files[0].object, first.files[0].object);
+    // The library is remade from the sm_80 object (archiving is cheap; compiling is not).
+    let library = third.library.unwrap();
+    assert!(library.rebuilt, "the library kept the sm_90 object");
+    assert_eq!(
+        fs::read(first.files[0].object.as_ref().unwrap()).unwrap(),
+        fs::read(third.files[0].object.as_ref().unwrap()).unwrap()
+    );
+    // And once more for sm_90: its object is still there.
+    let fourth = build("sm_90");
+    assert_eq!((fourth.nvcc_runs, fourth.cache_hits), (0, 1), "{fourth}");
+}
+
+/// A `.co` file with comments in its host code (copied into the generated `.cu` and `.cpp`)
+/// and in its `__co__` function (which the `.cu` does not contain).
+const COMMENTED: &str = r#"// Adds one to every element.
+#include "common.h"
+
+/* The kernel. */
+__co__ void add_one(f32 [16] & v) {
+  // one block
+  parallel p by 1 : block {
+    parallel t by 16 : thread /* one thread per element */
+      v.at(t) = v.at(t) + 1.0;
+  }
+}
+
+// A host helper.
+int host_helper() { return COMMON_VALUE; } // trailing
+"#;
+
+/// Comment-only edits that keep the line numbers compile nothing: the generated `.cu` and
+/// `.cpp` change (host comments are copied), but their cache digest leaves comments out. An
+/// edit that adds a line moves the `#line` directives after it, so that file is compiled.
+#[test]
+fn comment_only_edits_compile_nothing() {
+    let dir = temp_dir("comments");
+    fs::create_dir_all(dir.join("k")).unwrap();
+    fs::write(
+        dir.join("k/common.h"),
+        "#define COMMON_VALUE 1
+",
+    )
+    .unwrap();
+    fs::write(dir.join("k/add-one.co"), COMMENTED).unwrap();
+    let first = builder(&dir).build("kernels").unwrap();
+    require_toolkit(&first);
+    assert_eq!((first.nvcc_runs, first.cpu_runs), (1, 1), "{first}");
+
+    let edited = COMMENTED
+        .replace("Adds one to every element.", "Increments each element (edited).")
+        .replace("The kernel.", "The kernel, documented at length.")
+        .replace("// one block", "// a single block of threads")
+        .replace("one thread per element", "t: the element")
+        .replace("A host helper.", "Returns the header's value.")
+        .replace("// trailing", "// trailing comment, edited");
+    assert_eq!(edited.lines().count(), COMMENTED.lines().count());
+    fs::write(dir.join("k/add-one.co"), &edited).unwrap();
+    let again = builder(&dir).build("kernels").unwrap();
+    let file = &again.files[0];
+    assert!(file.cu_written, "the host comments are in the .cu: {again}");
+    let cu = fs::read_to_string(&file.cu).unwrap();
+    assert!(cu.contains("Returns the header's value."), "{cu}");
+    assert_eq!((again.nvcc_runs, again.cache_hits, again.cpu_runs), (0, 1, 0), "{again}");
+    assert!(!again.library.unwrap().rebuilt);
+
+    // A new comment line moves the lines below it: the `.cu` is compiled again (and the CPU
+    // version too), so messages and line tables stay right.
+    fs::write(dir.join("k/add-one.co"), format!("// a new first line\n{edited}")).unwrap();
+    let shifted = builder(&dir).build("kernels").unwrap();
+    assert_eq!((shifted.nvcc_runs, shifted.cpu_runs), (1, 1), "{shifted}");
+
+    // A change of code is never mistaken for a comment edit.
+    let code = format!("// a new first line\n{edited}").replace("+ 1.0", "+ 3.0");
+    fs::write(dir.join("k/add-one.co"), code).unwrap();
+    let changed = builder(&dir).build("kernels").unwrap();
+    assert_eq!((changed.nvcc_runs, changed.cpu_runs), (1, 1), "{changed}");
 }
 
 /// A hand-written file in folder `which` with an `extern "C"` function `hand_<which>` that uses
@@ -241,7 +347,9 @@ fn hand_written_cu_files_share_the_library_and_the_object_cache() {
     assert_eq!(hand_compiled(&first), [dir.join("a/util.cu"), dir.join("b/util.cu")]);
     // Three distinct objects: the generated one in obj/, the hand-written ones in obj/cuda/.
     let obj = dir.join("out/choreo/kernels/obj");
-    assert_eq!(first.files[0].object.as_deref(), Some(&*obj.join("util.o")));
+    // Named by their architectures (`util.sm_80-sm_90.o`).
+    let generated_object = obj.join(format!("util.{}.o", first.arch.replace(',', "-")));
+    assert_eq!(first.files[0].object.as_deref(), Some(&*generated_object));
     let hand_objects: Vec<&Path> =
         first.cuda_files.iter().map(|f| f.object.as_deref().unwrap()).collect();
     assert_ne!(hand_objects[0], hand_objects[1]);
