@@ -49,8 +49,11 @@ impl FnEmitter<'_, '_> {
                 if matches!(local.place, LocalPlace::Future | LocalPlace::Selected) {
                     // A future's data pointer (null until a DMA binds it), or the data a
                     // `select` chose.
-                    let elem = match &local.ty {
-                        Ty::Spanned(t) => cpp_elem(t.elem),
+                    let elem = match (&local.ty, init) {
+                        (Ty::Spanned(t), _) => cpp_elem(t.elem),
+                        // A placeholder (`dma.any`/`tma.any`) that no DMA ever binds: its
+                        // data type stays unknown, and nothing reads it.
+                        (Ty::Error, None) => "void",
                         _ => return self.bug(span, "a pointer local without a data type"),
                     };
                     let name = self.names().local(*var).to_string();

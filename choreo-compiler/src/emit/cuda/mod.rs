@@ -163,7 +163,16 @@ pub fn emit_cuda(
             }
             hir::Item::Function(f) => match plans.next() {
                 Some(p) => {
-                    let mut e = FnEmitter { db, f, plan: p, options, w: &mut w, diags, depth: 0 };
+                    let mut e = FnEmitter {
+                        db,
+                        f,
+                        plan: p,
+                        options,
+                        w: &mut w,
+                        diags,
+                        depth: 0,
+                        tma_kernel: false,
+                    };
                     e.emit();
                 }
                 None => diags.push(internal(f.span, "no plan for this function")),
@@ -215,6 +224,9 @@ struct FnEmitter<'a, 'w> {
     diags: &'w mut Diagnostics,
     /// Nesting depth of inner parallel levels (unique names for their linear indices).
     depth: usize,
+    /// Whether the kernel being emitted issues TMA copies (its triggers then fence their
+    /// shared-memory reads against the copy engine's writes).
+    tma_kernel: bool,
 }
 
 impl FnEmitter<'_, '_> {

@@ -170,7 +170,10 @@ impl FnEmitter<'_, '_> {
         );
         self.w.indent += 1;
         // Sequential semantics (tier 3 §3.3 ⚠): every thread is done with the destination
-        // before the copy engine overwrites it.
+        // before the copy engine overwrites it. Its reads went through the generic proxy and
+        // the copy engine writes through the async proxy: the fence orders the two (a barrier
+        // alone does not).
+        self.w.line(span, "::choreo::tma::fence_proxy_async();");
         self.scope_sync_line(span, &scope_sync);
         self.w.line(span, &format!("if ({issuer}) {{"));
         self.w.line(

@@ -67,7 +67,9 @@ impl FnEmitter<'_, '_> {
         );
         self.w.indent += 1;
         // Every block of the cluster is done with the destination (and its mbarrier is
-        // initialised) before rank 0 writes into it.
+        // initialised) before rank 0 writes into it; the fence orders this thread's generic
+        // reads of it before the copy engine's (async proxy) writes.
+        self.w.line(span, "::choreo::tma::fence_proxy_async();");
         let barrier_text = self.cluster_barrier();
         self.w.line(span, &barrier_text);
         self.w.line(span, "if (threadIdx.x == 0) {");
