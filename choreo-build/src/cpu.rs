@@ -41,6 +41,7 @@ use crate::elf;
 use crate::error::{Error, NvccFailure};
 use crate::hash::{Digest, Hasher};
 use crate::nvcc::{JobError, parallel_map};
+use crate::shared_cache::SharedCache;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -77,6 +78,10 @@ pub(crate) struct CpuConfig {
     pub(crate) headers: Digest,
     /// The `objcopy` that makes the objects' hidden symbols local (see the module docs).
     pub(crate) objcopy: Option<PathBuf>,
+    /// The build's output folder, written `$OUT_DIR` in keys (see `shared_cache`).
+    out_dir: PathBuf,
+    /// The cache shared by the builds of the target folder, if any.
+    shared: Option<SharedCache>,
 }
 
 impl CpuConfig {
@@ -131,7 +136,20 @@ impl CpuConfig {
             include_dirs,
             headers,
             objcopy,
+            out_dir: PathBuf::new(),
+            shared: None,
         })
+    }
+
+    /// Keys written for `out_dir`, and objects shared through `shared` (see `shared_cache`).
+    pub(crate) fn with_shared_cache(
+        mut self,
+        out_dir: PathBuf,
+        shared: Option<SharedCache>,
+    ) -> Self {
+        self.out_dir = out_dir;
+        self.shared = shared;
+        self
     }
 
     fn args(&self, job: &CpuJob) -> Vec<String> {
@@ -171,8 +189,9 @@ impl CpuConfig {
             }
             None => hasher.field("no objcopy"),
         };
+        // The same in every build folder, so that the shared cache can serve other builds.
         for arg in self.args(job) {
-            hasher.field(arg);
+            hasher.field(SharedCache::portable(arg.as_bytes(), &self.out_dir));
         }
         hasher.finish().to_string()
     }
@@ -195,9 +214,10 @@ pub(crate) fn compile_all(
     let stale: Vec<bool> = jobs
         .iter()
         .map(|job| {
-            !job.object.is_file()
-                || fs::read_to_string(key_file(&job.object))
-                    .map_or(true, |key| key.trim() != config.key(job))
+            let key = config.key(job);
+            let fresh = job.object.is_file()
+                && fs::read_to_string(key_file(&job.object)).is_ok_and(|text| text.trim() == key);
+            !fresh && !fetch_shared(config, job, &key)
         })
         .collect();
     let to_compile: Vec<&CpuJob> =
@@ -226,6 +246,19 @@ pub(crate) fn compile_all(
         })
         .collect::<Result<Vec<_>, Error>>()?;
     Ok(Objects { objects, compiled: stale })
+}
+
+/// Brings `job`'s object from the shared cache when it has the entry `key` (another build
+/// folder compiled the same file with the same flags); writes the build's own entry.
+fn fetch_shared(config: &CpuConfig, job: &CpuJob, key: &str) -> bool {
+    let Some(shared) = &config.shared else { return false };
+    if shared.entry_text(key).is_none() {
+        return false;
+    }
+    let _ = fs::remove_file(key_file(&job.object));
+    let copied = job.object.parent().is_some_and(|dir| fs::create_dir_all(dir).is_ok())
+        && shared.copy_object(key, &job.object);
+    copied && fs::write(key_file(&job.object), key).is_ok()
 }
 
 fn key_file(object: &Path) -> PathBuf {
@@ -269,8 +302,11 @@ fn compile_one(config: &CpuConfig, job: &CpuJob) -> Result<(), JobError> {
     if let Some(objcopy) = &config.objcopy {
         localize(objcopy, job).map_err(JobError::Fatal)?;
     }
-    fs::write(&key_path, config.key(job))
-        .map_err(|e| JobError::Fatal(Error::io("write", &key_path, e)))?;
+    let key = config.key(job);
+    fs::write(&key_path, &key).map_err(|e| JobError::Fatal(Error::io("write", &key_path, e)))?;
+    if let Some(shared) = &config.shared {
+        shared.publish(&key, &job.object, &format!("key {key}\n"));
+    }
     Ok(())
 }
 

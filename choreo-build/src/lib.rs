@@ -166,6 +166,7 @@ mod hash;
 mod inputs;
 mod nvcc;
 mod output;
+mod shared_cache;
 
 pub use arch::{ArchOrigin, DEFAULT_ARCHS};
 pub use choreo_toolkit::{FoundBy, RootFrom, StubReason, Toolkit};
@@ -181,6 +182,7 @@ use error::{one_line, plural};
 use hash::Digest;
 use inputs::{CudaInput, Input};
 use nvcc::{CacheState, Job, JobError, NvccConfig};
+use shared_cache::SharedCache;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -510,7 +512,7 @@ impl Builder {
                 toolkit.root.display()
             ));
         }
-        let config = self.nvcc_config(env, &target, &toolkit, archs.archs.clone())?;
+        let config = self.nvcc_config(env, &target, &toolkit, archs.archs.clone(), &out_dir)?;
         let cuda_objects =
             compile_objects(&config, &layout, &mut generated, &mut hand_written, env, cargo)?;
         report.nvcc_runs = generated.iter().filter(|file| file.report.compiled).count()
@@ -586,7 +588,8 @@ impl Builder {
                 cpu::find_objcopy(from_env, compiler, &target.triple, target.cross)
             },
             cuda,
-        )?;
+        )?
+        .with_shared_cache(absolute(&layout.out_dir())?, shared_cache(env, &layout.out_dir())?);
         let obj_dir = generated_dir.join("obj").join("cpu");
         let mut jobs = Vec::new();
         for file in generated.iter_mut() {
@@ -835,6 +838,7 @@ impl Builder {
         target: &Target,
         toolkit: &Toolkit,
         archs: Vec<Arch>,
+        out_dir: &Path,
     ) -> Result<NvccConfig, Error> {
         let ccbin = match env.non_empty("NVCC_CCBIN").or_else(|| env.non_empty("CUDAHOSTCXX")) {
             Some(ccbin) => Some(PathBuf::from(ccbin)),
@@ -858,6 +862,8 @@ impl Builder {
             pic: target.os != "windows",
             user_flags: self.nvcc_flags.clone(),
             env_flags,
+            out_dir: absolute(out_dir)?,
+            shared: shared_cache(env, out_dir)?,
         })
     }
 }
@@ -966,6 +972,13 @@ fn absolute(path: &Path) -> Result<PathBuf, Error> {
     std::path::absolute(path).map_err(|e| Error::io("resolve", path, e))
 }
 
+/// The object cache shared by the builds of the target folder (see `shared_cache`):
+/// `CHOREO_CACHE_DIR`, else next to cargo's build folders.
+fn shared_cache(env: &Env, out_dir: &Path) -> Result<Option<SharedCache>, Error> {
+    let chosen = env.non_empty("CHOREO_CACHE_DIR").map(|dir| dir.to_string_lossy().into_owned());
+    Ok(SharedCache::locate(&absolute(out_dir)?, chosen.as_deref()))
+}
+
 /// The most parallel compiler runs: cargo's `NUM_JOBS`, else the available parallelism (under
 /// cargo, its jobserver's tokens limit them further, see `nvcc::parallel_map`).
 fn jobs_from_env(env: &Env) -> usize {
@@ -1050,6 +1063,11 @@ struct Layout {
 }
 
 impl Layout {
+    /// `<OUT_DIR>`.
+    fn out_dir(&self) -> PathBuf {
+        self.choreo_dir.parent().map_or_else(PathBuf::new, Path::to_path_buf)
+    }
+
     /// `<OUT_DIR>/choreo/<name>/`: `choreo.h`, the `.cu` and `.rs` files, `obj/`.
     fn generated_dir(&self) -> PathBuf {
         self.choreo_dir.join(&self.name)
@@ -1228,7 +1246,10 @@ fn compile_objects(
     for (index, (job, key)) in jobs.iter().enumerate() {
         match nvcc::check_cache(job, *key) {
             CacheState::Fresh(deps) => deps_of[index] = deps,
-            CacheState::Stale => stale.push(index),
+            CacheState::Stale => match nvcc::fetch_shared(config, job, *key) {
+                Some(deps) => deps_of[index] = deps,
+                None => stale.push(index),
+            },
         }
     }
     let stale_jobs: Vec<(Job, Digest)> = stale.iter().map(|&index| jobs[index].clone()).collect();

@@ -38,6 +38,7 @@
 
 use crate::error::{Error, NvccFailure};
 use crate::hash::{Digest, Hasher};
+use crate::shared_cache::SharedCache;
 use choreo_compiler::compile::Arch;
 use choreo_toolkit::Toolkit;
 use std::ffi::OsString;
@@ -72,6 +73,10 @@ pub(crate) struct NvccConfig {
     pub(crate) user_flags: Vec<String>,
     /// `NVCC_PREPEND_FLAGS` and `NVCC_APPEND_FLAGS` (nvcc reads them itself): part of the key.
     pub(crate) env_flags: Vec<(&'static str, String)>,
+    /// The build's output folder, written `$OUT_DIR` in keys (see `shared_cache`).
+    pub(crate) out_dir: PathBuf,
+    /// The cache shared by the builds of the target folder, if any.
+    pub(crate) shared: Option<SharedCache>,
 }
 
 pub(crate) use crate::arch::gencode_flags;
@@ -172,8 +177,9 @@ impl NvccConfig {
         hasher.field(self.toolkit.version.to_le_bytes());
         // Another root (CUDA_HOME changed while NVCC names the same wrapper) recompiles.
         hasher.field(self.toolkit.root.as_os_str().as_encoded_bytes());
+        // The same in every build folder, so that the shared cache can serve other builds.
         for arg in self.args(job) {
-            hasher.field(arg.as_encoded_bytes());
+            hasher.field(SharedCache::portable(arg.as_encoded_bytes(), &self.out_dir));
         }
         for (var, value) in &self.env_flags {
             hasher.field(var).field(value);
@@ -225,6 +231,12 @@ pub(crate) fn check_cache(job: &Job, key: Digest) -> CacheState {
     if !job.object.is_file() {
         return CacheState::Stale;
     }
+    check_entry(&text, key)
+}
+
+/// Checks an entry's text (the build's own, or the shared cache's) against `key`: its key line
+/// and the current content of every header it lists.
+fn check_entry(text: &str, key: Digest) -> CacheState {
     let mut lines = text.lines();
     if lines.next().and_then(|line| line.strip_prefix("key ")).and_then(Digest::parse) != Some(key)
     {
@@ -244,6 +256,21 @@ pub(crate) fn check_cache(job: &Job, key: Digest) -> CacheState {
         deps.push(path);
     }
     CacheState::Fresh(deps)
+}
+
+/// Brings `job`'s object from the shared cache, when it has a valid entry for `key` (another
+/// build folder of the same target folder compiled the same file): copies the object, writes
+/// the build's own entry and returns the headers it depends on.
+pub(crate) fn fetch_shared(config: &NvccConfig, job: &Job, key: Digest) -> Option<Vec<PathBuf>> {
+    let shared = config.shared.as_ref()?;
+    let text = shared.entry_text(&key.to_string())?;
+    let CacheState::Fresh(deps) = check_entry(&text, key) else { return None };
+    let _ = fs::remove_file(job.key_file());
+    if !shared.copy_object(&key.to_string(), &job.object) {
+        return None;
+    }
+    fs::write(job.key_file(), &text).ok()?;
+    Some(deps)
 }
 
 /// The result of compiling one job.
@@ -294,8 +321,11 @@ fn compile_one(config: &NvccConfig, job: &Job, key: Digest) -> Result<Compiled, 
         entry.push_str(&format!("dep {} {}\n", Digest::of(bytes), dep.display()));
         deps.push(dep);
     }
-    fs::write(job.key_file(), entry)
+    fs::write(job.key_file(), &entry)
         .map_err(|e| JobError::Fatal(Error::io("write", job.key_file(), e)))?;
+    if let Some(shared) = &config.shared {
+        shared.publish(&key.to_string(), &job.object, &entry);
+    }
     Ok(Compiled { deps, output: text })
 }
 
@@ -653,6 +683,8 @@ mod tests {
             pic: true,
             user_flags: vec!["-lineinfo".into()],
             env_flags: vec![],
+            out_dir: "/t/debug/build/app-1/out".into(),
+            shared: None,
         }
     }
 

@@ -594,3 +594,45 @@ fn a_wrapper_without_cuda_home_uses_the_toolkit_found_after_it() {
     ];
     run_child(TEST, &dir, &vars);
 }
+
+/// `cargo build`, `cargo check` and `cargo clippy` run a build script in different `OUT_DIR`s
+/// of one target folder: objects compiled by one are taken from the shared cache
+/// (`<profile>/choreo-cache`) by the others, nvcc and the C++ compiler do not run again, and a
+/// header change still recompiles.
+#[test]
+fn build_folders_of_one_target_folder_share_their_objects() {
+    let dir = temp_dir("shared-cache");
+    fs::create_dir_all(dir.join("k")).unwrap();
+    fs::write(dir.join("k/scale.co"), SCALE).unwrap();
+    fs::write(dir.join("k/common.h"), "#define COMMON_VALUE 1\n").unwrap();
+    let build = |unit: &str| {
+        Builder::new()
+            .files(format!("{}/k/*.co", dir.display()))
+            .out_dir(dir.join(format!("target/debug/build/{unit}/out")))
+            .cargo_metadata(false)
+            .build("kernels")
+            .unwrap()
+    };
+    let first = build("app-1");
+    require_toolkit(&first);
+    assert_eq!((first.nvcc_runs, first.cpu_runs), (1, 1), "{first}");
+    assert!(dir.join("target/debug/choreo-cache").is_dir());
+
+    let second = build("app-2");
+    assert_eq!((second.nvcc_runs, second.cache_hits, second.cpu_runs), (0, 1, 0), "{second}");
+    assert!(second.library.as_ref().unwrap().path.is_file());
+    let objects = |report: &Report| {
+        let file = &report.files[0];
+        [file.object.clone().unwrap(), file.cpu_object.clone().unwrap()]
+    };
+    for (a, b) in objects(&first).iter().zip(objects(&second)) {
+        assert_ne!(a, &b);
+        assert_eq!(fs::read(a).unwrap(), fs::read(&b).unwrap(), "{}", b.display());
+    }
+
+    // The header the host code includes changes: the shared entry lists it, so a third folder
+    // compiles the CUDA object again.
+    fs::write(dir.join("k/common.h"), "#define COMMON_VALUE 2\n").unwrap();
+    let third = build("app-3");
+    assert_eq!(third.nvcc_runs, 1, "{third}");
+}
