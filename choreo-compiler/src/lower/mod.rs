@@ -196,6 +196,12 @@ pub struct KernelPlan {
     pub cluster: Option<ClusterPlan>,
     /// The warpgroup roles that issue TMA statements (spec-tier3 §3.3, [`roles`]).
     pub roles: Vec<roles::RolePlan>,
+    /// Whether every event trigger first fences the async proxy (`fence.proxy.async`): the
+    /// kernel issues TMA loads on the GPU, and a trigger may hand a buffer this thread read back
+    /// to a load's issuer (the `empty` slot of a ring). The copy engine writes through the async
+    /// proxy, which the arrive's release does not order with the thread's generic reads (PTX
+    /// memory model; spec-tier3 §10.2). The CPU's copies are ordinary memory operations.
+    pub fence_triggers: bool,
 }
 
 /// A launch in thread-block clusters: consecutive blocks along x form a cluster, its shape is
@@ -433,6 +439,7 @@ fn lower_function(
                     attrs: hir::KernelAttrs::default(),
                     cluster: None,
                     roles: Vec::new(),
+                    fence_triggers: false,
                 }
             })
         })
@@ -768,6 +775,7 @@ impl HostWalk<'_, '_> {
             // The cluster barriers at entry and exit make the blocks of a cluster wait for
             // each other.
             synchronises: kernel.synchronises || cluster.is_some(),
+            fence_triggers: tree.attrs.tma_barriers > 0 && self.target != Target::Cpu,
             attrs: tree.attrs,
             cluster,
             roles: Vec::new(),

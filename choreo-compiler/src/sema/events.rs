@@ -88,32 +88,10 @@ impl Checker<'_> {
                 self.declare_poisoned(&item.name);
                 continue;
             };
-            let slots: u64 = dims.iter().map(|&d| u64::from(d)).product();
-            let name = &item.name.name;
             // The mbarriers: a shared buffer of the kernel's pool.
-            let ty = Ty::Spanned(SpannedTy {
-                elem: ElemTy::U64,
-                dims: vec![Dim::Const(slots)],
-                storage: Storage::Shared,
-            });
-            let barriers = self.new_local(
-                &format!("{name}_bars"),
-                item.name.span,
-                ty,
-                LocalPlace::SharedBuffer,
-                false,
-                LocalOrigin::Decl,
-            );
-            // Bit i: the parity slot i's next plain wait expects (1 = passes at once on a
-            // fresh barrier, which is what `ready` means).
-            let phases = self.new_local(
-                &format!("{name}_phases"),
-                item.name.span,
-                Ty::Scalar(ElemTy::U64),
-                LocalPlace::DeviceScalar,
-                true,
-                LocalOrigin::Decl,
-            );
+            let words = (ElemTy::U64, Storage::Shared, LocalPlace::SharedBuffer);
+            let EventStorage { slots, slot_words: barriers, phases } =
+                self.event_storage(item, &dims, "bars", words);
             let ready = item.ready.is_some();
             let init_bits: u64 = if !ready {
                 0
@@ -124,7 +102,7 @@ impl Checker<'_> {
             };
             let id = EventId(self.events.len() as u32);
             self.events.push(Event {
-                name: name.clone(),
+                name: item.name.name.clone(),
                 span: item.span,
                 kernel,
                 dims,
@@ -150,6 +128,37 @@ impl Checker<'_> {
             };
             out.push(stmt(StmtKind::Let { var: phases, init: Some(init) }, item.span));
         }
+    }
+
+    /// The per-slot words of an event declared by `item` (`<name>_<suffix>`: a buffer of one
+    /// `elem` per slot in `storage`) and its phase bits (`<name>_phases`: bit i is the parity
+    /// slot i's next plain wait expects; only shared events declare and use them).
+    pub(crate) fn event_storage(
+        &mut self,
+        item: &ast::EventItem,
+        dims: &[u32],
+        suffix: &str,
+        (elem, storage, place): (ElemTy, Storage, LocalPlace),
+    ) -> EventStorage {
+        let slots: u64 = dims.iter().map(|&d| u64::from(d)).product();
+        let name = &item.name.name;
+        let slot_words = self.new_local(
+            &format!("{name}_{suffix}"),
+            item.name.span,
+            Ty::Spanned(SpannedTy { elem, dims: vec![Dim::Const(slots)], storage }),
+            place,
+            false,
+            LocalOrigin::Decl,
+        );
+        let phases = self.new_local(
+            &format!("{name}_phases"),
+            item.name.span,
+            Ty::Scalar(ElemTy::U64),
+            LocalPlace::DeviceScalar,
+            true,
+            LocalOrigin::Decl,
+        );
+        EventStorage { slots, slot_words, phases }
     }
 
     /// The kernel being checked.
@@ -234,6 +243,16 @@ impl Checker<'_> {
                 out,
             );
         }
+        // Every form below is device code only.
+        if !self.in_device() {
+            self.error_label(
+                "E0471",
+                span,
+                "`trigger` is only allowed inside a parallel-by",
+                "host code",
+            );
+            return;
+        }
         if let (Some(c), true) = (t.cluster, t.after.is_empty()) {
             return self.check_cluster_trigger(t, c, span, out);
         }
@@ -244,15 +263,6 @@ impl Checker<'_> {
         }
         if !t.after.is_empty() {
             return self.check_trigger_after(t, span, out);
-        }
-        if !self.in_device() {
-            self.error_label(
-                "E0471",
-                span,
-                "`trigger` is only allowed inside a parallel-by",
-                "host code",
-            );
-            return;
         }
         let mut slots = Vec::with_capacity(t.targets.len());
         let mut failed = false;
@@ -606,4 +616,14 @@ fn binary(op: crate::hir::BinOp, lhs: HExpr, rhs: HExpr) -> HExpr {
         ty: Ty::Scalar(ElemTy::S32),
         span,
     }
+}
+
+/// What [`Checker::event_storage`] declared for an event.
+pub(crate) struct EventStorage {
+    /// The number of slots (the product of the dimensions).
+    pub(crate) slots: u64,
+    /// One word per slot: the mbarriers of a shared event, the flags of a local or global one.
+    pub(crate) slot_words: crate::hir::VarId,
+    /// The phase bits (declared and used by shared events only).
+    pub(crate) phases: crate::hir::VarId,
 }

@@ -17,7 +17,7 @@ use crate::hir::{EventSlot, Stmt, StmtKind};
 use crate::source::Span;
 
 impl Checker<'_> {
-    /// `trigger.cluster e, …;` (no `after`).
+    /// `trigger.cluster e, …;` (no `after`), in device code (`check_trigger` checked).
     pub(crate) fn check_cluster_trigger(
         &mut self,
         t: &ast::Trigger,
@@ -25,15 +25,6 @@ impl Checker<'_> {
         span: Span,
         out: &mut Vec<Stmt>,
     ) {
-        if !self.in_device() {
-            self.error_label(
-                "E0471",
-                span,
-                "`trigger` is only allowed inside a parallel-by",
-                "host code",
-            );
-            return;
-        }
         if !self.kernel.as_ref().is_some_and(|k| k.cluster) {
             self.diags.push(
                 Diagnostic::error(

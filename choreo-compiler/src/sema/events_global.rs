@@ -12,12 +12,13 @@
 //! `.at(order)`, `trigger.cluster`/`after`, and a `global event` in device code (`E0466`).
 //! `while (g)` tests the byte ([`Checker::event_condition`]).
 
+use super::events::EventStorage;
 use super::scope::Symbol;
 use super::{Checker, Region};
 use crate::ast;
 use crate::hir::{
-    self, ElemTy, Event, EventId, HExpr, HExprKind, KernelId, LocalOrigin, LocalPlace,
-    Participants, SlotIndex, SpannedTy, Stmt, StmtKind, Storage, Ty,
+    self, ElemTy, Event, EventId, HExpr, HExprKind, KernelId, LocalPlace, Participants, SlotIndex,
+    Stmt, StmtKind, Storage, Ty,
 };
 use crate::source::Span;
 
@@ -63,32 +64,12 @@ impl Checker<'_> {
                 self.declare_poisoned(&item.name);
                 continue;
             };
-            let slots: u64 = dims.iter().map(|&d| u64::from(d)).product();
-            let name = &item.name.name;
-            let flags = self.new_local(
-                &format!("{name}_flags"),
-                item.name.span,
-                Ty::Spanned(SpannedTy {
-                    elem: ElemTy::U8,
-                    dims: vec![hir::Dim::Const(slots)],
-                    storage: Storage::Global,
-                }),
-                LocalPlace::GlobalBuffer,
-                false,
-                LocalOrigin::Decl,
-            );
-            // Never declared: only shared events track phases.
-            let phases = self.new_local(
-                &format!("{name}_phases"),
-                item.name.span,
-                Ty::Scalar(ElemTy::U64),
-                LocalPlace::DeviceScalar,
-                true,
-                LocalOrigin::Decl,
-            );
+            let words = (ElemTy::U8, Storage::Global, LocalPlace::GlobalBuffer);
+            let EventStorage { slot_words: flags, phases, .. } =
+                self.event_storage(item, &dims, "flags", words);
             let id = EventId(self.events.len() as u32);
             self.events.push(Event {
-                name: name.clone(),
+                name: item.name.name.clone(),
                 span: item.span,
                 // No kernel of its own: every kernel of the function may use it.
                 kernel: KernelId(u32::MAX),

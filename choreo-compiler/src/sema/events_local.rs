@@ -13,12 +13,13 @@
 //! `event<N>` or a ring operand `.at(k)` on a local event is `E0466`, as is a local event in
 //! host code.
 
+use super::events::EventStorage;
 use super::scope::Symbol;
 use super::{Checker, Region};
 use crate::ast;
 use crate::hir::{
-    self, ElemIndex, ElemTy, Event, EventId, HExpr, HExprKind, LocalOrigin, LocalPlace, SlotIndex,
-    SpannedTy, Stmt, StmtKind, Storage, Ty,
+    self, ElemIndex, ElemTy, Event, EventId, HExpr, HExprKind, LocalPlace, SlotIndex, Stmt,
+    StmtKind, Storage, Ty,
 };
 use crate::source::Span;
 
@@ -59,33 +60,13 @@ impl Checker<'_> {
                 self.declare_poisoned(&item.name);
                 continue;
             };
-            let slots: u64 = dims.iter().map(|&d| u64::from(d)).product();
-            let name = &item.name.name;
-            let flags = self.new_local(
-                &format!("{name}_flags"),
-                item.name.span,
-                Ty::Spanned(SpannedTy {
-                    elem: ElemTy::Bool,
-                    dims: vec![hir::Dim::Const(slots)],
-                    storage: Storage::Local,
-                }),
-                LocalPlace::LocalBuffer,
-                false,
-                LocalOrigin::Decl,
-            );
-            // Never declared: only shared events track phases.
-            let phases = self.new_local(
-                &format!("{name}_phases"),
-                item.name.span,
-                Ty::Scalar(ElemTy::U64),
-                LocalPlace::DeviceScalar,
-                true,
-                LocalOrigin::Decl,
-            );
+            let words = (ElemTy::Bool, Storage::Local, LocalPlace::LocalBuffer);
+            let EventStorage { slot_words: flags, phases, .. } =
+                self.event_storage(item, &dims, "flags", words);
             let ready = item.ready.is_some();
             let id = EventId(self.events.len() as u32);
             self.events.push(Event {
-                name: name.clone(),
+                name: item.name.name.clone(),
                 span: item.span,
                 kernel,
                 dims,

@@ -328,15 +328,6 @@ impl Checker<'_> {
         let fail = |this: &mut Self, at: Span, message: String, label: &str| {
             this.error_label("E0476", at, message, label.to_string());
         };
-        if !self.in_device() {
-            self.error_label(
-                "E0471",
-                span,
-                "`trigger` is only allowed inside a parallel-by",
-                "host code",
-            );
-            return;
-        }
         let [target] = t.targets.as_slice() else {
             fail(
                 self,

@@ -2,7 +2,7 @@
 //! pool; `trigger` arrives, `wait` waits for the parity of the generation the thread expects.
 //! The primitives (`__choreo_mbar_*`) are in the support library, for both dialects.
 
-use super::{Dialect, FnEmitter};
+use super::FnEmitter;
 use crate::hir::{Event, EventId, EventSlot, SlotIndex};
 use crate::source::Span;
 
@@ -106,12 +106,9 @@ impl FnEmitter<'_, '_> {
             Some(_) => ("__choreo_mbar_arrive_cluster", "trigger.cluster"),
             None => ("__choreo_mbar_arrive", "trigger"),
         };
-        if self.tma_kernel && self.options.dialect == Dialect::Cuda {
-            // A trigger may hand a buffer this thread read back to a TMA load (an `empty`
-            // slot of a ring): the copy engine writes through the async proxy, which the
-            // arrive's release does not order with this thread's generic reads (PTX memory
-            // model; spec-tier3 §10.2). Without the fence the next tile can land before the
-            // reads are done.
+        if self.fence_triggers {
+            // Without the fence the next tile of a ring can land before this thread's reads
+            // of the slot are done (see `KernelPlan::fence_triggers`).
             self.w.line(span, "::choreo::tma::fence_proxy_async();");
         }
         let text = match slot.index {

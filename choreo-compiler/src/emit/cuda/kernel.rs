@@ -84,7 +84,7 @@ impl FnEmitter<'_, '_> {
     pub(super) fn kernel(&mut self, tree: &hir::ParallelTree) {
         let Some((k, symbol)) = self.kernel_plan(tree) else { return };
         let span = tree.span;
-        self.tma_kernel = k.shared.barriers.is_some();
+        self.fence_triggers = k.fence_triggers;
         let mut params: Vec<String> = Vec::new();
         if self.options.dialect == Dialect::Cpu {
             // The executing thread, which `threadIdx`, `__syncthreads()`, … read on the CPU.

@@ -171,7 +171,7 @@ pub fn emit_cuda(
                         w: &mut w,
                         diags,
                         depth: 0,
-                        tma_kernel: false,
+                        fence_triggers: false,
                     };
                     e.emit();
                 }
@@ -224,9 +224,9 @@ struct FnEmitter<'a, 'w> {
     diags: &'w mut Diagnostics,
     /// Nesting depth of inner parallel levels (unique names for their linear indices).
     depth: usize,
-    /// Whether the kernel being emitted issues TMA copies (its triggers then fence their
-    /// shared-memory reads against the copy engine's writes).
-    tma_kernel: bool,
+    /// [`KernelPlan::fence_triggers`](crate::lower::KernelPlan::fence_triggers) of the kernel
+    /// being emitted.
+    fence_triggers: bool,
 }
 
 impl FnEmitter<'_, '_> {
