@@ -1,0 +1,230 @@
+//! GEMM on the Hopper tensor cores (issue 15): the hand-written persistent, warp-specialised
+//! WGMMA kernel (`kernels/gemm_wgmma.cu`, built on the compiler's WGMMA library
+//! `choreo-compiler/src/emit/cuda/wgmma.cuh`; see [`choreo_bench::gemm`]) against cuBLAS's
+//! `cublasGemmEx` loaded at run time (dlopen; nothing is linked):
+//!
+//! `C[M, N] = A[M, K] · B[N, K]ᵀ`, row-major, f32 accumulation, C in the input type, for
+//! f16 and bf16 and M = N = K ∈ {4096, 8192} (`--quick`: 1024 and 2048). TFLOP/s count
+//! 2·M·N·K operations; the fraction of the H200's dense f16/bf16 peak (989 TFLOP/s) is shown
+//! too, so the figures mean something without cuBLAS.
+//!
+//! Checks before timing, each on a poisoned (NaN) output: ours on exact inputs (multiples of
+//! 1/8: every correct kernel rounds the same exact sums) bit for bit against a float64 host
+//! reference on 6 full rows and 6 full columns; then on random inputs in [-1, 1) against the
+//! host reference on the same rows and columns (within a few units in the last place) and,
+//! when cuBLAS is there, element by element against cuBLAS's output (the largest error is
+//! reported; more than a few units in the last place fails the section).
+//!
+//! Timing as the other sections: events around a batch of launches behind an untimed one,
+//! variants interleaved, medians.
+
+use choreo::Stream;
+use choreo_bench::gemm::{self, DeviceMatrix, Dtype};
+use choreo_bench::stats::Summary;
+use choreo_bench::table::three_digits;
+
+use super::tiled::{per_launch_ms, row};
+use super::{BenchError, BenchResult, Options, interleaved};
+
+/// The H200's dense f16/bf16 tensor-core peak (SXM, with f32 accumulation), TFLOP/s.
+pub const PEAK_TFLOPS: f64 = 989.0;
+/// Launches per timed trial.
+const BATCH: usize = 10;
+
+/// One (type, size) point.
+pub struct Point {
+    /// The element type.
+    pub dtype: Dtype,
+    /// M = N = K.
+    pub size: usize,
+    /// Our TFLOP/s (median).
+    pub ours_tflops: f64,
+    /// cuBLAS's TFLOP/s (median), when it ran.
+    pub cublas_tflops: Option<f64>,
+}
+
+/// The section's outcome.
+pub struct Outcome {
+    /// Table rows `[variant, median, min, max, derived]`.
+    pub rows: Vec<Vec<String>>,
+    /// Every measured point.
+    pub points: Vec<Point>,
+    /// Why cuBLAS did not run, if it did not.
+    pub cublas_missing: Option<String>,
+}
+
+fn failed(message: String) -> BenchError {
+    BenchError::Failed(format!("gemm: {message}"))
+}
+
+/// Runs the section.
+pub fn run(options: &Options) -> BenchResult<Outcome> {
+    if !gemm::BUILT {
+        return Err(BenchError::CannotRun("the GEMM kernels were not compiled".into()));
+    }
+    let cublas = gemm::load_cublas();
+    match &cublas {
+        Ok(version) => eprintln!("choreo-bench: gemm: cuBLAS {version} loaded"),
+        Err(why) => eprintln!("choreo-bench: gemm: {why}; timing ours alone"),
+    }
+    let sizes: &[usize] = if options.quick { &[1024, 2048] } else { &[4096, 8192] };
+    let mut outcome =
+        Outcome { rows: Vec::new(), points: Vec::new(), cublas_missing: cublas.clone().err() };
+    for &dtype in &Dtype::ALL {
+        for &size in sizes {
+            let point = measure(options, dtype, size, cublas.is_ok(), &mut outcome.rows)?;
+            outcome.points.push(point);
+        }
+    }
+    if let Some(why) = &outcome.cublas_missing {
+        outcome.rows.push(vec![
+            format!("cuBLAS not measured: {why}"),
+            String::new(),
+            String::new(),
+            String::new(),
+            String::new(),
+        ]);
+    }
+    Ok(outcome)
+}
+
+fn tflops(size: usize, ms: f64) -> f64 {
+    2.0 * (size as f64).powi(3) / (ms * 1e-3) / 1e12
+}
+
+fn measure(
+    options: &Options,
+    dtype: Dtype,
+    size: usize,
+    with_cublas: bool,
+    rows: &mut Vec<Vec<String>>,
+) -> BenchResult<Point> {
+    let name = dtype.name();
+    eprintln!("choreo-bench: gemm: {name} {size}³ …");
+    let (m, n, k) = (size, size, size);
+    let s = Stream::new()?;
+    let raw = s.as_raw();
+    let mut c = DeviceMatrix::new(m * n).map_err(failed)?;
+    let mut c_cublas = DeviceMatrix::new(m * n).map_err(failed)?;
+    let points = gemm::sample_points(m, n);
+
+    // Exact inputs: bit for bit.
+    {
+        let ha = gemm::exact_matrix(dtype, m, k, 0x51);
+        let hb = gemm::exact_matrix(dtype, n, k, 0x52);
+        let a = DeviceMatrix::from_host(&ha).map_err(failed)?;
+        let b = DeviceMatrix::from_host(&hb).map_err(failed)?;
+        c.poison().map_err(failed)?;
+        // SAFETY: the matrices have the sizes of the product and live past the download.
+        unsafe { gemm::launch_ours(raw, dtype, (&a, &b, &c), (m, n, k)) }.map_err(failed)?;
+        let hc = c.download().map_err(failed)?;
+        gemm::check_points(
+            &format!("ours, {name} {size}³, exact inputs"),
+            dtype,
+            (&ha, &hb, &hc),
+            (n, k),
+            points.iter().copied(),
+            true,
+        )
+        .map_err(failed)?;
+    }
+
+    // Random inputs: against the host reference and cuBLAS.
+    let ha = gemm::random_matrix(dtype, m, k, 0x61 + size as u64);
+    let hb = gemm::random_matrix(dtype, n, k, 0x62 + size as u64);
+    let a = DeviceMatrix::from_host(&ha).map_err(failed)?;
+    let b = DeviceMatrix::from_host(&hb).map_err(failed)?;
+    c.poison().map_err(failed)?;
+    // SAFETY: as above.
+    unsafe { gemm::launch_ours(raw, dtype, (&a, &b, &c), (m, n, k)) }.map_err(failed)?;
+    let hc = c.download().map_err(failed)?;
+    let worst = gemm::check_points(
+        &format!("ours, {name} {size}³"),
+        dtype,
+        (&ha, &hb, &hc),
+        (n, k),
+        points.iter().copied(),
+        false,
+    )
+    .map_err(failed)?;
+    let mut against_cublas = None;
+    if with_cublas {
+        c_cublas.poison().map_err(failed)?;
+        // SAFETY: as above.
+        unsafe { gemm::launch_cublas(raw, dtype, (&a, &b, &c_cublas), (m, n, k)) }
+            .map_err(failed)?;
+        let theirs = c_cublas.download().map_err(failed)?;
+        gemm::check_points(
+            &format!("cuBLAS, {name} {size}³"),
+            dtype,
+            (&ha, &hb, &theirs),
+            (n, k),
+            points.iter().copied(),
+            false,
+        )
+        .map_err(|e| failed(format!("cuBLAS's own output is off (layouts?): {e}")))?;
+        let cmp = gemm::compare(dtype, &hc, &theirs);
+        if cmp.wrong > 0 {
+            return Err(failed(format!(
+                "ours differs from cuBLAS, {name} {size}³: {} of {} elements beyond tolerance, \
+                 max relative error {:.3e}, max error / rms {:.3e}",
+                cmp.wrong,
+                hc.len(),
+                cmp.max_relative,
+                cmp.max_error_over_rms
+            )));
+        }
+        against_cublas = Some(cmp);
+    }
+
+    // Timing.
+    let shapes = (m, n, k);
+    let (pa, pc, pcc) = (&a, &c, &c_cublas);
+    let pb = &b;
+    let mut ours = || {
+        per_launch_ms(&s, BATCH, || {
+            // SAFETY: as above; the matrices outlive the timing.
+            unsafe { gemm::launch_ours(raw, dtype, (pa, pb, pc), shapes) }.map_err(failed)
+        })
+    };
+    let mut theirs = || {
+        per_launch_ms(&s, BATCH, || {
+            // SAFETY: as above.
+            unsafe { gemm::launch_cublas(raw, dtype, (pa, pb, pcc), shapes) }.map_err(failed)
+        })
+    };
+    let summaries: Vec<Summary> = if with_cublas {
+        interleaved(options, &mut [&mut ours, &mut theirs])?
+    } else {
+        interleaved(options, &mut [&mut ours])?
+    };
+    let ours_tflops = tflops(size, summaries[0].median);
+    let cublas_tflops = summaries.get(1).map(|s| tflops(size, s.median));
+    let peak =
+        |t: f64| format!("{} TFLOP/s = {} of peak", three_digits(t), three_digits(t / PEAK_TFLOPS));
+    let versus = match (cublas_tflops, against_cublas) {
+        (Some(theirs), Some(cmp)) => format!(
+            "; {} of cuBLAS; vs cuBLAS max rel. err {:.2e}; host check max rel. err {:.2e}",
+            three_digits(ours_tflops / theirs),
+            cmp.max_relative,
+            worst
+        ),
+        _ => format!("; host check max rel. err {worst:.2e}"),
+    };
+    rows.push(row(
+        format!(
+            "ours: gemm_wgmma {name} {size}³ (persistent, TMA producer + 2 WGMMA consumer \
+             warpgroups, 128x256x64 tiles, 4 stages)"
+        ),
+        &summaries[0],
+        peak(ours_tflops) + &versus,
+    ));
+    if let Some(theirs) = cublas_tflops {
+        rows.push(row(
+            format!("cuBLAS: cublasGemmEx {name} {size}³ (TN)"),
+            &summaries[1],
+            peak(theirs),
+        ));
+    }
+    Ok(Point { dtype, size, ours_tflops, cublas_tflops })
+}
