@@ -194,6 +194,12 @@ CHOREO_WGMMA_HD constexpr std::uint32_t kmajor_k_offset(int kt, int atom_k, int 
                                     elem);
 }
 
+// The byte offset of K step `kt` in an MN-major tile with swizzle `swz` (16-bit types): atomK
+// rows of `swz` bytes per step.
+CHOREO_WGMMA_HD constexpr std::uint32_t mnmajor_k_offset(int kt, int atom_k, int swz) {
+  return static_cast<std::uint32_t>(kt * atom_k * swz);
+}
+
 // The byte address (before the swizzle) of operand element (mn, k) of a descriptor: `mn_major`
 // selects the transposed layout (16-bit types), `elem` is the element size. Canonical layouts
 // (CuTe's GMMA layouts, in bytes; W = swizzle width):
@@ -276,7 +282,9 @@ CHOREO_WGMMA_DEVICE void fence_operand(std::int32_t&) {}
 #endif
 template <class T, int R>
 CHOREO_WGMMA_DEVICE void fence_operands(T (&regs)[R]) {
+#if defined(__CUDACC__)
 #pragma unroll
+#endif
   for (int i = 0; i < R; ++i) fence_operand(regs[i]);
 }
 
