@@ -99,7 +99,9 @@ mod ffi {
 }
 
 /// Whether the kernels were compiled (nvcc was found at build time).
-pub const BUILT: bool = cfg!(choreo_bench_kernels);
+pub fn built() -> bool {
+    cfg!(choreo_bench_kernels)
+}
 
 #[cfg(not(choreo_bench_kernels))]
 fn not_built() -> String {

@@ -6,7 +6,7 @@ use choreo_bench::gemm::{self, DeviceMatrix, Dtype};
 
 /// Runs ours on `(m, n, k)` with `inputs` (exact: bit-for-bit check) and checks all of C.
 fn check(dtype: Dtype, (m, n, k): (usize, usize, usize), exact: bool) {
-    assert!(gemm::BUILT, "the GEMM kernels were not compiled (no nvcc at build time)");
+    assert!(gemm::built(), "the GEMM kernels were not compiled (no nvcc at build time)");
     let (ha, hb) = if exact {
         (gemm::exact_matrix(dtype, m, k, 7), gemm::exact_matrix(dtype, n, k, 8))
     } else {

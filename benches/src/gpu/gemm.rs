@@ -59,7 +59,7 @@ fn failed(message: String) -> BenchError {
 
 /// Runs the section.
 pub fn run(options: &Options) -> BenchResult<Outcome> {
-    if !gemm::BUILT {
+    if !gemm::built() {
         return Err(BenchError::CannotRun("the GEMM kernels were not compiled".into()));
     }
     let cublas = gemm::load_cublas();
