@@ -76,18 +76,64 @@ __device__ __forceinline__ void mbar_arrive_expect_tx(std::uint64_t* bar, unsign
                : "memory");
 }
 
-// Returns once the phase of parity `parity` of `bar` has completed.
+// Arrives on the mbarrier at the same offset as `bar` in block `rank` of the cluster.
+__device__ __forceinline__ void mbar_arrive_remote(std::uint64_t* bar, unsigned rank) {
+  asm volatile(
+      "{\n.reg .b32 remote;\n"
+      "mapa.shared::cluster.u32 remote, %0, %1;\n"
+      "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n}\n" ::"r"(sa(bar)),
+      "r"(rank)
+      : "memory");
+}
+
+// Returns once the phase of parity `parity` of `bar` has completed; `Cluster`: acquire at
+// cluster scope (the arrivals include other blocks').
+template <bool Cluster = false>
 __device__ __forceinline__ void mbar_wait(std::uint64_t* bar, unsigned parity) {
   unsigned done = 0;
   do {
-    asm volatile(
-        "{\n.reg .pred p;\n"
-        "mbarrier.try_wait.parity.acquire.cta.shared::cta.b64 p, [%1], %2;\n"
-        "selp.u32 %0, 1, 0, p;\n}\n"
-        : "=r"(done)
-        : "r"(sa(bar)), "r"(parity)
-        : "memory");
+    if constexpr (Cluster) {
+      asm volatile(
+          "{\n.reg .pred p;\n"
+          "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n"
+          "selp.u32 %0, 1, 0, p;\n}\n"
+          : "=r"(done)
+          : "r"(sa(bar)), "r"(parity)
+          : "memory");
+    } else {
+      asm volatile(
+          "{\n.reg .pred p;\n"
+          "mbarrier.try_wait.parity.acquire.cta.shared::cta.b64 p, [%1], %2;\n"
+          "selp.u32 %0, 1, 0, p;\n}\n"
+          : "=r"(done)
+          : "r"(sa(bar)), "r"(parity)
+          : "memory");
+    }
   } while (!done);
+}
+
+// All threads of all blocks of the cluster (release / acquire).
+__device__ __forceinline__ void cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory");
+  asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+}
+
+__device__ __forceinline__ unsigned cluster_rank() {
+  unsigned rank;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(rank));
+  return rank;
+}
+
+// A 2-D TMA load multicast to the blocks of `mask`: the box lands at the offset of `dst` in
+// each and completes the mbarrier at the offset of `bar` in each.
+__device__ __forceinline__ void tma_load_2d_multicast(void* dst, const CUtensorMap* map, int c0,
+                                                      int c1, std::uint64_t* bar,
+                                                      unsigned short mask) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+      ".multicast::cluster [%0], [%1, {%2, %3}], [%4], %5;\n" ::"r"(sa(dst)),
+      "l"(map), "r"(c0), "r"(c1), "r"(sa(bar)), "h"(mask)
+      : "memory");
 }
 
 // A 2-D TMA load of the box at (c0 innermost, c1) into `dst`, completing `bar`'s transaction.
@@ -136,7 +182,12 @@ struct Pack<__nv_bfloat16> {
   using Two = __nv_bfloat162;
 };
 
-template <class T>
+// `Cluster` = 1: one block per tile. `Cluster` = 2: clusters of 2 blocks along x computing the
+// two M-adjacent tiles (2p, 2p + 1) of one N tile; each block loads its A tile and half of the
+// shared B tile (128 of its 256 rows), multicast to both, so L2 serves 2/3 of the bytes. Each
+// block's `full` barrier then waits for its A plus both B halves; its `empty` barrier counts
+// the consumers of both blocks (a slot is refilled in both at once).
+template <class T, int Cluster>
 __global__ void __launch_bounds__(kThreads, 1)
     gemm_wgmma_kernel(const __grid_constant__ CUtensorMap map_a,
                       const __grid_constant__ CUtensorMap map_b, T* __restrict__ c, int m, int n,
@@ -153,15 +204,26 @@ __global__ void __launch_bounds__(kThreads, 1)
   if (threadIdx.x == 0) {
     for (int s = 0; s < kStages; ++s) {
       mbar_init(&full[s], 1);
-      mbar_init(&empty[s], kConsumers);
+      mbar_init(&empty[s], kConsumers * Cluster);
     }
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
   }
-  __syncthreads();
+  // The barriers of every block of the cluster are initialised before anyone uses them.
+  if constexpr (Cluster == 2) {
+    cluster_sync();
+  } else {
+    __syncthreads();
+  }
+  const unsigned rank = Cluster == 2 ? cluster_rank() : 0;
+  const unsigned peer = rank ^ 1;
 
-  const int tiles_m = m / kBM, tiles_n = n / kBN;
+  // The schedule walks units of Cluster M-adjacent tiles; block `rank` of a cluster computes
+  // tile Cluster·um + rank of unit (um, tn).
+  const int tiles_m = m / (kBM * Cluster), tiles_n = n / kBN;
   const int tiles = tiles_m * tiles_n;
+  const int first = static_cast<int>(blockIdx.x) / Cluster;
+  const int stride = static_cast<int>(gridDim.x) / Cluster;
   const int k_tiles = k / kBK;
   const int warpgroup = threadIdx.x / 128;
 
@@ -173,14 +235,22 @@ __global__ void __launch_bounds__(kThreads, 1)
       asm volatile("prefetch.tensormap [%0];\n" ::"l"(&map_b) : "memory");
       int s = 0;
       unsigned phase = 0;
-      for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+      for (int t = first; t < tiles; t += stride) {
         int tm, tn;
         tile_of(t, tiles_m, tiles_n, tm, tn);
+        tm = tm * Cluster + static_cast<int>(rank);
         for (int kt = 0; kt < k_tiles; ++kt) {
-          mbar_wait(&empty[s], phase ^ 1);
+          mbar_wait<Cluster == 2>(&empty[s], phase ^ 1);
           mbar_arrive_expect_tx(&full[s], kTileABytes + kTileBBytes);
           tma_load_2d(ring_a + s * kTileABytes, &map_a, kt * kBK, tm * kBM, &full[s]);
-          tma_load_2d(ring_b + s * kTileBBytes, &map_b, kt * kBK, tn * kBN, &full[s]);
+          if constexpr (Cluster == 2) {
+            // This block's half of B, into both blocks (map_b's box is [128, 64] here).
+            tma_load_2d_multicast(ring_b + s * kTileBBytes + rank * (kTileBBytes / 2), &map_b,
+                                  kt * kBK, tn * kBN + static_cast<int>(rank) * (kBN / 2),
+                                  &full[s], 0x3);
+          } else {
+            tma_load_2d(ring_b + s * kTileBBytes, &map_b, kt * kBK, tn * kBN, &full[s]);
+          }
           if (++s == kStages) {
             s = 0;
             phase ^= 1;
@@ -199,9 +269,17 @@ __global__ void __launch_bounds__(kThreads, 1)
     for (int i = 0; i < Mma::kRegs; ++i) d[i] = 0.0f;
     int s = 0;
     unsigned phase = 0;
-    for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+    // Releases slot `slot` in this block and, in a cluster, in the peer (whose producer
+    // multicasts into this block's slot too).
+    const auto release = [&](int slot) {
+      if (t_in_wg != 0) return;
+      mbar_arrive(&empty[slot]);
+      if constexpr (Cluster == 2) mbar_arrive_remote(&empty[slot], peer);
+    };
+    for (int t = first; t < tiles; t += stride) {
       int tm, tn;
       tile_of(t, tiles_m, tiles_n, tm, tn);
+      tm = tm * Cluster + static_cast<int>(rank);
       int previous = -1;
       for (int kt = 0; kt < k_tiles; ++kt) {
         mbar_wait(&full[s], phase);
@@ -221,7 +299,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         // The previous k-tile's WGMMAs are complete: its slot may be refilled.
         wg::wait_group<1>();
         wg::fence_operands(d);
-        if (previous >= 0 && t_in_wg == 0) mbar_arrive(&empty[previous]);
+        if (previous >= 0) release(previous);
         previous = s;
         if (++s == kStages) {
           s = 0;
@@ -230,7 +308,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       }
       wg::wait_group<0>();
       wg::fence_operands(d);
-      if (previous >= 0 && t_in_wg == 0) mbar_arrive(&empty[previous]);
+      if (previous >= 0) release(previous);
 
       // Epilogue: the WGMMA_ACC layout, two adjacent columns per store.
       const int row0 = tm * kBM + consumer * 64;
@@ -244,6 +322,13 @@ __global__ void __launch_bounds__(kThreads, 1)
       }
     }
   }
+  if constexpr (Cluster == 2) {
+    // No block exits while its peer may still arrive on its barriers or write its shared
+    // memory.
+    __syncwarp();
+    cluster_sync();
+  }
+  (void)peer;
 #else
   (void)map_a;
   (void)map_b;
@@ -307,30 +392,65 @@ int sm_count() {
   return count;
 }
 
-template <class T>
+template <class T, int Cluster>
 int launch(cudaStream_t s, const void* a, const void* b, void* c, int m, int n, int k,
            CUtensorMapDataType type) {
-  if (m <= 0 || n <= 0 || k <= 0 || m % kBM != 0 || n % kBN != 0 || k % kBK != 0)
+  if (m <= 0 || n <= 0 || k <= 0 || m % (kBM * Cluster) != 0 || n % kBN != 0 || k % kBK != 0)
     return kBadShape;
   alignas(64) CUtensorMap map_a;
   alignas(64) CUtensorMap map_b;
   int err = encode_2d(&map_a, type, a, m, k, kBM);
-  if (err == 0) err = encode_2d(&map_b, type, b, n, k, kBN);
+  if (err == 0) err = encode_2d(&map_b, type, b, n, k, kBN / Cluster);
   if (err != 0) return err;
-  static bool configured = false;
-  if (!configured) {
-    const cudaError_t e = cudaFuncSetAttribute(
-        gemm_wgmma_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes);
+  const auto kernel = gemm_wgmma_kernel<T, Cluster>;
+  static int max_units = 0;  // co-resident blocks (or clusters), computed once
+  if (max_units == 0) {
+    cudaError_t e =
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes);
     if (e != cudaSuccess) return e;
-    configured = true;
+    const int sms = sm_count();
+    if (sms <= 0) return cudaErrorNoDevice;
+    if constexpr (Cluster == 1) {
+      max_units = sms;
+    } else {
+      cudaLaunchConfig_t config{};
+      config.gridDim = dim3(Cluster * sms, 1, 1);
+      config.blockDim = dim3(kThreads, 1, 1);
+      config.dynamicSmemBytes = kSmemBytes;
+      cudaLaunchAttribute attribute{};
+      attribute.id = cudaLaunchAttributeClusterDimension;
+      attribute.val.clusterDim.x = Cluster;
+      attribute.val.clusterDim.y = 1;
+      attribute.val.clusterDim.z = 1;
+      config.attrs = &attribute;
+      config.numAttrs = 1;
+      int clusters = 0;
+      e = cudaOccupancyMaxActiveClusters(&clusters, kernel, &config);
+      if (e != cudaSuccess) return e;
+      max_units = clusters > 0 ? clusters : sms / Cluster;
+    }
   }
-  const int tiles = (m / kBM) * (n / kBN);
-  const int sms = sm_count();
-  if (sms <= 0) return cudaErrorNoDevice;
-  const int grid = tiles < sms ? tiles : sms;
-  gemm_wgmma_kernel<T><<<grid, kThreads, kSmemBytes, s>>>(map_a, map_b, static_cast<T*>(c), m,
-                                                          n, k);
-  return cudaGetLastError();
+  const int units = (m / (kBM * Cluster)) * (n / kBN);
+  const int grid = Cluster * (units < max_units ? units : max_units);
+  T* out = static_cast<T*>(c);
+  if constexpr (Cluster == 1) {
+    kernel<<<grid, kThreads, kSmemBytes, s>>>(map_a, map_b, out, m, n, k);
+    return cudaGetLastError();
+  } else {
+    cudaLaunchConfig_t config{};
+    config.gridDim = dim3(grid, 1, 1);
+    config.blockDim = dim3(kThreads, 1, 1);
+    config.dynamicSmemBytes = kSmemBytes;
+    config.stream = s;
+    cudaLaunchAttribute attribute{};
+    attribute.id = cudaLaunchAttributeClusterDimension;
+    attribute.val.clusterDim.x = Cluster;
+    attribute.val.clusterDim.y = 1;
+    attribute.val.clusterDim.z = 1;
+    config.attrs = &attribute;
+    config.numAttrs = 1;
+    return cudaLaunchKernelEx(&config, kernel, map_a, map_b, out, m, n, k);
+  }
 }
 
 // ---- cuBLAS, loaded at run time -------------------------------------------------------------
@@ -356,12 +476,16 @@ Cublas cublas;
 extern "C" {
 
 // C = A · Bᵀ for f16 (`dtype` 0) or bf16 (`dtype` 1): A [m, k], B [n, k], C [m, n], all
-// row-major, on stream `s`; m % 128 == 0, n % 256 == 0, k % 64 == 0. Not waited for.
-int gemm_wgmma(cudaStream_t s, int dtype, const void* a, const void* b, void* c, int m, int n,
-               int k) {
-  if (dtype == 0) return launch<__half>(s, a, b, c, m, n, k, CU_TENSOR_MAP_DATA_TYPE_FLOAT16);
-  if (dtype == 1)
-    return launch<__nv_bfloat16>(s, a, b, c, m, n, k, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16);
+// row-major, on stream `s`; m % 128 == 0 (`cluster` 1) or m % 256 == 0 (`cluster` 2: clusters
+// of two blocks sharing B tiles by TMA multicast), n % 256 == 0, k % 64 == 0. Not waited for.
+int gemm_wgmma(cudaStream_t s, int dtype, int cluster, const void* a, const void* b, void* c,
+               int m, int n, int k) {
+  constexpr CUtensorMapDataType f16 = CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+  constexpr CUtensorMapDataType bf16 = CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+  if (dtype == 0 && cluster == 1) return launch<__half, 1>(s, a, b, c, m, n, k, f16);
+  if (dtype == 1 && cluster == 1) return launch<__nv_bfloat16, 1>(s, a, b, c, m, n, k, bf16);
+  if (dtype == 0 && cluster == 2) return launch<__half, 2>(s, a, b, c, m, n, k, f16);
+  if (dtype == 1 && cluster == 2) return launch<__nv_bfloat16, 2>(s, a, b, c, m, n, k, bf16);
   return cudaErrorInvalidValue;
 }
 
@@ -369,7 +493,8 @@ int gemm_wgmma(cudaStream_t s, int dtype, const void* a, const void* b, void* c,
 const char* gemm_wgmma_error(int code) {
   switch (code) {
     case kBadShape:
-      return "unsupported shape (M % 128, N % 256 and K % 64 must be 0)";
+      return "unsupported shape (M % 128 (M % 256 with clusters), N % 256 and K % 64 must be "
+             "0)";
     case kNoEncoder:
       return "the driver has no cuTensorMapEncodeTiled (CUDA 12.0+ driver needed)";
     case kBadTensorMap:

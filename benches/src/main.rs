@@ -315,10 +315,11 @@ fn run_sections(args: &GpuArgs, report: &mut GpuReport) -> gpu::BenchResult<()> 
                     report.summary.row([
                         format!("GEMM {label}: ours ≥ 0.90 × cuBLAS"),
                         format!(
-                            "{} ({} vs {} TFLOP/s)",
+                            "{} ({} vs {} TFLOP/s; {})",
                             three_digits(ratio),
                             three_digits(point.ours_tflops),
-                            three_digits(theirs)
+                            three_digits(theirs),
+                            point.ours_variant.name()
                         ),
                         met(ratio >= 0.90),
                     ]);
