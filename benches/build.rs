@@ -9,7 +9,8 @@
 //! - `tma`: `kernels/tma.co` (the `tma` section: TMA copies and transpose, tier 3);
 //! - `gemm`: `kernels/gemm_wgmma.cu` (the `gemm` section: the hand-written Hopper GEMM on the
 //!   compiler's WGMMA library `choreo-compiler/src/emit/cuda/wgmma.cuh`, and cuBLAS through
-//!   dlopen), sm_90a.
+//!   dlopen) and `kernels/wgmma_unit.cu` (one-instruction checks of the library for the GPU
+//!   test), sm_90a.
 //!
 //! Without nvcc (stub build) the harness still compiles; `choreo-bench gpu` then says that the
 //! kernels were not built and exits with status 1. `cfg(choreo_bench_kernels)` is set when they
@@ -40,6 +41,7 @@ fn main() {
     println!("cargo::rerun-if-changed={wgmma_dir}/wgmma.cuh");
     let gemm = choreo_build::Builder::new()
         .cuda_file("kernels/gemm_wgmma.cu")
+        .cuda_file("kernels/wgmma_unit.cu")
         .include(wgmma_dir)
         .arch("sm_90a")
         .build("gemm")

@@ -116,6 +116,8 @@ mod ffi {
             k: i32,
         ) -> i32;
         pub fn gemm_wgmma_error(code: i32) -> *const c_char;
+        pub fn wgmma_unit_case(which: i32, fields: *mut i32) -> i32;
+        pub fn wgmma_unit_run(which: i32, a: *const c_void, b: *const c_void, d: *mut f32) -> i32;
         pub fn gemm_cublas_load(version: *mut i32) -> i32;
         pub fn gemm_cublas(
             s: cudaStream_t,
@@ -363,6 +365,133 @@ fn check_sizes(
         return Err(format!("matrices too small for {m}x{n}x{k}"));
     }
     Ok(())
+}
+
+/// One case of `kernels/wgmma_unit.cu`: a single-block product D[64, N] = A[64, K] · B[N, K]ᵀ
+/// through one family of WGMMA wrappers of the library.
+#[derive(Clone, Copy, Debug)]
+pub struct UnitCase {
+    /// Its index.
+    pub which: i32,
+    /// Element kinds of A and B (wgmma.cuh's `Elem`: 0 f16, 1 bf16, 2 tf32, 3 e4m3, 4 e5m2,
+    /// 5 s8, 6 u8).
+    pub a: i32,
+    /// See `a`.
+    pub b: i32,
+    /// Accumulator kind (0 f32, 1 f16, 2 s32).
+    pub acc: i32,
+    /// N.
+    pub n: usize,
+    /// The atom's K.
+    pub atom_k: usize,
+    /// Both operands MN-major (16-bit types).
+    pub mn_major: bool,
+    /// A from registers.
+    pub rs: bool,
+    /// Swizzle bytes.
+    pub swizzle: usize,
+    /// The product's K.
+    pub k: usize,
+}
+
+impl UnitCase {
+    /// A readable description.
+    pub fn describe(&self) -> String {
+        const ELEMS: [&str; 7] = ["f16", "bf16", "tf32", "e4m3", "e5m2", "s8", "u8"];
+        const ACCS: [&str; 3] = ["f32", "f16", "s32"];
+        let name = |i: i32, list: &[&'static str]| list.get(i as usize).copied().unwrap_or("?");
+        format!(
+            "m64n{}k{} {}.{}.{} {}{}, swizzle {}, K {}",
+            self.n,
+            self.atom_k,
+            name(self.acc, &ACCS),
+            name(self.a, &ELEMS),
+            name(self.b, &ELEMS),
+            if self.rs { "RS" } else { "SS" },
+            if self.mn_major { " MN-major" } else { "" },
+            self.swizzle,
+            self.k
+        )
+    }
+
+    /// The bytes of the small integer `v` (-3..=3; 0..=3 for u8) as element kind `elem`.
+    pub fn encode(elem: i32, v: i32) -> Vec<u8> {
+        let small = v.unsigned_abs() as usize;
+        let sign = if v < 0 { 0x80 } else { 0 };
+        match elem {
+            0 => f16::from_f32(v as f32).to_bits().to_le_bytes().to_vec(),
+            1 => bf16::from_f32(v as f32).to_bits().to_le_bytes().to_vec(),
+            2 => (v as f32).to_le_bytes().to_vec(),
+            3 => vec![[0x00, 0x38, 0x40, 0x44][small] | sign],
+            4 => vec![[0x00, 0x3C, 0x40, 0x42][small] | sign],
+            5 => vec![v as i8 as u8],
+            _ => vec![small as u8],
+        }
+    }
+}
+
+/// Every case of `kernels/wgmma_unit.cu`.
+pub fn unit_cases() -> Vec<UnitCase> {
+    let mut cases = Vec::new();
+    #[cfg(choreo_bench_kernels)]
+    for which in 0.. {
+        let mut f = [0i32; 9];
+        // SAFETY: `f` has the 9 slots the entry writes.
+        if unsafe { ffi::wgmma_unit_case(which, f.as_mut_ptr()) } != 0 {
+            break;
+        }
+        cases.push(UnitCase {
+            which,
+            a: f[0],
+            b: f[1],
+            acc: f[2],
+            n: f[3] as usize,
+            atom_k: f[4] as usize,
+            mn_major: f[5] != 0,
+            rs: f[6] != 0,
+            swizzle: f[7] as usize,
+            k: f[8] as usize,
+        });
+    }
+    cases
+}
+
+/// Runs `case` on the small integers `a` [64, K] and `b` [N, K] (row-major) and returns
+/// D [64, N] (waits for the device).
+pub fn unit_run(case: &UnitCase, a: &[i32], b: &[i32]) -> Result<Vec<f32>, String> {
+    let bytes = |elem: i32, v: &[i32]| -> Vec<u8> {
+        v.iter().flat_map(|&x| UnitCase::encode(elem, x)).collect()
+    };
+    let (ha, hb) = (bytes(case.a, a), bytes(case.b, b));
+    let upload = |data: &[u8]| -> Result<DeviceMatrix, String> {
+        let words: Vec<u16> = data
+            .chunks(2)
+            .map(|c| u16::from_le_bytes([c[0], c.get(1).copied().unwrap_or(0)]))
+            .collect();
+        DeviceMatrix::from_host(&words)
+    };
+    let (da, db) = (upload(&ha)?, upload(&hb)?);
+    // D as floats: 2 u16 slots per element.
+    let d = DeviceMatrix::new(64 * case.n * 2)?;
+    #[cfg(choreo_bench_kernels)]
+    {
+        // SAFETY: A, B hold the case's elements (rounded up to whole u16 slots); D holds 64·N
+        // floats; the entry waits for the kernel.
+        let status = unsafe { ffi::wgmma_unit_run(case.which, da.ptr, db.ptr, d.ptr.cast()) };
+        if status != 0 {
+            return Err(status_message(status, "wgmma_unit_run"));
+        }
+    }
+    #[cfg(not(choreo_bench_kernels))]
+    {
+        let _ = (&da, &db);
+        return Err(not_built());
+    }
+    #[allow(unreachable_code)]
+    Ok(d.download()?
+        .chunks(2)
+        .map(|w| f32::from_bits(u32::from(w[0]) | u32::from(w[1]) << 16))
+        .collect())
 }
 
 /// Inputs of `rows` x `cols` random values in [-1, 1) rounded to `dtype`, as bits (a

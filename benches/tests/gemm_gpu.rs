@@ -96,3 +96,68 @@ fn unsupported_shape_is_refused() {
         assert!(err.contains("unsupported shape"), "{}: {err}", variant.name());
     }
 }
+
+/// The WGMMA library on the GPU, one instruction family at a time (`kernels/wgmma_unit.cu`):
+/// SS and RS, K- and MN-major, swizzle 128/64/32, f16/bf16/tf32/fp8/int8 with f32, f16 and s32
+/// accumulators, against exact integer sums.
+#[test]
+#[ignore = "needs a CUDA GPU (sm_90)"]
+fn wgmma_library_cases() {
+    let cases = gemm::unit_cases();
+    assert!(cases.len() >= 18, "only {} cases", cases.len());
+    let mut failures = Vec::new();
+    for case in &cases {
+        let value = |i: usize, unsigned: bool| {
+            let v = ((i as u64 * 2654435761) >> 13) % 7;
+            let v = v as i32 - 3;
+            if unsigned { v.abs() } else { v }
+        };
+        let a: Vec<i32> = (0..64 * case.k).map(|i| value(i + 1, case.a == 6)).collect();
+        let b: Vec<i32> = (0..case.n * case.k).map(|i| value(i + 7777, case.b == 6)).collect();
+        match gemm::unit_run(case, &a, &b) {
+            Err(e) => failures.push(format!("{}: {e}", case.describe())),
+            Ok(d) => {
+                let k = case.k;
+                let wrong = (0..64 * case.n).find(|&x| {
+                    let (i, j) = (x / case.n, x % case.n);
+                    let want: i32 = (0..k).map(|kk| a[i * k + kk] * b[j * k + kk]).sum();
+                    d[x] != want as f32
+                });
+                if let Some(x) = wrong {
+                    let (i, j) = (x / case.n, x % case.n);
+                    let want: i32 = (0..k).map(|kk| a[i * k + kk] * b[j * k + kk]).sum();
+                    failures.push(format!(
+                        "{}: D[{i}][{j}] = {}, want {want}",
+                        case.describe(),
+                        d[x]
+                    ));
+                } else {
+                    eprintln!("{}: ok", case.describe());
+                }
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {} cases failed:\n{}",
+        failures.len(),
+        cases.len(),
+        failures.join("\n")
+    );
+}
+
+/// The case table of `kernels/wgmma_unit.cu` is host code: listed without a GPU.
+#[test]
+fn wgmma_library_cases_are_listed() {
+    assert!(gemm::built(), "the GEMM kernels were not compiled (no nvcc at build time)");
+    let cases = gemm::unit_cases();
+    assert!(cases.len() >= 18, "only {} cases", cases.len());
+    for case in &cases {
+        assert!(case.k % case.atom_k == 0 && case.n % 8 == 0, "{}", case.describe());
+        assert!(!case.rs || case.a <= 1, "RS reads 16-bit fragments: {}", case.describe());
+    }
+    let all: Vec<String> = cases.iter().map(|c| c.describe()).collect();
+    for family in ["f32.e4m3.e4m3", "s32.u8.s8", "f32.tf32.tf32", "f16.f16.f16", "RS MN-major"] {
+        assert!(all.iter().any(|d| d.contains(family)), "no {family} case: {all:?}");
+    }
+}
