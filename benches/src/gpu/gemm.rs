@@ -95,6 +95,16 @@ fn tflops(size: usize, ms: f64) -> f64 {
     2.0 * (size as f64).powi(3) / (ms * 1e-3) / 1e12
 }
 
+/// The versions to check and time: both, or only the single-block one when
+/// `CHOREO_BENCH_GEMM_CLUSTER=0` (to measure it alone should the cluster version misbehave).
+fn variants() -> Vec<Variant> {
+    if std::env::var("CHOREO_BENCH_GEMM_CLUSTER").is_ok_and(|v| v == "0") {
+        vec![Variant::Single]
+    } else {
+        Variant::ALL.to_vec()
+    }
+}
+
 fn measure(
     options: &Options,
     dtype: Dtype,
@@ -102,6 +112,7 @@ fn measure(
     with_cublas: bool,
     rows: &mut Vec<Vec<String>>,
 ) -> BenchResult<Point> {
+    let variants = variants();
     let name = dtype.name();
     eprintln!("choreo-bench: gemm: {name} {size}³ …");
     let (m, n, k) = (size, size, size);
@@ -117,7 +128,7 @@ fn measure(
         let hb = gemm::exact_matrix(dtype, n, k, 0x52);
         let a = DeviceMatrix::from_host(&ha).map_err(failed)?;
         let b = DeviceMatrix::from_host(&hb).map_err(failed)?;
-        for variant in Variant::ALL {
+        for &variant in &variants {
             eprintln!("choreo-bench: gemm: checking {} on exact inputs …", variant.name());
             c.poison().map_err(failed)?;
             // SAFETY: the matrices have the sizes of the product and live past the download.
@@ -143,7 +154,7 @@ fn measure(
     let b = DeviceMatrix::from_host(&hb).map_err(failed)?;
     let mut outputs = Vec::new();
     let mut worst = 0f64;
-    for variant in Variant::ALL {
+    for &variant in &variants {
         eprintln!("choreo-bench: gemm: checking {} on random inputs …", variant.name());
         c.poison().map_err(failed)?;
         // SAFETY: as above.
@@ -204,41 +215,43 @@ fn measure(
     // Timing.
     let shapes = (m, n, k);
     let (pa, pb, pc, pcc) = (&a, &b, &c, &c_cublas);
-    let mut single = || {
+    let launch_ours = |variant: Variant| {
         per_launch_ms(&s, BATCH, || {
             // SAFETY: as above; the matrices outlive the timing.
-            unsafe { gemm::launch_ours(raw, dtype, Variant::Single, (pa, pb, pc), shapes) }
-                .map_err(failed)
+            unsafe { gemm::launch_ours(raw, dtype, variant, (pa, pb, pc), shapes) }.map_err(failed)
         })
     };
-    let mut cluster = || {
-        per_launch_ms(&s, BATCH, || {
-            // SAFETY: as above.
-            unsafe { gemm::launch_ours(raw, dtype, Variant::Cluster2, (pa, pb, pc), shapes) }
-                .map_err(failed)
-        })
-    };
+    let mut single = || launch_ours(Variant::Single);
+    let mut cluster = || launch_ours(Variant::Cluster2);
     let mut theirs = || {
         per_launch_ms(&s, BATCH, || {
             // SAFETY: as above.
             unsafe { gemm::launch_cublas(raw, dtype, (pa, pb, pcc), shapes) }.map_err(failed)
         })
     };
-    let summaries: Vec<Summary> = if with_cublas {
-        interleaved(options, &mut [&mut single, &mut cluster, &mut theirs])?
-    } else {
-        interleaved(options, &mut [&mut single, &mut cluster])?
-    };
-    let (ours_variant, ours_summary) = if summaries[1].median < summaries[0].median {
-        (Variant::Cluster2, summaries[1])
-    } else {
-        (Variant::Single, summaries[0])
-    };
+    let mut timed: Vec<&mut dyn FnMut() -> BenchResult<f64>> = vec![&mut single];
+    if variants.contains(&Variant::Cluster2) {
+        timed.push(&mut cluster);
+    }
+    if with_cublas {
+        timed.push(&mut theirs);
+    }
+    let summaries: Vec<Summary> = interleaved(options, &mut timed)?;
+    let ours_count = variants.len();
+    let (ours_variant, ours_summary) = variants
+        .iter()
+        .copied()
+        .zip(summaries.iter().copied())
+        .fold(None, |best: Option<(Variant, Summary)>, (v, s)| match best {
+            Some(b) if b.1.median <= s.median => Some(b),
+            _ => Some((v, s)),
+        })
+        .ok_or_else(|| failed("no version was timed".into()))?;
     let ours_tflops = tflops(size, ours_summary.median);
-    let cublas_tflops = summaries.get(2).map(|s| tflops(size, s.median));
+    let cublas_tflops = summaries.get(ours_count).map(|s| tflops(size, s.median));
     let peak =
         |t: f64| format!("{} TFLOP/s = {} of peak", three_digits(t), three_digits(t / PEAK_TFLOPS));
-    for (variant, summary) in Variant::ALL.iter().zip(&summaries) {
+    for (variant, summary) in variants.iter().zip(&summaries) {
         let t = tflops(size, summary.median);
         let versus = match (cublas_tflops, against_cublas) {
             (Some(theirs), Some(cmp)) => format!(
@@ -264,7 +277,7 @@ fn measure(
         eprintln!("choreo-bench: gemm: cuBLAS {name} {size}³: {}", peak(theirs));
         rows.push(row(
             format!("cuBLAS: cublasGemmEx {name} {size}³ (TN)"),
-            &summaries[2],
+            &summaries[ours_count],
             peak(theirs),
         ));
     }
