@@ -6,7 +6,11 @@
 //! - `tiled`: `kernels/tiled.co` and `kernels/tiled_reference.cu` (the `tiled` section: shared
 //!   tiles, asynchronous copies), a library of its own so that its generated module
 //!   (`gpu::tiled::tiled`) lives in the section's Rust module;
-//! - `tma`: `kernels/tma.co` (the `tma` section: TMA copies and transpose, tier 3).
+//! - `tma`: `kernels/tma.co` (the `tma` section: TMA copies and transpose, tier 3);
+//! - `gemm`: `kernels/gemm_wgmma.cu` (the `gemm` section: the hand-written Hopper GEMM on the
+//!   compiler's WGMMA library `choreo-compiler/src/emit/cuda/wgmma.cuh`, and cuBLAS through
+//!   dlopen) and `kernels/wgmma_unit.cu` (one-instruction checks of the library for the GPU
+//!   test), sm_90a.
 //!
 //! Without nvcc (stub build) the harness still compiles; `choreo-bench gpu` then says that the
 //! kernels were not built and exits with status 1. `cfg(choreo_bench_kernels)` is set when they
@@ -32,7 +36,21 @@ fn main() {
         .arch("sm_90a")
         .build("tma")
         .unwrap_or_exit();
-    if bench.library.is_some() && tiled.library.is_some() && tma.library.is_some() {
+    // WGMMA and setmaxnreg need sm_90a: pinned.
+    let wgmma_dir = "../choreo-compiler/src/emit/cuda";
+    println!("cargo::rerun-if-changed={wgmma_dir}/wgmma.cuh");
+    let gemm = choreo_build::Builder::new()
+        .cuda_file("kernels/gemm_wgmma.cu")
+        .cuda_file("kernels/wgmma_unit.cu")
+        .include(wgmma_dir)
+        .arch("sm_90a")
+        .build("gemm")
+        .unwrap_or_exit();
+    if bench.library.is_some()
+        && tiled.library.is_some()
+        && tma.library.is_some()
+        && gemm.library.is_some()
+    {
         println!("cargo::rustc-cfg=choreo_bench_kernels");
     }
 }

@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! choreo-bench gpu [--trials N] [--warmup N] [--quick]
-//!                  [--only overlap,launch,bandwidth,tiled,tma] [--markdown FILE]
+//!                  [--only overlap,launch,bandwidth,tiled,tma,gemm] [--markdown FILE]
 //! choreo-bench cpu [--elements N] [--trials N] [--markdown FILE]
 //! choreo-bench build [ARGS]        (build speed; `choreo-bench build --help`)
 //! ```
@@ -25,7 +25,7 @@ use choreo_bench::table::{Table, three_digits};
 use gpu::{BenchError, Options};
 
 const USAGE: &str = "usage: choreo-bench gpu [--trials N] [--warmup N] [--quick] \
-                     [--only overlap,launch,bandwidth,tiled,tma] [--markdown FILE]\n       \
+                     [--only overlap,launch,bandwidth,tiled,tma,gemm] [--markdown FILE]\n       \
                      choreo-bench cpu [--elements N] [--trials N] [--markdown FILE]\n       \
                      choreo-bench build [--help | ARGS]";
 
@@ -47,7 +47,7 @@ fn main() -> ExitCode {
 }
 
 /// The sections of `gpu`, in the order they run; all of them by default.
-const SECTIONS: [&str; 5] = ["overlap", "launch", "bandwidth", "tiled", "tma"];
+const SECTIONS: [&str; 6] = ["overlap", "launch", "bandwidth", "tiled", "tma", "gemm"];
 
 /// The parsed arguments of `gpu`.
 #[derive(Debug)]
@@ -302,6 +302,40 @@ fn run_sections(args: &GpuArgs, report: &mut GpuReport) -> gpu::BenchResult<()> 
             met(outcome.pipeline_busy >= 0.90),
         ]);
     }
+    if wants("gemm") {
+        eprintln!("choreo-bench: gemm …");
+        let outcome = gpu::gemm::run(options)?;
+        gpu::section_rows(&mut report.table, "gemm", outcome.rows);
+        for point in &outcome.points {
+            let label = format!("{} {}³", point.dtype.name(), point.size);
+            let of_peak = point.ours_tflops / gpu::gemm::PEAK_TFLOPS;
+            match point.cublas_tflops {
+                Some(theirs) => {
+                    let ratio = point.ours_tflops / theirs;
+                    report.summary.row([
+                        format!("GEMM {label}: ours ≥ 0.90 × cuBLAS"),
+                        format!(
+                            "{} ({} vs {} TFLOP/s; {})",
+                            three_digits(ratio),
+                            three_digits(point.ours_tflops),
+                            three_digits(theirs),
+                            point.ours_variant.name()
+                        ),
+                        met(ratio >= 0.90),
+                    ]);
+                }
+                None => report.summary.row([
+                    format!("GEMM {label}: ours ≥ 0.90 × cuBLAS (cuBLAS not found)"),
+                    format!(
+                        "{} TFLOP/s = {} of the 989 TFLOP/s peak",
+                        three_digits(point.ours_tflops),
+                        three_digits(of_peak)
+                    ),
+                    "—".to_owned(),
+                ]),
+            }
+        }
+    }
     match choreo::take_deferred_error() {
         Some(error) => Err(error.into()),
         None => Ok(()),
@@ -322,7 +356,7 @@ mod tests {
         assert_eq!(parsed.options.trials, 3);
         assert_eq!(parsed.sections, ["launch"]);
         let parsed = parse_gpu_args(&args(&[])).unwrap();
-        assert_eq!(parsed.sections, ["overlap", "launch", "bandwidth", "tiled", "tma"]);
+        assert_eq!(parsed.sections, ["overlap", "launch", "bandwidth", "tiled", "tma", "gemm"]);
         let parsed = parse_gpu_args(&args(&["--only", "tiled,bandwidth"])).unwrap();
         assert_eq!(parsed.sections, ["tiled", "bandwidth"]);
         let parsed = parse_gpu_args(&args(&["--trials", "7", "--markdown", "x.md"])).unwrap();

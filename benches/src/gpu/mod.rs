@@ -8,9 +8,11 @@
 //! - [`bandwidth`]: a generated elementwise kernel vs `cudaMemcpy` and hand-written kernels;
 //! - [`tiled`]: generated kernels with shared-memory tiles and asynchronous copies (transpose,
 //!   SGEMM, row softmax) vs hand-written twins, the copy and cuBLAS;
-//! - [`tma`]: TMA copies and a TMA transpose (tier 3) vs the copy and their tier-2 versions.
+//! - [`tma`]: TMA copies and a TMA transpose (tier 3) vs the copy and their tier-2 versions;
+//! - [`gemm`]: the hand-written WGMMA GEMM (f16/bf16, 4096³ and 8192³) vs cuBLAS (dlopen).
 
 pub mod bandwidth;
+pub mod gemm;
 pub mod launch;
 pub mod overlap;
 pub mod tiled;

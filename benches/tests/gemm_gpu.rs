@@ -1,0 +1,163 @@
+//! The hand-written WGMMA GEMM (`kernels/gemm_wgmma.cu`) on small shapes against a float64 CPU
+//! reference, every element: needs an sm_90 GPU (`cargo test -p choreo-bench --release --test
+//! gemm_gpu -- --ignored`).
+
+use choreo_bench::gemm::{self, DeviceMatrix, Dtype, Variant};
+
+/// Runs ours (both versions) on `(m, n, k)` and checks all of C: bit for bit on exact inputs,
+/// within a few units in the last place on random ones.
+fn check(dtype: Dtype, shape: (usize, usize, usize), exact: bool) {
+    check_variant(Variant::Single, dtype, shape, exact);
+    check_variant(Variant::Cluster2, dtype, shape, exact);
+}
+
+fn check_variant(variant: Variant, dtype: Dtype, (m, n, k): (usize, usize, usize), exact: bool) {
+    assert!(gemm::built(), "the GEMM kernels were not compiled (no nvcc at build time)");
+    let (ha, hb) = if exact {
+        (gemm::exact_matrix(dtype, m, k, 7), gemm::exact_matrix(dtype, n, k, 8))
+    } else {
+        (gemm::random_matrix(dtype, m, k, 9), gemm::random_matrix(dtype, n, k, 10))
+    };
+    let a = DeviceMatrix::from_host(&ha).unwrap();
+    let b = DeviceMatrix::from_host(&hb).unwrap();
+    let mut c = DeviceMatrix::new(m * n).unwrap();
+    c.poison().unwrap();
+    let stream = choreo::Stream::new().unwrap();
+    // SAFETY: the matrices have the product's sizes and outlive the download below (which
+    // synchronises the device).
+    unsafe { gemm::launch_ours(stream.as_raw(), dtype, variant, (&a, &b, &c), (m, n, k)) }.unwrap();
+    let hc = c.download().unwrap();
+    let all = (0..m).flat_map(|i| (0..n).map(move |j| (i, j)));
+    let what = format!(
+        "{}: {} {m}x{n}x{k}{}",
+        variant.name(),
+        dtype.name(),
+        if exact { " exact" } else { "" }
+    );
+    match gemm::check_points(&what, dtype, (&ha, &hb, &hc), (n, k), all, exact) {
+        Ok(worst) => eprintln!("{what}: all {} elements right (max rel. err {worst:.2e})", m * n),
+        Err(message) => panic!("{message}"),
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU (sm_90)"]
+fn small_shapes_f16() {
+    check_variant(Variant::Single, Dtype::F16, (128, 256, 64), true);
+    for shape in [(256, 256, 64), (256, 512, 128), (512, 768, 320)] {
+        check(Dtype::F16, shape, true);
+        check(Dtype::F16, shape, false);
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU (sm_90)"]
+fn small_shapes_bf16() {
+    check_variant(Variant::Single, Dtype::Bf16, (384, 256, 64), true);
+    for shape in [(256, 256, 64), (256, 512, 128), (512, 768, 320)] {
+        check(Dtype::Bf16, shape, true);
+        check(Dtype::Bf16, shape, false);
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU (sm_90)"]
+fn cube_1024() {
+    for dtype in Dtype::ALL {
+        check(dtype, (1024, 1024, 1024), true);
+        check(dtype, (1024, 1024, 1024), false);
+    }
+}
+
+/// More tiles than SMs: every block walks several tiles of the persistent schedule, with
+/// partial M groups (2304 / 128 = 18 row tiles and 9 cluster units, groups of 16).
+#[test]
+#[ignore = "needs a CUDA GPU (sm_90)"]
+fn persistent_schedule() {
+    check(Dtype::Bf16, (2304, 2048, 512), true);
+    check(Dtype::F16, (2304, 2048, 512), false);
+}
+
+/// Shapes the kernel does not take are refused with a message, not computed wrongly.
+#[test]
+#[ignore = "needs a CUDA GPU (sm_90)"]
+fn unsupported_shape_is_refused() {
+    let stream = choreo::Stream::new().unwrap();
+    let b = DeviceMatrix::new(256 * 64).unwrap();
+    // M = 100 is not a multiple of 128; with clusters, M = 128 is not a pair of tiles.
+    for (variant, rows) in [(Variant::Single, 100), (Variant::Cluster2, 128)] {
+        let a = DeviceMatrix::new(rows * 64).unwrap();
+        let c = DeviceMatrix::new(rows * 256).unwrap();
+        // SAFETY: the sizes fit; the call is refused before any launch.
+        let err = unsafe {
+            gemm::launch_ours(stream.as_raw(), Dtype::F16, variant, (&a, &b, &c), (rows, 256, 64))
+        }
+        .unwrap_err();
+        assert!(err.contains("unsupported shape"), "{}: {err}", variant.name());
+    }
+}
+
+/// The WGMMA library on the GPU, one instruction family at a time (`kernels/wgmma_unit.cu`):
+/// SS and RS, K- and MN-major, swizzle 128/64/32, f16/bf16/tf32/fp8/int8 with f32, f16 and s32
+/// accumulators, against exact integer sums.
+#[test]
+#[ignore = "needs a CUDA GPU (sm_90)"]
+fn wgmma_library_cases() {
+    let cases = gemm::unit_cases();
+    assert!(cases.len() >= 18, "only {} cases", cases.len());
+    let mut failures = Vec::new();
+    for case in &cases {
+        let value = |i: usize, unsigned: bool| {
+            let v = ((i as u64 * 2654435761) >> 13) % 7;
+            let v = v as i32 - 3;
+            if unsigned { v.abs() } else { v }
+        };
+        let a: Vec<i32> = (0..64 * case.k).map(|i| value(i + 1, case.a == 6)).collect();
+        let b: Vec<i32> = (0..case.n * case.k).map(|i| value(i + 7777, case.b == 6)).collect();
+        match gemm::unit_run(case, &a, &b) {
+            Err(e) => failures.push(format!("{}: {e}", case.describe())),
+            Ok(d) => {
+                let k = case.k;
+                let wrong = (0..64 * case.n).find(|&x| {
+                    let (i, j) = (x / case.n, x % case.n);
+                    let want: i32 = (0..k).map(|kk| a[i * k + kk] * b[j * k + kk]).sum();
+                    d[x] != want as f32
+                });
+                if let Some(x) = wrong {
+                    let (i, j) = (x / case.n, x % case.n);
+                    let want: i32 = (0..k).map(|kk| a[i * k + kk] * b[j * k + kk]).sum();
+                    failures.push(format!(
+                        "{}: D[{i}][{j}] = {}, want {want}",
+                        case.describe(),
+                        d[x]
+                    ));
+                } else {
+                    eprintln!("{}: ok", case.describe());
+                }
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {} cases failed:\n{}",
+        failures.len(),
+        cases.len(),
+        failures.join("\n")
+    );
+}
+
+/// The case table of `kernels/wgmma_unit.cu` is host code: listed without a GPU.
+#[test]
+fn wgmma_library_cases_are_listed() {
+    assert!(gemm::built(), "the GEMM kernels were not compiled (no nvcc at build time)");
+    let cases = gemm::unit_cases();
+    assert!(cases.len() >= 18, "only {} cases", cases.len());
+    for case in &cases {
+        assert!(case.k % case.atom_k == 0 && case.n % 8 == 0, "{}", case.describe());
+        assert!(!case.rs || case.a <= 1, "RS reads 16-bit fragments: {}", case.describe());
+    }
+    let all: Vec<String> = cases.iter().map(|c| c.describe()).collect();
+    for family in ["f32.e4m3.e4m3", "s32.u8.s8", "f32.tf32.tf32", "f16.f16.f16", "RS MN-major"] {
+        assert!(all.iter().any(|d| d.contains(family)), "no {family} case: {all:?}");
+    }
+}
