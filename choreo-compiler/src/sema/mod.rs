@@ -245,6 +245,7 @@ mod events_global;
 mod events_local;
 mod expr;
 mod inthreads;
+mod mma;
 use crate::hir::arith as fold;
 mod parallel;
 mod scope;
@@ -494,6 +495,10 @@ pub(crate) struct Checker<'a> {
     /// The updates of incremented event orders (`e.at(o++)`) of the statement being checked:
     /// the local, the update, the order's span.
     pub(crate) order_updates: Vec<(VarId, hir::Stmt, Span)>,
+    /// The MMA fragments declared so far (spec-tier3 §5), indexed by [`hir::mma::FragId`].
+    pub(crate) frags: Vec<hir::mma::Frag>,
+    /// What the MMA checks remember about each fragment (same indices).
+    pub(crate) frag_states: Vec<mma::FragState>,
 }
 
 impl<'a> Checker<'a> {
@@ -540,6 +545,8 @@ impl<'a> Checker<'a> {
             inthreads_conditions: Vec::new(),
             in_event_order: false,
             order_updates: Vec::new(),
+            frags: Vec::new(),
+            frag_states: Vec::new(),
         }
     }
 
@@ -551,6 +558,7 @@ impl<'a> Checker<'a> {
         let body = self.check_stmts(&f.body.stmts);
         self.check_events_used();
         self.check_fill_events();
+        self.finish_mma();
         let ret = match &self.ret {
             RetState::Void => ReturnTy::Void,
             RetState::Declared(t) => t.clone(),
@@ -595,6 +603,7 @@ impl<'a> Checker<'a> {
             kernel_count: self.kernel_count,
             access_count: self.access_count,
             events: self.events,
+            frags: self.frags,
             body,
             foreign_code: self.foreign,
         }
