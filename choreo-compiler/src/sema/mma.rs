@@ -82,10 +82,15 @@ impl Checker<'_> {
         match self.region {
             Region::Device(Level::Group) => true,
             Region::Device(Level::Group4) => {
-                self.unsupported(
-                    span,
-                    "WGMMA (MMA statements of a `group-4` warpgroup) — not supported yet (tier 3)",
-                    3,
+                self.diags.push(
+                    Diagnostic::error(
+                        "E0901",
+                        span,
+                        "WGMMA (MMA statements of a `group-4` warpgroup) is not supported yet \
+                         (tier 3)",
+                    )
+                    .with_label("executed by a warpgroup")
+                    .with_help("WMMA and mma.sync statements are executed by a `: group` level"),
                 );
                 false
             }
@@ -241,7 +246,10 @@ impl Checker<'_> {
             self.error_label(
                 "E1003",
                 span,
-                format!("Expect `{what}' to be a matrix with fixed size, but got: [{got}]."),
+                format!(
+                    "Expect `{}' to be a matrix with fixed size, but got: [{got}].",
+                    self.text(span)
+                ),
                 "not a rank-2 view with constant extents",
             );
             return None;
@@ -295,6 +303,14 @@ impl Checker<'_> {
 
     /// `frag acc[2][3] {v};` / `frag.f32 acc[2] {v};` (spec-tier3 §5.2).
     pub(crate) fn check_frag_decl(&mut self, d: &ast::FragDecl, span: Span, out: &mut Vec<Stmt>) {
+        let before = self.diags.error_count();
+        self.check_frag_items(d, span, out);
+        if self.diags.error_count() > before {
+            self.mma_failed = true;
+        }
+    }
+
+    fn check_frag_items(&mut self, d: &ast::FragDecl, span: Span, out: &mut Vec<Stmt>) {
         if d.shape.is_some() {
             self.unsupported(span, "fragments with a shape (`frag T [shape] name`)", 3);
             for item in &d.items {
@@ -310,13 +326,16 @@ impl Checker<'_> {
                 let v = self.check_int(e, "a fragment array extent");
                 match fold::const_int(&v) {
                     Some(n) if n > 0 && n <= 64 => dims.push(n as u64),
-                    _ if matches!(v.ty, Ty::Error) => {}
-                    _ => self.error_label(
-                        "E1011",
-                        e.span,
-                        "a fragment array extent must be a constant in [1, 64]",
-                        "not a constant in [1, 64]",
-                    ),
+                    _ if matches!(v.ty, Ty::Error) => dims.push(1),
+                    _ => {
+                        self.error_label(
+                            "E1011",
+                            e.span,
+                            "a fragment array extent must be a constant in [1, 64]",
+                            "not a constant in [1, 64]",
+                        );
+                        dims.push(1);
+                    }
                 }
             }
             let id = self.new_frag(&item.name, elem, dims);
@@ -355,8 +374,17 @@ impl Checker<'_> {
         }
     }
 
-    /// Every MMA statement.
+    /// Every MMA statement. After an error in one, the whole-function rules stay quiet (their
+    /// findings would follow from it).
     pub(crate) fn check_mma(&mut self, m: &ast::MmaStmt, span: Span, out: &mut Vec<Stmt>) {
+        let before = self.diags.error_count();
+        self.check_mma_stmt(m, span, out);
+        if self.diags.error_count() > before {
+            self.mma_failed = true;
+        }
+    }
+
+    fn check_mma_stmt(&mut self, m: &ast::MmaStmt, span: Span, out: &mut Vec<Stmt>) {
         if m.schedule.is_some() {
             self.unsupported(span, "`[[schedule(k_tiles(…))]]` (a WGMMA K split)", 3);
         }
@@ -406,7 +434,7 @@ impl Checker<'_> {
                 if let Some(s) = swizzle {
                     self.unsupported(s.span, "`mma.load.swiz<N>`", 3);
                 }
-                let tile = view.and_then(|v| self.mma_tile(v, src.span, "a", false, None));
+                let tile = view.and_then(|v| self.mma_tile(v, src.span, "load", false, None));
                 let elem = tile.as_ref().map(|t| t.elem);
                 let id = self.new_frag(name, elem, vec![]);
                 self.frags[id.index()].explicit_elem = true;
@@ -422,7 +450,7 @@ impl Checker<'_> {
             }
             MmaKind::Load { src, frag } => {
                 let _ = self.check_expr(src);
-                let _ = self.check_expr(frag);
+                let _ = frag;
                 self.error_label(
                     "E1012",
                     span,
@@ -696,7 +724,15 @@ impl Checker<'_> {
         };
         match family {
             MmaFamily::Wgmma => {
-                self.unsupported(span, "WGMMA (selected for this configuration) — not supported yet", 3);
+                self.diags.push(
+                    Diagnostic::error(
+                        "E0901",
+                        span,
+                        format!("WGMMA [{config}] is not supported yet (tier 3)"),
+                    )
+                    .with_label("this configuration selects WGMMA (spec-tier3 §5.3)")
+                    .with_help("WMMA and mma.sync shapes (M = 8, 16 or 32) are supported"),
+                );
                 return false;
             }
             MmaFamily::MmaSync
@@ -823,6 +859,9 @@ impl Checker<'_> {
         for (k, st) in self.frag_states.clone().iter().enumerate() {
             let frag = self.frags[k].clone();
             let Some(role) = frag.role else {
+                if self.mma_failed {
+                    continue;
+                }
                 if st.filled {
                     self.diags.push(
                         Diagnostic::error(
