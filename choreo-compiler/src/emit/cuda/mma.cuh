@@ -64,6 +64,12 @@ __device__ __forceinline__ int idx(long long i, int n) {
   return static_cast<int>(i);
 }
 
+// The end of a warp-collective load: no lane may overwrite the tile (the next DMA of a loop)
+// before every lane has read it. mma.sync operands are gathered with ordinary loads, which
+// independent thread scheduling does not keep converged, and the CPU's lanes run one after the
+// other: both meet at a warp barrier.
+__device__ __forceinline__ void converge() { __syncwarp(); }
+
 __device__ __forceinline__ int imin(long long a, long long b) {
   return static_cast<int>(a < b ? a : b);
 }

@@ -235,5 +235,6 @@ impl FnEmitter<'_, '_> {
             }
             None => self.w.line(span, &line),
         }
+        self.w.line(span, &format!("{NS}::converge();"));
     }
 }
