@@ -163,7 +163,17 @@ impl FnEmitter<'_, '_> {
                 let l = self.frag_lvalue(frag);
                 let base = self.expr(&tile.base);
                 let (s0, s1) = (self.expr(&tile.strides[0]), self.expr(&tile.strides[1]));
-                let guard = self.tile_guard(tile);
+                let mut guard = self.tile_guard(tile);
+                // A mask that selects nothing writes nothing (and checks nothing).
+                let masks: Vec<String> =
+                    rows.iter().chain(cols).map(|g| format!("({}) > 0", self.expr(g))).collect();
+                if !masks.is_empty() {
+                    let m = masks.join(" && ");
+                    guard = Some(match guard {
+                        Some(g) => format!("{m} && {g}"),
+                        None => m,
+                    });
+                }
                 let line = if sel.family == MmaFamily::Wmma {
                     format!("{NS}::wmma_store<{transpose}>({l}, {LANE}, {base}, {s0});")
                 } else {
