@@ -141,6 +141,9 @@ pub struct MmaTile {
     pub first: HExpr,
     /// The read of the last element the statement touches.
     pub last: HExpr,
+    /// The swizzle period (bytes; 0: none) of the copy that filled the shared buffer, which
+    /// `mma.load` reads through (spec-tier3 §4.2, §4.3).
+    pub swizzle: u32,
 }
 
 /// One MMA statement (spec-tier3 §5).

@@ -36,6 +36,10 @@ pub(crate) struct FragState {
     pub(crate) stores: Vec<StoreCheck>,
     /// The span of a fill of it (to report a fill of an operand).
     pub(crate) fill_span: Option<Span>,
+    /// Whether it was loaded from a swizzled shared tile.
+    pub(crate) swizzled: bool,
+    /// Whether the statement that declared it had an error (no follow-up errors then).
+    pub(crate) failed: bool,
 }
 
 /// A store whose fit is checked when the accumulator's shape is known.
@@ -258,7 +262,9 @@ impl Checker<'_> {
             self.error_label(
                 "E1014",
                 span,
-                format!("the tile of an MMA {what} must be a non-empty view of global or shared memory"),
+                format!(
+                    "the tile of an MMA {what} must be a non-empty view of global or shared memory"
+                ),
                 "local (per-thread) data",
             );
             return None;
@@ -298,7 +304,53 @@ impl Checker<'_> {
                 ty,
                 span,
             },
+            swizzle: 0,
         })
+    }
+
+    /// The swizzle an `mma.load` reads its tile with (spec-tier3 §4.3): the one of the copy
+    /// that filled the shared buffer; an explicit `.swiz<N>` must agree with it (`E1019`; ours,
+    /// upstream only warns, and we do not make an unswizzled copy swizzled after the fact).
+    /// `None` after reporting.
+    fn load_swizzle(&mut self, t: &MmaTile, attr: Option<&ast::DmaAttr>) -> Option<u32> {
+        let HExprKind::At { buffer, .. } = &t.first.kind else { return Some(0) };
+        let copy = self
+            .kernel
+            .as_ref()
+            .and_then(|k| k.copy_swizzle.get(buffer).copied())
+            .filter(|(n, _)| *n != 0 && t.storage == Storage::Shared);
+        let explicit = match attr.map(|a| (a.kind, a.span)) {
+            Some((ast::DmaAttrKind::Swizzle(Some(n)), s)) if n != 0 => Some((n, s)),
+            _ => None,
+        };
+        match (explicit, copy) {
+            (None, None) => Some(0),
+            (None, Some((n, _))) => Some(n),
+            (Some((n, _)), Some((c, _))) if n == c => Some(n),
+            (Some((n, s)), copy) => {
+                let message = match copy {
+                    Some((c, _)) => format!(
+                        "explicit mma.load swizzle '{n}' conflicts with the swizzle '{c}' of the \
+                         copy that filled this tile"
+                    ),
+                    None => format!(
+                        "mma.load.swiz<{n}> reads a tile that no swizzled copy into shared \
+                         memory filled"
+                    ),
+                };
+                let mut d = Diagnostic::error("E1019", s, message)
+                    .with_label("the swizzle of the load")
+                    .with_help(
+                        "fill the shared tile with `dma.copy.swiz<N>` (or `tma.load.swiz<N>`) \
+                         and load it with the same N, or without `.swiz`",
+                    );
+                if let Some((_, at)) = copy {
+                    d = d.with_secondary(at, "the copy that filled it");
+                }
+                self.diags.push(d);
+                None
+            }
+        }
     }
 
     /// `frag acc[2][3] {v};` / `frag.f32 acc[2] {v};` (spec-tier3 §5.2).
@@ -401,8 +453,11 @@ impl Checker<'_> {
                 let id = match existing {
                     Some(f) => f,
                     None => {
-                        let id =
-                            self.new_frag(name, elem.map(|(t, _)| types::elem_from_token(t)), vec![]);
+                        let id = self.new_frag(
+                            name,
+                            elem.map(|(t, _)| types::elem_from_token(t)),
+                            vec![],
+                        );
                         if ok {
                             out.push(mma_stmt(MmaOp::Decl(id), span));
                         }
@@ -431,17 +486,24 @@ impl Checker<'_> {
             }
             MmaKind::LoadNew { name, frag: _, swizzle, is_async: _, src } => {
                 let view = self.check_data(src, "an MMA load");
-                if let Some(s) = swizzle {
-                    self.unsupported(s.span, "`mma.load.swiz<N>`", 3);
+                let mut tile = view.and_then(|v| self.mma_tile(v, src.span, "load", false, None));
+                if let Some(t) = tile.as_mut() {
+                    match self.load_swizzle(t, swizzle.as_ref()) {
+                        Some(n) => t.swizzle = n,
+                        None => tile = None,
+                    }
                 }
-                let tile = view.and_then(|v| self.mma_tile(v, src.span, "load", false, None));
                 let elem = tile.as_ref().map(|t| t.elem);
                 let id = self.new_frag(name, elem, vec![]);
                 self.frags[id.index()].explicit_elem = true;
-                let Some(tile) = tile else { return };
+                let Some(tile) = tile else {
+                    self.frag_states[id.index()].failed = true;
+                    return;
+                };
                 let st = &mut self.frag_states[id.index()];
                 st.loaded = Some(tile.dims);
                 st.unit_inner = fold::const_int(&tile.strides[1]) == Some(1);
+                st.swizzled = tile.swizzle != 0;
                 if ok {
                     out.push(mma_stmt(MmaOp::Decl(id), span));
                     let frag = FragRef { frag: id, index: Vec::new() };
@@ -493,7 +555,8 @@ impl Checker<'_> {
                     MmaStoreVariant::Transp(_) => (true, None),
                     MmaStoreVariant::Mask { rows, cols, .. } => {
                         let r = self.check_int(rows, "an MMA store row guard");
-                        let c = cols.as_ref().map(|c| self.check_int(c, "an MMA store column guard"));
+                        let c =
+                            cols.as_ref().map(|c| self.check_int(c, "an MMA store column guard"));
                         (false, Some((r, c)))
                     }
                 };
@@ -587,6 +650,7 @@ impl Checker<'_> {
             let st = &this.frag_states[f.frag.index()];
             match st.loaded {
                 Some(d) if !st.filled => Some(d),
+                _ if st.failed => None,
                 _ => {
                     let name = this.frags[f.frag.index()].name.clone();
                     this.error_label(
@@ -621,6 +685,9 @@ impl Checker<'_> {
             return false;
         }
         let acc_state = self.frag_states[acc.frag.index()].clone();
+        if acc_state.failed {
+            return false;
+        }
         if let Some(ld) = acc_state.loaded.filter(|_| !acc_state.filled) {
             if ld != [m, n] {
                 self.error_label(
@@ -640,7 +707,9 @@ impl Checker<'_> {
             self.error_label(
                 "E1010",
                 span,
-                format!("the accumulator `{name}' must be made by `mma.fill`, `frag` or `mma.load`"),
+                format!(
+                    "the accumulator `{name}' must be made by `mma.fill`, `frag` or `mma.load`"
+                ),
                 "not an accumulator",
             );
             return false;
@@ -746,6 +815,18 @@ impl Checker<'_> {
                 // contiguous.
                 for (f, what) in [(a, "operand A"), (b, "operand B"), (acc, "the accumulator")] {
                     let st = &self.frag_states[f.frag.index()];
+                    if st.loaded.is_some() && !st.filled && st.swizzled {
+                        self.error_label(
+                            "E1013",
+                            span,
+                            format!(
+                                "WMMA cannot read {what} from a swizzled tile (its loads take a \
+                                 row pitch); mma.sync gathers swizzled tiles"
+                            ),
+                            "WMMA operand from a swizzled tile",
+                        );
+                        return false;
+                    }
                     if st.loaded.is_some() && !st.filled && !st.unit_inner {
                         self.error_label(
                             "E1013",
@@ -784,12 +865,18 @@ impl Checker<'_> {
                             "fragment `{name}' is the {prev_role} of an MMA [{prev}] and here \
                              the {} of [{config}]{}",
                             role.name(),
-                            if role != MmaRole::C { format!(" ({})", layout.as_str()) } else { String::new() }
+                            if role != MmaRole::C {
+                                format!(" ({})", layout.as_str())
+                            } else {
+                                String::new()
+                            }
                         ),
-                        )
+                    )
                     .with_label("a second role or configuration")
                     .with_secondary(decl, "declared here")
-                    .with_help("a fragment has one role and configuration: load or fill another one"),
+                    .with_help(
+                        "a fragment has one role and configuration: load or fill another one",
+                    ),
                 );
                 return false;
             }
@@ -838,10 +925,7 @@ impl Checker<'_> {
                 self.error_label(
                     "E1015",
                     a.value.span,
-                    format!(
-                        "a fragment is updated with a scalar, but got '{}'",
-                        other.describe()
-                    ),
+                    format!("a fragment is updated with a scalar, but got '{}'", other.describe()),
                     "not a numeric scalar",
                 );
                 return true;
@@ -902,7 +986,11 @@ impl Checker<'_> {
                     self.error_label(
                         "E1017",
                         s.span,
-                        format!("only accumulators can be stored, but `{}' is {}", frag.name, role.name()),
+                        format!(
+                            "only accumulators can be stored, but `{}' is {}",
+                            frag.name,
+                            role.name()
+                        ),
                         "stores an operand fragment",
                     );
                 }
@@ -913,7 +1001,10 @@ impl Checker<'_> {
             for s in &st.stores {
                 let StoreCheck { dims, transpose, unit_inner: unit, masked, elem, span } = s;
                 let convertible = *elem == frag.elem
-                    || matches!((frag.elem, *elem), (ElemTy::F32, ElemTy::F16) | (ElemTy::F16, ElemTy::F32));
+                    || matches!(
+                        (frag.elem, *elem),
+                        (ElemTy::F32, ElemTy::F16) | (ElemTy::F16, ElemTy::F32)
+                    );
                 let want = if *transpose { [n, m] } else { [m, n] };
                 if dims[0] > want[0] || dims[1] > want[1] {
                     self.error_label(
@@ -930,7 +1021,11 @@ impl Checker<'_> {
                         "larger than the accumulator",
                     );
                 } else if wmma && (*masked || *dims != want) {
-                    self.unsupported(*span, "masked WMMA stores (`.mask`, or a tile smaller than the accumulator)", 3);
+                    self.unsupported(
+                        *span,
+                        "masked WMMA stores (`.mask`, or a tile smaller than the accumulator)",
+                        3,
+                    );
                 } else if wmma && !convertible {
                     self.error_label(
                         "E1013",

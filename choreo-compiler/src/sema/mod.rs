@@ -232,6 +232,7 @@
 //! - `E1016` an accumulator (or loaded fragment) no MMA executes with
 //! - `E1017` `mma.fill` or `mma.store` of an operand fragment
 //! - `E1018` `mma.store` tile larger than the accumulator
+//! - `E1019` `mma.load.swiz<N>` disagreeing with the swizzle of the copy that filled the tile
 //!
 //! Not supported:
 //! - `E0901` construct of tier 2 or 3, not supported yet

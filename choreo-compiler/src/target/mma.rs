@@ -289,7 +289,10 @@ mod tests {
             select(&cfg(F64, F64, 16, 8, 8), arch("sm_89")),
             Selection::TooOld { family: MmaFamily::MmaSync, min_sm: 90, specific: false }
         );
-        assert_eq!(select(&cfg(Tf32, F32, 16, 8, 4), None), Selection::Selected(MmaFamily::MmaSync));
+        assert_eq!(
+            select(&cfg(Tf32, F32, 16, 8, 4), None),
+            Selection::Selected(MmaFamily::MmaSync)
+        );
     }
 
     #[test]

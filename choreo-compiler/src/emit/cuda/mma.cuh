@@ -130,6 +130,18 @@ __device__ __forceinline__ void c_coord(int lane, int r, int& m, int& n) {
   n = 2 * (lane & 3) + (r & 1);
 }
 
+// The address of logical element `e` of a tile: itself, or in a shared buffer of rows x cols
+// elements at `base` that a copy with swizzle Swz filled (`mma.load.swiz<N>`, spec-tier3 §4.2).
+template <unsigned Swz, typename S>
+__device__ __forceinline__ const S* at(const S* e, const S* base, unsigned rows, unsigned cols) {
+  if constexpr (Swz == 0) {
+    (void)base, (void)rows, (void)cols;
+    return e;
+  } else {
+    return ::choreo::tma::swizzled<Swz>(const_cast<S*>(base), const_cast<S*>(e), rows, cols);
+  }
+}
+
 // Role 0 = A, 1 = B, 2 = accumulator.
 template <int Role, int M, int N, int K, typename T>
 struct sync_frag {
@@ -150,48 +162,135 @@ __device__ __forceinline__ T operand(S v) {
   }
 }
 
+#if !defined(__CHOREO_CPU__)
+// ldmatrix (spec-tier3 §10.4) of Count 8x8 b16 matrices into Count registers: lane l gives the
+// address of row l % 8 of matrix (l / 8) % Count; register i of thread t then holds row t / 4,
+// columns 2(t % 4) and 2(t % 4) + 1 of matrix i (of its transpose with .trans).
+template <int Count, bool Trans>
+__device__ __forceinline__ void ldsm(std::uint32_t* r, const void* row) {
+  const unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(row));
+  if constexpr (Count == 4 && Trans) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(a)
+                 : "memory");
+  } else if constexpr (Count == 4) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(a)
+                 : "memory");
+  } else if constexpr (Count == 2 && Trans) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];\n"
+                 : "=r"(r[0]), "=r"(r[1])
+                 : "r"(a)
+                 : "memory");
+  } else if constexpr (Count == 2) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];\n"
+                 : "=r"(r[0]), "=r"(r[1])
+                 : "r"(a)
+                 : "memory");
+  } else if constexpr (Trans) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x1.trans.shared.b16 {%0}, [%1];\n"
+                 : "=r"(r[0])
+                 : "r"(a)
+                 : "memory");
+  } else {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x1.shared.b16 {%0}, [%1];\n"
+                 : "=r"(r[0])
+                 : "r"(a)
+                 : "memory");
+  }
+}
+
+// Whether ldmatrix can read a tile: in shared memory, 16-byte aligned, rows (of the
+// contiguous dimension) a multiple of 16 bytes apart. The tile is the warp's, so the answer is
+// uniform over the warp.
+template <typename S>
+__device__ __forceinline__ bool ldsm_ok(const S* p, long long pitch) {
+  return __isShared(p) && reinterpret_cast<std::uintptr_t>(p) % 16 == 0 &&
+         (pitch * static_cast<long long>(sizeof(S))) % 16 == 0;
+}
+#endif
+
 // Operand A: element (m, k) at p[m * sm + k * sk].
-template <bool Tf32, int M, int N, int K, typename T, typename S>
+template <bool Tf32, unsigned Swz, int M, int N, int K, typename T, typename S>
 __device__ __forceinline__ void sync_load(sync_frag<0, M, N, K, T>& f, int lane, const S* p,
-                                          long long sm, long long sk) {
+                                          long long sm, long long sk, const S* base = nullptr,
+                                          unsigned rows = 0, unsigned cols = 0) {
 #if defined(__CHOREO_CPU__)
   (void)lane;
   for (int m = 0; m < M; ++m)
-    for (int k = 0; k < K; ++k) f.x[m * K + k] = operand<T, Tf32>(p[m * sm + k * sk]);
+    for (int k = 0; k < K; ++k) f.x[m * K + k] = operand<T, Tf32>(*at<Swz>(p + m * sm + k * sk, base, rows, cols));
 #else
+  if constexpr (Swz == 0 && sizeof(T) == 2 && std::is_same<T, S>::value && M == 16) {
+    // 16-bit operands from shared memory: ldmatrix (matrix i: rows 8(i % 2), columns 8(i / 2)),
+    // with .trans when M is the contiguous dimension (a `col` A).
+    constexpr int count = M * K / 64;
+    const int i = (lane >> 3) % count, r8 = lane & 7;
+    std::uint32_t r[count];
+    if (sk == 1 && ldsm_ok(p, sm)) {
+      ldsm<count, false>(r, p + ((i % 2) * 8 + r8) * sm + (i / 2) * 8);
+      std::memcpy(f.x, r, sizeof(r));
+      return;
+    }
+    if (sm == 1 && ldsm_ok(p, sk)) {
+      ldsm<count, true>(r, p + ((i / 2) * 8 + r8) * sk + (i % 2) * 8);
+      std::memcpy(f.x, r, sizeof(r));
+      return;
+    }
+  }
   for (int t = 0; t < f.num_elements; ++t) {
     int m, k;
     a_coord<M, K, T>(lane, t, m, k);
-    f.x[t] = operand<T, Tf32>(p[m * sm + k * sk]);
+    f.x[t] = operand<T, Tf32>(*at<Swz>(p + m * sm + k * sk, base, rows, cols));
   }
 #endif
 }
 
 // Operand B: element (k, n) at p[k * sk + n * sn].
-template <bool Tf32, int M, int N, int K, typename T, typename S>
+template <bool Tf32, unsigned Swz, int M, int N, int K, typename T, typename S>
 __device__ __forceinline__ void sync_load(sync_frag<1, M, N, K, T>& f, int lane, const S* p,
-                                          long long sk, long long sn) {
+                                          long long sk, long long sn, const S* base = nullptr,
+                                          unsigned rows = 0, unsigned cols = 0) {
 #if defined(__CHOREO_CPU__)
   (void)lane;
   for (int k = 0; k < K; ++k)
-    for (int n = 0; n < N; ++n) f.x[k * N + n] = operand<T, Tf32>(p[k * sk + n * sn]);
+    for (int n = 0; n < N; ++n) f.x[k * N + n] = operand<T, Tf32>(*at<Swz>(p + k * sk + n * sn, base, rows, cols));
 #else
+  if constexpr (Swz == 0 && sizeof(T) == 2 && std::is_same<T, S>::value && N == 8) {
+    // 16-bit operands from shared memory: ldmatrix (matrix i: k 8i..8i+7), with .trans when N
+    // is the contiguous dimension (a `col` B, [K, N]).
+    constexpr int count = K * N / 64;
+    const int i = (lane >> 3) % count, r8 = lane & 7;
+    std::uint32_t r[count];
+    if (sk == 1 && ldsm_ok(p, sn)) {
+      ldsm<count, false>(r, p + r8 * sn + i * 8);
+      std::memcpy(f.x, r, sizeof(r));
+      return;
+    }
+    if (sn == 1 && ldsm_ok(p, sk)) {
+      ldsm<count, true>(r, p + (i * 8 + r8) * sk);
+      std::memcpy(f.x, r, sizeof(r));
+      return;
+    }
+  }
   for (int t = 0; t < f.num_elements; ++t) {
     int k, n;
     b_coord<N, K, T>(lane, t, k, n);
-    f.x[t] = operand<T, Tf32>(p[k * sk + n * sn]);
+    f.x[t] = operand<T, Tf32>(*at<Swz>(p + k * sk + n * sn, base, rows, cols));
   }
 #endif
 }
 
 // Accumulator: element (m, n) at p[m * sm + n * sn].
-template <bool Tf32, int M, int N, int K, typename T, typename S>
+template <bool Tf32, unsigned Swz, int M, int N, int K, typename T, typename S>
 __device__ __forceinline__ void sync_load(sync_frag<2, M, N, K, T>& f, int lane, const S* p,
-                                          long long sm, long long sn) {
+                                          long long sm, long long sn, const S* base = nullptr,
+                                          unsigned rows = 0, unsigned cols = 0) {
   for (int r = 0; r < f.num_elements; ++r) {
     int m, n;
     c_coord(lane, r, m, n);
-    f.x[r] = cvt<T>(p[m * sm + n * sn]);
+    f.x[r] = cvt<T>(*at<Swz>(p + m * sm + n * sn, base, rows, cols));
   }
 }
 

@@ -234,7 +234,19 @@ impl FnEmitter<'_, '_> {
                     MmaRole::B if f.k_major => (&s1, &s0),
                     _ => (&s0, &s1),
                 };
-                format!("{NS}::sync_load<{tf32}>({l}, {LANE}, {base}, {x}, {y});")
+                if tile.swizzle == 0 {
+                    format!("{NS}::sync_load<{tf32}, 0>({l}, {LANE}, {base}, {x}, {y});")
+                } else {
+                    let HExprKind::At { buffer, .. } = &tile.first.kind else {
+                        return self.bug(span, "an MMA tile without its first access");
+                    };
+                    let (sbase, rows, cols) = self.swizzle_parts(span, *buffer);
+                    let n = tile.swizzle;
+                    format!(
+                        "{NS}::sync_load<{tf32}, {n}>({l}, {LANE}, {base}, {x}, {y}, &{sbase}, \
+                         {rows}u, {cols}u);"
+                    )
+                }
             }
         };
         match self.tile_guard(tile) {

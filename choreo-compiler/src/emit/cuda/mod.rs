@@ -145,10 +145,8 @@ pub fn emit_cuda(
         cooperative,
     ));
     // The MMA library costs nvcc time (and includes <mma.h>): only files with fragments get it.
-    let uses_mma = program
-        .items
-        .iter()
-        .any(|i| matches!(i, hir::Item::Function(f) if !f.frags.is_empty()));
+    let uses_mma =
+        program.items.iter().any(|i| matches!(i, hir::Item::Function(f) if !f.frags.is_empty()));
     if uses_mma {
         w.raw(&format!(
             "#define CHOREO_MMA_NS {}\n",
