@@ -80,22 +80,30 @@ fn mma_type(t: ElemTy, operand: bool) -> MmaType {
 }
 
 impl Checker<'_> {
+    /// Whether the statements being checked are inside a `group-4` level: MMA there is WGMMA.
+    fn in_warpgroup(&self) -> bool {
+        self.kernel.as_ref().is_some_and(|k| k.group4_depth > 0)
+    }
+
+    fn wgmma_unsupported(&mut self, span: Span) {
+        self.diags.push(
+            Diagnostic::error(
+                "E0901",
+                span,
+                "WGMMA (MMA statements of a `group-4` warpgroup) is not supported yet (tier 3)",
+            )
+            .with_label("executed by a warpgroup")
+            .with_help("WMMA and mma.sync statements are executed by a `: group` level"),
+        );
+    }
+
     /// Whether MMA statements may be here: the body of a warp (`: group`) level. Reports
     /// `E1001` otherwise.
     fn mma_place_ok(&mut self, span: Span) -> bool {
         match self.region {
             Region::Device(Level::Group) => true,
             Region::Device(Level::Group4) => {
-                self.diags.push(
-                    Diagnostic::error(
-                        "E0901",
-                        span,
-                        "WGMMA (MMA statements of a `group-4` warpgroup) is not supported yet \
-                         (tier 3)",
-                    )
-                    .with_label("executed by a warpgroup")
-                    .with_help("WMMA and mma.sync statements are executed by a `: group` level"),
-                );
+                self.wgmma_unsupported(span);
                 false
             }
             _ => {
@@ -355,6 +363,13 @@ impl Checker<'_> {
 
     /// `frag acc[2][3] {v};` / `frag.f32 acc[2] {v};` (spec-tier3 §5.2).
     pub(crate) fn check_frag_decl(&mut self, d: &ast::FragDecl, span: Span, out: &mut Vec<Stmt>) {
+        if self.in_warpgroup() && d.shape.is_none() {
+            self.wgmma_unsupported(span);
+            for item in &d.items {
+                self.declare_poisoned(&item.name);
+            }
+            return;
+        }
         let before = self.diags.error_count();
         self.check_frag_items(d, span, out);
         if self.diags.error_count() > before {
@@ -429,6 +444,21 @@ impl Checker<'_> {
     /// Every MMA statement. After an error in one, the whole-function rules stay quiet (their
     /// findings would follow from it).
     pub(crate) fn check_mma(&mut self, m: &ast::MmaStmt, span: Span, out: &mut Vec<Stmt>) {
+        if self.in_warpgroup() {
+            // WGMMA's statements (direct shared operands, `mma.load VIEW, frag`, futures, K
+            // splits) are not supported yet: one E0901 each, names declared for what follows.
+            self.wgmma_unsupported(span);
+            match &m.kind {
+                MmaKind::FillNew { name, .. } | MmaKind::LoadNew { name, .. } => {
+                    if !matches!(self.scopes.lookup(&name.name), Some(Symbol::Frag(_))) {
+                        self.declare_poisoned(name);
+                    }
+                }
+                MmaKind::Exec { future: Some(f), .. } => self.declare_poisoned(f),
+                _ => {}
+            }
+            return;
+        }
         let before = self.diags.error_count();
         self.check_mma_stmt(m, span, out);
         if self.diags.error_count() > before {
