@@ -165,7 +165,7 @@ pub enum MmaOp {
         /// The fragment.
         frag: FragRef,
         /// The memory tile.
-        tile: MmaTile,
+        tile: Box<MmaTile>,
     },
     /// `mma.<a>.<b> acc, a, b;`: `acc += a·b`.
     Exec {
@@ -181,7 +181,7 @@ pub enum MmaOp {
         /// The accumulator.
         frag: FragRef,
         /// The destination tile (`[M, N]`, or `[N, M]` transposed).
-        tile: MmaTile,
+        tile: Box<MmaTile>,
         /// `.transp`: element `(i, j)` goes to tile element `(j, i)`.
         transpose: bool,
         /// Only accumulator rows `i < rows` are written (s32), if any.

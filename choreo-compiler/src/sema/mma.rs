@@ -449,10 +449,10 @@ impl Checker<'_> {
             // splits) are not supported yet: one E0901 each, names declared for what follows.
             self.wgmma_unsupported(span);
             match &m.kind {
-                MmaKind::FillNew { name, .. } | MmaKind::LoadNew { name, .. } => {
-                    if !matches!(self.scopes.lookup(&name.name), Some(Symbol::Frag(_))) {
-                        self.declare_poisoned(name);
-                    }
+                MmaKind::FillNew { name, .. } | MmaKind::LoadNew { name, .. }
+                    if !matches!(self.scopes.lookup(&name.name), Some(Symbol::Frag(_))) =>
+                {
+                    self.declare_poisoned(name);
                 }
                 MmaKind::Exec { future: Some(f), .. } => self.declare_poisoned(f),
                 _ => {}
@@ -537,7 +537,7 @@ impl Checker<'_> {
                 if ok {
                     out.push(mma_stmt(MmaOp::Decl(id), span));
                     let frag = FragRef { frag: id, index: Vec::new() };
-                    out.push(mma_stmt(MmaOp::Load { frag, tile }, span));
+                    out.push(mma_stmt(MmaOp::Load { frag, tile: Box::new(tile) }, span));
                 }
             }
             MmaKind::Load { src, frag } => {
@@ -651,7 +651,10 @@ impl Checker<'_> {
                     span,
                 });
                 if ok {
-                    out.push(mma_stmt(MmaOp::Store { frag: f, tile, transpose, rows, cols }, span));
+                    out.push(mma_stmt(
+                        MmaOp::Store { frag: f, tile: Box::new(tile), transpose, rows, cols },
+                        span,
+                    ));
                     if storage == Storage::Shared {
                         out.push(stmt(StmtKind::Barrier(BarrierScope::Block), span));
                     }
