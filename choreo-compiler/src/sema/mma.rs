@@ -1033,11 +1033,15 @@ impl Checker<'_> {
             let wmma = frag.selected.is_some_and(|s| s.family == MmaFamily::Wmma);
             for s in &st.stores {
                 let StoreCheck { dims, transpose, unit_inner: unit, masked, elem, span } = s;
+                // WMMA has f16 and f32 accumulators of the K = 16 shapes only (tf32's 16x16x8 is
+                // f32 alone): a store converts between those two through the other fragment.
+                let k16 = frag.selected.is_some_and(|s| s.config.k == 16);
                 let convertible = *elem == frag.elem
-                    || matches!(
-                        (frag.elem, *elem),
-                        (ElemTy::F32, ElemTy::F16) | (ElemTy::F16, ElemTy::F32)
-                    );
+                    || (k16
+                        && matches!(
+                            (frag.elem, *elem),
+                            (ElemTy::F32, ElemTy::F16) | (ElemTy::F16, ElemTy::F32)
+                        ));
                 let want = if *transpose { [n, m] } else { [m, n] };
                 if dims[0] > want[0] || dims[1] > want[1] {
                     self.error_label(
@@ -1064,8 +1068,8 @@ impl Checker<'_> {
                         "E1013",
                         *span,
                         format!(
-                            "a WMMA accumulator of {} can only be stored to {} (or f16/f32 from \
-                             f32/f16) data, not {}",
+                            "a WMMA accumulator of {} can only be stored to {} data (or, for K = \
+                             16, f16/f32 from f32/f16), not {}",
                             frag.elem.as_str(),
                             frag.elem.as_str(),
                             elem.as_str()

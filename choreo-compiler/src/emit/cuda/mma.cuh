@@ -163,6 +163,13 @@ __device__ __forceinline__ T operand(S v) {
 }
 
 #if !defined(__CHOREO_CPU__)
+// `-DCHOREO_MMA_NO_LDMATRIX` makes every operand load an element gather (a comparison point).
+#if defined(CHOREO_MMA_NO_LDMATRIX)
+constexpr bool use_ldmatrix = false;
+#else
+constexpr bool use_ldmatrix = true;
+#endif
+
 // ldmatrix (spec-tier3 §10.4) of Count 8x8 b16 matrices into Count registers: lane l gives the
 // address of row l % 8 of matrix (l / 8) % Count; register i of thread t then holds row t / 4,
 // columns 2(t % 4) and 2(t % 4) + 1 of matrix i (of its transpose with .trans).
@@ -222,7 +229,8 @@ __device__ __forceinline__ void sync_load(sync_frag<0, M, N, K, T>& f, int lane,
   for (int m = 0; m < M; ++m)
     for (int k = 0; k < K; ++k) f.x[m * K + k] = operand<T, Tf32>(*at<Swz>(p + m * sm + k * sk, base, rows, cols));
 #else
-  if constexpr (Swz == 0 && sizeof(T) == 2 && std::is_same<T, S>::value && M == 16) {
+  if constexpr (use_ldmatrix && Swz == 0 && sizeof(T) == 2 && std::is_same<T, S>::value &&
+                M == 16) {
     // 16-bit operands from shared memory: ldmatrix (matrix i: rows 8(i % 2), columns 8(i / 2)),
     // with .trans when M is the contiguous dimension (a `col` A).
     constexpr int count = M * K / 64;
@@ -257,7 +265,8 @@ __device__ __forceinline__ void sync_load(sync_frag<1, M, N, K, T>& f, int lane,
   for (int k = 0; k < K; ++k)
     for (int n = 0; n < N; ++n) f.x[k * N + n] = operand<T, Tf32>(*at<Swz>(p + k * sk + n * sn, base, rows, cols));
 #else
-  if constexpr (Swz == 0 && sizeof(T) == 2 && std::is_same<T, S>::value && N == 8) {
+  if constexpr (use_ldmatrix && Swz == 0 && sizeof(T) == 2 && std::is_same<T, S>::value &&
+                N == 8) {
     // 16-bit operands from shared memory: ldmatrix (matrix i: k 8i..8i+7), with .trans when N
     // is the contiguous dimension (a `col` B, [K, N]).
     constexpr int count = K * N / 64;
