@@ -5,6 +5,8 @@
 //! numbers themselves; emitters only render what lowering decided. No stage imports a later
 //! one: this module depends on nothing but `std`.
 
+pub mod mma;
+
 use std::fmt;
 use std::str::FromStr;
 

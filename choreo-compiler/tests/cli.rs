@@ -605,6 +605,11 @@ fn diagnostics_read_well() {
         "tier3.co",
         "__co__ void g() {\n  parallel p by 1 : block {\n    frag f32 [64] acc {0.0f};\n  }\n}\n",
     );
-    assert!(err.contains("error[E0901]: not supported yet (tier 3): fragments (`frag`)"), "{err}");
+    assert!(
+        err.contains(
+            "error[E0901]: not supported yet (tier 3): fragments with a shape (`frag T [shape] name`)"
+        ),
+        "{err}"
+    );
     assert!(err.contains("^^^^^ not supported by this compiler yet"), "{err}");
 }

@@ -24,7 +24,7 @@ fn codes_in(dir: &Path, codes: &mut BTreeSet<String>) {
             let Some(code) = bytes.get(i + 1..i + 7) else { continue };
             let is_code = matches!(code[0], b'E' | b'W' | b'N')
                 && code[1..5].iter().all(u8::is_ascii_digit)
-                && code[1] == b'0'
+                && matches!(code[1], b'0' | b'1')
                 && code[5] == b'"';
             if is_code {
                 codes.insert(String::from_utf8_lossy(&code[..5]).into_owned());

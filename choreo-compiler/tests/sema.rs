@@ -1394,6 +1394,11 @@ fn parse_fixtures_pass_sema_or_only_hit_unsupported_constructs() {
         // predicates need a local or global event).
         ("t3_event_misc.co", "E0471"),
         ("t3_event_misc.co", "E0467"),
+        // The MMA showcase runs in a warp (`: group`): `mma.load VIEW, frag` is WGMMA's
+        // (spec-tier3 §5.2), and `mma.load.swiz<64>` of a tile an unswizzled copy filled is
+        // our E1019 (§4.3 ⚠: upstream would make the copy swizzled after the fact).
+        ("t3_mma_variants.co", "E1012"),
+        ("t3_mma_variants.co", "E1019"),
     ];
     let mut failures = Vec::new();
     let files = fixtures(&fixture_dir("parse"));

@@ -18,6 +18,7 @@
 //! - Statements inside a [`ParallelTree`] body are device code; all others are host code.
 
 pub(crate) mod arith;
+pub mod mma;
 pub mod visit;
 
 use crate::source::Span;
@@ -199,6 +200,8 @@ pub struct Function {
     pub access_count: u32,
     /// The shared events declared in its kernels (spec-tier3 §2), indexed by [`EventId`].
     pub events: Vec<Event>,
+    /// The MMA fragments of its kernels (spec-tier3 §5), indexed by [`mma::FragId`].
+    pub frags: Vec<mma::Frag>,
     /// The body (host code; kernels are [`StmtKind::Parallel`] statements).
     pub body: Vec<Stmt>,
     /// The C++ the function runs that the compiler cannot check (`call`, intrinsics,
@@ -1784,6 +1787,8 @@ pub enum StmtKind {
         /// Block-level code: one thread of the block acts for it.
         elected: bool,
     },
+    /// An MMA statement of a warp (spec-tier3 §5): the warp's threads execute it together.
+    Mma(Box<mma::MmaOp>),
     /// `croq::cuda::setreg_inc(n)` / `setreg_dec(n)` (spec-tier3 §7.2): `setmaxnreg.inc|dec`
     /// with `regs` registers per thread, device code. Only made where the target has the
     /// instruction ([`crate::target::Target::setmaxnreg`]).

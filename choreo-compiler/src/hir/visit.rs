@@ -10,6 +10,7 @@
 //! [`Visitor::stmt`] or [`Visitor::expr`] leaves that node's children out (e.g. a pass that
 //! stops at kernel boundaries).
 
+use super::mma::{FragRef, MmaOp, MmaTile};
 use super::{BufferRef, Check, CheckKind, Dim, HExpr, HExprKind, Place, Stmt, StmtKind};
 
 /// Whether a walker descends into a node's children.
@@ -164,6 +165,48 @@ pub fn walk_stmt<'a, V: Visitor<'a> + ?Sized>(v: &mut V, s: &'a Stmt) {
         }
         StmtKind::TriggerAfter(t) => walk_expr(v, t.slot.index.expr()),
         StmtKind::SetMaxNReg { inc: _, regs: _ } => {}
+        StmtKind::Mma(op) => walk_mma(v, op),
+    }
+}
+
+/// Walks the expressions of an MMA statement: fragment indices, values, and the tiles' base
+/// addresses, strides and corner accesses.
+pub fn walk_mma<'a, V: Visitor<'a> + ?Sized>(v: &mut V, op: &'a MmaOp) {
+    let frag = |v: &mut V, f: &'a FragRef| {
+        for i in &f.index {
+            walk_expr(v, i);
+        }
+    };
+    let tile = |v: &mut V, t: &'a MmaTile| {
+        walk_expr(v, &t.base);
+        for s in &t.strides {
+            walk_expr(v, s);
+        }
+        walk_expr(v, &t.first);
+        walk_expr(v, &t.last);
+    };
+    match op {
+        MmaOp::Decl(_) => {}
+        MmaOp::Fill { frag: f, value } | MmaOp::Update { frag: f, op: _, value } => {
+            frag(v, f);
+            walk_expr(v, value);
+        }
+        MmaOp::Load { frag: f, tile: t } => {
+            frag(v, f);
+            tile(v, t);
+        }
+        MmaOp::Exec { acc, a, b } => {
+            frag(v, acc);
+            frag(v, a);
+            frag(v, b);
+        }
+        MmaOp::Store { frag: f, tile: t, transpose: _, rows, cols } => {
+            frag(v, f);
+            tile(v, t);
+            for e in rows.iter().chain(cols) {
+                walk_expr(v, e);
+            }
+        }
     }
 }
 

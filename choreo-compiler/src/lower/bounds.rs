@@ -433,7 +433,8 @@ impl<'a> Analysis<'a, '_> {
                 | StmtKind::EventWait(_)
                 | StmtKind::TriggerAfter(_)
                 | StmtKind::NamedBarrier { .. }
-                | StmtKind::SetMaxNReg { .. } => {}
+                | StmtKind::SetMaxNReg { .. }
+                | StmtKind::Mma(_) => {}
             }
         }
     }
@@ -545,6 +546,23 @@ impl<'a> Analysis<'a, '_> {
                 self.expr(threads);
             }
             StmtKind::SetMaxNReg { .. } => {}
+            // The tile's first and last elements are planned like any read: the statement
+            // runs only when both are inside the buffer (the view moves monotonically along
+            // buffer coordinates, so every other element then is too).
+            StmtKind::Mma(op) => {
+                struct Exprs<'b>(Vec<&'b HExpr>);
+                impl<'b> crate::hir::visit::Visitor<'b> for Exprs<'b> {
+                    fn expr(&mut self, e: &'b HExpr) -> crate::hir::visit::Walk {
+                        self.0.push(e);
+                        crate::hir::visit::Walk::Skip
+                    }
+                }
+                let mut top = Exprs(Vec::new());
+                crate::hir::visit::walk_mma(&mut top, op);
+                for e in top.0 {
+                    self.expr(e);
+                }
+            }
             StmtKind::Asm(asm) => {
                 for i in &asm.inputs {
                     self.expr(&i.value);
@@ -1227,7 +1245,8 @@ fn leaves_early(body: &[Stmt]) -> bool {
         | StmtKind::EventWait(_)
         | StmtKind::TriggerAfter(_)
         | StmtKind::NamedBarrier { .. }
-        | StmtKind::SetMaxNReg { .. } => false,
+        | StmtKind::SetMaxNReg { .. }
+        | StmtKind::Mma(_) => false,
     })
 }
 

@@ -266,6 +266,14 @@ impl Parser<'_, '_> {
                     });
                 }
                 _ if matches!(e.kind, ExprKind::Ident(_)) => return Ok(e),
+                // `acc[i][j] op= v`: an element of a fragment array (spec-tier3 §5.6).
+                TokenKind::Punct(
+                    Punct::PlusAssign
+                    | Punct::MinusAssign
+                    | Punct::StarAssign
+                    | Punct::SlashAssign
+                    | Punct::PercentAssign,
+                ) => return Ok(e),
                 _ => return Err(self.unexpected("'.at'")),
             };
         }

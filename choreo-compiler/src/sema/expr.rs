@@ -290,6 +290,19 @@ impl Checker<'_> {
             }
             Symbol::Shape(dims) => Val::Shape(dims),
             Symbol::Future(f) => Val::Future(f),
+            Symbol::Frag(_) => {
+                self.error_label(
+                    "E1010",
+                    span,
+                    format!(
+                        "'{}' is an MMA fragment: fragments are not values (only MMA \
+                         statements and `op=` name them)",
+                        id.name
+                    ),
+                    "a fragment",
+                );
+                Val::Error
+            }
             Symbol::Event(_) => {
                 self.error_label(
                     "E0471",

@@ -212,6 +212,28 @@
 //! - `E0713` statically false `assert` ("choreo assertion abort: …")
 //! - `E0714` `unroll(n)` factor that is not positive or exceeds the loop's trip count
 //!
+//! MMA (spec-tier3 §5, `sema::mma`):
+//! - `E1001` MMA statement outside the body of a `: group` (warp) level
+//! - `E1002` MMA operand shapes do not match ("MMA: matrix shapes do not match: …")
+//! - `E1003` MMA tile that is not a rank-2 view with constant extents
+//! - `E1004` `mma.fill` of a non-scalar ("Expect a scalar value for MMA fill.")
+//! - `E1005` no MMA configuration, or one the architecture is too old for
+//! - `E1006` a fragment used in two roles or configurations
+//! - `E1007` a whole fragment array where one fragment is needed, or too many indices
+//! - `E1008` fragment array index out of bounds
+//! - `E1009` spanned data as a WMMA/mma.sync operand (direct operands are WGMMA's)
+//! - `E1010` not a fragment where one is needed (operands: `mma.load`ed; accumulators: filled
+//!   or loaded), or a fragment used as a value
+//! - `E1011` fragment array extent that is not a constant in [1, 64]
+//! - `E1012` `mma.load VIEW, frag` ("mma.loadR is only supported for WGMMA.")
+//! - `E1013` WMMA tile whose last dimension is strided, or a WMMA store of another type
+//! - `E1014` MMA tile of local memory, or empty
+//! - `E1015` fragment assignment other than `+= -= *= /=` with a scalar
+//! - `E1016` an accumulator (or loaded fragment) no MMA executes with
+//! - `E1017` `mma.fill` or `mma.store` of an operand fragment
+//! - `E1018` `mma.store` tile larger than the accumulator
+//! - `E1019` `mma.load.swiz<N>` disagreeing with the swizzle of the copy that filled the tile
+//!
 //! Not supported:
 //! - `E0901` construct of tier 2 or 3, not supported yet
 //! - `E0902` construct not supported on the CUDA target (out of scope)
@@ -234,6 +256,8 @@
 //! `W0471` an event that is waited but never triggered, `W0472` a fill event (`trigger …
 //! after`) declared with an arrival count other than 1.
 //!
+//! `W1001` an `mma.store` tile smaller than the accumulator (only its part is written).
+//!
 //! Notes: `N0701` the output of a compile-time `print!`/`println!`.
 
 mod calls;
@@ -245,6 +269,7 @@ mod events_global;
 mod events_local;
 mod expr;
 mod inthreads;
+mod mma;
 use crate::hir::arith as fold;
 mod parallel;
 mod scope;
@@ -494,6 +519,12 @@ pub(crate) struct Checker<'a> {
     /// The updates of incremented event orders (`e.at(o++)`) of the statement being checked:
     /// the local, the update, the order's span.
     pub(crate) order_updates: Vec<(VarId, hir::Stmt, Span)>,
+    /// The MMA fragments declared so far (spec-tier3 §5), indexed by [`hir::mma::FragId`].
+    pub(crate) frags: Vec<hir::mma::Frag>,
+    /// What the MMA checks remember about each fragment (same indices).
+    pub(crate) frag_states: Vec<mma::FragState>,
+    /// Whether some MMA statement of the function had an error.
+    pub(crate) mma_failed: bool,
 }
 
 impl<'a> Checker<'a> {
@@ -540,6 +571,9 @@ impl<'a> Checker<'a> {
             inthreads_conditions: Vec::new(),
             in_event_order: false,
             order_updates: Vec::new(),
+            frags: Vec::new(),
+            frag_states: Vec::new(),
+            mma_failed: false,
         }
     }
 
@@ -551,6 +585,7 @@ impl<'a> Checker<'a> {
         let body = self.check_stmts(&f.body.stmts);
         self.check_events_used();
         self.check_fill_events();
+        self.finish_mma();
         let ret = match &self.ret {
             RetState::Void => ReturnTy::Void,
             RetState::Declared(t) => t.clone(),
@@ -595,6 +630,7 @@ impl<'a> Checker<'a> {
             kernel_count: self.kernel_count,
             access_count: self.access_count,
             events: self.events,
+            frags: self.frags,
             body,
             foreign_code: self.foreign,
         }

@@ -23,6 +23,8 @@ pub(crate) enum Symbol {
     /// A named view (`t = a.chunkat(p, _);`, spec §13.3): its coordinates were computed into
     /// immutable locals where needed, so it is expanded at every use.
     View(crate::hir::View),
+    /// An MMA fragment (spec-tier3 §5): only MMA statements and `op=` name it.
+    Frag(crate::hir::mma::FragId),
     /// An immutable ituple value (`t = {1, 2};`), expanded at every use.
     Tuple {
         /// The components.

@@ -34,7 +34,7 @@ pub(crate) fn contains_parallel(stmts: &[ast::Stmt]) -> bool {
     })
 }
 
-fn hir_assign_op(op: ast::AssignOp) -> AssignOp {
+pub(crate) fn hir_assign_op(op: ast::AssignOp) -> AssignOp {
     match op {
         ast::AssignOp::Assign => AssignOp::Assign,
         ast::AssignOp::Add => AssignOp::Add,
@@ -268,25 +268,11 @@ impl Checker<'_> {
                     self.out_of_scope(level.span, "`sync.fence : term`");
                 }
             }
-            A::FragDecl(d) => {
-                self.unsupported(span, "fragments (`frag`)", 3);
-                for item in &d.items {
-                    self.declare_poisoned(&item.name);
-                }
-            }
+            A::FragDecl(d) => self.check_frag_decl(d, span, out),
             A::EventDecl(d) => self.check_event_decl(d, span, out),
             A::Dma(d) => self.check_dma(d, span, out),
             A::DmaAny { engine, name } => self.check_dma_any(name, *engine, span, out),
-            A::Mma(m) => {
-                self.unsupported(span, "MMA statements", 3);
-                match &m.kind {
-                    ast::MmaKind::FillNew { name, .. } | ast::MmaKind::LoadNew { name, .. } => {
-                        self.declare_poisoned(name)
-                    }
-                    ast::MmaKind::Exec { future: Some(f), .. } => self.declare_poisoned(f),
-                    _ => {}
-                }
-            }
+            A::Mma(m) => self.check_mma(m, span, out),
             A::FragOp(_) => self.unsupported(span, "fragment operations", 3),
             A::Wait(targets) => self.check_wait(targets, span, out),
             A::Trigger(t) => self.check_trigger(t, span, out),
@@ -829,6 +815,9 @@ impl Checker<'_> {
     // -- assignments ------------------------------------------------------------------------
 
     fn check_assignment(&mut self, a: &ast::Assignment, out: &mut Vec<Stmt>) {
+        if self.check_frag_update(a, out) {
+            return;
+        }
         let op = hir_assign_op(a.op);
         match &a.target.kind {
             ExprKind::Ident(id) => self.assign_name(id, op, a, out),
@@ -1100,6 +1089,19 @@ impl Checker<'_> {
                     id.span,
                     format!("'{}' is an event and cannot be assigned: use `trigger`", id.name),
                     "an event",
+                );
+            }
+            Symbol::Frag(_) => {
+                let _ = self.check_expr(&a.value);
+                self.error_label(
+                    "E1015",
+                    id.span,
+                    format!(
+                        "'{}' is an MMA fragment: it is filled with `mma.fill`, loaded with \
+                         `mma.load` or updated with `op=` and a scalar",
+                        id.name
+                    ),
+                    "a fragment",
                 );
             }
             Symbol::Future(_) => {
@@ -1775,6 +1777,7 @@ impl Checker<'_> {
                     Symbol::View(v) => format!("a view of rank {}", v.dims.len()),
                     Symbol::Future(_) => "future".to_string(),
                     Symbol::Event(_) => "event".to_string(),
+                    Symbol::Frag(_) => "MMA fragment".to_string(),
                     Symbol::Local(_) => String::new(),
                 };
                 self.error_label(

@@ -894,7 +894,7 @@ fn squeeze(src: View) -> View {
 
 /// The flat offset of a view's first element in its buffer (whose extents are `base`), and the
 /// flat stride of each view dimension.
-fn flat_layout(v: &View, base: &[Dim], span: Span) -> (HExpr, Vec<HExpr>) {
+pub(crate) fn flat_layout(v: &View, base: &[Dim], span: Span) -> (HExpr, Vec<HExpr>) {
     match &v.layout {
         Layout::Flat { offset, strides } => ((**offset).clone(), strides.clone()),
         Layout::Coords { origin, map } => {

@@ -271,6 +271,10 @@ impl FnEmitter<'_, '_> {
                     },
                 );
             }
+            StmtKind::Mma(op) => match region {
+                Region::Device(_) => self.mma(span, op),
+                Region::Host => self.bug(span, "an MMA statement in host code"),
+            },
             StmtKind::Dma(dma) => match region {
                 Region::Device(kernel) => self.dma(span, dma, kernel),
                 Region::Host => self.bug(span, "a kernel DMA in host code"),

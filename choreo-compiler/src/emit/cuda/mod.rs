@@ -68,6 +68,7 @@ mod expr;
 mod flags;
 mod host;
 mod kernel;
+mod mma;
 pub mod support;
 mod tma;
 mod tma_async;
@@ -143,6 +144,16 @@ pub fn emit_cuda(
         options,
         cooperative,
     ));
+    // The MMA library costs nvcc time (and includes <mma.h>): only files with fragments get it.
+    let uses_mma =
+        program.items.iter().any(|i| matches!(i, hir::Item::Function(f) if !f.frags.is_empty()));
+    if uses_mma {
+        w.raw(&format!(
+            "#define CHOREO_MMA_NS {}\n",
+            mma::mma_namespace(options.dialect == Dialect::Cpu)
+        ));
+        w.raw(mma::MMA_SUPPORT);
+    }
     let mut plans = plan.functions.iter();
     for item in &program.items {
         match item {

@@ -1,0 +1,262 @@
+//! MMA statements (spec-tier3 §5): declarations, fills, loads, executions, stores and updates
+//! of fragments, rendered as calls of the MMA support library (`mma.cuh`, pasted into files
+//! that use MMA). Both dialects render the same calls; the library has a GPU and a CPU body.
+
+use super::FnEmitter;
+use super::types::cpp_elem;
+use crate::hir::mma::{Frag, FragRef, MmaOp, MmaRole, MmaTile};
+use crate::hir::{AssignOp, ElemTy, HExprKind};
+use crate::source::Span;
+use crate::target::mma::MmaFamily;
+
+/// The MMA support library (pasted only into files that use MMA).
+pub(super) const MMA_SUPPORT: &str = include_str!("mma.cuh");
+
+/// `__choreo_mma_<hash of the library text>` (FNV-1a, 64 bits), `_cpu` for the CPU dialect.
+pub(super) fn mma_namespace(cpu: bool) -> String {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in MMA_SUPPORT.bytes() {
+        hash ^= u64::from(b);
+        hash = hash.wrapping_mul(0x0100_0000_01b3);
+    }
+    if cpu { format!("__choreo_mma_{hash:016x}_cpu") } else { format!("__choreo_mma_{hash:016x}") }
+}
+
+const NS: &str = "CHOREO_MMA_NS";
+const LANE: &str = "(static_cast<int>(threadIdx.x) & 31)";
+
+/// The C++ element type of a fragment: f32 (tf32) operands are `float`.
+fn frag_elem(f: &Frag) -> &'static str {
+    match (f.role, f.elem) {
+        (Some(MmaRole::A | MmaRole::B), ElemTy::F32 | ElemTy::Tf32) => "float",
+        (_, ElemTy::S32) => "std::int32_t",
+        (_, ElemTy::S8) => "std::int8_t",
+        (_, ElemTy::U8) => "std::uint8_t",
+        (_, e) => cpp_elem(e),
+    }
+}
+
+/// Whether a fragment's operands are tf32 (rounded with `cvt.rna` when loaded).
+fn is_tf32(f: &Frag) -> bool {
+    matches!(f.role, Some(MmaRole::A | MmaRole::B)) && matches!(f.elem, ElemTy::F32 | ElemTy::Tf32)
+}
+
+impl FnEmitter<'_, '_> {
+    fn frag_name(&self, r: &FragRef) -> String {
+        let f = &self.f.frags[r.frag.index()];
+        format!("__choreo_frag{}_{}", r.frag.0, f.name)
+    }
+
+    /// `name[i][j]`, with indices the compiler could not prove in range checked.
+    fn frag_lvalue(&mut self, r: &FragRef) -> String {
+        let mut text = self.frag_name(r);
+        let dims = self.f.frags[r.frag.index()].array_dims.clone();
+        for (i, d) in r.index.iter().zip(dims) {
+            match crate::hir::arith::const_int(i) {
+                Some(v) => text.push_str(&format!("[{v}]")),
+                None => {
+                    let e = self.expr(i);
+                    text.push_str(&format!("[{NS}::idx({e}, {d})]"));
+                }
+            }
+        }
+        text
+    }
+
+    /// The fragment's C++ type, or `None` (reported) when it has no role.
+    fn frag_type(&mut self, span: Span, f: &Frag) -> Option<String> {
+        let (Some(role), Some(sel)) = (f.role, f.selected) else {
+            self.bug(span, "an MMA fragment without a role");
+            return None;
+        };
+        let c = sel.config;
+        let (m, n, k) = (c.m, c.n, c.k);
+        let t = frag_elem(f);
+        let km = f.k_major;
+        Some(match (sel.family, role) {
+            (MmaFamily::MmaSync, MmaRole::A) => format!("{NS}::sync_frag<0, {m}, {n}, {k}, {t}>"),
+            (MmaFamily::MmaSync, MmaRole::B) => format!("{NS}::sync_frag<1, {m}, {n}, {k}, {t}>"),
+            (MmaFamily::MmaSync, MmaRole::C) => format!("{NS}::sync_frag<2, {m}, {n}, {k}, {t}>"),
+            (MmaFamily::Wmma, MmaRole::A) => format!("{NS}::wmma_a<{m}, {n}, {k}, {t}, {km}>"),
+            (MmaFamily::Wmma, MmaRole::B) => format!("{NS}::wmma_b<{m}, {n}, {k}, {t}, {km}>"),
+            (MmaFamily::Wmma, MmaRole::C) => format!("{NS}::wmma_c<{m}, {n}, {k}, {t}>"),
+            _ => {
+                self.bug(span, "an MMA fragment of an unsupported family or role");
+                return None;
+            }
+        })
+    }
+
+    /// The condition under which a tile is inside its buffer (its first and last elements'
+    /// accesses), if any check is needed.
+    fn tile_guard(&mut self, t: &MmaTile) -> Option<String> {
+        let mut parts = Vec::new();
+        for e in [&t.first, &t.last] {
+            if let HExprKind::At { buffer, index, id } = &e.kind {
+                if let Some(g) = self.bounds_guard(*id, *buffer, index) {
+                    parts.push(g);
+                }
+            }
+        }
+        (!parts.is_empty()).then(|| parts.join(" && "))
+    }
+
+    /// Runs `body` for every fragment `r` names (a whole array: every element).
+    fn each_frag(&mut self, span: Span, r: &FragRef, body: impl Fn(&str) -> String) {
+        let dims = self.f.frags[r.frag.index()].array_dims.clone();
+        let mut lvalue = self.frag_lvalue(r);
+        let rest = &dims[r.index.len()..];
+        for (k, d) in rest.iter().enumerate() {
+            self.w.line(
+                span,
+                &format!("for (int __choreo_fi{k} = 0; __choreo_fi{k} < {d}; ++__choreo_fi{k}) {{"),
+            );
+            self.w.indent += 1;
+            lvalue.push_str(&format!("[__choreo_fi{k}]"));
+        }
+        self.w.line(span, &body(&lvalue));
+        for _ in rest {
+            self.w.indent -= 1;
+            self.w.line(span, "}");
+        }
+    }
+
+    pub(super) fn mma(&mut self, span: Span, op: &MmaOp) {
+        match op {
+            MmaOp::Decl(id) => {
+                let f = self.f.frags[id.index()].clone();
+                let Some(ty) = self.frag_type(span, &f) else { return };
+                let dims: String = f.array_dims.iter().map(|d| format!("[{d}]")).collect();
+                let name = format!("__choreo_frag{}_{}", id.0, f.name);
+                self.w.line(span, &format!("{ty} {name}{dims};"));
+            }
+            MmaOp::Fill { frag, value } => {
+                let v = self.expr(value);
+                self.each_frag(span, frag, |l| format!("{NS}::fill({l}, {v});"));
+            }
+            MmaOp::Update { frag, op, value } => {
+                let v = self.expr(value);
+                let code = match op {
+                    AssignOp::Add => 0,
+                    AssignOp::Sub => 1,
+                    AssignOp::Mul => 2,
+                    _ => 3,
+                };
+                self.each_frag(span, frag, |l| format!("{NS}::update<{code}>({l}, {v});"));
+            }
+            MmaOp::Load { frag, tile } => self.mma_load(span, frag, tile),
+            MmaOp::Exec { acc, a, b } => {
+                let f = self.f.frags[acc.frag.index()].clone();
+                let (c, a, b) = (self.frag_lvalue(acc), self.frag_lvalue(a), self.frag_lvalue(b));
+                let line = match f.selected.map(|s| s.family) {
+                    Some(MmaFamily::Wmma) => format!("{NS}::wmma_mma({c}, {a}, {b});"),
+                    _ => format!("{NS}::sync_mma({c}, {a}, {b}, {LANE});"),
+                };
+                self.w.line(span, &line);
+            }
+            MmaOp::Store { frag, tile, transpose, rows, cols } => {
+                let f = self.f.frags[frag.frag.index()].clone();
+                let Some(sel) = f.selected else {
+                    return self.bug(span, "an MMA store of an accumulator without a role");
+                };
+                let (m, n) = (sel.config.m, sel.config.n);
+                let l = self.frag_lvalue(frag);
+                let base = self.expr(&tile.base);
+                let (s0, s1) = (self.expr(&tile.strides[0]), self.expr(&tile.strides[1]));
+                let mut guard = self.tile_guard(tile);
+                // A mask that selects nothing writes nothing (and checks nothing).
+                let masks: Vec<String> =
+                    rows.iter().chain(cols).map(|g| format!("({}) > 0", self.expr(g))).collect();
+                if !masks.is_empty() {
+                    let m = masks.join(" && ");
+                    guard = Some(match guard {
+                        Some(g) => format!("{m} && {g}"),
+                        None => m,
+                    });
+                }
+                let line = if sel.family == MmaFamily::Wmma {
+                    format!("{NS}::wmma_store<{transpose}>({l}, {LANE}, {base}, {s0});")
+                } else {
+                    // Accumulator coordinates: (m, n) at tile (m, n), or (n, m) transposed.
+                    let (sm, sn, tr, tc) = if *transpose {
+                        (&s1, &s0, tile.dims[1], tile.dims[0])
+                    } else {
+                        (&s0, &s1, tile.dims[0], tile.dims[1])
+                    };
+                    let lim = |this: &mut Self, g: &Option<crate::hir::HExpr>, whole: u64| match g {
+                        Some(g) => {
+                            let g = this.expr(g);
+                            format!("{NS}::imin({g}, {whole})")
+                        }
+                        None => whole.to_string(),
+                    };
+                    let rows = lim(self, rows, m.min(tr));
+                    let cols = lim(self, cols, n.min(tc));
+                    format!("{NS}::sync_store({l}, {LANE}, {base}, {sm}, {sn}, {rows}, {cols});")
+                };
+                match guard {
+                    Some(g) => self.w.line(span, &format!("if ({g}) {line}")),
+                    None => self.w.line(span, &line),
+                }
+            }
+        }
+    }
+
+    fn mma_load(&mut self, span: Span, frag: &FragRef, tile: &MmaTile) {
+        let f = self.f.frags[frag.frag.index()].clone();
+        let (Some(role), Some(sel)) = (f.role, f.selected) else {
+            return self.bug(span, "an MMA load of a fragment without a role");
+        };
+        let (m, n, k) = (sel.config.m, sel.config.n, sel.config.k);
+        let l = self.frag_lvalue(frag);
+        let base = self.expr(&tile.base);
+        let (s0, s1) = (self.expr(&tile.strides[0]), self.expr(&tile.strides[1]));
+        let tf32 = is_tf32(&f);
+        let t = frag_elem(&f);
+        let line = match (sel.family, role) {
+            (MmaFamily::Wmma, MmaRole::C) => {
+                format!("{NS}::wmma_load_c({l}, {LANE}, {base}, {s0});")
+            }
+            (MmaFamily::Wmma, r) => {
+                let role = if r == MmaRole::A { 0 } else { 1 };
+                let km = f.k_major;
+                format!(
+                    "{NS}::wmma_load<{role}, {tf32}, {m}, {n}, {k}, {t}, {km}>({l}, {LANE}, \
+                     {base}, {s0});"
+                )
+            }
+            (_, r) => {
+                // Logical strides: A (m, k), B (k, n), C (m, n). A K-major A is [M, K], else
+                // [K, M]; a K-major B is [N, K], else [K, N].
+                let (x, y) = match r {
+                    MmaRole::A if f.k_major => (&s0, &s1),
+                    MmaRole::A => (&s1, &s0),
+                    MmaRole::B if f.k_major => (&s1, &s0),
+                    _ => (&s0, &s1),
+                };
+                if tile.swizzle == 0 {
+                    format!("{NS}::sync_load<{tf32}, 0>({l}, {LANE}, {base}, {x}, {y});")
+                } else {
+                    let HExprKind::At { buffer, .. } = &tile.first.kind else {
+                        return self.bug(span, "an MMA tile without its first access");
+                    };
+                    let (sbase, rows, cols) = self.swizzle_parts(span, *buffer);
+                    let n = tile.swizzle;
+                    format!(
+                        "{NS}::sync_load<{tf32}, {n}>({l}, {LANE}, {base}, {x}, {y}, &{sbase}, \
+                         {rows}u, {cols}u);"
+                    )
+                }
+            }
+        };
+        match self.tile_guard(tile) {
+            // A tile outside its buffer reads zeros (the call fails anyway).
+            Some(g) => {
+                self.w.line(span, &format!("if ({g}) {line}"));
+                self.w.line(span, &format!("else {NS}::fill({l}, 0);"));
+            }
+            None => self.w.line(span, &line),
+        }
+        self.w.line(span, &format!("{NS}::converge();"));
+    }
+}
