@@ -36,17 +36,16 @@ namespace wg = choreo_bench_wgmma;
 namespace {
 
 constexpr int kBM = 128, kBN = 256, kBK = 64;
-constexpr int kStages = 4;
 constexpr int kConsumers = 2;
 constexpr int kThreads = 128 * (kConsumers + 1);
-// Consecutive tiles of the persistent schedule walk kGroupM tiles down M before moving along N.
-constexpr int kGroupM = 16;
 
 // Shared memory: the A and B rings (each slot 1024-byte aligned for the 128B swizzle), then the
 // mbarriers; plus 1024 bytes of slack to align the dynamic shared memory.
 constexpr int kTileABytes = kBM * kBK * 2;  // 16 KiB
 constexpr int kTileBBytes = kBN * kBK * 2;  // 32 KiB
-constexpr int kSmemBytes = kStages * (kTileABytes + kTileBBytes) + 2 * kStages * 8 + 1024;
+constexpr int smem_bytes(int stages) {
+  return stages * (kTileABytes + kTileBBytes) + 2 * stages * 8 + 1024;
+}
 
 // Negative codes of the entries (besides cudaError_t values).
 constexpr int kBadShape = -2;     // M % 128, N % 256 or K % 64 not 0, or a size not positive
@@ -155,8 +154,9 @@ __device__ __forceinline__ void setmaxnreg_dec() {
   asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(Regs));
 }
 
-// The (m, n) tile of linear tile index `t` of the persistent schedule: groups of kGroupM tiles
+// The (m, n) tile of linear tile index `t` of the persistent schedule: groups of GroupM tiles
 // along M, each walked M-fastest, then along N.
+template <int kGroupM>
 __device__ __forceinline__ void tile_of(int t, int tiles_m, int tiles_n, int& tm, int& tn) {
   const int per_group = kGroupM * tiles_n;
   const int group = t / per_group;
@@ -187,7 +187,12 @@ struct Pack<__nv_bfloat16> {
 // shared B tile (128 of its 256 rows), multicast to both, so L2 serves 2/3 of the bytes. Each
 // block's `full` barrier then waits for its A plus both B halves; its `empty` barrier counts
 // the consumers of both blocks (a slot is refilled in both at once).
-template <class T, int Cluster>
+// Tuning knobs of the variants (the baseline: Stages 4, GroupM 16, WaitDepth 1):
+// - `Stages`: slots of the TMA ring (48 KiB each; at most 4 fit in 227 KiB);
+// - `GroupM`: tiles walked down M before moving along N (L2 reuse of the B tiles);
+// - `WaitDepth`: k-tiles of WGMMAs each consumer keeps in flight (wgmma.wait_group WaitDepth
+//   after each commit; 0 = wait for every k-tile, the diagnostic of the pipelining).
+template <class T, int Cluster, int kStages, int kGroupM, int WaitDepth>
 __global__ void __launch_bounds__(kThreads, 1)
     gemm_wgmma_kernel(const __grid_constant__ CUtensorMap map_a,
                       const __grid_constant__ CUtensorMap map_b, T* __restrict__ c, int m, int n,
@@ -237,7 +242,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       unsigned phase = 0;
       for (int t = first; t < tiles; t += stride) {
         int tm, tn;
-        tile_of(t, tiles_m, tiles_n, tm, tn);
+        tile_of<kGroupM>(t, tiles_m, tiles_n, tm, tn);
         tm = tm * Cluster + static_cast<int>(rank);
         for (int kt = 0; kt < k_tiles; ++kt) {
           mbar_wait<Cluster == 2>(&empty[s], phase ^ 1);
@@ -278,7 +283,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     };
     for (int t = first; t < tiles; t += stride) {
       int tm, tn;
-      tile_of(t, tiles_m, tiles_n, tm, tn);
+      tile_of<kGroupM>(t, tiles_m, tiles_n, tm, tn);
       tm = tm * Cluster + static_cast<int>(rank);
       int previous = -1;
       for (int kt = 0; kt < k_tiles; ++kt) {
@@ -297,7 +302,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         wg::commit_group();
         wg::fence_operands(d);
         // The previous k-tile's WGMMAs are complete: its slot may be refilled.
-        wg::wait_group<1>();
+        wg::wait_group<WaitDepth>();
         wg::fence_operands(d);
         if (previous >= 0) release(previous);
         previous = s;
@@ -392,7 +397,7 @@ int sm_count() {
   return count;
 }
 
-template <class T, int Cluster>
+template <class T, int Cluster, int kStages, int kGroupM, int WaitDepth>
 int launch(cudaStream_t s, const void* a, const void* b, void* c, int m, int n, int k,
            CUtensorMapDataType type) {
   if (m <= 0 || n <= 0 || k <= 0 || m % (kBM * Cluster) != 0 || n % kBN != 0 || k % kBK != 0)
@@ -402,7 +407,8 @@ int launch(cudaStream_t s, const void* a, const void* b, void* c, int m, int n, 
   int err = encode_2d(&map_a, type, a, m, k, kBM);
   if (err == 0) err = encode_2d(&map_b, type, b, n, k, kBN / Cluster);
   if (err != 0) return err;
-  const auto kernel = gemm_wgmma_kernel<T, Cluster>;
+  const auto kernel = gemm_wgmma_kernel<T, Cluster, kStages, kGroupM, WaitDepth>;
+  constexpr int kSmemBytes = smem_bytes(kStages);
   static int max_units = 0;  // co-resident blocks (or clusters), computed once
   if (max_units == 0) {
     cudaError_t e =
@@ -476,17 +482,36 @@ Cublas cublas;
 extern "C" {
 
 // C = A · Bᵀ for f16 (`dtype` 0) or bf16 (`dtype` 1): A [m, k], B [n, k], C [m, n], all
-// row-major, on stream `s`; m % 128 == 0 (`cluster` 1) or m % 256 == 0 (`cluster` 2: clusters
-// of two blocks sharing B tiles by TMA multicast), n % 256 == 0, k % 64 == 0. Not waited for.
-int gemm_wgmma(cudaStream_t s, int dtype, int cluster, const void* a, const void* b, void* c,
+// row-major, on stream `s`, with kernel variant `variant` (the codes of benches/src/gemm.rs's
+// `Variant`):
+//   0 baseline (4 stages, groups of 16 M tiles, wait_group 1), one block per tile;
+//   1 baseline in clusters of two blocks sharing B tiles by TMA multicast;
+//   2 as 0 with wait_group 0 (no WGMMAs in flight across k-tiles: the diagnostic);
+//   3 as 0 with groups of 8 M tiles;
+//   4 as 1 with groups of 8 M tiles (units of 2 tiles: 16 M tiles per group);
+//   5 as 0 with 3 stages.
+// m % 128 == 0 (m % 256 == 0 for clusters), n % 256 == 0, k % 64 == 0. Not waited for.
+int gemm_wgmma(cudaStream_t s, int dtype, int variant, const void* a, const void* b, void* c,
                int m, int n, int k) {
   constexpr CUtensorMapDataType f16 = CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
   constexpr CUtensorMapDataType bf16 = CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
-  if (dtype == 0 && cluster == 1) return launch<__half, 1>(s, a, b, c, m, n, k, f16);
-  if (dtype == 1 && cluster == 1) return launch<__nv_bfloat16, 1>(s, a, b, c, m, n, k, bf16);
-  if (dtype == 0 && cluster == 2) return launch<__half, 2>(s, a, b, c, m, n, k, f16);
-  if (dtype == 1 && cluster == 2) return launch<__nv_bfloat16, 2>(s, a, b, c, m, n, k, bf16);
-  return cudaErrorInvalidValue;
+  if (dtype != 0 && dtype != 1) return cudaErrorInvalidValue;
+  const CUtensorMapDataType type = dtype == 0 ? f16 : bf16;
+#define CHOREO_GEMM_VARIANT(code, ...)                                             \
+  case code:                                                                       \
+    return dtype == 0 ? launch<__half, __VA_ARGS__>(s, a, b, c, m, n, k, type)     \
+                      : launch<__nv_bfloat16, __VA_ARGS__>(s, a, b, c, m, n, k, type);
+  switch (variant) {
+    CHOREO_GEMM_VARIANT(0, 1, 4, 16, 1)
+    CHOREO_GEMM_VARIANT(1, 2, 4, 16, 1)
+    CHOREO_GEMM_VARIANT(2, 1, 4, 16, 0)
+    CHOREO_GEMM_VARIANT(3, 1, 4, 8, 1)
+    CHOREO_GEMM_VARIANT(4, 2, 4, 8, 1)
+    CHOREO_GEMM_VARIANT(5, 1, 3, 16, 1)
+    default:
+      return cudaErrorInvalidValue;
+  }
+#undef CHOREO_GEMM_VARIANT
 }
 
 // A message for a negative code of the entries (nullptr for other codes).

@@ -64,26 +64,73 @@ impl Dtype {
     }
 }
 
-/// A version of the hand-written kernel.
+/// A version of the hand-written kernel (the codes are `kernels/gemm_wgmma.cu`'s
+/// `gemm_wgmma` variant codes). The baseline: a 4-stage ring, groups of 16 M tiles in the
+/// persistent schedule, one k-tile of WGMMAs in flight per consumer (wait_group 1).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Variant {
-    /// One block per 128 x 256 tile.
+    /// The baseline, one block per 128 x 256 tile.
     Single,
-    /// Clusters of two blocks on M-adjacent tiles sharing each B tile by TMA multicast (M a
-    /// multiple of 256).
+    /// The baseline in clusters of two blocks on M-adjacent tiles sharing each B tile by TMA
+    /// multicast (M a multiple of 256).
     Cluster2,
+    /// As `Single` with wait_group 0: no WGMMAs in flight across k-tiles (the diagnostic of the
+    /// WGMMA pipelining).
+    Wait0,
+    /// As `Single` with groups of 8 M tiles.
+    Group8,
+    /// As `Cluster2` with groups of 8 cluster units (16 M tiles).
+    Cluster2Group8,
+    /// As `Single` with a 3-stage ring.
+    Stages3,
 }
 
 impl Variant {
-    /// Both versions.
-    pub const ALL: [Variant; 2] = [Variant::Single, Variant::Cluster2];
+    /// Every version, safest first (the order in which the `gemm` section checks them).
+    pub const ALL: [Variant; 6] = [
+        Variant::Single,
+        Variant::Wait0,
+        Variant::Group8,
+        Variant::Stages3,
+        Variant::Cluster2,
+        Variant::Cluster2Group8,
+    ];
+
+    /// The variant code of the C entry.
+    pub fn code(self) -> i32 {
+        match self {
+            Variant::Single => 0,
+            Variant::Cluster2 => 1,
+            Variant::Wait0 => 2,
+            Variant::Group8 => 3,
+            Variant::Cluster2Group8 => 4,
+            Variant::Stages3 => 5,
+        }
+    }
 
     /// Blocks per cluster.
     pub fn cluster(self) -> i32 {
         match self {
-            Variant::Single => 1,
-            Variant::Cluster2 => 2,
+            Variant::Cluster2 | Variant::Cluster2Group8 => 2,
+            _ => 1,
         }
+    }
+
+    /// The short name (`CHOREO_BENCH_GEMM_VARIANTS` takes a comma-separated list of them).
+    pub fn key(self) -> &'static str {
+        match self {
+            Variant::Single => "single",
+            Variant::Cluster2 => "cluster2",
+            Variant::Wait0 => "wait0",
+            Variant::Group8 => "group8",
+            Variant::Cluster2Group8 => "cluster2-group8",
+            Variant::Stages3 => "stages3",
+        }
+    }
+
+    /// The variant of short name `key`.
+    pub fn from_key(key: &str) -> Option<Variant> {
+        Variant::ALL.into_iter().find(|v| v.key() == key)
     }
 
     /// The name in tables.
@@ -91,6 +138,10 @@ impl Variant {
         match self {
             Variant::Single => "gemm_wgmma",
             Variant::Cluster2 => "gemm_wgmma cluster 2 (B multicast)",
+            Variant::Wait0 => "gemm_wgmma wait_group 0",
+            Variant::Group8 => "gemm_wgmma group 8",
+            Variant::Cluster2Group8 => "gemm_wgmma cluster 2 (B multicast) group 8",
+            Variant::Stages3 => "gemm_wgmma 3 stages",
         }
     }
 }
@@ -107,7 +158,7 @@ mod ffi {
         pub fn gemm_wgmma(
             s: cudaStream_t,
             dtype: i32,
-            cluster: i32,
+            variant: i32,
             a: *const c_void,
             b: *const c_void,
             c: *mut c_void,
@@ -277,7 +328,7 @@ pub unsafe fn launch_ours(
             ffi::gemm_wgmma(
                 stream,
                 dtype.code(),
-                variant.cluster(),
+                variant.code(),
                 a.ptr,
                 b.ptr,
                 c.ptr,

@@ -306,6 +306,14 @@ fn run_sections(args: &GpuArgs, report: &mut GpuReport) -> gpu::BenchResult<()> 
         eprintln!("choreo-bench: gemm …");
         let outcome = gpu::gemm::run(options)?;
         gpu::section_rows(&mut report.table, "gemm", outcome.rows);
+        for why in &outcome.wrong {
+            eprintln!("choreo-bench: gemm: WRONG: {why}");
+        }
+        report.summary.row([
+            "GEMM: every variant right (host reference, cuBLAS)".to_owned(),
+            format!("{} wrong", outcome.wrong.len()),
+            met(outcome.wrong.is_empty()),
+        ]);
         for point in &outcome.points {
             let label = format!("{} {}³", point.dtype.name(), point.size);
             let of_peak = point.ours_tflops / gpu::gemm::PEAK_TFLOPS;

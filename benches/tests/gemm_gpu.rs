@@ -4,11 +4,12 @@
 
 use choreo_bench::gemm::{self, DeviceMatrix, Dtype, Variant};
 
-/// Runs ours (both versions) on `(m, n, k)` and checks all of C: bit for bit on exact inputs,
+/// Runs ours (every version) on `(m, n, k)` and checks all of C: bit for bit on exact inputs,
 /// within a few units in the last place on random ones.
 fn check(dtype: Dtype, shape: (usize, usize, usize), exact: bool) {
-    check_variant(Variant::Single, dtype, shape, exact);
-    check_variant(Variant::Cluster2, dtype, shape, exact);
+    for variant in Variant::ALL {
+        check_variant(variant, dtype, shape, exact);
+    }
 }
 
 fn check_variant(variant: Variant, dtype: Dtype, (m, n, k): (usize, usize, usize), exact: bool) {
@@ -159,5 +160,24 @@ fn wgmma_library_cases_are_listed() {
     let all: Vec<String> = cases.iter().map(|c| c.describe()).collect();
     for family in ["f32.e4m3.e4m3", "s32.u8.s8", "f32.tf32.tf32", "f16.f16.f16", "RS MN-major"] {
         assert!(all.iter().any(|d| d.contains(family)), "no {family} case: {all:?}");
+    }
+}
+
+/// Each tuning variant alone on shapes that exercise its knob: ring wrap-around with 3 stages
+/// (k-tiles not a multiple of the stages), groups of 8 M tiles with a partial last group (11
+/// row tiles = 8 + 3; for clusters 6 units = one partial group, 9 units = 8 + 1), wait_group 0
+/// on one and on many k-tiles.
+#[test]
+#[ignore = "needs a CUDA GPU (sm_90)"]
+fn tuning_variants() {
+    for dtype in Dtype::ALL {
+        check_variant(Variant::Wait0, dtype, (128, 256, 64), true);
+        check_variant(Variant::Wait0, dtype, (384, 512, 448), false);
+        check_variant(Variant::Stages3, dtype, (256, 256, 64 * 7), true);
+        check_variant(Variant::Stages3, dtype, (384, 512, 64 * 5), false);
+        check_variant(Variant::Group8, dtype, (128 * 11, 512, 128), true);
+        check_variant(Variant::Group8, dtype, (128 * 11, 768, 192), false);
+        check_variant(Variant::Cluster2Group8, dtype, (128 * 12, 512, 128), true);
+        check_variant(Variant::Cluster2Group8, dtype, (256 * 9, 768, 192), false);
     }
 }

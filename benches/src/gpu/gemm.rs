@@ -54,6 +54,9 @@ pub struct Outcome {
     pub points: Vec<Point>,
     /// Why cuBLAS did not run, if it did not.
     pub cublas_missing: Option<String>,
+    /// The variants found wrong (each with why); they were left out of the timing, the others
+    /// went on.
+    pub wrong: Vec<String>,
 }
 
 fn failed(message: String) -> BenchError {
@@ -71,12 +74,23 @@ pub fn run(options: &Options) -> BenchResult<Outcome> {
         Err(why) => eprintln!("choreo-bench: gemm: {why}; timing ours alone"),
     }
     let sizes: &[usize] = if options.quick { &[1024, 2048] } else { &[4096, 8192] };
-    let mut outcome =
-        Outcome { rows: Vec::new(), points: Vec::new(), cublas_missing: cublas.clone().err() };
+    let mut outcome = Outcome {
+        rows: Vec::new(),
+        points: Vec::new(),
+        cublas_missing: cublas.clone().err(),
+        wrong: Vec::new(),
+    };
     for &dtype in &Dtype::ALL {
         for &size in sizes {
-            let point = measure(options, dtype, size, cublas.is_ok(), &mut outcome.rows)?;
-            outcome.points.push(point);
+            let point = measure(
+                options,
+                dtype,
+                size,
+                cublas.is_ok(),
+                &mut outcome.rows,
+                &mut outcome.wrong,
+            )?;
+            outcome.points.extend(point);
         }
     }
     if let Some(why) = &outcome.cublas_missing {
@@ -95,14 +109,44 @@ fn tflops(size: usize, ms: f64) -> f64 {
     2.0 * (size as f64).powi(3) / (ms * 1e-3) / 1e12
 }
 
-/// The versions to check and time: both, or only the single-block one when
-/// `CHOREO_BENCH_GEMM_CLUSTER=0` (to measure it alone should the cluster version misbehave).
+/// The versions to check and time: `CHOREO_BENCH_GEMM_VARIANTS` (comma-separated keys, e.g.
+/// `single,group8`; unknown keys are reported and skipped) or all of them, safest first;
+/// `CHOREO_BENCH_GEMM_CLUSTER=0` drops the cluster versions.
 fn variants() -> Vec<Variant> {
+    let mut chosen = match std::env::var("CHOREO_BENCH_GEMM_VARIANTS") {
+        Ok(list) if !list.trim().is_empty() => list
+            .split(',')
+            .map(str::trim)
+            .filter(|key| !key.is_empty())
+            .filter_map(|key| {
+                let v = Variant::from_key(key);
+                if v.is_none() {
+                    eprintln!("choreo-bench: gemm: unknown variant {key:?} skipped");
+                }
+                v
+            })
+            .collect(),
+        _ => Variant::ALL.to_vec(),
+    };
     if std::env::var("CHOREO_BENCH_GEMM_CLUSTER").is_ok_and(|v| v == "0") {
-        vec![Variant::Single]
-    } else {
-        Variant::ALL.to_vec()
+        chosen.retain(|v| v.cluster() == 1);
     }
+    chosen
+}
+
+/// Runs `variant` once on (a, b) into a poisoned `c` and returns the output.
+fn run_once(
+    raw: choreo::sys::cudaStream_t,
+    dtype: Dtype,
+    variant: Variant,
+    (a, b, c): (&DeviceMatrix, &DeviceMatrix, &mut DeviceMatrix),
+    shape: (usize, usize, usize),
+) -> Result<Vec<u16>, String> {
+    c.poison()?;
+    // SAFETY: the matrices have the sizes of the product and live past the download (which
+    // synchronises the device).
+    unsafe { gemm::launch_ours(raw, dtype, variant, (a, b, c), shape) }?;
+    c.download()
 }
 
 fn measure(
@@ -111,8 +155,8 @@ fn measure(
     size: usize,
     with_cublas: bool,
     rows: &mut Vec<Vec<String>>,
-) -> BenchResult<Point> {
-    let variants = variants();
+    wrong: &mut Vec<String>,
+) -> BenchResult<Option<Point>> {
     let name = dtype.name();
     eprintln!("choreo-bench: gemm: {name} {size}³ …");
     let (m, n, k) = (size, size, size);
@@ -121,6 +165,10 @@ fn measure(
     let mut c = DeviceMatrix::new(m * n).map_err(failed)?;
     let mut c_cublas = DeviceMatrix::new(m * n).map_err(failed)?;
     let points = gemm::sample_points(m, n);
+    // Each variant is checked on its own: a wrong one is reported (a table row and stderr) and
+    // left out of the timing; the others go on.
+    let mut variants = variants();
+    let mut rejected: Vec<(Variant, String)> = Vec::new();
 
     // Exact inputs: bit for bit.
     {
@@ -130,21 +178,23 @@ fn measure(
         let b = DeviceMatrix::from_host(&hb).map_err(failed)?;
         for &variant in &variants {
             eprintln!("choreo-bench: gemm: checking {} on exact inputs …", variant.name());
-            c.poison().map_err(failed)?;
-            // SAFETY: the matrices have the sizes of the product and live past the download.
-            unsafe { gemm::launch_ours(raw, dtype, variant, (&a, &b, &c), (m, n, k)) }
-                .map_err(failed)?;
-            let hc = c.download().map_err(failed)?;
-            gemm::check_points(
-                &format!("{}, {name} {size}³, exact inputs", variant.name()),
-                dtype,
-                (&ha, &hb, &hc),
-                (n, k),
-                points.iter().copied(),
-                true,
-            )
-            .map_err(failed)?;
+            let result =
+                run_once(raw, dtype, variant, (&a, &b, &mut c), (m, n, k)).and_then(|hc| {
+                    gemm::check_points(
+                        &format!("{}, {name} {size}³, exact inputs", variant.name()),
+                        dtype,
+                        (&ha, &hb, &hc),
+                        (n, k),
+                        points.iter().copied(),
+                        true,
+                    )
+                });
+            if let Err(why) = result {
+                eprintln!("choreo-bench: gemm: FAILED: {why}");
+                rejected.push((variant, why));
+            }
         }
+        variants.retain(|v| rejected.iter().all(|(r, _)| r != v));
     }
 
     // Random inputs: against the host reference and cuBLAS.
@@ -156,12 +206,7 @@ fn measure(
     let mut worst = 0f64;
     for &variant in &variants {
         eprintln!("choreo-bench: gemm: checking {} on random inputs …", variant.name());
-        c.poison().map_err(failed)?;
-        // SAFETY: as above.
-        unsafe { gemm::launch_ours(raw, dtype, variant, (&a, &b, &c), (m, n, k)) }
-            .map_err(failed)?;
-        let hc = c.download().map_err(failed)?;
-        worst = worst.max(
+        let result = run_once(raw, dtype, variant, (&a, &b, &mut c), (m, n, k)).and_then(|hc| {
             gemm::check_points(
                 &format!("{}, {name} {size}³", variant.name()),
                 dtype,
@@ -170,9 +215,18 @@ fn measure(
                 points.iter().copied(),
                 false,
             )
-            .map_err(failed)?,
-        );
-        outputs.push((variant, hc));
+            .map(|w| (w, hc))
+        });
+        match result {
+            Ok((w, hc)) => {
+                worst = worst.max(w);
+                outputs.push((variant, hc));
+            }
+            Err(why) => {
+                eprintln!("choreo-bench: gemm: FAILED: {why}");
+                rejected.push((variant, why));
+            }
+        }
     }
     let mut against_cublas = None;
     if with_cublas {
@@ -194,7 +248,7 @@ fn measure(
         for (variant, hc) in &outputs {
             let cmp = gemm::compare(dtype, hc, &theirs);
             if cmp.wrong > 0 {
-                return Err(failed(format!(
+                let why = format!(
                     "{} differs from cuBLAS, {name} {size}³: {} of {} elements beyond \
                      tolerance, max relative error {:.3e}, max error / rms {:.3e}",
                     variant.name(),
@@ -202,7 +256,10 @@ fn measure(
                     hc.len(),
                     cmp.max_relative,
                     cmp.max_error_over_rms
-                )));
+                );
+                eprintln!("choreo-bench: gemm: FAILED: {why}");
+                rejected.push((*variant, why));
+                continue;
             }
             if worst_cmp.is_none_or(|w| cmp.max_relative > w.max_relative) {
                 worst_cmp = Some(cmp);
@@ -211,43 +268,57 @@ fn measure(
         against_cublas = worst_cmp;
     }
     drop(outputs);
+    variants.retain(|v| rejected.iter().all(|(r, _)| r != v));
+    for (variant, why) in &rejected {
+        rows.push(row_text(format!(
+            "ours: {} {name} {size}³ WRONG, not timed: {why}",
+            variant.name()
+        )));
+    }
 
-    // Timing.
+    // Timing: the variants that passed, then cuBLAS.
     let shapes = (m, n, k);
     let (pa, pb, pc, pcc) = (&a, &b, &c, &c_cublas);
-    let launch_ours = |variant: Variant| {
-        per_launch_ms(&s, BATCH, || {
-            // SAFETY: as above; the matrices outlive the timing.
-            unsafe { gemm::launch_ours(raw, dtype, variant, (pa, pb, pc), shapes) }.map_err(failed)
-        })
-    };
-    let mut single = || launch_ours(Variant::Single);
-    let mut cluster = || launch_ours(Variant::Cluster2);
-    let mut theirs = || {
-        per_launch_ms(&s, BATCH, || {
-            // SAFETY: as above.
-            unsafe { gemm::launch_cublas(raw, dtype, (pa, pb, pcc), shapes) }.map_err(failed)
-        })
-    };
-    let mut timed: Vec<&mut dyn FnMut() -> BenchResult<f64>> = vec![&mut single];
-    if variants.contains(&Variant::Cluster2) {
-        timed.push(&mut cluster);
-    }
-    if with_cublas {
-        timed.push(&mut theirs);
-    }
-    let summaries: Vec<Summary> = interleaved(options, &mut timed)?;
-    let ours_count = variants.len();
-    let (ours_variant, ours_summary) = variants
+    let mut closures: Vec<Box<dyn FnMut() -> BenchResult<f64> + '_>> = variants
         .iter()
-        .copied()
-        .zip(summaries.iter().copied())
-        .fold(None, |best: Option<(Variant, Summary)>, (v, s)| match best {
+        .map(|&variant| {
+            let s = &s;
+            Box::new(move || {
+                per_launch_ms(s, BATCH, || {
+                    // SAFETY: as above; the matrices outlive the timing.
+                    unsafe { gemm::launch_ours(raw, dtype, variant, (pa, pb, pc), shapes) }
+                        .map_err(failed)
+                })
+            }) as Box<dyn FnMut() -> BenchResult<f64> + '_>
+        })
+        .collect();
+    if with_cublas {
+        let s = &s;
+        closures.push(Box::new(move || {
+            per_launch_ms(s, BATCH, || {
+                // SAFETY: as above.
+                unsafe { gemm::launch_cublas(raw, dtype, (pa, pb, pcc), shapes) }.map_err(failed)
+            })
+        }));
+    }
+    wrong.extend(rejected.iter().map(|(_, why)| why.clone()));
+    if variants.is_empty() {
+        eprintln!("choreo-bench: gemm: {name} {size}³: every variant was wrong; nothing timed");
+        return Ok(None);
+    }
+    let mut timed: Vec<&mut dyn FnMut() -> BenchResult<f64>> =
+        closures.iter_mut().map(|f| f.as_mut() as &mut dyn FnMut() -> BenchResult<f64>).collect();
+    let summaries: Vec<Summary> = interleaved(options, &mut timed)?;
+    drop(timed);
+    drop(closures);
+    let ours_count = variants.len();
+    let best = variants.iter().copied().zip(summaries.iter().copied()).fold(
+        None,
+        |best: Option<(Variant, Summary)>, (v, s)| match best {
             Some(b) if b.1.median <= s.median => Some(b),
             _ => Some((v, s)),
-        })
-        .ok_or_else(|| failed("no version was timed".into()))?;
-    let ours_tflops = tflops(size, ours_summary.median);
+        },
+    );
     let cublas_tflops = summaries.get(ours_count).map(|s| tflops(size, s.median));
     let peak =
         |t: f64| format!("{} TFLOP/s = {} of peak", three_digits(t), three_digits(t / PEAK_TFLOPS));
@@ -266,7 +337,7 @@ fn measure(
         rows.push(row(
             format!(
                 "ours: {} {name} {size}³ (persistent, TMA producer + 2 WGMMA consumer \
-                 warpgroups, 128x256x64 tiles, 4 stages)",
+                 warpgroups, 128x256x64 tiles)",
                 variant.name()
             ),
             summary,
@@ -281,5 +352,18 @@ fn measure(
             peak(theirs),
         ));
     }
-    Ok(Point { dtype, size, ours_tflops, ours_variant, cublas_tflops })
+    if !rejected.is_empty() {
+        let names: Vec<&str> = rejected.iter().map(|(v, _)| v.name()).collect();
+        eprintln!("choreo-bench: gemm: {name} {size}³: wrong variants: {}", names.join(", "));
+    }
+    let Some((ours_variant, ours_summary)) = best else {
+        return Ok(None);
+    };
+    let ours_tflops = tflops(size, ours_summary.median);
+    Ok(Some(Point { dtype, size, ours_tflops, ours_variant, cublas_tflops }))
+}
+
+/// A row with only its first cell filled.
+fn row_text(text: String) -> Vec<String> {
+    vec![text, String::new(), String::new(), String::new(), String::new()]
 }
