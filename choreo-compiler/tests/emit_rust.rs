@@ -175,7 +175,7 @@ fn generated_modules_compile_without_warnings() {
     std::fs::create_dir_all(src.join("generated")).expect("create the scratch crate");
     let manifest = format!(
         "[package]\nname = \"emit-rust-check\"\nversion = \"0.0.0\"\nedition = \"2024\"\n\
-         publish = false\n\n[dependencies]\nchoreo = {{ path = {:?} }}\n\n[workspace]\n",
+         publish = false\n\n[dependencies]\nchoreo-runtime = {{ path = {:?} }}\n\n[workspace]\n",
         workspace.join("choreo").display().to_string()
     );
     std::fs::write(root.join("Cargo.toml"), manifest).expect("write Cargo.toml");

@@ -3,7 +3,7 @@
 //! GPU machine with
 //!
 //! ```text
-//! cargo test -p choreo --features cudarc --test cudarc_interop -- --include-ignored
+//! cargo test -p choreo-runtime --features cudarc --test cudarc_interop -- --include-ignored
 //! ```
 #![cfg(feature = "cudarc")]
 
