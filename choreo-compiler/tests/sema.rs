@@ -1776,3 +1776,69 @@ fn a_fill_event_with_an_explicit_count_other_than_one_warns() {
     let c = accepted(&src.replace("event<2>", "event"));
     assert!(c.diags.is_empty(), "{}", render_human(&c.db, &c.diags));
 }
+
+/// The swizzles of the DMA statements of a function, in source order.
+fn dma_swizzles(f: &hir::Function) -> Vec<u32> {
+    struct Dmas(Vec<u32>);
+    impl<'a> hir::visit::Visitor<'a> for Dmas {
+        fn stmt(&mut self, s: &'a Stmt) -> hir::visit::Walk {
+            if let StmtKind::Dma(d) = &s.kind {
+                self.0.push(d.swizzle);
+            }
+            hir::visit::Walk::Continue
+        }
+    }
+    let mut v = Dmas(Vec::new());
+    hir::visit::walk_stmts(&mut v, &f.body);
+    v.0
+}
+
+#[test]
+fn mma_load_swizzle_is_inherited_by_unswizzled_copies() {
+    // An unswizzled DMA (before the load) and TMA (in a loop, before and after) inherit the
+    // `.swiz<N>` of the `mma.load` that reads their tile: a note at each, the HIR copy swizzled.
+    let src = "__co__ void f(f16 [16, 32] a, f16 [16, 64] b, f32 [16, 8] &c) {\n  parallel p by 1 : block {\n    shared f16 [16, 64] sb;\n    tma.load b => sb;\n    parallel w by 1 : group {\n      sa = dma.copy a => shared;\n      acc = mma.fill.f32 0.0f;\n      fa = mma.load.swiz<64> sa.data.subspan(16, 16).at(0, 0);\n      fb = mma.load.swiz<128> sb.subspan(16, 8).at(0, 0);\n      mma.row.col acc, fa, fb;\n      fc = mma.load sb.subspan(16, 8).at(0, 1);\n      mma.row.col acc, fa, fc;\n      mma.store acc, c;\n    }\n    tma.load b => sb;\n  }\n}\n";
+    let c = accepted(src);
+    let codes: Vec<&str> = c.diags.iter().map(|d| d.code).collect();
+    assert_eq!(codes, ["N0473", "N0473", "N0473"], "{}", render_human(&c.db, &c.diags));
+    assert!(c.diags[0].message.contains("inferred DMA swizzle '64'"), "{}", c.diags[0].message);
+    assert_eq!(dma_swizzles(&single_function(&c)), [128, 64, 128]);
+    // Element accesses see the physical bytes: W0407 once, at the first (here before the load).
+    let src = "__co__ void f(f16 [16, 32] a, f16 [16, 8] b, f32 [16, 8] &c, f16 [2] &o) {\n  parallel p by 1 : block {\n    parallel w by 1 : group {\n      shared f16 [16, 32] sa;\n      dma.copy a => sa;\n      o.at(0) = sa.at(0, 1);\n      acc = mma.fill.f32 0.0f;\n      fa = mma.load.swiz<64> sa.subspan(16, 16).at(0, 0);\n      fb = mma.load b;\n      mma.row.col acc, fa, fb;\n      mma.store acc, c;\n      o.at(1) = sa.at(1, 1);\n    }\n  }\n}\n";
+    let c = accepted(src);
+    let codes: Vec<&str> = c.diags.iter().map(|d| d.code).collect();
+    assert_eq!(codes, ["N0473", "W0407"], "{}", render_human(&c.db, &c.diags));
+    // An unswizzled copy out of the tile after the load reads it scrambled (W0409).
+    let src = "__co__ void f(f16 [16, 32] a, f16 [16, 8] b, f32 [16, 8] &c, f16 [16, 32] &o) {\n  parallel p by 1 : block {\n    parallel w by 1 : group {\n      shared f16 [16, 32] sa;\n      dma.copy a => sa;\n      acc = mma.fill.f32 0.0f;\n      fa = mma.load.swiz<64> sa.subspan(16, 16).at(0, 0);\n      fb = mma.load b;\n      mma.row.col acc, fa, fb;\n      mma.store acc, c;\n      dma.copy sa => o;\n    }\n  }\n}\n";
+    let c = accepted(src);
+    let codes: Vec<&str> = c.diags.iter().map(|d| d.code).collect();
+    assert_eq!(codes, ["N0473", "W0409"], "{}", render_human(&c.db, &c.diags));
+}
+
+#[test]
+fn mma_load_swizzle_inheritance_conflicts_are_errors() {
+    let codes = |src: &str| -> Vec<&'static str> {
+        run(src).diags.iter().filter(|d| d.is_error()).map(|d| d.code).collect()
+    };
+    // Two loads of one tile asking for different swizzles.
+    let two = "__co__ void f(f16 [16, 64] a, f16 [16, 8] b, f32 [16, 8] &c) {\n  parallel p by 1 : block {\n    parallel w by 1 : group {\n      sa = dma.copy a => shared;\n      acc = mma.fill.f32 0.0f;\n      fb = mma.load b;\n      fa = mma.load.swiz<128> sa.data.subspan(16, 16).at(0, 0);\n      mma.row.col acc, fa, fb;\n      fx = mma.load.swiz<64> sa.data.subspan(16, 16).at(0, 1);\n      mma.row.col acc, fx, fb;\n      mma.store acc, c;\n    }\n  }\n}\n";
+    let c = run(two);
+    let e: Vec<&Diagnostic> = c.diags.iter().filter(|d| d.is_error()).collect();
+    assert_eq!(e.len(), 1, "{}", render_human(&c.db, &c.diags));
+    assert_eq!(e[0].code, "E1019");
+    // No copy filled the tile at all: still E1019.
+    assert_eq!(
+        codes("__co__ void f(f16 [16, 8] b, f32 [16, 8] &c) {\n  parallel p by 1 : block {\n    parallel w by 1 : group {\n      shared f16 [16, 32] sa;\n      acc = mma.fill.f32 0.0f;\n      fa = mma.load.swiz<64> sa.subspan(16, 16).at(0, 0);\n      fb = mma.load b;\n      mma.row.col acc, fa, fb;\n      mma.store acc, c;\n    }\n  }\n}\n"),
+        ["E1019"]
+    );
+    // The inheriting copy's rows are not a multiple of the period (E0461, at the copy).
+    assert_eq!(
+        codes("__co__ void f(f16 [16, 16] a, f16 [16, 8] b, f32 [16, 8] &c) {\n  parallel p by 1 : block {\n    parallel w by 1 : group {\n      sa = dma.copy a => shared;\n      acc = mma.fill.f32 0.0f;\n      fa = mma.load.swiz<64> sa.data;\n      fb = mma.load b;\n      mma.row.col acc, fa, fb;\n      mma.store acc, c;\n    }\n  }\n}\n"),
+        ["E0461"]
+    );
+    // A transposing copy cannot inherit (E0461).
+    assert_eq!(
+        codes("__co__ void f(f16 [32, 16] a, f16 [16, 8] b, f32 [16, 8] &c) {\n  parallel p by 1 : block {\n    parallel w by 1 : group {\n      sa = dma.transp<1, 0> a => shared;\n      acc = mma.fill.f32 0.0f;\n      fa = mma.load.swiz<64> sa.data.subspan(16, 16).at(0, 0);\n      fb = mma.load b;\n      mma.row.col acc, fa, fb;\n      mma.store acc, c;\n    }\n  }\n}\n"),
+        ["E0461"]
+    );
+}

@@ -258,7 +258,8 @@
 //!
 //! `W1001` an `mma.store` tile smaller than the accumulator (only its part is written).
 //!
-//! Notes: `N0701` the output of a compile-time `print!`/`println!`.
+//! Notes: `N0701` the output of a compile-time `print!`/`println!`; `N0473` an unswizzled copy
+//! inheriting the swizzle of the `mma.load.swiz<N>` that reads its tile (spec-tier3 §4.3).
 
 mod calls;
 mod checks;
@@ -275,6 +276,7 @@ mod parallel;
 mod scope;
 mod shapes;
 mod stmt;
+mod swizzle_infer;
 mod tma;
 mod tma_async;
 mod types;
@@ -421,6 +423,15 @@ pub(crate) struct KernelFrame {
     /// Shared buffers written by a swizzled copy: element accesses see their physical layout
     /// (`W0407` once per buffer; `true` once warned).
     pub(crate) swizzled: std::collections::BTreeMap<hir::BufferRef, bool>,
+    /// The unswizzled copies into each shared buffer (spec-tier3 §4.3: they inherit the
+    /// swizzle of an `mma.load.swiz<N>` of the buffer).
+    pub(crate) plain_fills: std::collections::BTreeMap<hir::BufferRef, Vec<swizzle_infer::PlainFill>>,
+    /// The swizzle each shared buffer inherited from an `mma.load.swiz<N>`, and where that is.
+    pub(crate) inherited_swizzle: std::collections::BTreeMap<hir::BufferRef, (u32, Span)>,
+    /// The copy statements (by span) that inherited a swizzle: set in the HIR at the end.
+    pub(crate) swizzle_patches: std::collections::BTreeMap<Span, u32>,
+    /// The first element access of each buffer.
+    pub(crate) element_access: std::collections::BTreeMap<hir::BufferRef, Span>,
     /// What happened last to each asynchronous TMA future (by group local): issued, waited or
     /// bound to an event by `trigger … after` (spec-tier3 §2.5).
     pub(crate) future_uses: std::collections::BTreeMap<VarId, wspipe::FutureUse>,
