@@ -1842,3 +1842,41 @@ fn mma_load_swizzle_inheritance_conflicts_are_errors() {
         ["E0461"]
     );
 }
+
+#[test]
+fn step_statements_are_compound_assignments() {
+    // `o++;` `++o;` `o--;` `--o;` are `o += 1;` / `o -= 1;` on a mutable integer local.
+    let f = accept(
+        "__co__ void f(s32 [8] &out) {\n  parallel p by 8 {\n    mutable int i = 0;\n    i++;\n    ++i;\n    i--, --i, i++;\n    out.at(p) = i;\n  }\n}\n",
+    );
+    let mut ops = Vec::new();
+    struct Ops<'o>(&'o mut Vec<hir::AssignOp>);
+    impl<'a> hir::visit::Visitor<'a> for Ops<'_> {
+        fn stmt(&mut self, s: &'a Stmt) -> hir::visit::Walk {
+            if let StmtKind::Assign { target: Place::Var(_), op, value } = &s.kind {
+                if matches!(value.kind, HExprKind::Int(1)) {
+                    self.0.push(*op);
+                }
+            }
+            hir::visit::Walk::Continue
+        }
+    }
+    hir::visit::walk_stmts(&mut Ops(&mut ops), &f.body);
+    use hir::AssignOp::{Add, Sub};
+    assert_eq!(ops, [Add, Add, Sub, Sub, Add]);
+    // Not a mutable integer variable: E0477 (immutable: E0403); a value: E0478.
+    for (src, code) in [
+        ("mutable f32 x = 0.0f;\n    x++;", "E0477"),
+        ("out.at(p)--;", "E0477"),
+        ("n++;", "E0477"),
+        ("i = 1;\n    i++;", "E0403"),
+        ("mutable int i = 0;\n    out.at(p) = i++;", "E0478"),
+        ("mutable int i = 0;\n    out.at(++i) = 1;", "E0478"),
+    ] {
+        let c = run(&format!(
+            "__co__ void f(s32 [8] &out, s32 n) {{\n  parallel p by 8 {{\n    {src}\n  }}\n}}\n"
+        ));
+        let codes: Vec<&str> = c.diags.iter().filter(|d| d.is_error()).map(|d| d.code).collect();
+        assert_eq!(codes, [code], "{src}: {}", render_human(&c.db, &c.diags));
+    }
+}

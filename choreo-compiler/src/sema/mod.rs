@@ -130,6 +130,9 @@
 //!   future whose load is not in the trigger's block before it, an order whose variables change
 //!   between load and trigger, an incremented order shared by several futures, a fill event
 //!   also triggered without `after`
+//! - `E0477` `o++;` / `--o;` statements on something other than a mutable integer local
+//! - `E0478` an increment or decrement used as a value (not a statement of its own, not the
+//!   direct argument of an event's `.at(…)`)
 //!
 //! Calls into C++ and built-ins (§17, §18):
 //! - `E0454` `call` outside a parallel-by, a call result with no declared type, an argument
@@ -275,6 +278,7 @@ use crate::hir::arith as fold;
 mod parallel;
 mod scope;
 mod shapes;
+mod steps;
 mod stmt;
 mod swizzle_infer;
 mod tma;
