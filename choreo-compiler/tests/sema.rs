@@ -1880,3 +1880,44 @@ fn step_statements_are_compound_assignments() {
         assert_eq!(codes, [code], "{src}: {}", render_human(&c.db, &c.diags));
     }
 }
+
+#[test]
+fn trigger_cluster_after_binds_multicast_loads() {
+    // The multicast load gets the event slot; the event is a cluster fill event.
+    let src = std::fs::read_to_string(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/codegen/trigger_cluster_after.co"),
+    )
+    .expect("fixture");
+    let f = accept(&src);
+    let full = f.events.iter().find(|e| e.name == "full").expect("event full");
+    assert!(full.cluster.is_some());
+    assert!(full.triggers.iter().all(|t| t.fill));
+    let empty = f.events.iter().find(|e| e.name == "empty").expect("event empty");
+    assert!(empty.cluster.is_some() && empty.triggers.iter().all(|t| !t.fill));
+    struct Loads(Vec<(bool, bool)>);
+    impl<'a> hir::visit::Visitor<'a> for Loads {
+        fn stmt(&mut self, s: &'a Stmt) -> hir::visit::Walk {
+            if let StmtKind::Dma(d) = &s.kind {
+                if let Some(t) = &d.tma {
+                    self.0.push((t.multicast, t.event.is_some()));
+                }
+            }
+            hir::visit::Walk::Continue
+        }
+    }
+    let mut loads = Loads(Vec::new());
+    hir::visit::walk_stmts(&mut loads, &f.body);
+    assert_eq!(loads.0, [(true, true)]);
+    // The wrong kind of load either way (E0479), and no follow-up "not waited" error.
+    for (trigger, load) in [
+        ("trigger.cluster", "tma.load.async"),
+        ("trigger", "tma.load.async.multicast"),
+    ] {
+        let c = run(&format!(
+            "__co__ void f(f32 [64, 64] w, f32 [4, 64] &y) {{\n  parallel {{c}} by [2] : cluster, b by 4 : block {{\n    shared event full;\n    shared f32 [16, 64] tile;\n    f = {load} w.subspan(16, 64).at(0, 0) => tile;\n    {trigger} full after f;\n    wait full;\n    parallel t by 64 : thread {{ y.at(b, t) = tile.at(0, t); }}\n  }}\n}}\n"
+        ));
+        let codes: Vec<&str> = c.diags.iter().filter(|d| d.is_error()).map(|d| d.code).collect();
+        assert_eq!(codes, ["E0479"], "{trigger} / {load}: {}", render_human(&c.db, &c.diags));
+    }
+}

@@ -130,6 +130,8 @@
 //!   future whose load is not in the trigger's block before it, an order whose variables change
 //!   between load and trigger, an incremented order shared by several futures, a fill event
 //!   also triggered without `after`
+//! - `E0479` `trigger.cluster e after f` of a future that is not a multicast TMA load, or a
+//!   plain `trigger e after f` of a multicast one (tier 3 §2.5, §2.6)
 //! - `E0477` `o++;` / `--o;` statements on something other than a mutable integer local
 //! - `E0478` an increment or decrement used as a value (not a statement of its own, not the
 //!   direct argument of an event's `.at(…)`)
