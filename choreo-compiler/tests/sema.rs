@@ -1828,17 +1828,23 @@ fn mma_load_swizzle_inheritance_conflicts_are_errors() {
     assert_eq!(e[0].code, "E1019");
     // No copy filled the tile at all: still E1019.
     assert_eq!(
-        codes("__co__ void f(f16 [16, 8] b, f32 [16, 8] &c) {\n  parallel p by 1 : block {\n    parallel w by 1 : group {\n      shared f16 [16, 32] sa;\n      acc = mma.fill.f32 0.0f;\n      fa = mma.load.swiz<64> sa.subspan(16, 16).at(0, 0);\n      fb = mma.load b;\n      mma.row.col acc, fa, fb;\n      mma.store acc, c;\n    }\n  }\n}\n"),
+        codes(
+            "__co__ void f(f16 [16, 8] b, f32 [16, 8] &c) {\n  parallel p by 1 : block {\n    parallel w by 1 : group {\n      shared f16 [16, 32] sa;\n      acc = mma.fill.f32 0.0f;\n      fa = mma.load.swiz<64> sa.subspan(16, 16).at(0, 0);\n      fb = mma.load b;\n      mma.row.col acc, fa, fb;\n      mma.store acc, c;\n    }\n  }\n}\n"
+        ),
         ["E1019"]
     );
     // The inheriting copy's rows are not a multiple of the period (E0461, at the copy).
     assert_eq!(
-        codes("__co__ void f(f16 [16, 16] a, f16 [16, 8] b, f32 [16, 8] &c) {\n  parallel p by 1 : block {\n    parallel w by 1 : group {\n      sa = dma.copy a => shared;\n      acc = mma.fill.f32 0.0f;\n      fa = mma.load.swiz<64> sa.data;\n      fb = mma.load b;\n      mma.row.col acc, fa, fb;\n      mma.store acc, c;\n    }\n  }\n}\n"),
+        codes(
+            "__co__ void f(f16 [16, 16] a, f16 [16, 8] b, f32 [16, 8] &c) {\n  parallel p by 1 : block {\n    parallel w by 1 : group {\n      sa = dma.copy a => shared;\n      acc = mma.fill.f32 0.0f;\n      fa = mma.load.swiz<64> sa.data;\n      fb = mma.load b;\n      mma.row.col acc, fa, fb;\n      mma.store acc, c;\n    }\n  }\n}\n"
+        ),
         ["E0461"]
     );
     // A transposing copy cannot inherit (E0461).
     assert_eq!(
-        codes("__co__ void f(f16 [32, 16] a, f16 [16, 8] b, f32 [16, 8] &c) {\n  parallel p by 1 : block {\n    parallel w by 1 : group {\n      sa = dma.transp<1, 0> a => shared;\n      acc = mma.fill.f32 0.0f;\n      fa = mma.load.swiz<64> sa.data.subspan(16, 16).at(0, 0);\n      fb = mma.load b;\n      mma.row.col acc, fa, fb;\n      mma.store acc, c;\n    }\n  }\n}\n"),
+        codes(
+            "__co__ void f(f16 [32, 16] a, f16 [16, 8] b, f32 [16, 8] &c) {\n  parallel p by 1 : block {\n    parallel w by 1 : group {\n      sa = dma.transp<1, 0> a => shared;\n      acc = mma.fill.f32 0.0f;\n      fa = mma.load.swiz<64> sa.data.subspan(16, 16).at(0, 0);\n      fb = mma.load b;\n      mma.row.col acc, fa, fb;\n      mma.store acc, c;\n    }\n  }\n}\n"
+        ),
         ["E0461"]
     );
 }
@@ -1910,10 +1916,9 @@ fn trigger_cluster_after_binds_multicast_loads() {
     hir::visit::walk_stmts(&mut loads, &f.body);
     assert_eq!(loads.0, [(true, true)]);
     // The wrong kind of load either way (E0479), and no follow-up "not waited" error.
-    for (trigger, load) in [
-        ("trigger.cluster", "tma.load.async"),
-        ("trigger", "tma.load.async.multicast"),
-    ] {
+    for (trigger, load) in
+        [("trigger.cluster", "tma.load.async"), ("trigger", "tma.load.async.multicast")]
+    {
         let c = run(&format!(
             "__co__ void f(f32 [64, 64] w, f32 [4, 64] &y) {{\n  parallel {{c}} by [2] : cluster, b by 4 : block {{\n    shared event full;\n    shared f32 [16, 64] tile;\n    f = {load} w.subspan(16, 64).at(0, 0) => tile;\n    {trigger} full after f;\n    wait full;\n    parallel t by 64 : thread {{ y.at(b, t) = tile.at(0, t); }}\n  }}\n}}\n"
         ));

@@ -167,7 +167,9 @@ impl Checker<'_> {
             let Some(Symbol::Future(sym)) = self.scopes.lookup(&id.name) else { continue };
             let Some(g) = sym.group else { continue };
             let load = out.iter().rev().find_map(|s| match &s.kind {
-                StmtKind::Dma(d) if d.group == Some(g) => d.tma.as_ref().map(|t| (t.multicast, s.span)),
+                StmtKind::Dma(d) if d.group == Some(g) => {
+                    d.tma.as_ref().map(|t| (t.multicast, s.span))
+                }
                 _ => None,
             });
             let Some((multicast, load)) = load else { continue };

@@ -431,7 +431,8 @@ pub(crate) struct KernelFrame {
     pub(crate) swizzled: std::collections::BTreeMap<hir::BufferRef, bool>,
     /// The unswizzled copies into each shared buffer (spec-tier3 §4.3: they inherit the
     /// swizzle of an `mma.load.swiz<N>` of the buffer).
-    pub(crate) plain_fills: std::collections::BTreeMap<hir::BufferRef, Vec<swizzle_infer::PlainFill>>,
+    pub(crate) plain_fills:
+        std::collections::BTreeMap<hir::BufferRef, Vec<swizzle_infer::PlainFill>>,
     /// The swizzle each shared buffer inherited from an `mma.load.swiz<N>`, and where that is.
     pub(crate) inherited_swizzle: std::collections::BTreeMap<hir::BufferRef, (u32, Span)>,
     /// The copy statements (by span) that inherited a swizzle: set in the HIR at the end.

@@ -39,7 +39,12 @@ const MAX_RANK: usize = 5;
 impl Checker<'_> {
     /// Records a copy (built, `dma`) that wrote a shared buffer without swizzle; when the
     /// buffer already inherited a swizzle from an `mma.load`, the copy inherits it too.
-    pub(crate) fn record_plain_fill(&mut self, dma: &hir::Dma, site: Option<hir::VarId>, span: Span) {
+    pub(crate) fn record_plain_fill(
+        &mut self,
+        dma: &hir::Dma,
+        site: Option<hir::VarId>,
+        span: Span,
+    ) {
         if dma.swizzle != 0 || dma.dst.storage != hir::Storage::Shared {
             return;
         }
@@ -224,9 +229,9 @@ pub(crate) fn patch(stmts: &mut [Stmt], patches: &BTreeMap<Span, u32>) {
                     }
                 }
             }
-            StmtKind::Block(body)
-            | StmtKind::While { body, .. }
-            | StmtKind::For { body, .. } => patch(body, patches),
+            StmtKind::Block(body) | StmtKind::While { body, .. } | StmtKind::For { body, .. } => {
+                patch(body, patches)
+            }
             StmtKind::If { then_body, else_body, .. } => {
                 patch(then_body, patches);
                 patch(else_body, patches);
