@@ -1395,10 +1395,10 @@ fn parse_fixtures_pass_sema_or_only_hit_unsupported_constructs() {
         ("t3_event_misc.co", "E0471"),
         ("t3_event_misc.co", "E0467"),
         // The MMA showcase runs in a warp (`: group`): `mma.load VIEW, frag` is WGMMA's
-        // (spec-tier3 §5.2), and `mma.load.swiz<64>` of a tile an unswizzled copy filled is
-        // our E1019 (§4.3 ⚠: upstream would make the copy swizzled after the fact).
+        // (spec-tier3 §5.2), and `mma.load.swiz<64>` of a tile an unswizzled copy filled makes
+        // the copy swizzled (§4.3), which its 32-byte rows cannot be (E0461).
         ("t3_mma_variants.co", "E1012"),
-        ("t3_mma_variants.co", "E1019"),
+        ("t3_mma_variants.co", "E0461"),
     ];
     let mut failures = Vec::new();
     let files = fixtures(&fixture_dir("parse"));
