@@ -13,8 +13,9 @@
 // - a 4-stage ring of 128B-swizzled TMA tiles (A [128, 64] + B [256, 64] = 48 KiB per stage)
 //   with `full` (TMA bytes landed) and `empty` (both consumers done reading) mbarriers; each
 //   consumer keeps one k-tile of WGMMAs in flight (wait_group 1) and releases the slot before;
-// - tensor maps encoded on the host with cuTensorMapEncodeTiled from
-//   cudaGetDriverEntryPoint(ByVersion) (no -lcuda), as the compiler's TMA host code does.
+// - tensor maps encoded on the host with the runtime header's `choreo::tma::encode_tiled`
+//   (cuTensorMapEncodeTiled from cudaGetDriverEntryPoint(ByVersion), no -lcuda), which the
+//   compiler's TMA host code calls too.
 //
 // cuBLAS (cublasGemmEx) is loaded at run time with dlopen for the comparison; nothing from it
 // is linked. Every entry returns 0 on success, a cudaError_t, or a negative code of its own.
@@ -27,6 +28,8 @@
 
 #include <cstdint>
 #include <cstdlib>
+
+#include "choreo.h"  // choreo::tma::encode_tiled (host)
 
 #define CHOREO_WGMMA_NS choreo_bench_wgmma
 #include "wgmma.cuh"
@@ -49,8 +52,7 @@ constexpr int smem_bytes(int stages) {
 
 // Negative codes of the entries (besides cudaError_t values).
 constexpr int kBadShape = -2;     // M % 128, N % 256 or K % 64 not 0, or a size not positive
-constexpr int kNoEncoder = -3;    // the driver has no cuTensorMapEncodeTiled
-constexpr int kBadTensorMap = -4;  // cuTensorMapEncodeTiled rejected a map
+constexpr int kBadTensorMap = -4;  // encode_tiled rejected a map (message: map_error)
 constexpr int kNoCublas = -5;     // cuBLAS not loaded
 
 // ---- device helpers: mbarriers and TMA (tier 3 §10.1, §10.2) ------------------------------
@@ -347,43 +349,23 @@ __global__ void __launch_bounds__(kThreads, 1)
 
 // ---- host side ------------------------------------------------------------------------------
 
-using EncodeFn = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*,
-                              const cuuint64_t*, const cuuint64_t*, const cuuint32_t*,
-                              const cuuint32_t*, CUtensorMapInterleave, CUtensorMapSwizzle,
-                              CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+// What `choreo::tma::encode_tiled` said about the last map it rejected (no driver entry point,
+// alignment, extents).
+const char* map_error = "the tensor map was rejected";
 
-EncodeFn encoder() {
-  static const EncodeFn fn = [] {
-    void* p = nullptr;
-    cudaDriverEntryPointQueryResult q{};
-#if CUDART_VERSION >= 12050
-    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault,
-                                         &q) != cudaSuccess)
-      p = nullptr;
-#else
-    if (cudaGetDriverEntryPoint("cuTensorMapEncodeTiled", &p, cudaEnableDefault, &q) !=
-        cudaSuccess)
-      p = nullptr;
-#endif
-    return q == cudaDriverEntryPointSuccess ? reinterpret_cast<EncodeFn>(p) : nullptr;
-  }();
-  return fn;
-}
-
-// A 2-D map of a row-major [rows, cols] matrix of 16-bit elements with [box_rows, 64] boxes,
-// 128-byte swizzle.
-int encode_2d(CUtensorMap* map, CUtensorMapDataType type, const void* base, int rows, int cols,
-              int box_rows) {
-  const EncodeFn fn = encoder();
-  if (fn == nullptr) return kNoEncoder;
-  const cuuint64_t dims[2] = {static_cast<cuuint64_t>(cols), static_cast<cuuint64_t>(rows)};
-  const cuuint64_t strides[1] = {static_cast<cuuint64_t>(cols) * 2};
-  const cuuint32_t box[2] = {static_cast<cuuint32_t>(kBK), static_cast<cuuint32_t>(box_rows)};
-  const cuuint32_t ones[2] = {1, 1};
-  const CUresult r = fn(map, type, 2, const_cast<void*>(base), dims, strides, box, ones,
-                        CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                        CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  return r == CUDA_SUCCESS ? 0 : kBadTensorMap;
+// A 2-D map of a row-major [rows, cols] matrix of 16-bit elements `T` with [box_rows, 64]
+// boxes, 128-byte swizzle, 256-byte L2 promotion.
+template <class T>
+int encode_2d(CUtensorMap* map, const void* base, int rows, int cols, int box_rows) {
+  const std::uint64_t dims[2] = {static_cast<std::uint64_t>(cols),
+                                 static_cast<std::uint64_t>(rows)};
+  const std::uint64_t strides[1] = {static_cast<std::uint64_t>(cols) * sizeof(T)};
+  const std::uint32_t box[2] = {static_cast<std::uint32_t>(kBK),
+                                static_cast<std::uint32_t>(box_rows)};
+  const char* err = ::choreo::tma::encode_tiled<T>(map, 2u, base, dims, strides, box, 128u, 256u);
+  if (err == nullptr) return 0;
+  map_error = err;
+  return kBadTensorMap;
 }
 
 int sm_count() {
@@ -398,14 +380,13 @@ int sm_count() {
 }
 
 template <class T, int Cluster, int kStages, int kGroupM, int WaitDepth>
-int launch(cudaStream_t s, const void* a, const void* b, void* c, int m, int n, int k,
-           CUtensorMapDataType type) {
+int launch(cudaStream_t s, const void* a, const void* b, void* c, int m, int n, int k) {
   if (m <= 0 || n <= 0 || k <= 0 || m % (kBM * Cluster) != 0 || n % kBN != 0 || k % kBK != 0)
     return kBadShape;
   alignas(64) CUtensorMap map_a;
   alignas(64) CUtensorMap map_b;
-  int err = encode_2d(&map_a, type, a, m, k, kBM);
-  if (err == 0) err = encode_2d(&map_b, type, b, n, k, kBN / Cluster);
+  int err = encode_2d<T>(&map_a, a, m, k, kBM);
+  if (err == 0) err = encode_2d<T>(&map_b, b, n, k, kBN / Cluster);
   if (err != 0) return err;
   const auto kernel = gemm_wgmma_kernel<T, Cluster, kStages, kGroupM, WaitDepth>;
   constexpr int kSmemBytes = smem_bytes(kStages);
@@ -493,14 +474,11 @@ extern "C" {
 // m % 128 == 0 (m % 256 == 0 for clusters), n % 256 == 0, k % 64 == 0. Not waited for.
 int gemm_wgmma(cudaStream_t s, int dtype, int variant, const void* a, const void* b, void* c,
                int m, int n, int k) {
-  constexpr CUtensorMapDataType f16 = CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
-  constexpr CUtensorMapDataType bf16 = CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
   if (dtype != 0 && dtype != 1) return cudaErrorInvalidValue;
-  const CUtensorMapDataType type = dtype == 0 ? f16 : bf16;
-#define CHOREO_GEMM_VARIANT(code, ...)                                             \
-  case code:                                                                       \
-    return dtype == 0 ? launch<__half, __VA_ARGS__>(s, a, b, c, m, n, k, type)     \
-                      : launch<__nv_bfloat16, __VA_ARGS__>(s, a, b, c, m, n, k, type);
+#define CHOREO_GEMM_VARIANT(code, ...)                                       \
+  case code:                                                                 \
+    return dtype == 0 ? launch<__half, __VA_ARGS__>(s, a, b, c, m, n, k)     \
+                      : launch<__nv_bfloat16, __VA_ARGS__>(s, a, b, c, m, n, k);
   switch (variant) {
     CHOREO_GEMM_VARIANT(0, 1, 4, 16, 1)
     CHOREO_GEMM_VARIANT(1, 2, 4, 16, 1)
@@ -520,10 +498,8 @@ const char* gemm_wgmma_error(int code) {
     case kBadShape:
       return "unsupported shape (M % 128 (M % 256 with clusters), N % 256 and K % 64 must be "
              "0)";
-    case kNoEncoder:
-      return "the driver has no cuTensorMapEncodeTiled (CUDA 12.0+ driver needed)";
     case kBadTensorMap:
-      return "cuTensorMapEncodeTiled rejected a tensor map (alignment or extents)";
+      return map_error;
     case kNoCublas:
       return "cuBLAS is not loaded";
     default:

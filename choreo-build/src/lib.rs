@@ -395,6 +395,8 @@ impl Builder {
         };
         let layout = Layout { choreo_dir: out_dir.join("choreo"), name: name.to_owned() };
         let target = Target::from_env(env);
+        // The object cache shared with other builds, located once for both compilers.
+        let shared = shared_cache(env, &out_dir)?;
 
         let (inputs, cuda_inputs) = self.inputs(cargo)?;
         let discovery = choreo_toolkit::discover(env, &target)?;
@@ -453,7 +455,15 @@ impl Builder {
         // Whether the CPU objects were post-processed by an objcopy (see `cpu`).
         let mut objcopy = None;
         if generated.iter().any(|file| file.cpp_digest.is_some()) {
-            let cpu = self.compile_cpu(env, &target, &layout, &scope, cuda, &mut generated)?;
+            let cpu = self.compile_cpu(
+                env,
+                &target,
+                &layout,
+                &scope,
+                cuda,
+                shared.clone(),
+                &mut generated,
+            )?;
             objects.extend(cpu.objects);
             report.cpu_runs = cpu.runs;
             objcopy = cpu.objcopy;
@@ -512,7 +522,8 @@ impl Builder {
                 toolkit.root.display()
             ));
         }
-        let config = self.nvcc_config(env, &target, &toolkit, archs.archs.clone(), &out_dir)?;
+        let config =
+            self.nvcc_config(env, &target, &toolkit, archs.archs.clone(), &out_dir, shared)?;
         let cuda_objects =
             compile_objects(&config, &layout, &mut generated, &mut hand_written, env, cargo)?;
         report.nvcc_runs = generated.iter().filter(|file| file.report.compiled).count()
@@ -559,7 +570,8 @@ impl Builder {
 
     /// Compiles the CPU versions (`obj/cpu/<module>.o`), stale ones only. When the CUDA
     /// versions are linked too (`cuda`), each CPU object's hidden symbols are made local (see
-    /// `cpu`).
+    /// `cpu`). `shared`: the shared object cache ([`shared_cache`]).
+    #[allow(clippy::too_many_arguments)]
     fn compile_cpu(
         &self,
         env: &Env,
@@ -567,6 +579,7 @@ impl Builder {
         layout: &Layout,
         scope: &[String],
         cuda: bool,
+        shared: Option<SharedCache>,
         generated: &mut [Generated],
     ) -> Result<CpuBuild, Error> {
         let generated_dir = absolute(&layout.generated_dir())?;
@@ -589,7 +602,7 @@ impl Builder {
             },
             cuda,
         )?
-        .with_shared_cache(absolute(&layout.out_dir())?, shared_cache(env, &layout.out_dir())?);
+        .with_shared_cache(absolute(&layout.out_dir())?, shared);
         let obj_dir = generated_dir.join("obj").join("cpu");
         let mut jobs = Vec::new();
         for file in generated.iter_mut() {
@@ -839,6 +852,7 @@ impl Builder {
         toolkit: &Toolkit,
         archs: Vec<Arch>,
         out_dir: &Path,
+        shared: Option<SharedCache>,
     ) -> Result<NvccConfig, Error> {
         let ccbin = match env.non_empty("NVCC_CCBIN").or_else(|| env.non_empty("CUDAHOSTCXX")) {
             Some(ccbin) => Some(PathBuf::from(ccbin)),
@@ -863,7 +877,7 @@ impl Builder {
             user_flags: self.nvcc_flags.clone(),
             env_flags,
             out_dir: absolute(out_dir)?,
-            shared: shared_cache(env, out_dir)?,
+            shared,
         })
     }
 }

@@ -496,6 +496,9 @@ pub struct Assignment {
     pub op: AssignOp,
     /// The value (may be a call, [`ExprKind::Call`], only for `=`).
     pub value: Expr,
+    /// `o++;` / `++o;` / `o--;` / `--o;`: the span of the `++`/`--` (the assignment is then
+    /// `o += 1` / `o -= 1`, with a literal `1` at that span).
+    pub step: Option<Span>,
 }
 
 /// Assignment operators (spec §4.4).

@@ -644,8 +644,13 @@ impl Dumper<'_> {
     }
 
     fn assignment(&self, a: &Assignment) -> Node {
-        let Assignment { span, target, op, value } = a;
-        self.node(op.as_str(), *span).with(self.expr(target)).with(self.expr(value))
+        let Assignment { span, target, op, value, step } = a;
+        let op = match (op, step) {
+            (crate::ast::AssignOp::Add, Some(_)) => "++",
+            (crate::ast::AssignOp::Sub, Some(_)) => "--",
+            _ => op.as_str(),
+        };
+        self.node(op, *span).with(self.expr(target)).with(self.expr(value))
     }
 
     fn dma(&self, span: Span, d: &DmaStmt) -> Node {
@@ -1137,6 +1142,7 @@ mod tests {
                 target: at,
                 op: crate::ast::AssignOp::Assign,
                 value: sum,
+                step: None,
             }]),
         };
         let function = CoFunction {

@@ -1395,10 +1395,10 @@ fn parse_fixtures_pass_sema_or_only_hit_unsupported_constructs() {
         ("t3_event_misc.co", "E0471"),
         ("t3_event_misc.co", "E0467"),
         // The MMA showcase runs in a warp (`: group`): `mma.load VIEW, frag` is WGMMA's
-        // (spec-tier3 §5.2), and `mma.load.swiz<64>` of a tile an unswizzled copy filled is
-        // our E1019 (§4.3 ⚠: upstream would make the copy swizzled after the fact).
+        // (spec-tier3 §5.2), and `mma.load.swiz<64>` of a tile an unswizzled copy filled makes
+        // the copy swizzled (§4.3), which its 32-byte rows cannot be (E0461).
         ("t3_mma_variants.co", "E1012"),
-        ("t3_mma_variants.co", "E1019"),
+        ("t3_mma_variants.co", "E0461"),
     ];
     let mut failures = Vec::new();
     let files = fixtures(&fixture_dir("parse"));
@@ -1775,4 +1775,154 @@ fn a_fill_event_with_an_explicit_count_other_than_one_warns() {
     // Without the count: no warning.
     let c = accepted(&src.replace("event<2>", "event"));
     assert!(c.diags.is_empty(), "{}", render_human(&c.db, &c.diags));
+}
+
+/// The swizzles of the DMA statements of a function, in source order.
+fn dma_swizzles(f: &hir::Function) -> Vec<u32> {
+    struct Dmas(Vec<u32>);
+    impl<'a> hir::visit::Visitor<'a> for Dmas {
+        fn stmt(&mut self, s: &'a Stmt) -> hir::visit::Walk {
+            if let StmtKind::Dma(d) = &s.kind {
+                self.0.push(d.swizzle);
+            }
+            hir::visit::Walk::Continue
+        }
+    }
+    let mut v = Dmas(Vec::new());
+    hir::visit::walk_stmts(&mut v, &f.body);
+    v.0
+}
+
+#[test]
+fn mma_load_swizzle_is_inherited_by_unswizzled_copies() {
+    // An unswizzled DMA (before the load) and TMA (in a loop, before and after) inherit the
+    // `.swiz<N>` of the `mma.load` that reads their tile: a note at each, the HIR copy swizzled.
+    let src = "__co__ void f(f16 [16, 32] a, f16 [16, 64] b, f32 [16, 8] &c) {\n  parallel p by 1 : block {\n    shared f16 [16, 64] sb;\n    tma.load b => sb;\n    parallel w by 1 : group {\n      sa = dma.copy a => shared;\n      acc = mma.fill.f32 0.0f;\n      fa = mma.load.swiz<64> sa.data.subspan(16, 16).at(0, 0);\n      fb = mma.load.swiz<128> sb.subspan(16, 8).at(0, 0);\n      mma.row.col acc, fa, fb;\n      fc = mma.load sb.subspan(16, 8).at(0, 1);\n      mma.row.col acc, fa, fc;\n      mma.store acc, c;\n    }\n    tma.load b => sb;\n  }\n}\n";
+    let c = accepted(src);
+    let codes: Vec<&str> = c.diags.iter().map(|d| d.code).collect();
+    assert_eq!(codes, ["N0473", "N0473", "N0473"], "{}", render_human(&c.db, &c.diags));
+    assert!(c.diags[0].message.contains("inferred DMA swizzle '64'"), "{}", c.diags[0].message);
+    assert_eq!(dma_swizzles(&single_function(&c)), [128, 64, 128]);
+    // Element accesses see the physical bytes: W0407 once, at the first (here before the load).
+    let src = "__co__ void f(f16 [16, 32] a, f16 [16, 8] b, f32 [16, 8] &c, f16 [2] &o) {\n  parallel p by 1 : block {\n    parallel w by 1 : group {\n      shared f16 [16, 32] sa;\n      dma.copy a => sa;\n      o.at(0) = sa.at(0, 1);\n      acc = mma.fill.f32 0.0f;\n      fa = mma.load.swiz<64> sa.subspan(16, 16).at(0, 0);\n      fb = mma.load b;\n      mma.row.col acc, fa, fb;\n      mma.store acc, c;\n      o.at(1) = sa.at(1, 1);\n    }\n  }\n}\n";
+    let c = accepted(src);
+    let codes: Vec<&str> = c.diags.iter().map(|d| d.code).collect();
+    assert_eq!(codes, ["N0473", "W0407"], "{}", render_human(&c.db, &c.diags));
+    // An unswizzled copy out of the tile after the load reads it scrambled (W0409).
+    let src = "__co__ void f(f16 [16, 32] a, f16 [16, 8] b, f32 [16, 8] &c, f16 [16, 32] &o) {\n  parallel p by 1 : block {\n    parallel w by 1 : group {\n      shared f16 [16, 32] sa;\n      dma.copy a => sa;\n      acc = mma.fill.f32 0.0f;\n      fa = mma.load.swiz<64> sa.subspan(16, 16).at(0, 0);\n      fb = mma.load b;\n      mma.row.col acc, fa, fb;\n      mma.store acc, c;\n      dma.copy sa => o;\n    }\n  }\n}\n";
+    let c = accepted(src);
+    let codes: Vec<&str> = c.diags.iter().map(|d| d.code).collect();
+    assert_eq!(codes, ["N0473", "W0409"], "{}", render_human(&c.db, &c.diags));
+}
+
+#[test]
+fn mma_load_swizzle_inheritance_conflicts_are_errors() {
+    let codes = |src: &str| -> Vec<&'static str> {
+        run(src).diags.iter().filter(|d| d.is_error()).map(|d| d.code).collect()
+    };
+    // Two loads of one tile asking for different swizzles.
+    let two = "__co__ void f(f16 [16, 64] a, f16 [16, 8] b, f32 [16, 8] &c) {\n  parallel p by 1 : block {\n    parallel w by 1 : group {\n      sa = dma.copy a => shared;\n      acc = mma.fill.f32 0.0f;\n      fb = mma.load b;\n      fa = mma.load.swiz<128> sa.data.subspan(16, 16).at(0, 0);\n      mma.row.col acc, fa, fb;\n      fx = mma.load.swiz<64> sa.data.subspan(16, 16).at(0, 1);\n      mma.row.col acc, fx, fb;\n      mma.store acc, c;\n    }\n  }\n}\n";
+    let c = run(two);
+    let e: Vec<&Diagnostic> = c.diags.iter().filter(|d| d.is_error()).collect();
+    assert_eq!(e.len(), 1, "{}", render_human(&c.db, &c.diags));
+    assert_eq!(e[0].code, "E1019");
+    // No copy filled the tile at all: still E1019.
+    assert_eq!(
+        codes(
+            "__co__ void f(f16 [16, 8] b, f32 [16, 8] &c) {\n  parallel p by 1 : block {\n    parallel w by 1 : group {\n      shared f16 [16, 32] sa;\n      acc = mma.fill.f32 0.0f;\n      fa = mma.load.swiz<64> sa.subspan(16, 16).at(0, 0);\n      fb = mma.load b;\n      mma.row.col acc, fa, fb;\n      mma.store acc, c;\n    }\n  }\n}\n"
+        ),
+        ["E1019"]
+    );
+    // The inheriting copy's rows are not a multiple of the period (E0461, at the copy).
+    assert_eq!(
+        codes(
+            "__co__ void f(f16 [16, 16] a, f16 [16, 8] b, f32 [16, 8] &c) {\n  parallel p by 1 : block {\n    parallel w by 1 : group {\n      sa = dma.copy a => shared;\n      acc = mma.fill.f32 0.0f;\n      fa = mma.load.swiz<64> sa.data;\n      fb = mma.load b;\n      mma.row.col acc, fa, fb;\n      mma.store acc, c;\n    }\n  }\n}\n"
+        ),
+        ["E0461"]
+    );
+    // A transposing copy cannot inherit (E0461).
+    assert_eq!(
+        codes(
+            "__co__ void f(f16 [32, 16] a, f16 [16, 8] b, f32 [16, 8] &c) {\n  parallel p by 1 : block {\n    parallel w by 1 : group {\n      sa = dma.transp<1, 0> a => shared;\n      acc = mma.fill.f32 0.0f;\n      fa = mma.load.swiz<64> sa.data.subspan(16, 16).at(0, 0);\n      fb = mma.load b;\n      mma.row.col acc, fa, fb;\n      mma.store acc, c;\n    }\n  }\n}\n"
+        ),
+        ["E0461"]
+    );
+}
+
+#[test]
+fn step_statements_are_compound_assignments() {
+    // `o++;` `++o;` `o--;` `--o;` are `o += 1;` / `o -= 1;` on a mutable integer local.
+    let f = accept(
+        "__co__ void f(s32 [8] &out) {\n  parallel p by 8 {\n    mutable int i = 0;\n    i++;\n    ++i;\n    i--, --i, i++;\n    out.at(p) = i;\n  }\n}\n",
+    );
+    let mut ops = Vec::new();
+    struct Ops<'o>(&'o mut Vec<hir::AssignOp>);
+    impl<'a> hir::visit::Visitor<'a> for Ops<'_> {
+        fn stmt(&mut self, s: &'a Stmt) -> hir::visit::Walk {
+            if let StmtKind::Assign { target: Place::Var(_), op, value } = &s.kind {
+                if matches!(value.kind, HExprKind::Int(1)) {
+                    self.0.push(*op);
+                }
+            }
+            hir::visit::Walk::Continue
+        }
+    }
+    hir::visit::walk_stmts(&mut Ops(&mut ops), &f.body);
+    use hir::AssignOp::{Add, Sub};
+    assert_eq!(ops, [Add, Add, Sub, Sub, Add]);
+    // Not a mutable integer variable: E0477 (immutable: E0403); a value: E0478.
+    for (src, code) in [
+        ("mutable f32 x = 0.0f;\n    x++;", "E0477"),
+        ("out.at(p)--;", "E0477"),
+        ("n++;", "E0477"),
+        ("i = 1;\n    i++;", "E0403"),
+        ("mutable int i = 0;\n    out.at(p) = i++;", "E0478"),
+        ("mutable int i = 0;\n    out.at(++i) = 1;", "E0478"),
+    ] {
+        let c = run(&format!(
+            "__co__ void f(s32 [8] &out, s32 n) {{\n  parallel p by 8 {{\n    {src}\n  }}\n}}\n"
+        ));
+        let codes: Vec<&str> = c.diags.iter().filter(|d| d.is_error()).map(|d| d.code).collect();
+        assert_eq!(codes, [code], "{src}: {}", render_human(&c.db, &c.diags));
+    }
+}
+
+#[test]
+fn trigger_cluster_after_binds_multicast_loads() {
+    // The multicast load gets the event slot; the event is a cluster fill event.
+    let src = std::fs::read_to_string(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/codegen/trigger_cluster_after.co"),
+    )
+    .expect("fixture");
+    let f = accept(&src);
+    let full = f.events.iter().find(|e| e.name == "full").expect("event full");
+    assert!(full.cluster.is_some());
+    assert!(full.triggers.iter().all(|t| t.fill));
+    let empty = f.events.iter().find(|e| e.name == "empty").expect("event empty");
+    assert!(empty.cluster.is_some() && empty.triggers.iter().all(|t| !t.fill));
+    struct Loads(Vec<(bool, bool)>);
+    impl<'a> hir::visit::Visitor<'a> for Loads {
+        fn stmt(&mut self, s: &'a Stmt) -> hir::visit::Walk {
+            if let StmtKind::Dma(d) = &s.kind {
+                if let Some(t) = &d.tma {
+                    self.0.push((t.multicast, t.event.is_some()));
+                }
+            }
+            hir::visit::Walk::Continue
+        }
+    }
+    let mut loads = Loads(Vec::new());
+    hir::visit::walk_stmts(&mut loads, &f.body);
+    assert_eq!(loads.0, [(true, true)]);
+    // The wrong kind of load either way (E0479), and no follow-up "not waited" error.
+    for (trigger, load) in
+        [("trigger.cluster", "tma.load.async"), ("trigger", "tma.load.async.multicast")]
+    {
+        let c = run(&format!(
+            "__co__ void f(f32 [64, 64] w, f32 [4, 64] &y) {{\n  parallel {{c}} by [2] : cluster, b by 4 : block {{\n    shared event full;\n    shared f32 [16, 64] tile;\n    f = {load} w.subspan(16, 64).at(0, 0) => tile;\n    {trigger} full after f;\n    wait full;\n    parallel t by 64 : thread {{ y.at(b, t) = tile.at(0, t); }}\n  }}\n}}\n"
+        ));
+        let codes: Vec<&str> = c.diags.iter().filter(|d| d.is_error()).map(|d| d.code).collect();
+        assert_eq!(codes, ["E0479"], "{trigger} / {load}: {}", render_human(&c.db, &c.diags));
+    }
 }

@@ -174,7 +174,9 @@ impl Parser<'_, '_> {
                     None => self.assignment_stmt(),
                 }
             }
-            TokenKind::Ident(_) => self.assignment_stmt(),
+            TokenKind::Ident(_) | TokenKind::Punct(Punct::PlusPlus | Punct::MinusMinus) => {
+                self.assignment_stmt()
+            }
             _ => Err(self.unexpected("a statement")),
         }
     }
@@ -204,7 +206,20 @@ impl Parser<'_, '_> {
     }
 
     fn assignment(&mut self) -> PResult<Assignment> {
+        // `++o` / `--o`: `o += 1` / `o -= 1`.
+        if let TokenKind::Punct(p @ (Punct::PlusPlus | Punct::MinusMinus)) = self.kind() {
+            let at = self.span();
+            self.bump();
+            let target = self.assign_target()?;
+            return Ok(step_assignment(target, *p == Punct::PlusPlus, at));
+        }
         let target = self.assign_target()?;
+        // `o++` / `o--`.
+        if let TokenKind::Punct(p @ (Punct::PlusPlus | Punct::MinusMinus)) = self.kind() {
+            let at = self.span();
+            self.bump();
+            return Ok(step_assignment(target, *p == Punct::PlusPlus, at));
+        }
         let op = match self.kind() {
             TokenKind::Punct(Punct::Assign) => AssignOp::Assign,
             TokenKind::Punct(Punct::PlusAssign) => AssignOp::Add,
@@ -223,7 +238,7 @@ impl Parser<'_, '_> {
         };
         self.bump();
         let value = if op == AssignOp::Assign { self.rhs_value()? } else { self.plain_expr()? };
-        Ok(Assignment { span: target.span.to(value.span), target, op, value })
+        Ok(Assignment { span: target.span.to(value.span), target, op, value, step: None })
     }
 
     /// An assignment target: `name`, or an element `name[i]….at(…)`, `name.data.at(…)`,
@@ -517,5 +532,22 @@ impl Parser<'_, '_> {
             .with_label("removed syntax"),
         );
         super::Reported
+    }
+}
+
+/// `o++` / `++o` (`inc`) or `o--` / `--o` at `at` (the operator): the assignment `o += 1` /
+/// `o -= 1`, its `1` at the operator.
+fn step_assignment(target: Expr, inc: bool, at: Span) -> Assignment {
+    let one = Expr {
+        span: at,
+        kind: ExprKind::Int(IntLit { value: 1, ty: crate::token::IntLitType::S32 }),
+    };
+    let span = target.span.to(at);
+    Assignment {
+        span,
+        target,
+        op: if inc { AssignOp::Add } else { AssignOp::Sub },
+        value: one,
+        step: Some(at),
     }
 }

@@ -364,6 +364,7 @@ impl Checker<'_> {
         }
         self.check_copy_swizzle(&dma, site, swizzle, span);
         let dma = hir::Dma { bind, group, tma: info, swizzle, ..dma };
+        self.record_plain_fill(&dma, site, span);
         out.push(stmt(StmtKind::Dma(Box::new(dma)), span));
     }
 

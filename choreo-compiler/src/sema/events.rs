@@ -257,11 +257,12 @@ impl Checker<'_> {
             return self.check_cluster_trigger(t, c, span, out);
         }
         if let Some(c) = t.cluster {
-            self.unsupported(c, "`trigger.cluster … after`", 3);
-            self.mark_event_errors(&t.targets);
-            return;
+            return self.check_cluster_trigger_after(t, c, span, out);
         }
         if !t.after.is_empty() {
+            if !self.bound_loads_match(t, false, out) {
+                return;
+            }
             return self.check_trigger_after(t, span, out);
         }
         let mut slots = Vec::with_capacity(t.targets.len());

@@ -9,8 +9,12 @@
 //! size (or the written `event<N>`, the total per generation). An event is triggered either
 //! with `trigger.cluster` only or never with it (`E0465`), and only in a kernel launched in
 //! clusters (`E0465`).
+//!
+//! `trigger.cluster e after f…` binds multicast TMA loads (§3.6) to slot `e` of every block
+//! of the cluster: see [`Checker::check_cluster_trigger_after`].
 
 use super::Checker;
+use super::scope::Symbol;
 use crate::ast;
 use crate::diagnostics::Diagnostic;
 use crate::hir::{EventSlot, Stmt, StmtKind};
@@ -101,6 +105,113 @@ impl Checker<'_> {
         self.record_trigger(&slots, span);
         out.push(Stmt { kind: StmtKind::Trigger(slots.clone()), span });
         self.flush_order_updates(&slots, out);
+    }
+
+    /// `trigger.cluster e after f0, …;` (spec-tier3 §2.5 + §2.6), in device code: the futures
+    /// are multicast TMA loads (`E0479` otherwise) whose bytes land in every block of the
+    /// cluster. Each block's issuer arms its own slot `e` with the tile bytes, cluster rank 0
+    /// issues the multicast with the slot's mbarrier (the copy engine completes the bytes on
+    /// the slot at the same offset in every block), and each block's issuer arrives once on its
+    /// own slot at the trigger: the event is a fill event (count 1, §2.7) whose waits acquire
+    /// at cluster scope, and its slots are initialised in every block before any multicast.
+    pub(crate) fn check_cluster_trigger_after(
+        &mut self,
+        t: &ast::Trigger,
+        at: Span,
+        span: Span,
+        out: &mut Vec<Stmt>,
+    ) {
+        if !self.kernel.as_ref().is_some_and(|k| k.cluster) {
+            self.diags.push(
+                Diagnostic::error(
+                    "E0465",
+                    at,
+                    "`trigger.cluster` needs a kernel launched in clusters",
+                )
+                .with_label("not inside a `cluster` level")
+                .with_help(
+                    "put the block level in a cluster (`parallel c by 2 : cluster, b by N : \
+                     block`), or use a plain `trigger … after`",
+                ),
+            );
+            self.trigger_after_failed(t);
+            return;
+        }
+        if !self.bound_loads_match(t, true, out) {
+            return;
+        }
+        let before = out.len();
+        self.check_trigger_after(t, span, out);
+        let bound = out[before..].iter().find_map(|s| match &s.kind {
+            StmtKind::TriggerAfter(a) => Some(a.slot.event),
+            _ => None,
+        });
+        if let Some(e) = bound.and_then(|id| self.events.get_mut(id.index())) {
+            e.cluster.get_or_insert(span);
+        }
+    }
+
+    /// The futures of `trigger[.cluster] e after f…` name multicast TMA loads exactly when the
+    /// trigger is `.cluster` (`cluster`): a block's own load cannot complete the slots of the
+    /// other blocks, and a multicast completes the slot of every block (`E0479`). Futures that
+    /// name no TMA load of this block are left to `check_trigger_after`. Returns whether it
+    /// is fine.
+    pub(crate) fn bound_loads_match(
+        &mut self,
+        t: &ast::Trigger,
+        cluster: bool,
+        out: &[Stmt],
+    ) -> bool {
+        for f in &t.after {
+            let ast::ExprKind::Ident(id) = &f.kind else { continue };
+            let Some(Symbol::Future(sym)) = self.scopes.lookup(&id.name) else { continue };
+            let Some(g) = sym.group else { continue };
+            let load = out.iter().rev().find_map(|s| match &s.kind {
+                StmtKind::Dma(d) if d.group == Some(g) => {
+                    d.tma.as_ref().map(|t| (t.multicast, s.span))
+                }
+                _ => None,
+            });
+            let Some((multicast, load)) = load else { continue };
+            if multicast == cluster {
+                continue;
+            }
+            let name = id.name.clone();
+            let d = if cluster {
+                Diagnostic::error(
+                    "E0479",
+                    f.span,
+                    format!(
+                        "`trigger.cluster … after` binds multicast TMA loads: the bytes of \
+                         '{name}', a load of this block only, cannot complete the event in the \
+                         other blocks of the cluster"
+                    ),
+                )
+                .with_label("not a multicast load")
+                .with_secondary(load, "loaded here")
+                .with_help(format!(
+                    "load with `tma.load.async.multicast`, or bind it to this block's slot with \
+                     a plain `trigger … after {name}` (or `wait {name}; trigger.cluster …;`)"
+                ))
+            } else {
+                Diagnostic::error(
+                    "E0479",
+                    f.span,
+                    format!(
+                        "'{name}' is a multicast TMA load: its bytes complete the event in every \
+                         block of the cluster, bind it with `trigger.cluster … after`"
+                    ),
+                )
+                .with_label("a multicast load")
+                .with_secondary(load, "loaded here")
+                .with_help(format!("`trigger.cluster … after {name};`"))
+            };
+            self.diags.push(d);
+            self.order_updates.clear();
+            self.trigger_after_failed(t);
+            return false;
+        }
+        true
     }
 
     /// A plain `trigger` of `slots`: none of them is an event triggered with `trigger.cluster`

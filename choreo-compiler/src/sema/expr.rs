@@ -429,11 +429,18 @@ impl Checker<'_> {
                 return Val::Error;
             }
             _ => {
-                self.unsupported(
-                    span,
-                    "an increment or decrement outside an event order (`e.at(o++)`; elsewhere \
-                     write `o += 1`)",
-                    3,
+                self.diags.push(
+                    crate::diagnostics::Diagnostic::error(
+                        "E0478",
+                        span,
+                        "the value of an increment or decrement is not supported: `o++`/`++o` \
+                         is a statement of its own, or the direct argument of an event's `.at(…)`",
+                    )
+                    .with_label("an increment inside an expression")
+                    .with_help(
+                        "step the variable in a statement of its own (`o++;`) before or after \
+                         this one, and use `o` here",
+                    ),
                 );
                 return Val::Error;
             }

@@ -318,7 +318,7 @@ impl Checker<'_> {
 
     /// The swizzle an `mma.load` reads its tile with (spec-tier3 §4.3): the one of the copy
     /// that filled the shared buffer; an explicit `.swiz<N>` must agree with it (`E1019`; ours,
-    /// upstream only warns, and we do not make an unswizzled copy swizzled after the fact).
+    /// upstream only warns); an unswizzled copy inherits an explicit `.swiz<N>`.
     /// `None` after reporting.
     fn load_swizzle(&mut self, t: &MmaTile, attr: Option<&ast::DmaAttr>) -> Option<u32> {
         let HExprKind::At { buffer, .. } = &t.first.kind else { return Some(0) };
@@ -331,6 +331,12 @@ impl Checker<'_> {
             Some((ast::DmaAttrKind::Swizzle(Some(n)), s)) if n != 0 => Some((n, s)),
             _ => None,
         };
+        // An unswizzled copy inherits the load's swizzle (sema/swizzle_infer.rs).
+        if let (Some((n, s)), None, Storage::Shared) = (explicit, copy, t.storage) {
+            if let Some(inherited) = self.inherit_swizzle(*buffer, n, s) {
+                return inherited;
+            }
+        }
         match (explicit, copy) {
             (None, None) => Some(0),
             (None, Some((n, _))) => Some(n),
@@ -354,6 +360,10 @@ impl Checker<'_> {
                     );
                 if let Some((_, at)) = copy {
                     d = d.with_secondary(at, "the copy that filled it");
+                }
+                let first = self.kernel.as_ref().and_then(|k| k.inherited_swizzle.get(buffer));
+                if let Some(&(c, at)) = first {
+                    d = d.with_secondary(at, format!("this mma.load gave the copy swizzle '{c}'"));
                 }
                 self.diags.push(d);
                 None

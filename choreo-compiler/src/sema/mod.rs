@@ -130,6 +130,11 @@
 //!   future whose load is not in the trigger's block before it, an order whose variables change
 //!   between load and trigger, an incremented order shared by several futures, a fill event
 //!   also triggered without `after`
+//! - `E0479` `trigger.cluster e after f` of a future that is not a multicast TMA load, or a
+//!   plain `trigger e after f` of a multicast one (tier 3 §2.5, §2.6)
+//! - `E0477` `o++;` / `--o;` statements on something other than a mutable integer local
+//! - `E0478` an increment or decrement used as a value (not a statement of its own, not the
+//!   direct argument of an event's `.at(…)`)
 //!
 //! Calls into C++ and built-ins (§17, §18):
 //! - `E0454` `call` outside a parallel-by, a call result with no declared type, an argument
@@ -258,7 +263,8 @@
 //!
 //! `W1001` an `mma.store` tile smaller than the accumulator (only its part is written).
 //!
-//! Notes: `N0701` the output of a compile-time `print!`/`println!`.
+//! Notes: `N0701` the output of a compile-time `print!`/`println!`; `N0473` an unswizzled copy
+//! inheriting the swizzle of the `mma.load.swiz<N>` that reads its tile (spec-tier3 §4.3).
 
 mod calls;
 mod checks;
@@ -274,7 +280,9 @@ use crate::hir::arith as fold;
 mod parallel;
 mod scope;
 mod shapes;
+mod steps;
 mod stmt;
+mod swizzle_infer;
 mod tma;
 mod tma_async;
 mod types;
@@ -421,6 +429,16 @@ pub(crate) struct KernelFrame {
     /// Shared buffers written by a swizzled copy: element accesses see their physical layout
     /// (`W0407` once per buffer; `true` once warned).
     pub(crate) swizzled: std::collections::BTreeMap<hir::BufferRef, bool>,
+    /// The unswizzled copies into each shared buffer (spec-tier3 §4.3: they inherit the
+    /// swizzle of an `mma.load.swiz<N>` of the buffer).
+    pub(crate) plain_fills:
+        std::collections::BTreeMap<hir::BufferRef, Vec<swizzle_infer::PlainFill>>,
+    /// The swizzle each shared buffer inherited from an `mma.load.swiz<N>`, and where that is.
+    pub(crate) inherited_swizzle: std::collections::BTreeMap<hir::BufferRef, (u32, Span)>,
+    /// The copy statements (by span) that inherited a swizzle: set in the HIR at the end.
+    pub(crate) swizzle_patches: std::collections::BTreeMap<Span, u32>,
+    /// The first element access of each buffer.
+    pub(crate) element_access: std::collections::BTreeMap<hir::BufferRef, Span>,
     /// What happened last to each asynchronous TMA future (by group local): issued, waited or
     /// bound to an event by `trigger … after` (spec-tier3 §2.5).
     pub(crate) future_uses: std::collections::BTreeMap<VarId, wspipe::FutureUse>,

@@ -488,6 +488,8 @@ impl Checker<'_> {
             }
         }
         let mut frame = self.kernel.take().unwrap_or_default();
+        let mut body = body;
+        super::swizzle_infer::patch(&mut body, &frame.swizzle_patches);
         let mut attrs = self.kernel_attrs(&p.attrs, &threads, span, &mut frame.launch_checks);
         attrs.cooperative = cooperative;
         // Warp-specialised kernels and `setmaxnreg`: registers are shared out under an entry

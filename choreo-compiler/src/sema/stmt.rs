@@ -815,6 +815,11 @@ impl Checker<'_> {
     // -- assignments ------------------------------------------------------------------------
 
     fn check_assignment(&mut self, a: &ast::Assignment, out: &mut Vec<Stmt>) {
+        if let Some(at) = a.step {
+            if !self.step_target_ok(a, at) {
+                return;
+            }
+        }
         if self.check_frag_update(a, out) {
             return;
         }

@@ -347,6 +347,7 @@ impl Checker<'_> {
     /// An element access of `buffer` at `span`: `W0407` the first time it reaches a buffer a
     /// swizzled copy wrote (tier 3 §4.3: element access sees the physical bytes).
     pub(crate) fn element_of_swizzled(&mut self, buffer: hir::BufferRef, span: Span) {
+        self.note_element_access(buffer, span);
         let Some(warned) = self.kernel.as_mut().and_then(|k| k.swizzled.get_mut(&buffer)) else {
             return;
         };

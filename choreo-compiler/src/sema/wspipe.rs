@@ -17,7 +17,8 @@
 //! - **Incremented orders.** `e.at(o++)`, `e.at(++o)`, `e.at(o--)`, `e.at(--o)` on a mutable
 //!   integer local: slot and phase come from one evaluation and the update follows the
 //!   statement (C semantics: the statement may not use `o` in another operand). Other
-//!   increments stay `E0901` (outside `.at`) or are `E0471` (nested in an order).
+//!   increments are statements of their own (`o++;`, sema/steps.rs), `E0478` as values, or
+//!   `E0471` (nested in an order).
 
 use super::Checker;
 use super::scope::Symbol;
@@ -566,7 +567,7 @@ impl Checker<'_> {
 
     /// After an error in a `trigger … after`: no follow-up "never waited" for its events, nor
     /// "not waited" for its futures.
-    fn trigger_after_failed(&mut self, t: &ast::Trigger) {
+    pub(crate) fn trigger_after_failed(&mut self, t: &ast::Trigger) {
         self.mark_event_errors(&t.targets);
         for f in &t.after {
             if let ExprKind::Ident(id) = &f.kind {

@@ -118,6 +118,13 @@ impl FnEmitter<'_, '_> {
             return self.tma_store_async(span, &map, &shared, dims, &coord_list);
         }
         if t.multicast {
+            if let Some(slot) = &t.event {
+                let bytes: u64 = t.box_dims.iter().product::<u64>() * size;
+                let call = format!(
+                    "::choreo::tma::load_multicast_{dims}d(&{shared}, {map}, __choreo_bar, ::choreo::tma::cluster_mask(), {coord_list});"
+                );
+                return self.tma_bound_multicast(span, slot, &issuer, bytes, &call);
+            }
             return self.tma_multicast(span, dma, t, &map, &shared, dims, &coord_list);
         }
         if t.store {
@@ -372,7 +379,7 @@ impl FnEmitter<'_, '_> {
 
     /// The mbarrier of an event slot (an `unsigned long long*` expression), for a bound load
     /// or a trigger-after: the slot the operand names.
-    fn event_slot_bar(&mut self, slot: &hir::EventSlot) -> Option<String> {
+    pub(super) fn event_slot_bar(&mut self, slot: &hir::EventSlot) -> Option<String> {
         let e = self.f.events.get(slot.event.index())?.clone();
         let bars =
             format!("reinterpret_cast<unsigned long long*>({})", self.names().local(e.barriers));

@@ -5,7 +5,11 @@
 //! scope's barrier. A multicast load waits for the whole cluster first (every block is done
 //! with the destination and has its mbarrier initialised: the ⚠ of §3.6), each block arms its
 //! own mbarrier with the tile's bytes, and cluster rank 0 issues with the mask of every block
-//! of the cluster.
+//! of the cluster. A multicast load bound to an event by `trigger.cluster e after f`
+//! (spec-tier3 §2.5, §2.6) arms the event's slot in every block instead, and rank 0's copy
+//! completes the bytes on that slot in every block; no cluster barrier (the event protocol of
+//! the pipeline orders the re-use of the slot, and the event's slots were initialised in
+//! every block before the body).
 
 use super::{Dialect, FnEmitter};
 use crate::hir::{self, Participants};
@@ -91,6 +95,41 @@ impl FnEmitter<'_, '_> {
         if !dma.is_async {
             self.tma_wait_barrier(span, &barrier);
         }
+        self.w.indent -= 1;
+        self.w.line(span, "}");
+    }
+
+    /// A multicast TMA load bound to an event slot (`trigger.cluster e after f`): the issuer
+    /// of every block arms its own slot with the tile's bytes; rank 0's issuer also issues the
+    /// multicast (`call`, which names `__choreo_bar`), completing the slot in every block.
+    pub(super) fn tma_bound_multicast(
+        &mut self,
+        span: Span,
+        slot: &hir::EventSlot,
+        issuer: &str,
+        bytes: u64,
+        call: &str,
+    ) {
+        let name = self.f.events.get(slot.event.index()).map(|e| e.name.clone());
+        let Some(bar) = self.event_slot_bar(slot) else {
+            return self.bug(span, "an unknown event");
+        };
+        self.w.line(
+            span,
+            &format!(
+                "if ({issuer}) {{  // TMA load (global -> shared), multicast, bound to event {} in every block",
+                name.unwrap_or_default()
+            ),
+        );
+        self.w.indent += 1;
+        self.w.line(span, &format!("unsigned long long* const __choreo_bar = {bar};"));
+        self.w.line(span, &format!("__choreo_mbar_expect_tx(__choreo_bar, {bytes}u);"));
+        self.w.line(span, "if (__choreo_cta_rank == 0) {");
+        self.w.line(span, &format!("  {call}"));
+        if self.options.dialect == Dialect::Cpu {
+            self.w.line(span, "  // (the CPU's multicast completes every block's slot)");
+        }
+        self.w.line(span, "}");
         self.w.indent -= 1;
         self.w.line(span, "}");
     }
