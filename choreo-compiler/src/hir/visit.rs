@@ -200,6 +200,13 @@ pub fn walk_mma<'a, V: Visitor<'a> + ?Sized>(v: &mut V, op: &'a MmaOp) {
             frag(v, a);
             frag(v, b);
         }
+        MmaOp::WgExec { acc, a, b, atoms: _, atom_k: _ } => {
+            frag(v, acc);
+            for o in [a, b] {
+                tile(v, &o.tile);
+                walk_expr(v, &o.k_stride);
+            }
+        }
         MmaOp::Store { frag: f, tile: t, transpose: _, rows, cols } => {
             frag(v, f);
             tile(v, t);

@@ -62,7 +62,7 @@ fn mma_stmt(op: MmaOp, span: Span) -> Stmt {
 }
 
 /// The configuration type of an element type (`f32` operands mean tf32).
-fn mma_type(t: ElemTy, operand: bool) -> MmaType {
+pub(crate) fn mma_type(t: ElemTy, operand: bool) -> MmaType {
     match t {
         ElemTy::F16 => MmaType::F16,
         ElemTy::Bf16 => MmaType::Bf16,
@@ -85,27 +85,15 @@ impl Checker<'_> {
         self.kernel.as_ref().is_some_and(|k| k.group4_depth > 0)
     }
 
-    fn wgmma_unsupported(&mut self, span: Span) {
-        self.diags.push(
-            Diagnostic::error(
-                "E0901",
-                span,
-                "WGMMA (MMA statements of a `group-4` warpgroup) is not supported yet (tier 3)",
-            )
-            .with_label("executed by a warpgroup")
-            .with_help("WMMA and mma.sync statements are executed by a `: group` level"),
-        );
-    }
 
-    /// Whether MMA statements may be here: the body of a warp (`: group`) level. Reports
-    /// `E1001` otherwise.
+    /// Whether MMA statements may be here: the body of a warp (`: group`) level, or, for
+    /// WGMMA, a warpgroup's (`E1020`). Reports `E1001` otherwise.
     fn mma_place_ok(&mut self, span: Span) -> bool {
+        if self.in_warpgroup() {
+            return self.wg_place_ok(span);
+        }
         match self.region {
             Region::Device(Level::Group) => true,
-            Region::Device(Level::Group4) => {
-                self.wgmma_unsupported(span);
-                false
-            }
             _ => {
                 self.diags.push(
                     Diagnostic::error(
@@ -141,7 +129,7 @@ impl Checker<'_> {
 
     /// The fragment an expression names: `acc`, `acc[i][j]`; `whole`: a whole array may be
     /// named (else `E1007`). `None` after reporting.
-    fn frag_ref(&mut self, e: &ast::Expr, whole: bool, what: &str) -> Option<FragRef> {
+    pub(crate) fn frag_ref(&mut self, e: &ast::Expr, whole: bool, what: &str) -> Option<FragRef> {
         let mut indices = Vec::new();
         let mut base = e;
         while let ExprKind::Index { base: inner, index } = &base.kind {
@@ -244,7 +232,7 @@ impl Checker<'_> {
 
     /// A memory tile for an MMA load or store: a rank-2 view of global or shared memory with
     /// constant extents (`E1003`, `E1014`). `last` overrides the last element's indices.
-    fn mma_tile(
+    pub(crate) fn mma_tile(
         &mut self,
         view: View,
         span: Span,
@@ -363,13 +351,6 @@ impl Checker<'_> {
 
     /// `frag acc[2][3] {v};` / `frag.f32 acc[2] {v};` (spec-tier3 §5.2).
     pub(crate) fn check_frag_decl(&mut self, d: &ast::FragDecl, span: Span, out: &mut Vec<Stmt>) {
-        if self.in_warpgroup() && d.shape.is_none() {
-            self.wgmma_unsupported(span);
-            for item in &d.items {
-                self.declare_poisoned(&item.name);
-            }
-            return;
-        }
         let before = self.diags.error_count();
         self.check_frag_items(d, span, out);
         if self.diags.error_count() > before {
@@ -444,21 +425,6 @@ impl Checker<'_> {
     /// Every MMA statement. After an error in one, the whole-function rules stay quiet (their
     /// findings would follow from it).
     pub(crate) fn check_mma(&mut self, m: &ast::MmaStmt, span: Span, out: &mut Vec<Stmt>) {
-        if self.in_warpgroup() {
-            // WGMMA's statements (direct shared operands, `mma.load VIEW, frag`, futures, K
-            // splits) are not supported yet: one E0901 each, names declared for what follows.
-            self.wgmma_unsupported(span);
-            match &m.kind {
-                MmaKind::FillNew { name, .. } | MmaKind::LoadNew { name, .. }
-                    if !matches!(self.scopes.lookup(&name.name), Some(Symbol::Frag(_))) =>
-                {
-                    self.declare_poisoned(name);
-                }
-                MmaKind::Exec { future: Some(f), .. } => self.declare_poisoned(f),
-                _ => {}
-            }
-            return;
-        }
         let before = self.diags.error_count();
         self.check_mma_stmt(m, span, out);
         if self.diags.error_count() > before {
@@ -565,6 +531,9 @@ impl Checker<'_> {
                     MmaExecVariant::Scale { span, .. } => {
                         return self.unsupported(*span, "block-scaled MMA (`.scale`)", 3);
                     }
+                }
+                if self.in_warpgroup() {
+                    return self.check_wg_exec(*layout, acc, a, b, span, ok, out);
                 }
                 let acc = self.frag_ref(acc, false, "the accumulator");
                 let a = self.frag_ref(a, false, "operand A");
@@ -828,12 +797,16 @@ impl Checker<'_> {
             MmaFamily::Wgmma => {
                 self.diags.push(
                     Diagnostic::error(
-                        "E0901",
+                        "E1020",
                         span,
-                        format!("WGMMA [{config}] is not supported yet (tier 3)"),
+                        format!(
+                            "MMA [{config}] selects WGMMA, which a warpgroup executes with its                              operands in shared memory, not a warp with `mma.load`ed fragments"
+                        ),
                     )
                     .with_label("this configuration selects WGMMA (spec-tier3 §5.3)")
-                    .with_help("WMMA and mma.sync shapes (M = 8, 16 or 32) are supported"),
+                    .with_help(
+                        "execute it in a `: group-4` level with direct shared operands                          (`mma.row.row acc, sa, sb;`), or use a WMMA/mma.sync shape (M = 8, 16                          or 32)",
+                    ),
                 );
                 return false;
             }

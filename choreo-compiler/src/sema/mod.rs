@@ -233,6 +233,14 @@
 //! - `E1017` `mma.fill` or `mma.store` of an operand fragment
 //! - `E1018` `mma.store` tile larger than the accumulator
 //! - `E1019` `mma.load.swiz<N>` disagreeing with the swizzle of the copy that filled the tile
+//! - `E1020` a WGMMA statement not executed by whole warpgroups, or a WGMMA configuration
+//!   executed by a warp
+//! - `E1021` a fragment as operand B of a WGMMA (B is a direct shared operand)
+//! - `E1022` an MN-major operand of an 8-bit or tf32 WGMMA
+//! - `E1023` a direct WGMMA operand that is not in shared memory
+//! - `E1024` a direct WGMMA operand that no swizzled copy filled
+//! - `E1025` a direct WGMMA operand that no matrix descriptor describes (not whole rows of its
+//!   buffer; an array of buffers with rows wider than the swizzle period)
 //!
 //! Not supported:
 //! - `E0901` construct of tier 2 or 3, not supported yet
@@ -279,6 +287,7 @@ mod tma;
 mod tma_async;
 mod types;
 mod views;
+mod wgmma;
 mod wspipe;
 
 use crate::ast;

@@ -1,0 +1,108 @@
+// The WGMMA statements of generated code (choreo-compiler, emit::cuda; spec-tier3 §5.2–§5.5,
+// §6.1, §10.3): accumulators, fills, updates, stores and the descriptors of direct shared
+// operands, on top of the WGMMA device library (`wgmma.cuh`, namespace CHOREO_WGMMA_NS). The
+// translator pastes this file after `mma.cuh` and `wgmma.cuh` into files whose functions execute
+// WGMMA; its names live in CHOREO_MMA_NS.
+//
+// GPU (nvcc, sm_90a): the instructions of wgmma.cuh. CPU (__CHOREO_CPU__): wgmma.cuh's SS path,
+// in which each thread computes its own WGMMA_ACC elements at issue from the shared operands (so
+// fences, commits and waits have nothing to do).
+namespace CHOREO_MMA_NS {
+
+// A WGMMA accumulator: 64 x N over the 128 threads of a warpgroup in the WGMMA_ACC layout
+// (§6.1); `num_elements` elements per thread, two per register for f16.
+template <class Op, int N>
+struct wg_acc {
+  using M = CHOREO_WGMMA_NS::Mma<Op, N>;
+  using reg = typename M::Acc;
+  static constexpr int regs = M::kRegs;
+  static constexpr bool half = CHOREO_WGMMA_NS::Traits<Op>::acc == CHOREO_WGMMA_NS::AccKind::F16;
+  static constexpr bool integral =
+      CHOREO_WGMMA_NS::Traits<Op>::acc == CHOREO_WGMMA_NS::AccKind::S32;
+  static constexpr int num_elements = half ? 2 * regs : regs;
+  // The arithmetic type of an element.
+  using value = typename std::conditional<integral, std::int32_t, float>::type;
+  reg r[regs];
+
+  __device__ __forceinline__ value get(int e) const {
+    if constexpr (half) {
+      const std::uint32_t packed = static_cast<std::uint32_t>(r[e / 2]);
+      return CHOREO_WGMMA_NS::half_bits_to_float(
+          static_cast<std::uint16_t>(packed >> (16 * (e % 2))));
+    } else {
+      return static_cast<value>(r[e]);
+    }
+  }
+  __device__ __forceinline__ void set(int e, value v) {
+    if constexpr (half) {
+      std::uint32_t packed = static_cast<std::uint32_t>(r[e / 2]);
+      const std::uint32_t h = CHOREO_WGMMA_NS::float_to_half_bits(static_cast<float>(v));
+      packed = (packed & ~(0xffffu << (16 * (e % 2)))) | (h << (16 * (e % 2)));
+      r[e / 2] = static_cast<reg>(packed);
+    } else {
+      r[e] = static_cast<reg>(v);
+    }
+  }
+};
+
+// The thread's index in its warpgroup.
+__device__ __forceinline__ int wg_thread() { return static_cast<int>(threadIdx.x) & 127; }
+
+// Every element = v (converted to the accumulator's type); the registers are written outside
+// any WGMMA, so the next one fences them (§10.3).
+template <class Op, int N, typename V>
+__device__ __forceinline__ void fill(wg_acc<Op, N>& f, V v) {
+  using E = typename wg_acc<Op, N>::value;
+  const E e = cvt<E>(v);
+  for (int i = 0; i < wg_acc<Op, N>::num_elements; ++i) f.set(i, e);
+}
+
+// `frag op= v` (spec-tier3 §5.6): Op 0 +, 1 -, 2 *, 3 /.
+template <int Op, class O, int N, typename V>
+__device__ __forceinline__ void update(wg_acc<O, N>& f, V v) {
+  using E = typename wg_acc<O, N>::value;
+  using W = typename wide<E>::type;
+  const W s = static_cast<W>(cvt<E>(v));
+  for (int i = 0; i < wg_acc<O, N>::num_elements; ++i) {
+    const W x = static_cast<W>(f.get(i));
+    f.set(i, cvt<E>(Op == 0 ? x + s : Op == 1 ? x - s : Op == 2 ? x * s : x / s));
+  }
+}
+
+// The accumulator's elements (m, n) with m < rows and n < cols, converted to D, at
+// p[m * sm + n * sn] (WGMMA_ACC: element e of thread t is (acc_row(t, e), acc_col(t, e))).
+template <class Op, int N, typename D>
+__device__ __forceinline__ void wg_store(const wg_acc<Op, N>& f, int t, D* p, long long sm,
+                                         long long sn, int rows, int cols) {
+  for (int e = 0; e < wg_acc<Op, N>::num_elements; ++e) {
+    const int m = CHOREO_WGMMA_NS::acc_row(t, e), n = CHOREO_WGMMA_NS::acc_col(t, e);
+    if (m < rows && n < cols) p[m * sm + n * sn] = cvt<D>(f.get(e));
+  }
+}
+
+// The matrix descriptor (§10.3) of the WGMMA operand whose element (0, 0) (K-major: (mn, k);
+// MN-major: (k, mn)) is `e`, in a shared buffer of rows x cols elements at `base` that a copy
+// with swizzle Swz filled (§4.2: rows of Swz bytes, column groups of W = Swz / sizeof(T)
+// columns stacked, rows·Swz bytes apart). The descriptor's address is the unswizzled byte
+// offset (the hardware swizzles the final address); K-major: 8-row groups 8·Swz apart (SBO);
+// MN-major: 8-k groups 8·Swz apart (SBO), W-wide MN groups rows·Swz apart (LBO). The operand
+// must start on an 8-row group (K-major) or 8-k group and a column group (MN-major), and a
+// K-major atom must not cross a column group: anything else traps.
+template <unsigned Swz, bool MnMajor, int AtomK, typename T>
+__device__ __forceinline__ std::uint64_t wg_desc(const T* base, const T* e, unsigned rows,
+                                                 unsigned cols) {
+  const unsigned k = static_cast<unsigned>(e - base);
+  const unsigned r = k / cols, c = k % cols;
+  constexpr unsigned w = Swz / static_cast<unsigned>(sizeof(T));
+  if (r % 8 != 0 || (MnMajor ? c % w != 0 : (c % w) % AtomK != 0)) __trap();
+  const unsigned phys = (c % w) + r * w + (c / w) * rows * w;
+  const std::uint32_t addr = CHOREO_WGMMA_NS::smem_address(base) +
+                             phys * static_cast<unsigned>(sizeof(T));
+  if constexpr (MnMajor) {
+    return CHOREO_WGMMA_NS::desc_mnmajor(addr, static_cast<int>(Swz), rows * Swz);
+  } else {
+    return CHOREO_WGMMA_NS::desc_kmajor(addr, static_cast<int>(Swz));
+  }
+}
+
+}  // namespace CHOREO_MMA_NS

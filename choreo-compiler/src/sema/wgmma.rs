@@ -1,0 +1,370 @@
+//! WGMMA: MMA statements of a warpgroup (spec-tier3 §5.2–§5.4, §10.3).
+//!
+//! In a `group-4` level (or under `t by 128 : thread` of one, and in the `inthreads.async`
+//! roles there) `mma.<a>.<b> acc, A, B;` is a warpgroup MMA: A and B are direct shared views
+//! (SS mode) that a swizzled copy filled, the accumulator is 64×N over the warpgroup's 128
+//! threads (WGMMA_ACC), and a K that is a multiple of the instruction's K is split into
+//! several instructions. Fills, updates and stores of WGMMA accumulators are the common ones
+//! of `sema::mma`.
+
+use super::Checker;
+use super::scope::Symbol;
+use crate::ast::{self, ExprKind, MmaLayout};
+use crate::diagnostics::Diagnostic;
+use crate::hir::mma::{MmaOp, MmaRole, MmaSelected, WgOperand};
+use crate::hir::{BufferRef, Level, Stmt, StmtKind, Storage, View};
+use crate::source::Span;
+use crate::target::mma::{MmaConfig, MmaFamily, MmaType, Selection, select};
+
+use super::Region;
+use super::fold;
+
+/// The N of the WGMMA library's instructions (`wgmma.cuh`).
+pub(crate) const LIBRARY_N: [u64; 10] = [8, 16, 24, 32, 48, 64, 96, 128, 192, 256];
+
+/// The K of one WGMMA instruction for operands of `t` (16-bit: 16, tf32: 8, 8-bit: 32).
+fn atom_k(t: MmaType) -> u64 {
+    match t {
+        MmaType::Tf32 => 8,
+        MmaType::E4m3 | MmaType::E5m2 | MmaType::S8 | MmaType::U8 => 32,
+        _ => 16,
+    }
+}
+
+impl Checker<'_> {
+    /// Whether the statement is executed by whole warpgroups: directly in a `group-4` body, or
+    /// in the body of a 128-thread level inside one. Reports `E1020` otherwise.
+    pub(crate) fn wg_place_ok(&mut self, span: Span) -> bool {
+        let whole = match self.region {
+            Region::Device(Level::Group4) => true,
+            Region::Device(Level::Thread) => self.level_extents.last().is_some_and(|e| {
+                e.iter().map(|d| d.as_const()).try_fold(1u64, |a, d| d.map(|d| a * d))
+                    == Some(128)
+            }),
+            _ => false,
+        };
+        if !whole {
+            self.diags.push(
+                Diagnostic::error(
+                    "E1020",
+                    span,
+                    "WGMMA statements are executed by a whole warpgroup: they must be in the body \
+                     of a `: group-4` level, or of `t by 128 : thread` directly inside one",
+                )
+                .with_label("not executed by the 128 threads of a warpgroup")
+                .with_help("write `parallel w by W : group-4, t by 128 : thread { … }`"),
+            );
+        }
+        whole
+    }
+
+    /// Whether `e` names a fragment (`acc`, `acc[i]`).
+    fn names_frag(&self, e: &ast::Expr) -> bool {
+        let mut base = e;
+        while let ExprKind::Index { base: inner, .. } = &base.kind {
+            base = inner;
+        }
+        matches!(&base.kind, ExprKind::Ident(id)
+            if matches!(self.scopes.lookup(&id.name), Some(Symbol::Frag(_))))
+    }
+
+    /// A direct shared operand of WGMMA: a rank-2 shared view with constant extents, rows of a
+    /// shared buffer (contiguous last dimension, the buffer's row pitch) that a swizzled copy
+    /// filled. `None` after reporting.
+    fn wg_operand(&mut self, e: &ast::Expr, which: &str, mn_major: bool) -> Option<WgOperand> {
+        let view: View = self.check_data(e, "a WGMMA operand")?;
+        if view.storage != Storage::Shared {
+            let place = if view.storage == Storage::Global { "global" } else { "local" };
+            self.error_label(
+                "E1023",
+                e.span,
+                format!(
+                    "a direct WGMMA operand must be a view of shared memory, but operand {which} \
+                     is {place} data"
+                ),
+                format!("{place} data as a WGMMA operand"),
+            );
+            return None;
+        }
+        let buffer = view.buffer;
+        let buffer_dims = self.buffer_dims(buffer);
+        let elem = view.elem;
+        let mut tile = self.mma_tile(view, e.span, "operand", false, None)?;
+        let copy = self.kernel.as_ref().and_then(|k| k.copy_swizzle.get(&buffer).copied());
+        let n = match copy {
+            Some((n, _)) if n != 0 => n,
+            other => {
+                let mut d = Diagnostic::error(
+                    "E1024",
+                    e.span,
+                    format!(
+                        "operand {which} of a WGMMA must be a shared tile filled by a swizzled copy \
+                         (`.swiz<128|64|32>`)"
+                    ),
+                )
+                .with_label("no swizzle to build its matrix descriptor with")
+                .with_help(
+                    "fill the tile with `tma.load.swiz<128>` (or `dma.copy.swiz<N>`): we \
+                     require a swizzle for WGMMA shared operands (spec-tier3 §10.3)",
+                );
+                if let Some((_, at)) = other {
+                    d = d.with_secondary(at, "the copy that filled it, without a swizzle");
+                }
+                self.diags.push(d);
+                return None;
+            }
+        };
+        tile.swizzle = n;
+        let cols = buffer_dims.last().and_then(|d| d.as_const());
+        let [s0, s1] = [fold::const_int(&tile.strides[0]), fold::const_int(&tile.strides[1])];
+        let rows_of_buffer = s1 == Some(1) && cols.is_some_and(|c| s0 == Some(c as i128));
+        let array = match buffer {
+            BufferRef::Local(v) => self.locals.get(v.index()).is_some_and(|l| l.array_dims > 0),
+            BufferRef::Param(_) => false,
+        };
+        let row_bytes = cols.unwrap_or(0) * elem.size_bytes();
+        if !rows_of_buffer || (array && row_bytes > u64::from(n)) {
+            let why = if rows_of_buffer {
+                format!(
+                    "the buffers of this array have rows of {row_bytes} bytes, more than the \
+                     swizzle period {n}"
+                )
+            } else {
+                "its last dimension must be contiguous and its rows the buffer's rows".to_string()
+            };
+            self.error_label(
+                "E1025",
+                e.span,
+                format!(
+                    "operand {which} of a WGMMA must be a block of whole rows of its shared \
+                     buffer: {why}"
+                ),
+                "no matrix descriptor describes this view",
+            );
+            return None;
+        }
+        let k_stride = tile.strides[usize::from(!mn_major)].clone();
+        Some(WgOperand { tile, mn_major, k_stride })
+    }
+
+    /// `mma.<a>.<b> acc, A, B;` in a warpgroup.
+    pub(crate) fn check_wg_exec(
+        &mut self,
+        layout: MmaLayout,
+        acc: &ast::Expr,
+        a: &ast::Expr,
+        b: &ast::Expr,
+        span: Span,
+        ok: bool,
+        out: &mut Vec<Stmt>,
+    ) {
+        let (a_row, b_row) = match layout {
+            MmaLayout::RowRow => (true, true),
+            MmaLayout::RowCol => (true, false),
+            MmaLayout::ColRow => (false, true),
+            MmaLayout::ColCol => (false, false),
+        };
+        let acc = self.frag_ref(acc, false, "the accumulator");
+        let a = if self.names_frag(a) {
+            let _ = self.frag_ref(a, false, "operand A");
+            self.diags.push(
+                Diagnostic::error(
+                    "E0901",
+                    a.span,
+                    "WGMMA with a register A operand (RS mode) is not supported yet (tier 3)",
+                )
+                .with_label("a fragment as operand A of a warpgroup MMA")
+                .with_help("reference the shared tile directly: `mma.row.row acc, sa, sb;`"),
+            );
+            None
+        } else {
+            self.wg_operand(a, "A", !a_row)
+        };
+        let b = if self.names_frag(b) {
+            let f = self.frag_ref(b, false, "operand B");
+            let mut d = Diagnostic::error(
+                "E1021",
+                b.span,
+                "WGMMA mma.load only supports a register A operand; reference shared-memory A/B \
+                 operands directly",
+            )
+            .with_label("a fragment as operand B of a warpgroup MMA")
+            .with_help("name the shared view that the fragment was loaded from");
+            if let Some(f) = f {
+                d = d.with_secondary(self.frags[f.frag.index()].span, "loaded here");
+            }
+            self.diags.push(d);
+            None
+        } else {
+            self.wg_operand(b, "B", !b_row)
+        };
+        let (Some(acc), Some(a), Some(b)) = (acc, a, b) else { return };
+        let (ad, bd) = (a.tile.dims, b.tile.dims);
+        let (m, ka) = if a_row { (ad[0], ad[1]) } else { (ad[1], ad[0]) };
+        let (n, kb) = if b_row { (bd[0], bd[1]) } else { (bd[1], bd[0]) };
+        if ka != kb {
+            self.error_label(
+                "E1002",
+                span,
+                format!(
+                    "MMA: matrix shapes do not match: `a'([{}, {}]) v.s. `b'([{}, {}]).",
+                    ad[0], ad[1], bd[0], bd[1]
+                ),
+                format!("K is {ka} for A and {kb} for B ({})", layout.as_str()),
+            );
+            return;
+        }
+        let st = self.frag_states[acc.frag.index()].clone();
+        if st.failed {
+            return;
+        }
+        if !st.filled {
+            let name = self.frags[acc.frag.index()].name.clone();
+            self.error_label(
+                "E1010",
+                span,
+                format!(
+                    "the accumulator `{name}' of a WGMMA must be made by `mma.fill` or `frag` \
+                     (WGMMA accumulators are not loaded from memory)"
+                ),
+                "not a filled accumulator",
+            );
+            return;
+        }
+        if let Some(s) = st.acc_shape {
+            if s != [m, n] {
+                self.error_label(
+                    "E1002",
+                    span,
+                    format!(
+                        "MMA: matrix shapes do not match: the accumulator was [{}, {}] in an \
+                         earlier MMA, here [{m}, {n}].",
+                        s[0], s[1]
+                    ),
+                    "accumulator shape",
+                );
+                return;
+            }
+        }
+        let (a_elem, b_elem) = (a.tile.elem, b.tile.elem);
+        {
+            let f = &mut self.frags[acc.frag.index()];
+            if !f.explicit_elem {
+                f.elem = a_elem;
+                f.explicit_elem = true;
+            }
+        }
+        let c_elem = self.frags[acc.frag.index()].elem;
+        let at = atom_k(super::mma::mma_type(a_elem, true));
+        let config = MmaConfig {
+            a: super::mma::mma_type(a_elem, true),
+            b: super::mma::mma_type(b_elem, true),
+            c: super::mma::mma_type(c_elem, false),
+            m,
+            n,
+            k: if ka % at == 0 { at } else { ka },
+            sparse: false,
+        };
+        let arch = self.target.arch().map_or("cpu".to_string(), |a| a.sm().to_string());
+        match select(&config, self.target.arch()) {
+            Selection::Selected(MmaFamily::Wgmma) => {}
+            Selection::TooOld { family: MmaFamily::Wgmma, .. } => {
+                self.diags.push(
+                    Diagnostic::error(
+                        "E1005",
+                        span,
+                        format!("WGMMA requires sm_90a (MMA [{config}] on SM_{arch})"),
+                    )
+                    .with_label("a warpgroup MMA")
+                    .with_help("build for sm_90a (`--arch sm_90a`)"),
+                );
+                return;
+            }
+            _ => {
+                let wide_k = if ka % at == 0 && ka != at {
+                    format!(" (K {ka} splits into {} instructions of K {at})", ka / at)
+                } else {
+                    String::new()
+                };
+                self.diags.push(
+                    Diagnostic::error(
+                        "E1005",
+                        span,
+                        format!("MMA [{config}] is not support by current architecture(SM_{arch})."),
+                    )
+                    .with_label(format!("no WGMMA instruction has this configuration{wide_k}"))
+                    .with_help(
+                        "a warpgroup MMA is WGMMA: M = 64, the types and N of table G \
+                         (spec-tier3 §5.3)",
+                    ),
+                );
+                return;
+            }
+        }
+        let sixteen = matches!(config.a, MmaType::F16 | MmaType::Bf16);
+        if (!a_row || !b_row) && !sixteen {
+            self.error_label(
+                "E1022",
+                span,
+                format!(
+                    "only 16-bit WGMMA operands may be MN-major: {} operands must be `row.row`, \
+                     not `{}`",
+                    config.a.name(),
+                    layout.as_str()
+                ),
+                "an MN-major operand of an 8-bit or tf32 WGMMA",
+            );
+            return;
+        }
+        if !LIBRARY_N.contains(&n) {
+            self.error_label(
+                "E0901",
+                span,
+                format!(
+                    "WGMMA with N = {n} is not supported yet (tier 3): the WGMMA library has N ∈ \
+                     {{8, 16, 24, 32, 48, 64, 96, 128, 192, 256}}"
+                ),
+                "a legal but unsupported N",
+            );
+            return;
+        }
+        let selected = MmaSelected { family: MmaFamily::Wgmma, config };
+        let frag = &self.frags[acc.frag.index()];
+        if let (Some(r), Some(s)) = (frag.role, frag.selected) {
+            if r != MmaRole::C || s != selected {
+                let (name, decl) = (frag.name.clone(), frag.span);
+                self.diags.push(
+                    Diagnostic::error(
+                        "E1006",
+                        span,
+                        format!(
+                            "fragment `{name}' is the {} of an MMA [{}] and here the accumulator \
+                             of [{config}]",
+                            r.name(),
+                            s.config
+                        ),
+                    )
+                    .with_label("a second role or configuration")
+                    .with_secondary(decl, "declared here")
+                    .with_help("a fragment has one role and configuration: fill another one"),
+                );
+                return;
+            }
+        }
+        let frag = &mut self.frags[acc.frag.index()];
+        frag.role = Some(MmaRole::C);
+        frag.selected = Some(selected);
+        frag.k_major = true;
+        self.frag_states[acc.frag.index()].acc_shape = Some([m, n]);
+        if ok {
+            let op = MmaOp::WgExec {
+                acc,
+                a: Box::new(a),
+                b: Box::new(b),
+                atoms: ka / at,
+                atom_k: at,
+            };
+            out.push(Stmt { kind: StmtKind::Mma(Box::new(op)), span });
+        }
+    }
+}
