@@ -173,7 +173,7 @@ pub fn emit_cuda(
                  (threadIdx.y + blockDim.y * threadIdx.z)) % 128)\n",
             );
         }
-        w.raw(mma::WGMMA_LIBRARY);
+        w.raw(&mma::WGMMA_LIBRARY.replacen("#pragma once\n", "", 1));
         w.raw(mma::WGMMA_OPS);
     }
     let mut plans = plan.functions.iter();

@@ -87,14 +87,17 @@ __device__ __forceinline__ void wg_store(const wg_acc<Op, N>& f, int t, D* p, lo
 // offset (the hardware swizzles the final address); K-major: 8-row groups 8·Swz apart (SBO);
 // MN-major: 8-k groups 8·Swz apart (SBO), W-wide MN groups rows·Swz apart (LBO). The operand
 // must start on an 8-row group (K-major) or 8-k group and a column group (MN-major), and a
-// K-major atom must not cross a column group: anything else traps.
+// K-major atom must not cross a column group: the CPU backend traps on anything else (on the GPU
+// a conditional trap would be a divergent path, which makes ptxas serialise the wgmmas).
 template <unsigned Swz, bool MnMajor, int AtomK, typename T>
 __device__ __forceinline__ std::uint64_t wg_desc(const T* base, const T* e, unsigned rows,
                                                  unsigned cols) {
   const unsigned k = static_cast<unsigned>(e - base);
   const unsigned r = k / cols, c = k % cols;
   constexpr unsigned w = Swz / static_cast<unsigned>(sizeof(T));
+#if defined(__CHOREO_CPU__)
   if (r % 8 != 0 || (MnMajor ? c % w != 0 : (c % w) % AtomK != 0)) __trap();
+#endif
   const unsigned phys = (c % w) + r * w + (c / w) * rows * w;
   const std::uint32_t addr = CHOREO_WGMMA_NS::smem_address(base) +
                              phys * static_cast<unsigned>(sizeof(T));
