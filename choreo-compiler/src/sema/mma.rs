@@ -754,14 +754,13 @@ impl Checker<'_> {
             Selection::Selected(f) => f,
             Selection::TooOld { family, min_sm, specific } => {
                 let arch = self.target.arch().map_or("cpu".to_string(), |a| a.sm().to_string());
+                let message = if family == MmaFamily::Wgmma {
+                    format!("WGMMA requires sm_90a (MMA [{config}] on SM_{arch})")
+                } else {
+                    format!("MMA [{config}] is not support by current architecture(SM_{arch}).")
+                };
                 self.diags.push(
-                    Diagnostic::error(
-                        "E1005",
-                        span,
-                        format!(
-                            "MMA [{config}] is not support by current architecture(SM_{arch})."
-                        ),
-                    )
+                    Diagnostic::error("E1005", span, message)
                     .with_label(format!(
                         "{} needs sm_{min_sm}{}",
                         family.name(),
@@ -800,12 +799,15 @@ impl Checker<'_> {
                         "E1020",
                         span,
                         format!(
-                            "MMA [{config}] selects WGMMA, which a warpgroup executes with its                              operands in shared memory, not a warp with `mma.load`ed fragments"
+                            "MMA [{config}] selects WGMMA, which a warpgroup executes with its operands in \
+                             shared memory, not a warp with `mma.load`ed fragments"
                         ),
                     )
                     .with_label("this configuration selects WGMMA (spec-tier3 §5.3)")
                     .with_help(
-                        "execute it in a `: group-4` level with direct shared operands                          (`mma.row.row acc, sa, sb;`), or use a WMMA/mma.sync shape (M = 8, 16                          or 32)",
+                        "execute it in a `: group-4` level with direct shared operands \
+                         (`mma.row.row acc, sa, sb;`), or use a WMMA/mma.sync shape (M = 8, 16 \
+                         or 32)",
                     ),
                 );
                 return false;

@@ -33,8 +33,25 @@ fn atom_k(t: MmaType) -> u64 {
 
 impl Checker<'_> {
     /// Whether the statement is executed by whole warpgroups: directly in a `group-4` body, or
-    /// in the body of a 128-thread level inside one. Reports `E1020` otherwise.
+    /// in the body of a 128-thread level inside one, outside any `inthreads` whose condition
+    /// may differ between the threads of a warpgroup. Reports `E1020` otherwise.
     pub(crate) fn wg_place_ok(&mut self, span: Span) -> bool {
+        if self.warpgroup_splits > 0 {
+            self.diags.push(
+                Diagnostic::error(
+                    "E1020",
+                    span,
+                    "WGMMA statements are executed by a whole warpgroup, but this `inthreads` \
+                     condition selects only some of its threads",
+                )
+                .with_label("inside a part of a warpgroup")
+                .with_help(
+                    "select whole warpgroups: conditions on the `group-4` index (`w > 0`), not \
+                     on the thread index",
+                ),
+            );
+            return false;
+        }
         let whole = match self.region {
             Region::Device(Level::Group4) => true,
             Region::Device(Level::Thread) => self.level_extents.last().is_some_and(|e| {
@@ -74,7 +91,7 @@ impl Checker<'_> {
     fn wg_operand(&mut self, e: &ast::Expr, which: &str, mn_major: bool) -> Option<WgOperand> {
         let view: View = self.check_data(e, "a WGMMA operand")?;
         if view.storage != Storage::Shared {
-            let place = if view.storage == Storage::Global { "global" } else { "local" };
+            let place = view.storage.as_str();
             self.error_label(
                 "E1023",
                 e.span,
