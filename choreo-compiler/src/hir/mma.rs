@@ -216,6 +216,17 @@ pub enum MmaOp {
         atoms: u64,
         /// The K of one instruction (16, 8 for tf32, 32 for 8-bit types).
         atom_k: u64,
+        /// Whether the statement waits for its instructions (a synchronous execution); an
+        /// asynchronous one (`q = mma….async …`) is waited by [`MmaOp::WgWait`].
+        wait: bool,
+    },
+    /// `wait q;` of an asynchronous WGMMA (spec-tier3 §5.4): `wgmma.wait_group pending`, with
+    /// `pending` the asynchronous WGMMAs issued after q in its scope (they may stay in flight).
+    WgWait {
+        /// The accumulator of q.
+        acc: FragRef,
+        /// Commit groups that may remain pending (0..=7).
+        pending: u32,
     },
     /// `frag op= scalar` (spec-tier3 §5.6) on every element.
     Update {

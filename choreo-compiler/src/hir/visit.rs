@@ -200,7 +200,8 @@ pub fn walk_mma<'a, V: Visitor<'a> + ?Sized>(v: &mut V, op: &'a MmaOp) {
             frag(v, a);
             frag(v, b);
         }
-        MmaOp::WgExec { acc, a, b, atoms: _, atom_k: _ } => {
+        MmaOp::WgWait { acc, pending: _ } => frag(v, acc),
+        MmaOp::WgExec { acc, a, b, atoms: _, atom_k: _, wait: _ } => {
             frag(v, acc);
             for o in [a, b] {
                 tile(v, &o.tile);

@@ -9,6 +9,7 @@
 //! tile does not fit the accumulator) run in [`Checker::finish_mma`].
 
 use super::scope::Symbol;
+use super::wgmma::WgExec;
 use super::{Checker, Region, Val, fold, types};
 use crate::ast::{self, ExprKind, MmaExecVariant, MmaKind, MmaLayout, MmaStoreVariant};
 use crate::diagnostics::Diagnostic;
@@ -40,6 +41,9 @@ pub(crate) struct FragState {
     pub(crate) swizzled: bool,
     /// Whether the statement that declared it had an error (no follow-up errors then).
     pub(crate) failed: bool,
+    /// The asynchronous WGMMA computing it, not waited yet (an index of
+    /// `Checker::wg_futures`): the accumulator is untouchable until then.
+    pub(crate) pending: Option<usize>,
 }
 
 /// A store whose fit is checked when the accumulator's shape is known.
@@ -148,6 +152,24 @@ impl Checker<'_> {
             },
             _ => return self.not_a_frag(e, what),
         };
+        if let Some(q) = self.frag_states.get(id.index()).and_then(|s| s.pending) {
+            let (name, at) = (self.wg_futures[q].name.clone(), self.wg_futures[q].span);
+            self.diags.push(
+                Diagnostic::error(
+                    "E1028",
+                    e.span,
+                    format!(
+                        "accumulator `{}' is computed by the asynchronous MMA '{name}', which is \
+                         not waited yet",
+                        self.text(base.span)
+                    ),
+                    )
+                .with_label("used while the MMA may still write it")
+                .with_secondary(at, "the asynchronous MMA")
+                .with_help(format!("`wait {name};` first (spec-tier3 §5.4)")),
+            );
+            return None;
+        }
         let dims = self.frags.get(id.index()).map(|f| f.array_dims.clone()).unwrap_or_default();
         if indices.len() > dims.len() {
             self.error_label(
@@ -517,6 +539,19 @@ impl Checker<'_> {
                 );
             }
             MmaKind::Exec { future, layout, variant, acc, a, b } => {
+                if self.in_warpgroup() {
+                    if let MmaExecVariant::Plain | MmaExecVariant::Async(_) = variant {
+                        let is_async = matches!(variant, MmaExecVariant::Async(_));
+                        let mut wg = WgExec { layout: *layout, span, ok, is_async, future };
+                        wg.future = if is_async { future } else { &None };
+                        if !is_async {
+                            if let Some(f) = future {
+                                self.declare_poisoned(f);
+                            }
+                        }
+                        return self.check_wg_exec(&wg, acc, a, b, out);
+                    }
+                }
                 if let Some(f) = future {
                     self.declare_poisoned(f);
                 }
@@ -531,9 +566,6 @@ impl Checker<'_> {
                     MmaExecVariant::Scale { span, .. } => {
                         return self.unsupported(*span, "block-scaled MMA (`.scale`)", 3);
                     }
-                }
-                if self.in_warpgroup() {
-                    return self.check_wg_exec(*layout, acc, a, b, span, ok, out);
                 }
                 let acc = self.frag_ref(acc, false, "the accumulator");
                 let a = self.frag_ref(a, false, "operand A");
@@ -948,6 +980,7 @@ impl Checker<'_> {
     /// The rules that need the whole function: every fragment executed, fills of
     /// accumulators only, stores of accumulators whose tile fits.
     pub(crate) fn finish_mma(&mut self) {
+        self.finish_wg_futures();
         for (k, st) in self.frag_states.clone().iter().enumerate() {
             let frag = self.frags[k].clone();
             let Some(role) = frag.role else {

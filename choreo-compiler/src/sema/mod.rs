@@ -241,6 +241,10 @@
 //! - `E1024` a direct WGMMA operand that no swizzled copy filled
 //! - `E1025` a direct WGMMA operand that no matrix descriptor describes (not whole rows of its
 //!   buffer; an array of buffers with rows wider than the swizzle period)
+//! - `E1026` an asynchronous WGMMA waited more than once ("wait observes future 'q' more than
+//!   once."), also from a loop it is not in
+//! - `E1027` an asynchronous WGMMA never waited ("some asyncs are not explicitly waited: q.")
+//! - `E1028` an accumulator named while its asynchronous WGMMA is not waited
 //!
 //! Not supported:
 //! - `E0901` construct of tier 2 or 3, not supported yet
@@ -534,6 +538,10 @@ pub(crate) struct Checker<'a> {
     pub(crate) frag_states: Vec<mma::FragState>,
     /// Whether some MMA statement of the function had an error.
     pub(crate) mma_failed: bool,
+    /// The futures of asynchronous WGMMAs (spec-tier3 §5.4).
+    pub(crate) wg_futures: Vec<wgmma::WgFuture>,
+    /// The asynchronous WGMMAs issued so far: (scope, issue number).
+    pub(crate) wg_asyncs: Vec<(u32, usize)>,
 }
 
 impl<'a> Checker<'a> {
@@ -583,6 +591,8 @@ impl<'a> Checker<'a> {
             frags: Vec::new(),
             frag_states: Vec::new(),
             mma_failed: false,
+            wg_futures: Vec::new(),
+            wg_asyncs: Vec::new(),
         }
     }
 

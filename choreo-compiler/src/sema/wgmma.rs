@@ -11,13 +11,46 @@ use super::Checker;
 use super::scope::Symbol;
 use crate::ast::{self, ExprKind, MmaLayout};
 use crate::diagnostics::Diagnostic;
-use crate::hir::mma::{MmaOp, MmaRole, MmaSelected, WgOperand};
+use crate::hir::mma::{FragRef, MmaOp, MmaRole, MmaSelected, WgOperand};
 use crate::hir::{BufferRef, Level, Stmt, StmtKind, Storage, View};
 use crate::source::Span;
 use crate::target::mma::{MmaConfig, MmaFamily, MmaType, Selection, select};
 
 use super::Region;
 use super::fold;
+
+/// The future of an asynchronous WGMMA (`q = mma.row.row.async acc, a, b;`).
+#[derive(Debug, Clone)]
+pub(crate) struct WgFuture {
+    /// Its name.
+    pub(crate) name: String,
+    /// The statement that made it.
+    pub(crate) span: Span,
+    /// The accumulator it computes.
+    pub(crate) acc: FragRef,
+    /// The scope it was declared in.
+    scope: u32,
+    /// Its issue number (an index of `Checker::wg_asyncs`).
+    seq: usize,
+    /// The loop depth of the statement.
+    loop_depth: u32,
+    /// The `wait` that observed it.
+    waited: Option<Span>,
+}
+
+/// How a WGMMA execution statement is written.
+pub(crate) struct WgExec<'x> {
+    /// The operands' suffix.
+    pub(crate) layout: MmaLayout,
+    /// The statement.
+    pub(crate) span: Span,
+    /// Whether it may be emitted (its place is right).
+    pub(crate) ok: bool,
+    /// `.async`.
+    pub(crate) is_async: bool,
+    /// The future it declares (`q = …`), for an asynchronous one.
+    pub(crate) future: &'x Option<ast::Ident>,
+}
 
 /// The N of the WGMMA library's instructions (`wgmma.cuh`).
 pub(crate) const LIBRARY_N: [u64; 10] = [8, 16, 24, 32, 48, 64, 96, 128, 192, 256];
@@ -164,17 +197,35 @@ impl Checker<'_> {
         Some(WgOperand { tile, mn_major, k_stride })
     }
 
-    /// `mma.<a>.<b> acc, A, B;` in a warpgroup.
+    /// `[q =] mma.<a>.<b>[.async] acc, A, B;` in a warpgroup.
     pub(crate) fn check_wg_exec(
         &mut self,
-        layout: MmaLayout,
+        wg: &WgExec<'_>,
         acc: &ast::Expr,
         a: &ast::Expr,
         b: &ast::Expr,
-        span: Span,
-        ok: bool,
         out: &mut Vec<Stmt>,
     ) {
+        let before = self.diags.error_count();
+        self.check_wg_exec_inner(wg, acc, a, b, out);
+        if self.diags.error_count() > before {
+            if let Some(f) = wg.future {
+                if self.scopes.declared_here(&f.name).is_none() {
+                    self.declare_poisoned(f);
+                }
+            }
+        }
+    }
+
+    fn check_wg_exec_inner(
+        &mut self,
+        wg: &WgExec<'_>,
+        acc: &ast::Expr,
+        a: &ast::Expr,
+        b: &ast::Expr,
+        out: &mut Vec<Stmt>,
+    ) {
+        let (layout, span, ok) = (wg.layout, wg.span, wg.ok);
         let (a_row, b_row) = match layout {
             MmaLayout::RowRow => (true, true),
             MmaLayout::RowCol => (true, false),
@@ -373,6 +424,27 @@ impl Checker<'_> {
         frag.selected = Some(selected);
         frag.k_major = true;
         self.frag_states[acc.frag.index()].acc_shape = Some([m, n]);
+        if wg.is_async {
+            let seq = self.wg_asyncs.len();
+            let scope = self.scopes.current_id();
+            self.wg_asyncs.push((scope, seq));
+            let q = self.wg_futures.len();
+            let name = wg.future.as_ref().map_or_else(|| "(unnamed)".to_string(), |f| f.name.clone());
+            self.wg_futures.push(WgFuture {
+                name,
+                span,
+                acc: acc.clone(),
+                scope,
+                seq,
+                loop_depth: self.loop_depth,
+                waited: None,
+            });
+            // Without a name nothing can wait for it: reported at the end of the function.
+            if let Some(f) = wg.future {
+                self.declare_symbol(f, Symbol::MmaFuture(q));
+            }
+            self.frag_states[acc.frag.index()].pending = Some(q);
+        }
         if ok {
             let op = MmaOp::WgExec {
                 acc,
@@ -380,8 +452,83 @@ impl Checker<'_> {
                 b: Box::new(b),
                 atoms: ka / at,
                 atom_k: at,
+                wait: !wg.is_async,
             };
             out.push(Stmt { kind: StmtKind::Mma(Box::new(op)), span });
+        }
+    }
+
+    /// Whether `e` names the future of an asynchronous WGMMA.
+    pub(crate) fn names_mma_future(&self, e: &ast::Expr) -> bool {
+        matches!(&e.kind, ExprKind::Ident(id)
+            if matches!(self.scopes.lookup(&id.name), Some(Symbol::MmaFuture(_))))
+    }
+
+    /// `wait q;` of an asynchronous WGMMA: each future is waited exactly once (`E1026`, also
+    /// for a wait in a loop the MMA is not in), as `wgmma.wait_group n` with n the asynchronous
+    /// WGMMAs issued after q in its scope (at most 7: fewer waits for more).
+    pub(crate) fn check_mma_wait(&mut self, e: &ast::Expr, span: Span, out: &mut Vec<Stmt>) {
+        let ExprKind::Ident(id) = &e.kind else { return };
+        let Some(Symbol::MmaFuture(q)) = self.scopes.lookup(&id.name).cloned() else { return };
+        let f = self.wg_futures[q].clone();
+        if let Some(first) = f.waited {
+            self.diags.push(
+                Diagnostic::error(
+                    "E1026",
+                    e.span,
+                    format!("wait observes future '{}' more than once.", f.name),
+                )
+                .with_label("waited again")
+                .with_secondary(first, "first waited here")
+                .with_help("wait for an asynchronous MMA exactly once (spec-tier3 §5.4)"),
+            );
+            return;
+        }
+        if f.loop_depth != self.loop_depth {
+            self.diags.push(
+                Diagnostic::error(
+                    "E1026",
+                    e.span,
+                    format!("wait observes future '{}' more than once.", f.name),
+                )
+                .with_label("in a loop that the asynchronous MMA is not in: waited every iteration")
+                .with_secondary(f.span, "the asynchronous MMA")
+                .with_help("wait in the loop (or outside it) where the MMA is issued"),
+            );
+            self.wg_futures[q].waited = Some(e.span);
+            return;
+        }
+        self.wg_futures[q].waited = Some(e.span);
+        if let Some(st) = self.frag_states.get_mut(f.acc.frag.index()) {
+            if st.pending == Some(q) {
+                st.pending = None;
+            }
+        }
+        let after = self.wg_asyncs.iter().filter(|(s, n)| *s == f.scope && *n > f.seq).count();
+        let pending = u32::try_from(after.min(7)).unwrap_or(7);
+        out.push(Stmt {
+            kind: StmtKind::Mma(Box::new(MmaOp::WgWait { acc: f.acc.clone(), pending })),
+            span,
+        });
+    }
+
+    /// Every asynchronous WGMMA is waited before the function ends (`E1027`).
+    pub(crate) fn finish_wg_futures(&mut self) {
+        let missing: Vec<WgFuture> =
+            self.wg_futures.iter().filter(|f| f.waited.is_none()).cloned().collect();
+        for f in missing {
+            self.diags.push(
+                Diagnostic::error(
+                    "E1027",
+                    f.span,
+                    format!("some asyncs are not explicitly waited: {}.", f.name),
+                )
+                .with_label("never waited")
+                .with_help(
+                    "name its future (`q = mma.row.row.async …;`) and `wait q;` before the \
+                     accumulator is used and the function ends",
+                ),
+            );
         }
     }
 }

@@ -193,8 +193,14 @@ impl FnEmitter<'_, '_> {
                 };
                 self.w.line(span, &line);
             }
-            MmaOp::WgExec { acc, a, b, atoms, atom_k } => {
-                self.wg_exec(span, acc, a, b, *atoms, *atom_k);
+            MmaOp::WgExec { acc, a, b, atoms, atom_k, wait } => {
+                self.wg_exec(span, acc, a, b, [*atoms, *atom_k], *wait);
+            }
+            MmaOp::WgWait { acc, pending } => {
+                let l = self.frag_lvalue(acc);
+                self.w.line(span, &format!("{WG}::fence_operands({l}.r);"));
+                self.w.line(span, &format!("{WG}::wait_group<{pending}>();"));
+                self.w.line(span, &format!("{WG}::fence_operands({l}.r);"));
             }
             MmaOp::Store { frag, tile, transpose, rows, cols } => {
                 let f = self.f.frags[frag.frag.index()].clone();
@@ -337,16 +343,17 @@ impl FnEmitter<'_, '_> {
         ))
     }
 
-    /// A synchronous SS WGMMA (spec-tier3 §5.4, §10.3): fence the accumulator registers and
-    /// the operands' generic writes, issue one instruction per K atom, commit, wait for all.
+    /// An SS WGMMA (spec-tier3 §5.4, §10.3): fence the accumulator registers and the
+    /// operands' generic writes, issue one instruction per K atom, commit, and (`wait`, a
+    /// synchronous execution) wait for all.
     fn wg_exec(
         &mut self,
         span: Span,
         acc: &FragRef,
         a: &WgOperand,
         b: &WgOperand,
-        atoms: u64,
-        atom_k: u64,
+        [atoms, atom_k]: [u64; 2],
+        wait: bool,
     ) {
         let f = self.f.frags[acc.frag.index()].clone();
         let Some(sel) = f.selected else {
@@ -368,8 +375,9 @@ impl FnEmitter<'_, '_> {
         }
         let (ta, tb) = (u8::from(a.mn_major), u8::from(b.mn_major));
         let head = format!(
-            "{{  // WGMMA m64n{}k{atom_k} x {atoms} (SS), {}(c) += {}(a) * {}(b)",
+            "{{  // WGMMA m64n{}k{atom_k} x {atoms} (SS{}), {}(c) += {}(a) * {}(b)",
             c.n,
+            if wait { "" } else { ", async" },
             c.c.name(),
             c.a.name(),
             c.b.name()
@@ -396,10 +404,12 @@ impl FnEmitter<'_, '_> {
             "}".to_string(),
             format!("{WG}::commit_group();"),
             format!("{WG}::fence_operands({l}.r);"),
-            format!("{WG}::wait_group<0>();"),
-            format!("{WG}::fence_operands({l}.r);"),
         ] {
             self.w.line(span, &line);
+        }
+        if wait {
+            self.w.line(span, &format!("{WG}::wait_group<0>();"));
+            self.w.line(span, &format!("{WG}::fence_operands({l}.r);"));
         }
         self.w.indent -= 1;
         self.w.line(span, "}");
