@@ -245,6 +245,7 @@
 //!   once."), also from a loop it is not in
 //! - `E1027` an asynchronous WGMMA never waited ("some asyncs are not explicitly waited: q.")
 //! - `E1028` an accumulator named while its asynchronous WGMMA is not waited
+//! - `E1029` a direct WGMMA operand that differs between the threads of a warpgroup
 //!
 //! Not supported:
 //! - `E0901` construct of tier 2 or 3, not supported yet

@@ -12,7 +12,10 @@ use super::scope::Symbol;
 use crate::ast::{self, ExprKind, MmaLayout};
 use crate::diagnostics::Diagnostic;
 use crate::hir::mma::{FragRef, MmaOp, MmaRole, MmaSelected, WgOperand};
-use crate::hir::{BufferRef, Level, Stmt, StmtKind, Storage, View};
+use crate::hir::visit::{self, Walk};
+use crate::hir::{
+    BufferRef, HExpr, HExprKind, Level, LocalOrigin, LocalPlace, Stmt, StmtKind, Storage, View,
+};
 use crate::source::Span;
 use crate::target::mma::{MmaConfig, MmaFamily, MmaType, Selection, select};
 
@@ -193,8 +196,55 @@ impl Checker<'_> {
             );
             return None;
         }
+        // One instruction of the whole warpgroup: its descriptors must be warpgroup-uniform.
+        if self.differs_in_warpgroup(&tile.base)
+            || tile.strides.iter().any(|s| self.differs_in_warpgroup(s))
+        {
+            self.error_label(
+                "E1029",
+                e.span,
+                format!(
+                    "operand {which} of a WGMMA must be the same view in every thread of the \
+                     warpgroup, but it depends on a thread or warp index, a mutable value or data"
+                ),
+                "differs between the threads of a warpgroup",
+            );
+            return None;
+        }
         let k_stride = tile.strides[usize::from(!mn_major)].clone();
         Some(WgOperand { tile, mn_major, k_stride })
+    }
+
+    /// Whether a value may differ between the threads of a warpgroup: like
+    /// `splits_warpgroups`, except that `foreach`/`with` indices (and the locals of ranged
+    /// `foreach`) count as uniform — every thread of the warpgroup runs the same loop.
+    fn differs_in_warpgroup(&self, e: &HExpr) -> bool {
+        let mut found = false;
+        visit::for_each_expr(e, |x| {
+            found |= match &x.kind {
+                HExprKind::Var(v) => match self.locals.get(v.index()) {
+                    Some(l) => match &l.origin {
+                        LocalOrigin::WithIndex { .. } | LocalOrigin::RangeLocal { .. } => false,
+                        LocalOrigin::ParallelIndex { level, .. } => {
+                            matches!(level, Level::Group | Level::Thread)
+                        }
+                        _ if l.mutable => true,
+                        _ => match l.place {
+                            LocalPlace::DeviceScalar => self
+                                .device_inits
+                                .get(v)
+                                .is_none_or(|i| self.differs_in_warpgroup(i)),
+                            _ => false,
+                        },
+                    },
+                    None => false,
+                },
+                HExprKind::At { .. } | HExprKind::Call { .. } | HExprKind::Atomic { .. } => true,
+                _ => false,
+            };
+            Walk::Continue
+        });
+        found
     }
 
     /// `[q =] mma.<a>.<b>[.async] acc, A, B;` in a warpgroup.
