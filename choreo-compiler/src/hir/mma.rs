@@ -219,6 +219,9 @@ pub enum MmaOp {
         /// Whether the statement waits for its instructions (a synchronous execution); an
         /// asynchronous one (`q = mma….async …`) is waited by [`MmaOp::WgWait`].
         wait: bool,
+        /// `[[schedule(k_tiles(…))]]`: the order of the K steps (a permutation of
+        /// `0..atoms`); increasing k without one.
+        order: Option<Vec<u64>>,
     },
     /// `wait q;` of an asynchronous WGMMA (spec-tier3 §5.4): `wgmma.wait_group pending`, with
     /// `pending` the asynchronous WGMMAs issued after q in its scope (they may stay in flight).

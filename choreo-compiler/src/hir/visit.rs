@@ -201,7 +201,7 @@ pub fn walk_mma<'a, V: Visitor<'a> + ?Sized>(v: &mut V, op: &'a MmaOp) {
             frag(v, b);
         }
         MmaOp::WgWait { acc, pending: _ } => frag(v, acc),
-        MmaOp::WgExec { acc, a, b, atoms: _, atom_k: _, wait: _ } => {
+        MmaOp::WgExec { acc, a, b, atoms: _, atom_k: _, wait: _, order: _ } => {
             frag(v, acc);
             for o in [a, b] {
                 tile(v, &o.tile);

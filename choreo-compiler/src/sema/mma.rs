@@ -455,8 +455,9 @@ impl Checker<'_> {
     }
 
     fn check_mma_stmt(&mut self, m: &ast::MmaStmt, span: Span, out: &mut Vec<Stmt>) {
-        if m.schedule.is_some() {
-            self.unsupported(span, "`[[schedule(k_tiles(…))]]` (a WGMMA K split)", 3);
+        let wg_exec = self.in_warpgroup() && matches!(m.kind, MmaKind::Exec { .. });
+        if m.schedule.is_some() && !wg_exec {
+            self.unsupported(span, "`[[schedule(k_tiles(…))]]` outside a WGMMA execution", 3);
         }
         let ok = self.mma_place_ok(span);
         match &m.kind {
@@ -542,7 +543,14 @@ impl Checker<'_> {
                 if self.in_warpgroup() {
                     if let MmaExecVariant::Plain | MmaExecVariant::Async(_) = variant {
                         let is_async = matches!(variant, MmaExecVariant::Async(_));
-                        let mut wg = WgExec { layout: *layout, span, ok, is_async, future };
+                        let schedule = match m.schedule.as_ref().map(|a| &a.kind) {
+                            Some(ast::AttributeKind::Schedule(list)) => {
+                                Some((list.as_slice(), m.schedule.as_ref().map_or(span, |a| a.span)))
+                            }
+                            _ => None,
+                        };
+                        let mut wg =
+                            WgExec { layout: *layout, span, ok, is_async, future, schedule };
                         wg.future = if is_async { future } else { &None };
                         if !is_async {
                             if let Some(f) = future {

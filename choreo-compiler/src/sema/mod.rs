@@ -246,6 +246,7 @@
 //! - `E1027` an asynchronous WGMMA never waited ("some asyncs are not explicitly waited: q.")
 //! - `E1028` an accumulator named while its asynchronous WGMMA is not waited
 //! - `E1029` a direct WGMMA operand that differs between the threads of a warpgroup
+//! - `E1030` `[[schedule(k_tiles(…))]]` that is not a permutation of the execution's K steps
 //!
 //! Not supported:
 //! - `E0901` construct of tier 2 or 3, not supported yet

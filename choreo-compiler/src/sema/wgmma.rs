@@ -53,6 +53,8 @@ pub(crate) struct WgExec<'x> {
     pub(crate) is_async: bool,
     /// The future it declares (`q = …`), for an asynchronous one.
     pub(crate) future: &'x Option<ast::Ident>,
+    /// `[[schedule(k_tiles(…))]]` and the attribute's span, if written.
+    pub(crate) schedule: Option<(&'x [(crate::token::IntLit, Span)], Span)>,
 }
 
 /// The N of the WGMMA library's instructions (`wgmma.cuh`).
@@ -446,6 +448,30 @@ impl Checker<'_> {
             );
             return;
         }
+        let atoms = ka / at;
+        let order = match wg.schedule {
+            None => None,
+            Some((list, at_span)) => {
+                let values: Vec<i128> = list.iter().map(|(v, _)| v.value).collect();
+                let mut sorted = values.clone();
+                sorted.sort_unstable();
+                if sorted != (0..i128::from(atoms)).collect::<Vec<_>>() {
+                    let got = values.iter().map(i128::to_string).collect::<Vec<_>>().join(", ");
+                    self.error_label(
+                        "E1030",
+                        at_span,
+                        format!(
+                            "MMA k_tiles schedule ({got}) must be a permutation of 0..{} (the \
+                             execution issues {atoms} instructions of K {at})",
+                            atoms.saturating_sub(1)
+                        ),
+                        "not a permutation of the K steps",
+                    );
+                    return;
+                }
+                Some(values.iter().map(|v| *v as u64).collect::<Vec<u64>>())
+            }
+        };
         let selected = MmaSelected { family: MmaFamily::Wgmma, config };
         let frag = &self.frags[acc.frag.index()];
         if let (Some(r), Some(s)) = (frag.role, frag.selected) {
@@ -500,9 +526,10 @@ impl Checker<'_> {
                 acc,
                 a: Box::new(a),
                 b: Box::new(b),
-                atoms: ka / at,
+                atoms,
                 atom_k: at,
                 wait: !wg.is_async,
+                order,
             };
             out.push(Stmt { kind: StmtKind::Mma(Box::new(op)), span });
         }

@@ -193,8 +193,8 @@ impl FnEmitter<'_, '_> {
                 };
                 self.w.line(span, &line);
             }
-            MmaOp::WgExec { acc, a, b, atoms, atom_k, wait } => {
-                self.wg_exec(span, acc, a, b, [*atoms, *atom_k], *wait);
+            MmaOp::WgExec { acc, a, b, atoms, atom_k, wait, order } => {
+                self.wg_exec(span, acc, [a, b], [*atoms, *atom_k], *wait, order.as_deref());
             }
             MmaOp::WgWait { acc, pending } => {
                 let l = self.frag_lvalue(acc);
@@ -350,10 +350,10 @@ impl FnEmitter<'_, '_> {
         &mut self,
         span: Span,
         acc: &FragRef,
-        a: &WgOperand,
-        b: &WgOperand,
+        [a, b]: [&WgOperand; 2],
         [atoms, atom_k]: [u64; 2],
         wait: bool,
+        order: Option<&[u64]>,
     ) {
         let f = self.f.frags[acc.frag.index()].clone();
         let Some(sel) = f.selected else {
@@ -394,7 +394,26 @@ impl FnEmitter<'_, '_> {
             format!("{WG}::fence_operands({l}.r);"),
             format!("{WG}::fence();"),
             "#pragma unroll".to_string(),
-            format!("for (int __choreo_kt = 0; __choreo_kt < {atoms}; ++__choreo_kt) {{"),
+            match order {
+                None => format!("for (int __choreo_kt = 0; __choreo_kt < {atoms}; ++__choreo_kt) {{"),
+                Some(o) => {
+                    let list = o.iter().map(u64::to_string).collect::<Vec<_>>().join(", ");
+                    format!(
+                        "for (int __choreo_ki = 0; __choreo_ki < {atoms}; ++__choreo_ki) {{  \
+                         // [[schedule(k_tiles({list}))]]"
+                    )
+                }
+            },
+            match order {
+                None => String::new(),
+                Some(o) => {
+                    let list = o.iter().map(u64::to_string).collect::<Vec<_>>().join(", ");
+                    format!(
+                        "  constexpr int __choreo_order[{atoms}] = {{{list}}};\n  const int \
+                         __choreo_kt = __choreo_order[__choreo_ki];"
+                    )
+                }
+            },
             format!("  const std::uint64_t __choreo_da = {da};"),
             format!("  const std::uint64_t __choreo_db = {db};"),
             format!(
@@ -405,7 +424,9 @@ impl FnEmitter<'_, '_> {
             format!("{WG}::commit_group();"),
             format!("{WG}::fence_operands({l}.r);"),
         ] {
-            self.w.line(span, &line);
+            for l in line.lines() {
+                self.w.line(span, l);
+            }
         }
         if wait {
             self.w.line(span, &format!("{WG}::wait_group<0>();"));
