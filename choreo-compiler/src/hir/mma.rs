@@ -98,6 +98,9 @@ pub struct Frag {
     pub k_major: bool,
     /// The element type the fill asked for (`mma.fill.f32`, `frag.f32`), if written.
     pub explicit_elem: bool,
+    /// For a WGMMA A operand in registers (RS mode): the K of its tile (a multiple of the
+    /// instruction's); 0 otherwise.
+    pub extent_k: u64,
 }
 
 impl Frag {
@@ -159,6 +162,16 @@ pub struct WgOperand {
     pub k_stride: HExpr,
 }
 
+/// Operand A of a WGMMA.
+#[derive(Debug, Clone, PartialEq)]
+pub enum WgA {
+    /// A direct shared view (SS mode).
+    Shared(Box<WgOperand>),
+    /// A fragment that `mma.load` filled (RS mode, spec-tier3 §10.3): four registers per K
+    /// atom in the layout of `a_frag_row`/`a_frag_col` (16-bit types).
+    Regs(FragRef),
+}
+
 /// One MMA statement (spec-tier3 §5).
 #[derive(Debug, Clone, PartialEq)]
 pub enum MmaOp {
@@ -208,8 +221,9 @@ pub enum MmaOp {
     WgExec {
         /// The accumulator (64×N over the warpgroup's 128 threads, WGMMA_ACC layout).
         acc: FragRef,
-        /// Operand A: `[M, K]` (K-major) or `[K, M]` (MN-major).
-        a: Box<WgOperand>,
+        /// Operand A: a direct `[M, K]` (K-major) or `[K, M]` (MN-major) view (SS mode), or a
+        /// register fragment (RS mode).
+        a: WgA,
         /// Operand B: `[N, K]` (K-major) or `[K, N]` (MN-major).
         b: Box<WgOperand>,
         /// The instructions the statement issues (views' K / `atom_k`).

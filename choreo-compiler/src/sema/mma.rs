@@ -125,6 +125,7 @@ impl Checker<'_> {
             selected: None,
             k_major: true,
             explicit_elem: elem.is_some(),
+            extent_k: 0,
         });
         self.frag_states.push(FragState::default());
         self.declare_symbol(name, Symbol::Frag(id));

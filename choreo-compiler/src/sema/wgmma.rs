@@ -11,10 +11,11 @@ use super::Checker;
 use super::scope::Symbol;
 use crate::ast::{self, ExprKind, MmaLayout};
 use crate::diagnostics::Diagnostic;
-use crate::hir::mma::{FragRef, MmaOp, MmaRole, MmaSelected, WgOperand};
+use crate::hir::mma::{FragRef, MmaOp, MmaRole, MmaSelected, WgA, WgOperand};
 use crate::hir::visit::{self, Walk};
 use crate::hir::{
-    BufferRef, HExpr, HExprKind, Level, LocalOrigin, LocalPlace, Stmt, StmtKind, Storage, View,
+    BufferRef, ElemTy, HExpr, HExprKind, Level, LocalOrigin, LocalPlace, Stmt, StmtKind, Storage,
+    View,
 };
 use crate::source::Span;
 use crate::target::mma::{MmaConfig, MmaFamily, MmaType, Selection, select};
@@ -285,20 +286,12 @@ impl Checker<'_> {
             MmaLayout::ColCol => (false, false),
         };
         let acc = self.frag_ref(acc, false, "the accumulator");
+        // A: (operand, its view's extents, its element type).
         let a = if self.names_frag(a) {
-            let _ = self.frag_ref(a, false, "operand A");
-            self.diags.push(
-                Diagnostic::error(
-                    "E0901",
-                    a.span,
-                    "WGMMA with a register A operand (RS mode) is not supported yet (tier 3)",
-                )
-                .with_label("a fragment as operand A of a warpgroup MMA")
-                .with_help("reference the shared tile directly: `mma.row.row acc, sa, sb;`"),
-            );
-            None
+            self.wg_register_a(a, span)
         } else {
             self.wg_operand(a, "A", !a_row)
+                .map(|o| (o.tile.dims, o.tile.elem, WgA::Shared(Box::new(o))))
         };
         let b = if self.names_frag(b) {
             let f = self.frag_ref(b, false, "operand B");
@@ -319,7 +312,8 @@ impl Checker<'_> {
             self.wg_operand(b, "B", !b_row)
         };
         let (Some(acc), Some(a), Some(b)) = (acc, a, b) else { return };
-        let (ad, bd) = (a.tile.dims, b.tile.dims);
+        let (ad, a_elem, a) = a;
+        let bd = b.tile.dims;
         let (m, ka) = if a_row { (ad[0], ad[1]) } else { (ad[1], ad[0]) };
         let (n, kb) = if b_row { (bd[0], bd[1]) } else { (bd[1], bd[0]) };
         if ka != kb {
@@ -366,7 +360,7 @@ impl Checker<'_> {
                 return;
             }
         }
-        let (a_elem, b_elem) = (a.tile.elem, b.tile.elem);
+        let b_elem = b.tile.elem;
         {
             let f = &mut self.frags[acc.frag.index()];
             if !f.explicit_elem {
@@ -473,6 +467,49 @@ impl Checker<'_> {
             }
         };
         let selected = MmaSelected { family: MmaFamily::Wgmma, config };
+        if let WgA::Regs(f) = &a {
+            if !sixteen {
+                self.error_label(
+                    "E0901",
+                    span,
+                    format!(
+                        "WGMMA with a register A operand (RS mode) of {} is not supported yet \
+                         (tier 3): only f16 and bf16",
+                        config.a.name()
+                    ),
+                    "RS mode of an 8-bit or tf32 WGMMA",
+                );
+                return;
+            }
+            let frag = &self.frags[f.frag.index()];
+            if let (Some(r), Some(s)) = (frag.role, frag.selected) {
+                if r != MmaRole::A || s != selected || frag.k_major != a_row {
+                    let (name, decl) = (frag.name.clone(), frag.span);
+                    self.diags.push(
+                        Diagnostic::error(
+                            "E1006",
+                            span,
+                            format!(
+                                "fragment `{name}' is the {} of an MMA [{}] and here operand A \
+                                 of [{config}] ({})",
+                                r.name(),
+                                s.config,
+                                layout.as_str()
+                            ),
+                        )
+                        .with_label("a second role or configuration")
+                        .with_secondary(decl, "declared here")
+                        .with_help("a fragment has one role and configuration: load another one"),
+                    );
+                    return;
+                }
+            }
+            let frag = &mut self.frags[f.frag.index()];
+            frag.role = Some(MmaRole::A);
+            frag.selected = Some(selected);
+            frag.k_major = a_row;
+            frag.extent_k = ka;
+        }
         let frag = &self.frags[acc.frag.index()];
         if let (Some(r), Some(s)) = (frag.role, frag.selected) {
             if r != MmaRole::C || s != selected {
@@ -524,7 +561,7 @@ impl Checker<'_> {
         if ok {
             let op = MmaOp::WgExec {
                 acc,
-                a: Box::new(a),
+                a,
                 b: Box::new(b),
                 atoms,
                 atom_k: at,
@@ -532,6 +569,27 @@ impl Checker<'_> {
                 order,
             };
             out.push(Stmt { kind: StmtKind::Mma(Box::new(op)), span });
+        }
+    }
+
+    /// A register A operand (RS mode): a fragment that `mma.load` filled (its extents and
+    /// element type). `None` after reporting.
+    fn wg_register_a(&mut self, e: &ast::Expr, span: Span) -> Option<([u64; 2], ElemTy, WgA)> {
+        let f = self.frag_ref(e, false, "operand A")?;
+        let st = self.frag_states[f.frag.index()].clone();
+        match st.loaded {
+            Some(d) if !st.filled => Some((d, self.frags[f.frag.index()].elem, WgA::Regs(f))),
+            _ if st.failed => None,
+            _ => {
+                let name = self.frags[f.frag.index()].name.clone();
+                self.error_label(
+                    "E1010",
+                    span,
+                    format!("operand A `{name}' of a WGMMA must be a fragment loaded with `mma.load`"),
+                    "not a loaded operand",
+                );
+                None
+            }
         }
     }
 

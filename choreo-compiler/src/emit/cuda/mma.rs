@@ -4,7 +4,7 @@
 
 use super::FnEmitter;
 use super::types::cpp_elem;
-use crate::hir::mma::{Frag, FragRef, MmaOp, MmaRole, MmaTile, WgOperand};
+use crate::hir::mma::{Frag, FragRef, MmaOp, MmaRole, MmaTile, WgA, WgOperand};
 use crate::hir::{AssignOp, ElemTy, HExprKind};
 use crate::source::Span;
 use crate::target::mma::{MmaConfig, MmaFamily, MmaType};
@@ -119,6 +119,7 @@ impl FnEmitter<'_, '_> {
             (MmaFamily::Wmma, MmaRole::B) => format!("{NS}::wmma_b<{m}, {n}, {k}, {t}, {km}>"),
             (MmaFamily::Wmma, MmaRole::C) => format!("{NS}::wmma_c<{m}, {n}, {k}, {t}>"),
             (MmaFamily::Wgmma, MmaRole::C) => format!("{NS}::wg_acc<{}, {n}>", wgmma_op(&c)),
+            (MmaFamily::Wgmma, MmaRole::A) => format!("{NS}::wg_afrag<{}>", f.extent_k),
             _ => {
                 self.bug(span, "an MMA fragment of an unsupported family or role");
                 return None;
@@ -194,7 +195,7 @@ impl FnEmitter<'_, '_> {
                 self.w.line(span, &line);
             }
             MmaOp::WgExec { acc, a, b, atoms, atom_k, wait, order } => {
-                self.wg_exec(span, acc, [a, b], [*atoms, *atom_k], *wait, order.as_deref());
+                self.wg_exec(span, acc, (a, b), [*atoms, *atom_k], *wait, order.as_deref());
             }
             MmaOp::WgWait { acc, pending } => {
                 let l = self.frag_lvalue(acc);
@@ -280,6 +281,23 @@ impl FnEmitter<'_, '_> {
         let tf32 = is_tf32(&f);
         let t = frag_elem(&f);
         let line = match (sel.family, role) {
+            (MmaFamily::Wgmma, _) => {
+                // Logical strides (m, k): a K-major A is [M, K], else [K, M].
+                let (sm, sk) = if f.k_major { (&s0, &s1) } else { (&s1, &s0) };
+                let (n, sbase, rows, cols) = if tile.swizzle == 0 {
+                    (0, base.clone(), 0, 0)
+                } else {
+                    let HExprKind::At { buffer, .. } = &tile.first.kind else {
+                        return self.bug(span, "an MMA tile without its first access");
+                    };
+                    let (sbase, rows, cols) = self.swizzle_parts(span, *buffer);
+                    (tile.swizzle, format!("&{sbase}"), rows, cols)
+                };
+                format!(
+                    "{NS}::wg_load_a<{n}>({l}, {NS}::wg_thread(), {base}, {sm}, {sk}, {sbase}, \
+                     {rows}u, {cols}u);"
+                )
+            }
             (MmaFamily::Wmma, MmaRole::C) => {
                 format!("{NS}::wmma_load_c({l}, {LANE}, {base}, {s0});")
             }
@@ -350,7 +368,7 @@ impl FnEmitter<'_, '_> {
         &mut self,
         span: Span,
         acc: &FragRef,
-        [a, b]: [&WgOperand; 2],
+        (a, b): (&WgA, &WgOperand),
         [atoms, atom_k]: [u64; 2],
         wait: bool,
         order: Option<&[u64]>,
@@ -362,20 +380,40 @@ impl FnEmitter<'_, '_> {
         let c = sel.config;
         let op = wgmma_op(&c);
         let l = self.frag_lvalue(acc);
-        let (Some(da), Some(db)) =
-            (self.wg_desc(span, a, atom_k, "__choreo_kt"), self.wg_desc(span, b, atom_k, "__choreo_kt"))
-        else {
-            return;
-        };
+        let Some(db) = self.wg_desc(span, b, atom_k, "__choreo_kt") else { return };
         let mut guards = Vec::new();
-        for t in [&a.tile, &b.tile] {
-            if let Some(g) = self.tile_guard(t) {
-                guards.push(g);
-            }
+        if let Some(g) = self.tile_guard(&b.tile) {
+            guards.push(g);
         }
-        let (ta, tb) = (u8::from(a.mn_major), u8::from(b.mn_major));
+        let tb = u8::from(b.mn_major);
+        let n = c.n;
+        // SS: A's descriptor; RS: A's registers.
+        let (da, issue, mode) = match a {
+            WgA::Shared(a) => {
+                let Some(da) = self.wg_desc(span, a, atom_k, "__choreo_kt") else { return };
+                if let Some(g) = self.tile_guard(&a.tile) {
+                    guards.push(g);
+                }
+                let ta = u8::from(a.mn_major);
+                (
+                    format!("  const std::uint64_t __choreo_da = {da};"),
+                    format!(
+                        "  {WG}::Mma<{op}, {n}>::ss<{ta}, {tb}>({l}.r, __choreo_da, __choreo_db, 1);"
+                    ),
+                    "SS",
+                )
+            }
+            WgA::Regs(f) => {
+                let fa = self.frag_lvalue(f);
+                (
+                    String::new(),
+                    format!("  {NS}::wg_rs<{tb}>({l}, {fa}, __choreo_kt, __choreo_db);"),
+                    "RS",
+                )
+            }
+        };
         let head = format!(
-            "{{  // WGMMA m64n{}k{atom_k} x {atoms} (SS{}), {}(c) += {}(a) * {}(b)",
+            "{{  // WGMMA m64n{}k{atom_k} x {atoms} ({mode}{}), {}(c) += {}(a) * {}(b)",
             c.n,
             if wait { "" } else { ", async" },
             c.c.name(),
@@ -414,12 +452,9 @@ impl FnEmitter<'_, '_> {
                     )
                 }
             },
-            format!("  const std::uint64_t __choreo_da = {da};"),
+            da,
             format!("  const std::uint64_t __choreo_db = {db};"),
-            format!(
-                "  {WG}::Mma<{op}, {}>::ss<{ta}, {tb}>({l}.r, __choreo_da, __choreo_db, 1);",
-                c.n
-            ),
+            issue,
             "}".to_string(),
             format!("{WG}::commit_group();"),
             format!("{WG}::fence_operands({l}.r);"),

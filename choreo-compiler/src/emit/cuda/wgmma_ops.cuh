@@ -108,4 +108,69 @@ __device__ __forceinline__ std::uint64_t wg_desc(const T* base, const T* e, unsi
   }
 }
 
+// RS mode (§10.3): operand A of 16-bit type in registers, a 64 x K tile (K a multiple of 16):
+// per K atom kt, 4 registers of thread t, register j holding elements (a_frag_row(t, j),
+// a_frag_col(t, j) + 16·kt) (low half) and the next column (high half). The CPU keeps the
+// whole tile's bits in every thread too (what the warpgroup's registers hold together), so
+// that each thread computes its own accumulator elements.
+template <int K>
+struct wg_afrag {
+  static constexpr int atoms = K / 16;
+  std::uint32_t r[atoms][4];
+#if defined(__CHOREO_CPU__)
+  std::uint16_t x[64 * K];
+#endif
+};
+
+// `mma.load` of A: element (m, k) at p[m * sm + k * sk] (through the swizzle Swz of a shared
+// buffer of rows x cols elements at `base`, if any), 16-bit.
+template <unsigned Swz, int K, typename S>
+__device__ __forceinline__ void wg_load_a(wg_afrag<K>& f, int t, const S* p, long long sm,
+                                          long long sk, const S* base, unsigned rows,
+                                          unsigned cols) {
+  static_assert(sizeof(S) == 2, "RS-mode WGMMA operands are 16-bit");
+  const auto bits = [&](int m, int k) {
+    std::uint16_t h;
+    std::memcpy(&h, at<Swz>(p + m * sm + k * sk, base, rows, cols), 2);
+    return h;
+  };
+  for (int kt = 0; kt < wg_afrag<K>::atoms; ++kt) {
+    for (int j = 0; j < 4; ++j) {
+      const int m = CHOREO_WGMMA_NS::a_frag_row(t, j);
+      const int k = CHOREO_WGMMA_NS::a_frag_col(t, j) + 16 * kt;
+      f.r[kt][j] = static_cast<std::uint32_t>(bits(m, k)) |
+                   static_cast<std::uint32_t>(bits(m, k + 1)) << 16;
+    }
+  }
+#if defined(__CHOREO_CPU__)
+  for (int m = 0; m < 64; ++m)
+    for (int k = 0; k < K; ++k) f.x[m * K + k] = bits(m, k);
+#endif
+}
+
+// One RS instruction: d += A(atom kt) · B(the atom at descriptor db).
+template <int TB, class Op, int N, int K>
+__device__ __forceinline__ void wg_rs(wg_acc<Op, N>& d, const wg_afrag<K>& a, int kt,
+                                      std::uint64_t db) {
+#if defined(__CHOREO_CPU__)
+  using Tr = CHOREO_WGMMA_NS::Traits<Op>;
+  const int t = wg_thread();
+  for (int e = 0; e < wg_acc<Op, N>::num_elements; ++e) {
+    const int m = CHOREO_WGMMA_NS::acc_row(t, e), n = CHOREO_WGMMA_NS::acc_col(t, e);
+    float sum = 0.0f;
+    for (int k = 0; k < 16; ++k) {
+      const std::uint16_t h = a.x[m * K + 16 * kt + k];
+      const float av = CHOREO_WGMMA_NS::detail::load_elem(
+          Tr::a, reinterpret_cast<const unsigned char*>(&h));
+      const float bv = CHOREO_WGMMA_NS::detail::load_elem(
+          Tr::b, CHOREO_WGMMA_NS::detail::operand(db, TB != 0, n, k, Tr::b));
+      sum += av * bv;
+    }
+    d.set(e, static_cast<typename wg_acc<Op, N>::value>(static_cast<float>(d.get(e)) + sum));
+  }
+#else
+  CHOREO_WGMMA_NS::Mma<Op, N>::template rs<TB>(d.r, a.r[kt], db, 1);
+#endif
+}
+
 }  // namespace CHOREO_MMA_NS
