@@ -89,7 +89,6 @@ impl Checker<'_> {
         self.kernel.as_ref().is_some_and(|k| k.group4_depth > 0)
     }
 
-
     /// Whether MMA statements may be here: the body of a warp (`: group`) level, or, for
     /// WGMMA, a warpgroup's (`E1020`). Reports `E1001` otherwise.
     fn mma_place_ok(&mut self, span: Span) -> bool {
@@ -164,7 +163,7 @@ impl Checker<'_> {
                          not waited yet",
                         self.text(base.span)
                     ),
-                    )
+                )
                 .with_label("used while the MMA may still write it")
                 .with_secondary(at, "the asynchronous MMA")
                 .with_help(format!("`wait {name};` first (spec-tier3 §5.4)")),
@@ -545,9 +544,10 @@ impl Checker<'_> {
                     if let MmaExecVariant::Plain | MmaExecVariant::Async(_) = variant {
                         let is_async = matches!(variant, MmaExecVariant::Async(_));
                         let schedule = match m.schedule.as_ref().map(|a| &a.kind) {
-                            Some(ast::AttributeKind::Schedule(list)) => {
-                                Some((list.as_slice(), m.schedule.as_ref().map_or(span, |a| a.span)))
-                            }
+                            Some(ast::AttributeKind::Schedule(list)) => Some((
+                                list.as_slice(),
+                                m.schedule.as_ref().map_or(span, |a| a.span),
+                            )),
                             _ => None,
                         };
                         let mut wg =
@@ -802,16 +802,16 @@ impl Checker<'_> {
                 };
                 self.diags.push(
                     Diagnostic::error("E1005", span, message)
-                    .with_label(format!(
-                        "{} needs sm_{min_sm}{}",
-                        family.name(),
-                        if specific { "a" } else { "" }
-                    ))
-                    .with_help(format!(
-                        "build for sm_{min_sm}{} or newer, or use a configuration of the \
+                        .with_label(format!(
+                            "{} needs sm_{min_sm}{}",
+                            family.name(),
+                            if specific { "a" } else { "" }
+                        ))
+                        .with_help(format!(
+                            "build for sm_{min_sm}{} or newer, or use a configuration of the \
                          target (spec-tier3 §5.3)",
-                        if specific { "a" } else { "" }
-                    )),
+                            if specific { "a" } else { "" }
+                        )),
                 );
                 return false;
             }

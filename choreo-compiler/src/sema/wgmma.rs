@@ -94,8 +94,7 @@ impl Checker<'_> {
         let whole = match self.region {
             Region::Device(Level::Group4) => true,
             Region::Device(Level::Thread) => self.level_extents.last().is_some_and(|e| {
-                e.iter().map(|d| d.as_const()).try_fold(1u64, |a, d| d.map(|d| a * d))
-                    == Some(128)
+                e.iter().map(|d| d.as_const()).try_fold(1u64, |a, d| d.map(|d| a * d)) == Some(128)
             }),
             _ => false,
         };
@@ -404,7 +403,9 @@ impl Checker<'_> {
                     Diagnostic::error(
                         "E1005",
                         span,
-                        format!("MMA [{config}] is not support by current architecture(SM_{arch})."),
+                        format!(
+                            "MMA [{config}] is not support by current architecture(SM_{arch})."
+                        ),
                     )
                     .with_label(format!("no WGMMA instruction has this configuration{wide_k}"))
                     .with_help(
@@ -542,7 +543,8 @@ impl Checker<'_> {
             let scope = self.scopes.current_id();
             self.wg_asyncs.push((scope, seq));
             let q = self.wg_futures.len();
-            let name = wg.future.as_ref().map_or_else(|| "(unnamed)".to_string(), |f| f.name.clone());
+            let name =
+                wg.future.as_ref().map_or_else(|| "(unnamed)".to_string(), |f| f.name.clone());
             self.wg_futures.push(WgFuture {
                 name,
                 span,
@@ -585,7 +587,9 @@ impl Checker<'_> {
                 self.error_label(
                     "E1010",
                     span,
-                    format!("operand A `{name}' of a WGMMA must be a fragment loaded with `mma.load`"),
+                    format!(
+                        "operand A `{name}' of a WGMMA must be a fragment loaded with `mma.load`"
+                    ),
                     "not a loaded operand",
                 );
                 None

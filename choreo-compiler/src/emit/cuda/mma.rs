@@ -433,7 +433,9 @@ impl FnEmitter<'_, '_> {
             format!("{WG}::fence();"),
             "#pragma unroll".to_string(),
             match order {
-                None => format!("for (int __choreo_kt = 0; __choreo_kt < {atoms}; ++__choreo_kt) {{"),
+                None => {
+                    format!("for (int __choreo_kt = 0; __choreo_kt < {atoms}; ++__choreo_kt) {{")
+                }
                 Some(o) => {
                     let list = o.iter().map(u64::to_string).collect::<Vec<_>>().join(", ");
                     format!(
