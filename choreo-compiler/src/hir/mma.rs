@@ -12,8 +12,8 @@
 //! strides of its two dimensions (the backends' helpers index the tile themselves), plus the
 //! accesses of its first and last element, which `lower::bounds` proves or checks (the view
 //! moves along buffer coordinates monotonically, so those two decide whether every element is
-//! inside the buffer). Room for WGMMA: its direct shared operands are tiles too (with the
-//! swizzle of the copy that filled them), its K split and futures extend [`MmaOp::Exec`].
+//! inside the buffer). WGMMA's direct shared operands are tiles too ([`WgOperand`], with the
+//! swizzle of the copy that filled them); its executions ([`MmaOp::WgExec`]) carry the K split.
 
 use super::{AssignOp, ElemTy, HExpr, Storage};
 use crate::source::Span;
@@ -98,6 +98,9 @@ pub struct Frag {
     pub k_major: bool,
     /// The element type the fill asked for (`mma.fill.f32`, `frag.f32`), if written.
     pub explicit_elem: bool,
+    /// For a WGMMA A operand in registers (RS mode): the K of its tile (a multiple of the
+    /// instruction's); 0 otherwise.
+    pub extent_k: u64,
 }
 
 impl Frag {
@@ -146,6 +149,29 @@ pub struct MmaTile {
     pub swizzle: u32,
 }
 
+/// A direct shared-memory operand of WGMMA (spec-tier3 §5.2): a rectangle of rows of a shared
+/// buffer that a swizzled copy filled, read through a matrix descriptor (§10.3).
+#[derive(Debug, Clone, PartialEq)]
+pub struct WgOperand {
+    /// The view as a tile ([`MmaTile::swizzle`] is the filling copy's period, never 0).
+    pub tile: MmaTile,
+    /// Whether the operand is MN-major (`col` for A, `.col` for B: K is the view's first
+    /// dimension); K-major otherwise.
+    pub mn_major: bool,
+    /// The element stride of the view along K (s64).
+    pub k_stride: HExpr,
+}
+
+/// Operand A of a WGMMA.
+#[derive(Debug, Clone, PartialEq)]
+pub enum WgA {
+    /// A direct shared view (SS mode).
+    Shared(Box<WgOperand>),
+    /// A fragment that `mma.load` filled (RS mode, spec-tier3 §10.3): four registers per K
+    /// atom in the layout of `a_frag_row`/`a_frag_col` (16-bit types).
+    Regs(FragRef),
+}
+
 /// One MMA statement (spec-tier3 §5).
 #[derive(Debug, Clone, PartialEq)]
 pub enum MmaOp {
@@ -188,6 +214,36 @@ pub enum MmaOp {
         rows: Option<HExpr>,
         /// Only accumulator columns `j < cols` are written (s32), if any.
         cols: Option<HExpr>,
+    },
+    /// `mma.<a>.<b> acc, A, B;` of a warpgroup (WGMMA, spec-tier3 §5.2–§5.4, §10.3) with both
+    /// operands direct shared views (SS mode): `atoms` instructions of K = `atom_k`, in
+    /// increasing k, then a commit and a wait for all of them (a synchronous execution).
+    WgExec {
+        /// The accumulator (64×N over the warpgroup's 128 threads, WGMMA_ACC layout).
+        acc: FragRef,
+        /// Operand A: a direct `[M, K]` (K-major) or `[K, M]` (MN-major) view (SS mode), or a
+        /// register fragment (RS mode).
+        a: WgA,
+        /// Operand B: `[N, K]` (K-major) or `[K, N]` (MN-major).
+        b: Box<WgOperand>,
+        /// The instructions the statement issues (views' K / `atom_k`).
+        atoms: u64,
+        /// The K of one instruction (16, 8 for tf32, 32 for 8-bit types).
+        atom_k: u64,
+        /// Whether the statement waits for its instructions (a synchronous execution); an
+        /// asynchronous one (`q = mma….async …`) is waited by [`MmaOp::WgWait`].
+        wait: bool,
+        /// `[[schedule(k_tiles(…))]]`: the order of the K steps (a permutation of
+        /// `0..atoms`); increasing k without one.
+        order: Option<Vec<u64>>,
+    },
+    /// `wait q;` of an asynchronous WGMMA (spec-tier3 §5.4): `wgmma.wait_group pending`, with
+    /// `pending` the asynchronous WGMMAs issued after q in its scope (they may stay in flight).
+    WgWait {
+        /// The accumulator of q.
+        acc: FragRef,
+        /// Commit groups that may remain pending (0..=7).
+        pending: u32,
     },
     /// `frag op= scalar` (spec-tier3 §5.6) on every element.
     Update {

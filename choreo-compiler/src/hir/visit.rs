@@ -200,6 +200,19 @@ pub fn walk_mma<'a, V: Visitor<'a> + ?Sized>(v: &mut V, op: &'a MmaOp) {
             frag(v, a);
             frag(v, b);
         }
+        MmaOp::WgWait { acc, pending: _ } => frag(v, acc),
+        MmaOp::WgExec { acc, a, b, atoms: _, atom_k: _, wait: _, order: _ } => {
+            frag(v, acc);
+            let mut ops = vec![b.as_ref()];
+            match a {
+                crate::hir::mma::WgA::Shared(o) => ops.push(o),
+                crate::hir::mma::WgA::Regs(f) => frag(v, f),
+            }
+            for o in ops {
+                tile(v, &o.tile);
+                walk_expr(v, &o.k_stride);
+            }
+        }
         MmaOp::Store { frag: f, tile: t, transpose: _, rows, cols } => {
             frag(v, f);
             tile(v, t);

@@ -1108,6 +1108,21 @@ impl Checker<'_> {
 
     /// `wait f, …;` (spec §14.3).
     pub(crate) fn check_wait(&mut self, targets: &[ast::Expr], span: Span, out: &mut Vec<Stmt>) {
+        // The futures of asynchronous WGMMAs (spec-tier3 §5.4), then the others.
+        if targets.iter().any(|t| self.names_mma_future(t)) {
+            let mut rest = Vec::new();
+            for t in targets {
+                if self.names_mma_future(t) {
+                    self.check_mma_wait(t, span, out);
+                } else {
+                    rest.push(t.clone());
+                }
+            }
+            if !rest.is_empty() {
+                self.check_wait(&rest, span, out);
+            }
+            return;
+        }
         // Events and futures may be mixed; each run of one kind is waited in order.
         if targets.iter().any(|t| self.names_event(t)) {
             let mut rest = targets;

@@ -290,6 +290,19 @@ impl Checker<'_> {
             }
             Symbol::Shape(dims) => Val::Shape(dims),
             Symbol::Future(f) => Val::Future(f),
+            Symbol::MmaFuture(_) => {
+                self.error_label(
+                    "E1010",
+                    span,
+                    format!(
+                        "'{}' is the future of an asynchronous MMA: it is no value (only `wait` \
+                         names it)",
+                        id.name
+                    ),
+                    "an MMA future",
+                );
+                Val::Error
+            }
             Symbol::Frag(_) => {
                 self.error_label(
                     "E1010",

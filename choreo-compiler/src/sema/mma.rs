@@ -9,6 +9,7 @@
 //! tile does not fit the accumulator) run in [`Checker::finish_mma`].
 
 use super::scope::Symbol;
+use super::wgmma::WgExec;
 use super::{Checker, Region, Val, fold, types};
 use crate::ast::{self, ExprKind, MmaExecVariant, MmaKind, MmaLayout, MmaStoreVariant};
 use crate::diagnostics::Diagnostic;
@@ -40,6 +41,9 @@ pub(crate) struct FragState {
     pub(crate) swizzled: bool,
     /// Whether the statement that declared it had an error (no follow-up errors then).
     pub(crate) failed: bool,
+    /// The asynchronous WGMMA computing it, not waited yet (an index of
+    /// `Checker::wg_futures`): the accumulator is untouchable until then.
+    pub(crate) pending: Option<usize>,
 }
 
 /// A store whose fit is checked when the accumulator's shape is known.
@@ -62,7 +66,7 @@ fn mma_stmt(op: MmaOp, span: Span) -> Stmt {
 }
 
 /// The configuration type of an element type (`f32` operands mean tf32).
-fn mma_type(t: ElemTy, operand: bool) -> MmaType {
+pub(crate) fn mma_type(t: ElemTy, operand: bool) -> MmaType {
     match t {
         ElemTy::F16 => MmaType::F16,
         ElemTy::Bf16 => MmaType::Bf16,
@@ -85,27 +89,14 @@ impl Checker<'_> {
         self.kernel.as_ref().is_some_and(|k| k.group4_depth > 0)
     }
 
-    fn wgmma_unsupported(&mut self, span: Span) {
-        self.diags.push(
-            Diagnostic::error(
-                "E0901",
-                span,
-                "WGMMA (MMA statements of a `group-4` warpgroup) is not supported yet (tier 3)",
-            )
-            .with_label("executed by a warpgroup")
-            .with_help("WMMA and mma.sync statements are executed by a `: group` level"),
-        );
-    }
-
-    /// Whether MMA statements may be here: the body of a warp (`: group`) level. Reports
-    /// `E1001` otherwise.
+    /// Whether MMA statements may be here: the body of a warp (`: group`) level, or, for
+    /// WGMMA, a warpgroup's (`E1020`). Reports `E1001` otherwise.
     fn mma_place_ok(&mut self, span: Span) -> bool {
+        if self.in_warpgroup() {
+            return self.wg_place_ok(span);
+        }
         match self.region {
             Region::Device(Level::Group) => true,
-            Region::Device(Level::Group4) => {
-                self.wgmma_unsupported(span);
-                false
-            }
             _ => {
                 self.diags.push(
                     Diagnostic::error(
@@ -133,6 +124,7 @@ impl Checker<'_> {
             selected: None,
             k_major: true,
             explicit_elem: elem.is_some(),
+            extent_k: 0,
         });
         self.frag_states.push(FragState::default());
         self.declare_symbol(name, Symbol::Frag(id));
@@ -141,7 +133,7 @@ impl Checker<'_> {
 
     /// The fragment an expression names: `acc`, `acc[i][j]`; `whole`: a whole array may be
     /// named (else `E1007`). `None` after reporting.
-    fn frag_ref(&mut self, e: &ast::Expr, whole: bool, what: &str) -> Option<FragRef> {
+    pub(crate) fn frag_ref(&mut self, e: &ast::Expr, whole: bool, what: &str) -> Option<FragRef> {
         let mut indices = Vec::new();
         let mut base = e;
         while let ExprKind::Index { base: inner, index } = &base.kind {
@@ -160,6 +152,24 @@ impl Checker<'_> {
             },
             _ => return self.not_a_frag(e, what),
         };
+        if let Some(q) = self.frag_states.get(id.index()).and_then(|s| s.pending) {
+            let (name, at) = (self.wg_futures[q].name.clone(), self.wg_futures[q].span);
+            self.diags.push(
+                Diagnostic::error(
+                    "E1028",
+                    e.span,
+                    format!(
+                        "accumulator `{}' is computed by the asynchronous MMA '{name}', which is \
+                         not waited yet",
+                        self.text(base.span)
+                    ),
+                )
+                .with_label("used while the MMA may still write it")
+                .with_secondary(at, "the asynchronous MMA")
+                .with_help(format!("`wait {name};` first (spec-tier3 §5.4)")),
+            );
+            return None;
+        }
         let dims = self.frags.get(id.index()).map(|f| f.array_dims.clone()).unwrap_or_default();
         if indices.len() > dims.len() {
             self.error_label(
@@ -244,7 +254,7 @@ impl Checker<'_> {
 
     /// A memory tile for an MMA load or store: a rank-2 view of global or shared memory with
     /// constant extents (`E1003`, `E1014`). `last` overrides the last element's indices.
-    fn mma_tile(
+    pub(crate) fn mma_tile(
         &mut self,
         view: View,
         span: Span,
@@ -373,13 +383,6 @@ impl Checker<'_> {
 
     /// `frag acc[2][3] {v};` / `frag.f32 acc[2] {v};` (spec-tier3 §5.2).
     pub(crate) fn check_frag_decl(&mut self, d: &ast::FragDecl, span: Span, out: &mut Vec<Stmt>) {
-        if self.in_warpgroup() && d.shape.is_none() {
-            self.wgmma_unsupported(span);
-            for item in &d.items {
-                self.declare_poisoned(&item.name);
-            }
-            return;
-        }
         let before = self.diags.error_count();
         self.check_frag_items(d, span, out);
         if self.diags.error_count() > before {
@@ -454,21 +457,6 @@ impl Checker<'_> {
     /// Every MMA statement. After an error in one, the whole-function rules stay quiet (their
     /// findings would follow from it).
     pub(crate) fn check_mma(&mut self, m: &ast::MmaStmt, span: Span, out: &mut Vec<Stmt>) {
-        if self.in_warpgroup() {
-            // WGMMA's statements (direct shared operands, `mma.load VIEW, frag`, futures, K
-            // splits) are not supported yet: one E0901 each, names declared for what follows.
-            self.wgmma_unsupported(span);
-            match &m.kind {
-                MmaKind::FillNew { name, .. } | MmaKind::LoadNew { name, .. }
-                    if !matches!(self.scopes.lookup(&name.name), Some(Symbol::Frag(_))) =>
-                {
-                    self.declare_poisoned(name);
-                }
-                MmaKind::Exec { future: Some(f), .. } => self.declare_poisoned(f),
-                _ => {}
-            }
-            return;
-        }
         let before = self.diags.error_count();
         self.check_mma_stmt(m, span, out);
         if self.diags.error_count() > before {
@@ -477,8 +465,9 @@ impl Checker<'_> {
     }
 
     fn check_mma_stmt(&mut self, m: &ast::MmaStmt, span: Span, out: &mut Vec<Stmt>) {
-        if m.schedule.is_some() {
-            self.unsupported(span, "`[[schedule(k_tiles(…))]]` (a WGMMA K split)", 3);
+        let wg_exec = self.in_warpgroup() && matches!(m.kind, MmaKind::Exec { .. });
+        if m.schedule.is_some() && !wg_exec {
+            self.unsupported(span, "`[[schedule(k_tiles(…))]]` outside a WGMMA execution", 3);
         }
         let ok = self.mma_place_ok(span);
         match &m.kind {
@@ -561,6 +550,27 @@ impl Checker<'_> {
                 );
             }
             MmaKind::Exec { future, layout, variant, acc, a, b } => {
+                if self.in_warpgroup() {
+                    if let MmaExecVariant::Plain | MmaExecVariant::Async(_) = variant {
+                        let is_async = matches!(variant, MmaExecVariant::Async(_));
+                        let schedule = match m.schedule.as_ref().map(|a| &a.kind) {
+                            Some(ast::AttributeKind::Schedule(list)) => Some((
+                                list.as_slice(),
+                                m.schedule.as_ref().map_or(span, |a| a.span),
+                            )),
+                            _ => None,
+                        };
+                        let mut wg =
+                            WgExec { layout: *layout, span, ok, is_async, future, schedule };
+                        wg.future = if is_async { future } else { &None };
+                        if !is_async {
+                            if let Some(f) = future {
+                                self.declare_poisoned(f);
+                            }
+                        }
+                        return self.check_wg_exec(&wg, acc, a, b, out);
+                    }
+                }
                 if let Some(f) = future {
                     self.declare_poisoned(f);
                 }
@@ -795,24 +805,23 @@ impl Checker<'_> {
             Selection::Selected(f) => f,
             Selection::TooOld { family, min_sm, specific } => {
                 let arch = self.target.arch().map_or("cpu".to_string(), |a| a.sm().to_string());
+                let message = if family == MmaFamily::Wgmma {
+                    format!("WGMMA requires sm_90a (MMA [{config}] on SM_{arch})")
+                } else {
+                    format!("MMA [{config}] is not support by current architecture(SM_{arch}).")
+                };
                 self.diags.push(
-                    Diagnostic::error(
-                        "E1005",
-                        span,
-                        format!(
-                            "MMA [{config}] is not support by current architecture(SM_{arch})."
-                        ),
-                    )
-                    .with_label(format!(
-                        "{} needs sm_{min_sm}{}",
-                        family.name(),
-                        if specific { "a" } else { "" }
-                    ))
-                    .with_help(format!(
-                        "build for sm_{min_sm}{} or newer, or use a configuration of the \
+                    Diagnostic::error("E1005", span, message)
+                        .with_label(format!(
+                            "{} needs sm_{min_sm}{}",
+                            family.name(),
+                            if specific { "a" } else { "" }
+                        ))
+                        .with_help(format!(
+                            "build for sm_{min_sm}{} or newer, or use a configuration of the \
                          target (spec-tier3 §5.3)",
-                        if specific { "a" } else { "" }
-                    )),
+                            if specific { "a" } else { "" }
+                        )),
                 );
                 return false;
             }
@@ -838,12 +847,19 @@ impl Checker<'_> {
             MmaFamily::Wgmma => {
                 self.diags.push(
                     Diagnostic::error(
-                        "E0901",
+                        "E1020",
                         span,
-                        format!("WGMMA [{config}] is not supported yet (tier 3)"),
+                        format!(
+                            "MMA [{config}] selects WGMMA, which a warpgroup executes with its operands in \
+                             shared memory, not a warp with `mma.load`ed fragments"
+                        ),
                     )
                     .with_label("this configuration selects WGMMA (spec-tier3 §5.3)")
-                    .with_help("WMMA and mma.sync shapes (M = 8, 16 or 32) are supported"),
+                    .with_help(
+                        "execute it in a `: group-4` level with direct shared operands \
+                         (`mma.row.row acc, sa, sb;`), or use a WMMA/mma.sync shape (M = 8, 16 \
+                         or 32)",
+                    ),
                 );
                 return false;
             }
@@ -983,6 +999,7 @@ impl Checker<'_> {
     /// The rules that need the whole function: every fragment executed, fills of
     /// accumulators only, stores of accumulators whose tile fits.
     pub(crate) fn finish_mma(&mut self) {
+        self.finish_wg_futures();
         for (k, st) in self.frag_states.clone().iter().enumerate() {
             let frag = self.frags[k].clone();
             let Some(role) = frag.role else {

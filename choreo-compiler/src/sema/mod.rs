@@ -238,6 +238,20 @@
 //! - `E1017` `mma.fill` or `mma.store` of an operand fragment
 //! - `E1018` `mma.store` tile larger than the accumulator
 //! - `E1019` `mma.load.swiz<N>` disagreeing with the swizzle of the copy that filled the tile
+//! - `E1020` a WGMMA statement not executed by whole warpgroups, or a WGMMA configuration
+//!   executed by a warp
+//! - `E1021` a fragment as operand B of a WGMMA (B is a direct shared operand)
+//! - `E1022` an MN-major operand of an 8-bit or tf32 WGMMA
+//! - `E1023` a direct WGMMA operand that is not in shared memory
+//! - `E1024` a direct WGMMA operand that no swizzled copy filled
+//! - `E1025` a direct WGMMA operand that no matrix descriptor describes (not whole rows of its
+//!   buffer; an array of buffers with rows wider than the swizzle period)
+//! - `E1026` an asynchronous WGMMA waited more than once ("wait observes future 'q' more than
+//!   once."), also from a loop it is not in
+//! - `E1027` an asynchronous WGMMA never waited ("some asyncs are not explicitly waited: q.")
+//! - `E1028` an accumulator named while its asynchronous WGMMA is not waited
+//! - `E1029` a direct WGMMA operand that differs between the threads of a warpgroup
+//! - `E1030` `[[schedule(k_tiles(…))]]` that is not a permutation of the execution's K steps
 //!
 //! Not supported:
 //! - `E0901` construct of tier 2 or 3, not supported yet
@@ -287,6 +301,7 @@ mod tma;
 mod tma_async;
 mod types;
 mod views;
+mod wgmma;
 mod wspipe;
 
 use crate::ast;
@@ -543,6 +558,10 @@ pub(crate) struct Checker<'a> {
     pub(crate) frag_states: Vec<mma::FragState>,
     /// Whether some MMA statement of the function had an error.
     pub(crate) mma_failed: bool,
+    /// The futures of asynchronous WGMMAs (spec-tier3 §5.4).
+    pub(crate) wg_futures: Vec<wgmma::WgFuture>,
+    /// The asynchronous WGMMAs issued so far: (scope, issue number).
+    pub(crate) wg_asyncs: Vec<(u32, usize)>,
 }
 
 impl<'a> Checker<'a> {
@@ -592,6 +611,8 @@ impl<'a> Checker<'a> {
             frags: Vec::new(),
             frag_states: Vec::new(),
             mma_failed: false,
+            wg_futures: Vec::new(),
+            wg_asyncs: Vec::new(),
         }
     }
 

@@ -25,6 +25,9 @@ pub(crate) enum Symbol {
     View(crate::hir::View),
     /// An MMA fragment (spec-tier3 §5): only MMA statements and `op=` name it.
     Frag(crate::hir::mma::FragId),
+    /// The future of an asynchronous WGMMA (spec-tier3 §5.4; an index of
+    /// `Checker::wg_futures`): only `wait` names it.
+    MmaFuture(usize),
     /// An immutable ituple value (`t = {1, 2};`), expanded at every use.
     Tuple {
         /// The components.
@@ -59,23 +62,33 @@ pub(crate) enum FutureData {
 #[derive(Debug, Default)]
 struct Scope {
     names: HashMap<String, (Symbol, Span)>,
+    /// A number no other scope of the function has.
+    id: u32,
 }
 
 /// The scope stack of one function.
 #[derive(Debug)]
 pub(crate) struct Scopes {
     stack: Vec<Scope>,
+    /// The number of scopes opened so far.
+    opened: u32,
 }
 
 impl Scopes {
     /// A stack with the function scope.
     pub(crate) fn new() -> Scopes {
-        Scopes { stack: vec![Scope::default()] }
+        Scopes { stack: vec![Scope::default()], opened: 0 }
     }
 
     /// Opens a scope.
     pub(crate) fn push(&mut self) {
-        self.stack.push(Scope::default());
+        self.opened += 1;
+        self.stack.push(Scope { names: HashMap::new(), id: self.opened });
+    }
+
+    /// The identity of the innermost scope.
+    pub(crate) fn current_id(&self) -> u32 {
+        self.stack.last().map_or(0, |s| s.id)
     }
 
     /// Closes the innermost scope (the function scope is never closed).

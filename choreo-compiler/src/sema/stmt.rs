@@ -1096,6 +1096,10 @@ impl Checker<'_> {
                     "an event",
                 );
             }
+            Symbol::MmaFuture(_) => {
+                let _ = self.check_expr(&a.value);
+                immutable(self);
+            }
             Symbol::Frag(_) => {
                 let _ = self.check_expr(&a.value);
                 self.error_label(
@@ -1783,6 +1787,7 @@ impl Checker<'_> {
                     Symbol::Future(_) => "future".to_string(),
                     Symbol::Event(_) => "event".to_string(),
                     Symbol::Frag(_) => "MMA fragment".to_string(),
+                    Symbol::MmaFuture(_) => "MMA future".to_string(),
                     Symbol::Local(_) => String::new(),
                 };
                 self.error_label(

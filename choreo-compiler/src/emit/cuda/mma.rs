@@ -4,13 +4,50 @@
 
 use super::FnEmitter;
 use super::types::cpp_elem;
-use crate::hir::mma::{Frag, FragRef, MmaOp, MmaRole, MmaTile};
+use crate::hir::mma::{Frag, FragRef, MmaOp, MmaRole, MmaTile, WgA, WgOperand};
 use crate::hir::{AssignOp, ElemTy, HExprKind};
 use crate::source::Span;
-use crate::target::mma::MmaFamily;
+use crate::target::mma::{MmaConfig, MmaFamily, MmaType};
 
 /// The MMA support library (pasted only into files that use MMA).
 pub(super) const MMA_SUPPORT: &str = include_str!("mma.cuh");
+
+/// The WGMMA device library (pasted only into files that execute WGMMA).
+pub(super) const WGMMA_LIBRARY: &str = include_str!("wgmma.cuh");
+
+/// The WGMMA statements of generated code (after both libraries).
+pub(super) const WGMMA_OPS: &str = include_str!("wgmma_ops.cuh");
+
+/// `__choreo_wgmma_<hash of the library texts>`, `_cpu` for the CPU dialect.
+pub(super) fn wgmma_namespace(cpu: bool) -> String {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in WGMMA_LIBRARY.bytes().chain(WGMMA_OPS.bytes()) {
+        hash ^= u64::from(b);
+        hash = hash.wrapping_mul(0x0100_0000_01b3);
+    }
+    if cpu {
+        format!("__choreo_wgmma_{hash:016x}_cpu")
+    } else {
+        format!("__choreo_wgmma_{hash:016x}")
+    }
+}
+
+/// The WGMMA library's operation tag of a configuration (`F32F16F16`: `dtype.atype.btype`).
+fn wgmma_op(c: &MmaConfig) -> String {
+    let name = |t: MmaType| match t {
+        MmaType::F16 => "F16",
+        MmaType::Bf16 => "BF16",
+        MmaType::Tf32 => "TF32",
+        MmaType::F32 => "F32",
+        MmaType::S8 => "S8",
+        MmaType::U8 => "U8",
+        MmaType::S32 => "S32",
+        MmaType::E4m3 => "E4M3",
+        MmaType::E5m2 => "E5M2",
+        MmaType::F64 | MmaType::Other => "?",
+    };
+    format!("{WG}::{}{}{}", name(c.c), name(c.a), name(c.b))
+}
 
 /// `__choreo_mma_<hash of the library text>` (FNV-1a, 64 bits), `_cpu` for the CPU dialect.
 pub(super) fn mma_namespace(cpu: bool) -> String {
@@ -23,6 +60,7 @@ pub(super) fn mma_namespace(cpu: bool) -> String {
 }
 
 const NS: &str = "CHOREO_MMA_NS";
+const WG: &str = "CHOREO_WGMMA_NS";
 const LANE: &str = "(static_cast<int>(threadIdx.x) & 31)";
 
 /// The C++ element type of a fragment: f32 (tf32) operands are `float`.
@@ -80,6 +118,8 @@ impl FnEmitter<'_, '_> {
             (MmaFamily::Wmma, MmaRole::A) => format!("{NS}::wmma_a<{m}, {n}, {k}, {t}, {km}>"),
             (MmaFamily::Wmma, MmaRole::B) => format!("{NS}::wmma_b<{m}, {n}, {k}, {t}, {km}>"),
             (MmaFamily::Wmma, MmaRole::C) => format!("{NS}::wmma_c<{m}, {n}, {k}, {t}>"),
+            (MmaFamily::Wgmma, MmaRole::C) => format!("{NS}::wg_acc<{}, {n}>", wgmma_op(&c)),
+            (MmaFamily::Wgmma, MmaRole::A) => format!("{NS}::wg_afrag<{}>", f.extent_k),
             _ => {
                 self.bug(span, "an MMA fragment of an unsupported family or role");
                 return None;
@@ -154,6 +194,15 @@ impl FnEmitter<'_, '_> {
                 };
                 self.w.line(span, &line);
             }
+            MmaOp::WgExec { acc, a, b, atoms, atom_k, wait, order } => {
+                self.wg_exec(span, acc, (a, b), [*atoms, *atom_k], *wait, order.as_deref());
+            }
+            MmaOp::WgWait { acc, pending } => {
+                let l = self.frag_lvalue(acc);
+                self.w.line(span, &format!("{WG}::fence_operands({l}.r);"));
+                self.w.line(span, &format!("{WG}::wait_group<{pending}>();"));
+                self.w.line(span, &format!("{WG}::fence_operands({l}.r);"));
+            }
             MmaOp::Store { frag, tile, transpose, rows, cols } => {
                 let f = self.f.frags[frag.frag.index()].clone();
                 let Some(sel) = f.selected else {
@@ -176,6 +225,24 @@ impl FnEmitter<'_, '_> {
                 }
                 let line = if sel.family == MmaFamily::Wmma {
                     format!("{NS}::wmma_store<{transpose}>({l}, {LANE}, {base}, {s0});")
+                } else if sel.family == MmaFamily::Wgmma {
+                    let (sm, sn, tr, tc) = if *transpose {
+                        (&s1, &s0, tile.dims[1], tile.dims[0])
+                    } else {
+                        (&s0, &s1, tile.dims[0], tile.dims[1])
+                    };
+                    let lim = |this: &mut Self, g: &Option<crate::hir::HExpr>, whole: u64| match g {
+                        Some(g) => {
+                            let g = this.expr(g);
+                            format!("{NS}::imin({g}, {whole})")
+                        }
+                        None => whole.to_string(),
+                    };
+                    let rows = lim(self, rows, m.min(tr));
+                    let cols = lim(self, cols, n.min(tc));
+                    format!(
+                        "{NS}::wg_store({l}, {NS}::wg_thread(), {base}, {sm}, {sn}, {rows}, {cols});"
+                    )
                 } else {
                     // Accumulator coordinates: (m, n) at tile (m, n), or (n, m) transposed.
                     let (sm, sn, tr, tc) = if *transpose {
@@ -214,6 +281,23 @@ impl FnEmitter<'_, '_> {
         let tf32 = is_tf32(&f);
         let t = frag_elem(&f);
         let line = match (sel.family, role) {
+            (MmaFamily::Wgmma, _) => {
+                // Logical strides (m, k): a K-major A is [M, K], else [K, M].
+                let (sm, sk) = if f.k_major { (&s0, &s1) } else { (&s1, &s0) };
+                let (n, sbase, rows, cols) = if tile.swizzle == 0 {
+                    (0, base.clone(), 0, 0)
+                } else {
+                    let HExprKind::At { buffer, .. } = &tile.first.kind else {
+                        return self.bug(span, "an MMA tile without its first access");
+                    };
+                    let (sbase, rows, cols) = self.swizzle_parts(span, *buffer);
+                    (tile.swizzle, format!("&{sbase}"), rows, cols)
+                };
+                format!(
+                    "{NS}::wg_load_a<{n}>({l}, {NS}::wg_thread(), {base}, {sm}, {sk}, {sbase}, \
+                     {rows}u, {cols}u);"
+                )
+            }
             (MmaFamily::Wmma, MmaRole::C) => {
                 format!("{NS}::wmma_load_c({l}, {LANE}, {base}, {s0});")
             }
@@ -258,5 +342,134 @@ impl FnEmitter<'_, '_> {
             None => self.w.line(span, &line),
         }
         self.w.line(span, &format!("{NS}::converge();"));
+    }
+
+    /// The descriptor of atom `kt` (a C++ expression) of a direct operand.
+    fn wg_desc(&mut self, span: Span, o: &WgOperand, atom_k: u64, kt: &str) -> Option<String> {
+        let HExprKind::At { buffer, .. } = &o.tile.first.kind else {
+            self.bug(span, "a WGMMA operand without its first access");
+            return None;
+        };
+        let (sbase, rows, cols) = self.swizzle_parts(span, *buffer);
+        let base = self.expr(&o.tile.base);
+        let ks = self.expr(&o.k_stride);
+        let n = o.tile.swizzle;
+        let mn = o.mn_major;
+        Some(format!(
+            "{NS}::wg_desc<{n}, {mn}, {atom_k}>(&{sbase}, {base} + {kt} * {atom_k} * ({ks}), \
+             {rows}u, {cols}u)"
+        ))
+    }
+
+    /// An SS WGMMA (spec-tier3 §5.4, §10.3): fence the accumulator registers and the
+    /// operands' generic writes, issue one instruction per K atom, commit, and (`wait`, a
+    /// synchronous execution) wait for all.
+    fn wg_exec(
+        &mut self,
+        span: Span,
+        acc: &FragRef,
+        (a, b): (&WgA, &WgOperand),
+        [atoms, atom_k]: [u64; 2],
+        wait: bool,
+        order: Option<&[u64]>,
+    ) {
+        let f = self.f.frags[acc.frag.index()].clone();
+        let Some(sel) = f.selected else {
+            return self.bug(span, "a WGMMA accumulator without a configuration");
+        };
+        let c = sel.config;
+        let op = wgmma_op(&c);
+        let l = self.frag_lvalue(acc);
+        let Some(db) = self.wg_desc(span, b, atom_k, "__choreo_kt") else { return };
+        let mut guards = Vec::new();
+        if let Some(g) = self.tile_guard(&b.tile) {
+            guards.push(g);
+        }
+        let tb = u8::from(b.mn_major);
+        let n = c.n;
+        // SS: A's descriptor; RS: A's registers.
+        let (da, issue, mode) = match a {
+            WgA::Shared(a) => {
+                let Some(da) = self.wg_desc(span, a, atom_k, "__choreo_kt") else { return };
+                if let Some(g) = self.tile_guard(&a.tile) {
+                    guards.push(g);
+                }
+                let ta = u8::from(a.mn_major);
+                (
+                    format!("  const std::uint64_t __choreo_da = {da};"),
+                    format!(
+                        "  {WG}::Mma<{op}, {n}>::ss<{ta}, {tb}>({l}.r, __choreo_da, __choreo_db, 1);"
+                    ),
+                    "SS",
+                )
+            }
+            WgA::Regs(f) => {
+                let fa = self.frag_lvalue(f);
+                (
+                    String::new(),
+                    format!("  {NS}::wg_rs<{tb}>({l}, {fa}, __choreo_kt, __choreo_db);"),
+                    "RS",
+                )
+            }
+        };
+        let head = format!(
+            "{{  // WGMMA m64n{}k{atom_k} x {atoms} ({mode}{}), {}(c) += {}(a) * {}(b)",
+            c.n,
+            if wait { "" } else { ", async" },
+            c.c.name(),
+            c.a.name(),
+            c.b.name()
+        );
+        match guards.is_empty() {
+            true => self.w.line(span, &head),
+            false => self.w.line(span, &format!("if ({}) {head}", guards.join(" && "))),
+        }
+        self.w.indent += 1;
+        for line in [
+            // Generic-proxy writes of the operand tiles (a copy by threads) before the async
+            // proxy reads them.
+            "::choreo::tma::fence_proxy_async();".to_string(),
+            format!("{WG}::fence_operands({l}.r);"),
+            format!("{WG}::fence();"),
+            "#pragma unroll".to_string(),
+            match order {
+                None => {
+                    format!("for (int __choreo_kt = 0; __choreo_kt < {atoms}; ++__choreo_kt) {{")
+                }
+                Some(o) => {
+                    let list = o.iter().map(u64::to_string).collect::<Vec<_>>().join(", ");
+                    format!(
+                        "for (int __choreo_ki = 0; __choreo_ki < {atoms}; ++__choreo_ki) {{  \
+                         // [[schedule(k_tiles({list}))]]"
+                    )
+                }
+            },
+            match order {
+                None => String::new(),
+                Some(o) => {
+                    let list = o.iter().map(u64::to_string).collect::<Vec<_>>().join(", ");
+                    format!(
+                        "  constexpr int __choreo_order[{atoms}] = {{{list}}};\n  const int \
+                         __choreo_kt = __choreo_order[__choreo_ki];"
+                    )
+                }
+            },
+            da,
+            format!("  const std::uint64_t __choreo_db = {db};"),
+            issue,
+            "}".to_string(),
+            format!("{WG}::commit_group();"),
+            format!("{WG}::fence_operands({l}.r);"),
+        ] {
+            for l in line.lines() {
+                self.w.line(span, l);
+            }
+        }
+        if wait {
+            self.w.line(span, &format!("{WG}::wait_group<0>();"));
+            self.w.line(span, &format!("{WG}::fence_operands({l}.r);"));
+        }
+        self.w.indent -= 1;
+        self.w.line(span, "}");
     }
 }

@@ -154,6 +154,28 @@ pub fn emit_cuda(
         ));
         w.raw(mma::MMA_SUPPORT);
     }
+    // The WGMMA library (and the statements on top of it) only where a warpgroup executes MMA.
+    let uses_wgmma = program.items.iter().any(|i| {
+        matches!(i, hir::Item::Function(f) if f.frags.iter().any(|g| {
+            g.selected.is_some_and(|s| s.family == crate::target::mma::MmaFamily::Wgmma)
+        }))
+    });
+    if uses_wgmma {
+        w.raw(&format!(
+            "#define CHOREO_WGMMA_NS {}\n",
+            mma::wgmma_namespace(options.dialect == Dialect::Cpu)
+        ));
+        if options.dialect == Dialect::Cpu {
+            // The CPU runtime's hooks: the block's shared memory, the thread in its warpgroup.
+            w.raw(
+                "#define CHOREO_WGMMA_CPU_SMEM_BASE() (__choreo_thr->smem)\n\
+                 #define CHOREO_WGMMA_CPU_THREAD() (static_cast<int>(threadIdx.x + blockDim.x * \
+                 (threadIdx.y + blockDim.y * threadIdx.z)) % 128)\n",
+            );
+        }
+        w.raw(&mma::WGMMA_LIBRARY.replacen("#pragma once\n", "", 1));
+        w.raw(mma::WGMMA_OPS);
+    }
     let mut plans = plan.functions.iter();
     for item in &program.items {
         match item {

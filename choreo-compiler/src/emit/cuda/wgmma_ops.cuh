@@ -1,0 +1,176 @@
+// The WGMMA statements of generated code (choreo-compiler, emit::cuda; spec-tier3 §5.2–§5.5,
+// §6.1, §10.3): accumulators, fills, updates, stores and the descriptors of direct shared
+// operands, on top of the WGMMA device library (`wgmma.cuh`, namespace CHOREO_WGMMA_NS). The
+// translator pastes this file after `mma.cuh` and `wgmma.cuh` into files whose functions execute
+// WGMMA; its names live in CHOREO_MMA_NS.
+//
+// GPU (nvcc, sm_90a): the instructions of wgmma.cuh. CPU (__CHOREO_CPU__): wgmma.cuh's SS path,
+// in which each thread computes its own WGMMA_ACC elements at issue from the shared operands (so
+// fences, commits and waits have nothing to do).
+namespace CHOREO_MMA_NS {
+
+// A WGMMA accumulator: 64 x N over the 128 threads of a warpgroup in the WGMMA_ACC layout
+// (§6.1); `num_elements` elements per thread, two per register for f16.
+template <class Op, int N>
+struct wg_acc {
+  using M = CHOREO_WGMMA_NS::Mma<Op, N>;
+  using reg = typename M::Acc;
+  static constexpr int regs = M::kRegs;
+  static constexpr bool half = CHOREO_WGMMA_NS::Traits<Op>::acc == CHOREO_WGMMA_NS::AccKind::F16;
+  static constexpr bool integral =
+      CHOREO_WGMMA_NS::Traits<Op>::acc == CHOREO_WGMMA_NS::AccKind::S32;
+  static constexpr int num_elements = half ? 2 * regs : regs;
+  // The arithmetic type of an element.
+  using value = typename std::conditional<integral, std::int32_t, float>::type;
+  reg r[regs];
+
+  __device__ __forceinline__ value get(int e) const {
+    if constexpr (half) {
+      const std::uint32_t packed = static_cast<std::uint32_t>(r[e / 2]);
+      return CHOREO_WGMMA_NS::half_bits_to_float(
+          static_cast<std::uint16_t>(packed >> (16 * (e % 2))));
+    } else {
+      return static_cast<value>(r[e]);
+    }
+  }
+  __device__ __forceinline__ void set(int e, value v) {
+    if constexpr (half) {
+      std::uint32_t packed = static_cast<std::uint32_t>(r[e / 2]);
+      const std::uint32_t h = CHOREO_WGMMA_NS::float_to_half_bits(static_cast<float>(v));
+      packed = (packed & ~(0xffffu << (16 * (e % 2)))) | (h << (16 * (e % 2)));
+      r[e / 2] = static_cast<reg>(packed);
+    } else {
+      r[e] = static_cast<reg>(v);
+    }
+  }
+};
+
+// The thread's index in its warpgroup.
+__device__ __forceinline__ int wg_thread() { return static_cast<int>(threadIdx.x) & 127; }
+
+// Every element = v (converted to the accumulator's type); the registers are written outside
+// any WGMMA, so the next one fences them (§10.3).
+template <class Op, int N, typename V>
+__device__ __forceinline__ void fill(wg_acc<Op, N>& f, V v) {
+  using E = typename wg_acc<Op, N>::value;
+  const E e = cvt<E>(v);
+  for (int i = 0; i < wg_acc<Op, N>::num_elements; ++i) f.set(i, e);
+}
+
+// `frag op= v` (spec-tier3 §5.6): Op 0 +, 1 -, 2 *, 3 /.
+template <int Op, class O, int N, typename V>
+__device__ __forceinline__ void update(wg_acc<O, N>& f, V v) {
+  using E = typename wg_acc<O, N>::value;
+  using W = typename wide<E>::type;
+  const W s = static_cast<W>(cvt<E>(v));
+  for (int i = 0; i < wg_acc<O, N>::num_elements; ++i) {
+    const W x = static_cast<W>(f.get(i));
+    f.set(i, cvt<E>(Op == 0 ? x + s : Op == 1 ? x - s : Op == 2 ? x * s : x / s));
+  }
+}
+
+// The accumulator's elements (m, n) with m < rows and n < cols, converted to D, at
+// p[m * sm + n * sn] (WGMMA_ACC: element e of thread t is (acc_row(t, e), acc_col(t, e))).
+template <class Op, int N, typename D>
+__device__ __forceinline__ void wg_store(const wg_acc<Op, N>& f, int t, D* p, long long sm,
+                                         long long sn, int rows, int cols) {
+  for (int e = 0; e < wg_acc<Op, N>::num_elements; ++e) {
+    const int m = CHOREO_WGMMA_NS::acc_row(t, e), n = CHOREO_WGMMA_NS::acc_col(t, e);
+    if (m < rows && n < cols) p[m * sm + n * sn] = cvt<D>(f.get(e));
+  }
+}
+
+// The matrix descriptor (§10.3) of the WGMMA operand whose element (0, 0) (K-major: (mn, k);
+// MN-major: (k, mn)) is `e`, in a shared buffer of rows x cols elements at `base` that a copy
+// with swizzle Swz filled (§4.2: rows of Swz bytes, column groups of W = Swz / sizeof(T)
+// columns stacked, rows·Swz bytes apart). The descriptor's address is the unswizzled byte
+// offset (the hardware swizzles the final address); K-major: 8-row groups 8·Swz apart (SBO);
+// MN-major: 8-k groups 8·Swz apart (SBO), W-wide MN groups rows·Swz apart (LBO). The operand
+// must start on an 8-row group (K-major) or 8-k group and a column group (MN-major), and a
+// K-major atom must not cross a column group: the CPU backend traps on anything else (on the GPU
+// a conditional trap would be a divergent path, which makes ptxas serialise the wgmmas).
+template <unsigned Swz, bool MnMajor, int AtomK, typename T>
+__device__ __forceinline__ std::uint64_t wg_desc(const T* base, const T* e, unsigned rows,
+                                                 unsigned cols) {
+  const unsigned k = static_cast<unsigned>(e - base);
+  const unsigned r = k / cols, c = k % cols;
+  constexpr unsigned w = Swz / static_cast<unsigned>(sizeof(T));
+#if defined(__CHOREO_CPU__)
+  if (r % 8 != 0 || (MnMajor ? c % w != 0 : (c % w) % AtomK != 0)) __trap();
+#endif
+  const unsigned phys = (c % w) + r * w + (c / w) * rows * w;
+  const std::uint32_t addr = CHOREO_WGMMA_NS::smem_address(base) +
+                             phys * static_cast<unsigned>(sizeof(T));
+  if constexpr (MnMajor) {
+    return CHOREO_WGMMA_NS::desc_mnmajor(addr, static_cast<int>(Swz), rows * Swz);
+  } else {
+    return CHOREO_WGMMA_NS::desc_kmajor(addr, static_cast<int>(Swz));
+  }
+}
+
+// RS mode (§10.3): operand A of 16-bit type in registers, a 64 x K tile (K a multiple of 16):
+// per K atom kt, 4 registers of thread t, register j holding elements (a_frag_row(t, j),
+// a_frag_col(t, j) + 16·kt) (low half) and the next column (high half). The CPU keeps the
+// whole tile's bits in every thread too (what the warpgroup's registers hold together), so
+// that each thread computes its own accumulator elements.
+template <int K>
+struct wg_afrag {
+  static constexpr int atoms = K / 16;
+  std::uint32_t r[atoms][4];
+#if defined(__CHOREO_CPU__)
+  std::uint16_t x[64 * K];
+#endif
+};
+
+// `mma.load` of A: element (m, k) at p[m * sm + k * sk] (through the swizzle Swz of a shared
+// buffer of rows x cols elements at `base`, if any), 16-bit.
+template <unsigned Swz, int K, typename S>
+__device__ __forceinline__ void wg_load_a(wg_afrag<K>& f, int t, const S* p, long long sm,
+                                          long long sk, const S* base, unsigned rows,
+                                          unsigned cols) {
+  static_assert(sizeof(S) == 2, "RS-mode WGMMA operands are 16-bit");
+  const auto bits = [&](int m, int k) {
+    std::uint16_t h;
+    std::memcpy(&h, at<Swz>(p + m * sm + k * sk, base, rows, cols), 2);
+    return h;
+  };
+  for (int kt = 0; kt < wg_afrag<K>::atoms; ++kt) {
+    for (int j = 0; j < 4; ++j) {
+      const int m = CHOREO_WGMMA_NS::a_frag_row(t, j);
+      const int k = CHOREO_WGMMA_NS::a_frag_col(t, j) + 16 * kt;
+      f.r[kt][j] = static_cast<std::uint32_t>(bits(m, k)) |
+                   static_cast<std::uint32_t>(bits(m, k + 1)) << 16;
+    }
+  }
+#if defined(__CHOREO_CPU__)
+  for (int m = 0; m < 64; ++m)
+    for (int k = 0; k < K; ++k) f.x[m * K + k] = bits(m, k);
+#endif
+}
+
+// One RS instruction: d += A(atom kt) · B(the atom at descriptor db).
+template <int TB, class Op, int N, int K>
+__device__ __forceinline__ void wg_rs(wg_acc<Op, N>& d, const wg_afrag<K>& a, int kt,
+                                      std::uint64_t db) {
+#if defined(__CHOREO_CPU__)
+  using Tr = CHOREO_WGMMA_NS::Traits<Op>;
+  const int t = wg_thread();
+  for (int e = 0; e < wg_acc<Op, N>::num_elements; ++e) {
+    const int m = CHOREO_WGMMA_NS::acc_row(t, e), n = CHOREO_WGMMA_NS::acc_col(t, e);
+    float sum = 0.0f;
+    for (int k = 0; k < 16; ++k) {
+      const std::uint16_t h = a.x[m * K + 16 * kt + k];
+      const float av = CHOREO_WGMMA_NS::detail::load_elem(
+          Tr::a, reinterpret_cast<const unsigned char*>(&h));
+      const float bv = CHOREO_WGMMA_NS::detail::load_elem(
+          Tr::b, CHOREO_WGMMA_NS::detail::operand(db, TB != 0, n, k, Tr::b));
+      sum += av * bv;
+    }
+    d.set(e, static_cast<typename wg_acc<Op, N>::value>(static_cast<float>(d.get(e)) + sum));
+  }
+#else
+  CHOREO_WGMMA_NS::Mma<Op, N>::template rs<TB>(d.r, a.r[kt], db, 1);
+#endif
+}
+
+}  // namespace CHOREO_MMA_NS
