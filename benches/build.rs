@@ -7,7 +7,8 @@
 //!   tiles, asynchronous copies), a library of its own so that its generated module
 //!   (`gpu::tiled::tiled`) lives in the section's Rust module;
 //! - `tma`: `kernels/tma.co` (the `tma` section: TMA copies and transpose, tier 3);
-//! - `gemm`: `kernels/gemm_wgmma.cu` (the `gemm` section: the hand-written Hopper GEMM on the
+//! - `gemm`: `kernels/gemm.co` (the Choreo GEMM) and `kernels/gemm_wgmma.cu` (the `gemm`
+//!   section: the hand-written Hopper GEMM on the
 //!   compiler's WGMMA library `choreo-compiler/src/emit/cuda/wgmma.cuh`, and cuBLAS through
 //!   dlopen) and `kernels/wgmma_unit.cu` (one-instruction checks of the library for the GPU
 //!   test), sm_90a.
@@ -40,6 +41,7 @@ fn main() {
     let wgmma_dir = "../choreo-compiler/src/emit/cuda";
     println!("cargo::rerun-if-changed={wgmma_dir}/wgmma.cuh");
     let gemm = choreo_build::Builder::new()
+        .file("kernels/gemm.co")
         .cuda_file("kernels/gemm_wgmma.cu")
         .cuda_file("kernels/wgmma_unit.cu")
         .include(wgmma_dir)

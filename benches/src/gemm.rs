@@ -83,10 +83,15 @@ pub enum Variant {
     Cluster2Group8,
     /// As `Single` with a 3-stage ring.
     Stages3,
+    /// The Choreo GEMM (`kernels/gemm.co`) through its generated safe wrapper: the algorithm of
+    /// `Wait0` written in Choreo. Not a version of the hand-written kernel: the `gemm` section
+    /// runs it with choreo tensors, and [`launch_ours`] refuses it.
+    Choreo,
 }
 
 impl Variant {
-    /// Every version, safest first (the order in which the `gemm` section checks them).
+    /// Every version of the hand-written kernel, safest first (the order in which the `gemm`
+    /// section checks them; it checks [`Variant::Choreo`] first).
     pub const ALL: [Variant; 6] = [
         Variant::Single,
         Variant::Wait0,
@@ -105,6 +110,7 @@ impl Variant {
             Variant::Group8 => 3,
             Variant::Cluster2Group8 => 4,
             Variant::Stages3 => 5,
+            Variant::Choreo => -1,
         }
     }
 
@@ -125,12 +131,13 @@ impl Variant {
             Variant::Group8 => "group8",
             Variant::Cluster2Group8 => "cluster2-group8",
             Variant::Stages3 => "stages3",
+            Variant::Choreo => "choreo",
         }
     }
 
     /// The variant of short name `key`.
     pub fn from_key(key: &str) -> Option<Variant> {
-        Variant::ALL.into_iter().find(|v| v.key() == key)
+        Variant::ALL.into_iter().chain([Variant::Choreo]).find(|v| v.key() == key)
     }
 
     /// The name in tables.
@@ -142,6 +149,7 @@ impl Variant {
             Variant::Group8 => "gemm_wgmma group 8",
             Variant::Cluster2Group8 => "gemm_wgmma cluster 2 (B multicast) group 8",
             Variant::Stages3 => "gemm_wgmma 3 stages",
+            Variant::Choreo => "Choreo gemm.co",
         }
     }
 }
@@ -321,6 +329,9 @@ pub unsafe fn launch_ours(
     (m, n, k): (usize, usize, usize),
 ) -> Result<(), String> {
     check_sizes((a, b, c), (m, n, k))?;
+    if variant == Variant::Choreo {
+        return Err("the Choreo GEMM runs through its generated wrapper, not this entry".into());
+    }
     #[cfg(choreo_bench_kernels)]
     {
         // SAFETY: sizes checked above; the caller keeps the matrices alive.

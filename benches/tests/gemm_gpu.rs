@@ -1,4 +1,5 @@
-//! The hand-written WGMMA GEMM (`kernels/gemm_wgmma.cu`) on small shapes against a float64 CPU
+//! The hand-written WGMMA GEMM (`kernels/gemm_wgmma.cu`) and the Choreo GEMM (`kernels/gemm.co`)
+//! on small shapes against a float64 CPU
 //! reference, every element: needs an sm_90 GPU (`cargo test -p choreo-bench --release --test
 //! gemm_gpu -- --ignored`).
 
@@ -179,5 +180,82 @@ fn tuning_variants() {
         check_variant(Variant::Group8, dtype, (128 * 11, 768, 192), false);
         check_variant(Variant::Cluster2Group8, dtype, (128 * 12, 512, 128), true);
         check_variant(Variant::Cluster2Group8, dtype, (256 * 9, 768, 192), false);
+    }
+}
+
+mod kernels {
+    choreo::include_kernels!("gemm");
+}
+
+/// The Choreo GEMM (`kernels/gemm.co`, through its generated wrapper) on `(m, n, k)` against
+/// the float64 host reference, every element.
+fn check_choreo(dtype: Dtype, (m, n, k): (usize, usize, usize), exact: bool) {
+    use choreo::{DeviceTensor, HostView};
+    let (ha, hb) = if exact {
+        (gemm::exact_matrix(dtype, m, k, 17), gemm::exact_matrix(dtype, n, k, 18))
+    } else {
+        (gemm::random_matrix(dtype, m, k, 19), gemm::random_matrix(dtype, n, k, 20))
+    };
+    let s = choreo::Stream::new().unwrap();
+    let nan = vec![0x7e00u16; m * n];
+    let hc: Vec<u16> = match dtype {
+        Dtype::F16 => {
+            let t = |bits: &[u16], shape: [usize; 2]| {
+                let v: Vec<choreo::f16> = bits.iter().map(|&x| choreo::f16::from_bits(x)).collect();
+                DeviceTensor::from_host(&s, HostView::new(&v, shape).unwrap()).unwrap()
+            };
+            let (a, b, mut c) = (t(&ha, [m, k]), t(&hb, [n, k]), t(&nan, [m, n]));
+            kernels::gemm::gemm_f16(&s, &a, &b, &mut c).unwrap().wait().unwrap();
+            c.to_host(&s).unwrap().as_slice().iter().map(|x| x.to_bits()).collect()
+        }
+        Dtype::Bf16 => {
+            let t = |bits: &[u16], shape: [usize; 2]| {
+                let v: Vec<choreo::bf16> =
+                    bits.iter().map(|&x| choreo::bf16::from_bits(x)).collect();
+                DeviceTensor::from_host(&s, HostView::new(&v, shape).unwrap()).unwrap()
+            };
+            let (a, b, mut c) = (t(&ha, [m, k]), t(&hb, [n, k]), t(&nan, [m, n]));
+            kernels::gemm::gemm_bf16(&s, &a, &b, &mut c).unwrap().wait().unwrap();
+            c.to_host(&s).unwrap().as_slice().iter().map(|x| x.to_bits()).collect()
+        }
+    };
+    let all = (0..m).flat_map(|i| (0..n).map(move |j| (i, j)));
+    let what = format!(
+        "Choreo gemm.co: {} {m}x{n}x{k}{}",
+        dtype.name(),
+        if exact { " exact" } else { "" }
+    );
+    match gemm::check_points(&what, dtype, (&ha, &hb, &hc), (n, k), all, exact) {
+        Ok(worst) => eprintln!("{what}: all {} elements right (max rel. err {worst:.2e})", m * n),
+        Err(message) => panic!("{message}"),
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU (sm_90)"]
+fn choreo_gemm_small_shapes() {
+    // One tile; a few tiles (most of the 132 blocks idle); 144 tiles (a second round of the
+    // persistent loop for 12 blocks), a K with 7 k-steps (ring slots wrap mid-tile).
+    for dtype in [Dtype::F16, Dtype::Bf16] {
+        check_choreo(dtype, (128, 256, 64), true);
+        check_choreo(dtype, (256, 512, 448), true);
+        check_choreo(dtype, (256, 512, 448), false);
+        check_choreo(dtype, (1536, 3072, 128), true);
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU (sm_90)"]
+fn choreo_gemm_refuses_shapes_that_are_not_tile_multiples() {
+    let s = choreo::Stream::new().unwrap();
+    let a = choreo::DeviceTensor::<choreo::f16, 2>::zeros_on(&s, [100, 64]).unwrap();
+    let b = choreo::DeviceTensor::<choreo::f16, 2>::zeros_on(&s, [256, 64]).unwrap();
+    let mut c = choreo::DeviceTensor::<choreo::f16, 2>::zeros_on(&s, [100, 256]).unwrap();
+    let result = kernels::gemm::gemm_f16(&s, &a, &b, &mut c).and_then(|p| p.wait());
+    match result {
+        Err(choreo::Error::RuntimeCheck { message, .. }) => {
+            assert!(message.contains("M must be a multiple of 128"), "{message}");
+        }
+        other => panic!("expected a failed run-time check, got {other:?}"),
     }
 }

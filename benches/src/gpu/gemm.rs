@@ -19,13 +19,17 @@
 //! Timing as the other sections: events around a batch of launches behind an untimed one,
 //! variants interleaved, medians.
 
-use choreo::Stream;
+use choreo::{DeviceRepr, DeviceTensor, HostView, Stream};
 use choreo_bench::gemm::{self, DeviceMatrix, Dtype, Variant};
 use choreo_bench::stats::Summary;
 use choreo_bench::table::three_digits;
 
 use super::tiled::{per_launch_ms, row};
 use super::{BenchError, BenchResult, Options, interleaved};
+
+mod kernels {
+    choreo::include_kernels!("gemm");
+}
 
 /// The H200's dense f16/bf16 tensor-core peak (SXM, with f32 accumulation), TFLOP/s.
 pub const PEAK_TFLOPS: f64 = 989.0;
@@ -110,10 +114,11 @@ fn tflops(size: usize, ms: f64) -> f64 {
 }
 
 /// The versions to check and time: `CHOREO_BENCH_GEMM_VARIANTS` (comma-separated keys, e.g.
-/// `single,group8`; unknown keys are reported and skipped) or all of them, safest first;
+/// `choreo,single,group8`; unknown keys are reported and skipped) or all of them (the Choreo
+/// GEMM, then the hand-written versions safest first);
 /// `CHOREO_BENCH_GEMM_CLUSTER=0` drops the cluster versions.
 fn variants() -> Vec<Variant> {
-    let mut chosen = match std::env::var("CHOREO_BENCH_GEMM_VARIANTS") {
+    let mut chosen: Vec<Variant> = match std::env::var("CHOREO_BENCH_GEMM_VARIANTS") {
         Ok(list) if !list.trim().is_empty() => list
             .split(',')
             .map(str::trim)
@@ -126,7 +131,7 @@ fn variants() -> Vec<Variant> {
                 v
             })
             .collect(),
-        _ => Variant::ALL.to_vec(),
+        _ => [Variant::Choreo].into_iter().chain(Variant::ALL).collect(),
     };
     if std::env::var("CHOREO_BENCH_GEMM_CLUSTER").is_ok_and(|v| v == "0") {
         chosen.retain(|v| v.cluster() == 1);
@@ -134,14 +139,21 @@ fn variants() -> Vec<Variant> {
     chosen
 }
 
-/// Runs `variant` once on (a, b) into a poisoned `c` and returns the output.
+/// Runs `variant` once on (a, b) into a poisoned `c` and returns the output (the Choreo GEMM:
+/// on `choreo`'s tensors, which hold the same inputs).
 fn run_once(
     raw: choreo::sys::cudaStream_t,
     dtype: Dtype,
     variant: Variant,
     (a, b, c): (&DeviceMatrix, &DeviceMatrix, &mut DeviceMatrix),
     shape: (usize, usize, usize),
+    (s, choreo): (&Stream, &mut ChoreoOperands),
 ) -> Result<Vec<u16>, String> {
+    if variant == Variant::Choreo {
+        return choreo.run_checked(s).map_err(|e| match e {
+            BenchError::CannotRun(why) | BenchError::Failed(why) => why,
+        });
+    }
     c.poison()?;
     // SAFETY: the matrices have the sizes of the product and live past the download (which
     // synchronises the device).
@@ -165,6 +177,7 @@ fn measure(
     let mut c = DeviceMatrix::new(m * n).map_err(failed)?;
     let mut c_cublas = DeviceMatrix::new(m * n).map_err(failed)?;
     let points = gemm::sample_points(m, n);
+    let mut ours_co = ChoreoOperands::new(&s, dtype, (m, n, k))?;
     // Each variant is checked on its own: a wrong one is reported (a table row and stderr) and
     // left out of the timing; the others go on.
     let mut variants = variants();
@@ -176,19 +189,21 @@ fn measure(
         let hb = gemm::exact_matrix(dtype, n, k, 0x52);
         let a = DeviceMatrix::from_host(&ha).map_err(failed)?;
         let b = DeviceMatrix::from_host(&hb).map_err(failed)?;
+        ours_co.upload(&s, &ha, &hb)?;
         for &variant in &variants {
             eprintln!("choreo-bench: gemm: checking {} on exact inputs …", variant.name());
             let result =
-                run_once(raw, dtype, variant, (&a, &b, &mut c), (m, n, k)).and_then(|hc| {
-                    gemm::check_points(
-                        &format!("{}, {name} {size}³, exact inputs", variant.name()),
-                        dtype,
-                        (&ha, &hb, &hc),
-                        (n, k),
-                        points.iter().copied(),
-                        true,
-                    )
-                });
+                run_once(raw, dtype, variant, (&a, &b, &mut c), (m, n, k), (&s, &mut ours_co))
+                    .and_then(|hc| {
+                        gemm::check_points(
+                            &format!("{}, {name} {size}³, exact inputs", variant.name()),
+                            dtype,
+                            (&ha, &hb, &hc),
+                            (n, k),
+                            points.iter().copied(),
+                            true,
+                        )
+                    });
             if let Err(why) = result {
                 eprintln!("choreo-bench: gemm: FAILED: {why}");
                 rejected.push((variant, why));
@@ -202,21 +217,23 @@ fn measure(
     let hb = gemm::random_matrix(dtype, n, k, 0x62 + size as u64);
     let a = DeviceMatrix::from_host(&ha).map_err(failed)?;
     let b = DeviceMatrix::from_host(&hb).map_err(failed)?;
+    ours_co.upload(&s, &ha, &hb)?;
     let mut outputs = Vec::new();
     let mut worst = 0f64;
     for &variant in &variants {
         eprintln!("choreo-bench: gemm: checking {} on random inputs …", variant.name());
-        let result = run_once(raw, dtype, variant, (&a, &b, &mut c), (m, n, k)).and_then(|hc| {
-            gemm::check_points(
-                &format!("{}, {name} {size}³", variant.name()),
-                dtype,
-                (&ha, &hb, &hc),
-                (n, k),
-                points.iter().copied(),
-                false,
-            )
-            .map(|w| (w, hc))
-        });
+        let result = run_once(raw, dtype, variant, (&a, &b, &mut c), (m, n, k), (&s, &mut ours_co))
+            .and_then(|hc| {
+                gemm::check_points(
+                    &format!("{}, {name} {size}³", variant.name()),
+                    dtype,
+                    (&ha, &hb, &hc),
+                    (n, k),
+                    points.iter().copied(),
+                    false,
+                )
+                .map(|w| (w, hc))
+            });
         match result {
             Ok((w, hc)) => {
                 worst = worst.max(w);
@@ -279,10 +296,16 @@ fn measure(
     // Timing: the variants that passed, then cuBLAS.
     let shapes = (m, n, k);
     let (pa, pb, pc, pcc) = (&a, &b, &c, &c_cublas);
+    let ours_co = std::cell::RefCell::new(ours_co);
     let mut closures: Vec<Box<dyn FnMut() -> BenchResult<f64> + '_>> = variants
         .iter()
         .map(|&variant| {
             let s = &s;
+            let ours_co = &ours_co;
+            if variant == Variant::Choreo {
+                return Box::new(move || per_launch_ms(s, BATCH, || ours_co.borrow_mut().launch(s)))
+                    as Box<dyn FnMut() -> BenchResult<f64> + '_>;
+            }
             Box::new(move || {
                 per_launch_ms(s, BATCH, || {
                     // SAFETY: as above; the matrices outlive the timing.
@@ -334,12 +357,15 @@ fn measure(
             _ => format!("; host check max err {worst:.2e}"),
         };
         eprintln!("choreo-bench: gemm: {} {name} {size}³: {}{versus}", variant.name(), peak(t));
+        let how = if *variant == Variant::Choreo {
+            "generated from Choreo: persistent, TMA producer + 2 WGMMA consumer warpgroups, \
+             128x256x64 tiles, 4 stages"
+        } else {
+            "hand-written: persistent, TMA producer + 2 WGMMA consumer warpgroups, 128x256x64 \
+             tiles"
+        };
         rows.push(row(
-            format!(
-                "ours: {} {name} {size}³ (persistent, TMA producer + 2 WGMMA consumer \
-                 warpgroups, 128x256x64 tiles)",
-                variant.name()
-            ),
+            format!("ours: {} {name} {size}³ ({how})", variant.name()),
             summary,
             peak(t) + &versus,
         ));
@@ -366,4 +392,117 @@ fn measure(
 /// A row with only its first cell filled.
 fn row_text(text: String) -> Vec<String> {
     vec![text, String::new(), String::new(), String::new(), String::new()]
+}
+
+/// The Choreo GEMM's operands: choreo tensors of the element type holding the same inputs as
+/// the hand-written kernel's matrices, and the generated wrapper that multiplies them.
+enum ChoreoOperands {
+    /// `gemm_f16`.
+    F16(ChoreoMatrices<choreo::f16>),
+    /// `gemm_bf16`.
+    Bf16(ChoreoMatrices<choreo::bf16>),
+}
+
+/// A, B and C of one element type.
+struct ChoreoMatrices<T: DeviceRepr> {
+    a: DeviceTensor<T, 2>,
+    b: DeviceTensor<T, 2>,
+    c: DeviceTensor<T, 2>,
+}
+
+/// 16-bit floating-point element types, by their bits.
+trait Bits16: DeviceRepr + Copy {
+    fn from_bits16(bits: u16) -> Self;
+    fn to_bits16(self) -> u16;
+}
+
+impl Bits16 for choreo::f16 {
+    fn from_bits16(bits: u16) -> Self {
+        choreo::f16::from_bits(bits)
+    }
+    fn to_bits16(self) -> u16 {
+        self.to_bits()
+    }
+}
+
+impl Bits16 for choreo::bf16 {
+    fn from_bits16(bits: u16) -> Self {
+        choreo::bf16::from_bits(bits)
+    }
+    fn to_bits16(self) -> u16 {
+        self.to_bits()
+    }
+}
+
+/// A generated GEMM wrapper, waited for.
+type Gemm<T> = fn(
+    &Stream,
+    &DeviceTensor<T, 2>,
+    &DeviceTensor<T, 2>,
+    &mut DeviceTensor<T, 2>,
+) -> choreo::Result<()>;
+
+impl<T: Bits16> ChoreoMatrices<T> {
+    fn new(s: &Stream, (m, n, k): (usize, usize, usize)) -> BenchResult<Self> {
+        Ok(ChoreoMatrices {
+            a: DeviceTensor::zeros_on(s, [m, k])?,
+            b: DeviceTensor::zeros_on(s, [n, k])?,
+            c: DeviceTensor::zeros_on(s, [m, n])?,
+        })
+    }
+
+    fn upload(&mut self, s: &Stream, ha: &[u16], hb: &[u16]) -> BenchResult<()> {
+        for (tensor, bits) in [(&mut self.a, ha), (&mut self.b, hb)] {
+            let values: Vec<T> = bits.iter().map(|&x| T::from_bits16(x)).collect();
+            let shape = tensor.shape();
+            tensor.copy_from_host(s, HostView::new(&values, shape)?)?;
+        }
+        Ok(())
+    }
+
+    /// Poisons C (NaN), multiplies, waits (so a failed run-time check is an error) and
+    /// downloads C's bits.
+    fn run_checked(&mut self, s: &Stream, gemm: Gemm<T>) -> BenchResult<Vec<u16>> {
+        let shape = self.c.shape();
+        let nan = vec![T::from_bits16(0x7e00); shape[0] * shape[1]];
+        self.c.copy_from_host(s, HostView::new(&nan, shape)?)?;
+        gemm(s, &self.a, &self.b, &mut self.c)?;
+        Ok(self.c.to_host(s)?.as_slice().iter().map(|x| x.to_bits16()).collect())
+    }
+}
+
+impl ChoreoOperands {
+    fn new(s: &Stream, dtype: Dtype, shape: (usize, usize, usize)) -> BenchResult<Self> {
+        Ok(match dtype {
+            Dtype::F16 => ChoreoOperands::F16(ChoreoMatrices::new(s, shape)?),
+            Dtype::Bf16 => ChoreoOperands::Bf16(ChoreoMatrices::new(s, shape)?),
+        })
+    }
+
+    fn upload(&mut self, s: &Stream, ha: &[u16], hb: &[u16]) -> BenchResult<()> {
+        match self {
+            ChoreoOperands::F16(x) => x.upload(s, ha, hb),
+            ChoreoOperands::Bf16(x) => x.upload(s, ha, hb),
+        }
+    }
+
+    fn run_checked(&mut self, s: &Stream) -> BenchResult<Vec<u16>> {
+        match self {
+            ChoreoOperands::F16(x) => {
+                x.run_checked(s, |s, a, b, c| kernels::gemm::gemm_f16(s, a, b, c)?.wait())
+            }
+            ChoreoOperands::Bf16(x) => {
+                x.run_checked(s, |s, a, b, c| kernels::gemm::gemm_bf16(s, a, b, c)?.wait())
+            }
+        }
+    }
+
+    /// One launch, not waited for (the timing loop).
+    fn launch(&mut self, s: &Stream) -> BenchResult<()> {
+        match self {
+            ChoreoOperands::F16(x) => drop(kernels::gemm::gemm_f16(s, &x.a, &x.b, &mut x.c)?),
+            ChoreoOperands::Bf16(x) => drop(kernels::gemm::gemm_bf16(s, &x.a, &x.b, &mut x.c)?),
+        }
+        Ok(())
+    }
 }

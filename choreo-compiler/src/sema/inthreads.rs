@@ -153,17 +153,22 @@ impl Checker<'_> {
     /// Whether a condition may hold in some threads of a warpgroup and not in others: it
     /// depends on the index of a `group` or `thread` level (directly or through immutable
     /// locals computed from one), on a mutable local, or on data, calls or atomics. (Block and
-    /// `group-4` indices are the same in all threads of a warpgroup.)
+    /// `group-4` indices, and `foreach` indices, are the same in all threads of a warpgroup.)
+    /// Also decides whether a WGMMA operand view is warpgroup-uniform (`E1029`).
     pub(crate) fn splits_warpgroups(&self, e: &HExpr) -> bool {
         let mut found = false;
         visit::for_each_expr(e, |x| {
             found |= match &x.kind {
                 HExprKind::Var(v) => match self.locals.get(v.index()) {
-                    Some(l) if l.mutable => true,
                     Some(l) => match &l.origin {
+                        // Every thread that reaches a `foreach`/`with` runs the same iterations
+                        // (its bounds are shape dimensions): its indices, and the locals of a
+                        // ranged `foreach`, are the same in all threads of a warpgroup.
+                        LocalOrigin::WithIndex { .. } | LocalOrigin::RangeLocal { .. } => false,
                         LocalOrigin::ParallelIndex { level, .. } => {
                             matches!(level, Level::Group | Level::Thread)
                         }
+                        _ if l.mutable => true,
                         _ => match l.place {
                             LocalPlace::DeviceScalar => {
                                 self.device_inits.get(v).is_none_or(|i| self.splits_warpgroups(i))

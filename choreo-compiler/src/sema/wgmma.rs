@@ -12,11 +12,7 @@ use super::scope::Symbol;
 use crate::ast::{self, ExprKind, MmaLayout};
 use crate::diagnostics::Diagnostic;
 use crate::hir::mma::{FragRef, MmaOp, MmaRole, MmaSelected, WgA, WgOperand};
-use crate::hir::visit::{self, Walk};
-use crate::hir::{
-    BufferRef, ElemTy, HExpr, HExprKind, Level, LocalOrigin, LocalPlace, Stmt, StmtKind, Storage,
-    View,
-};
+use crate::hir::{BufferRef, ElemTy, Level, Stmt, StmtKind, Storage, View};
 use crate::source::Span;
 use crate::target::mma::{MmaConfig, MmaFamily, MmaType, Selection, select};
 
@@ -199,8 +195,8 @@ impl Checker<'_> {
             return None;
         }
         // One instruction of the whole warpgroup: its descriptors must be warpgroup-uniform.
-        if self.differs_in_warpgroup(&tile.base)
-            || tile.strides.iter().any(|s| self.differs_in_warpgroup(s))
+        if self.splits_warpgroups(&tile.base)
+            || tile.strides.iter().any(|s| self.splits_warpgroups(s))
         {
             self.error_label(
                 "E1029",
@@ -215,38 +211,6 @@ impl Checker<'_> {
         }
         let k_stride = tile.strides[usize::from(!mn_major)].clone();
         Some(WgOperand { tile, mn_major, k_stride })
-    }
-
-    /// Whether a value may differ between the threads of a warpgroup: like
-    /// `splits_warpgroups`, except that `foreach`/`with` indices (and the locals of ranged
-    /// `foreach`) count as uniform — every thread of the warpgroup runs the same loop.
-    fn differs_in_warpgroup(&self, e: &HExpr) -> bool {
-        let mut found = false;
-        visit::for_each_expr(e, |x| {
-            found |= match &x.kind {
-                HExprKind::Var(v) => match self.locals.get(v.index()) {
-                    Some(l) => match &l.origin {
-                        LocalOrigin::WithIndex { .. } | LocalOrigin::RangeLocal { .. } => false,
-                        LocalOrigin::ParallelIndex { level, .. } => {
-                            matches!(level, Level::Group | Level::Thread)
-                        }
-                        _ if l.mutable => true,
-                        _ => match l.place {
-                            LocalPlace::DeviceScalar => self
-                                .device_inits
-                                .get(v)
-                                .is_none_or(|i| self.differs_in_warpgroup(i)),
-                            _ => false,
-                        },
-                    },
-                    None => false,
-                },
-                HExprKind::At { .. } | HExprKind::Call { .. } | HExprKind::Atomic { .. } => true,
-                _ => false,
-            };
-            Walk::Continue
-        });
-        found
     }
 
     /// `[q =] mma.<a>.<b>[.async] acc, A, B;` in a warpgroup.
