@@ -88,6 +88,20 @@ impl Event {
         check(api, unsafe { (api.event_record)(self.raw, stream.as_raw()) }, "cudaEventRecord")
     }
 
+    /// Records the event at the current end of the stream `raw`, without the checks of
+    /// [`Event::record`] (for the runtime's lazily recorded points, which keep the handle).
+    ///
+    /// # Safety
+    ///
+    /// `raw` is a valid stream handle of the event's device (and backend) for the duration of
+    /// the call.
+    pub(crate) unsafe fn record_on_raw(&mut self, raw: sys::cudaStream_t) -> Result<()> {
+        let api = self.api();
+        // SAFETY: `self.raw` is a valid event handle of `api`'s runtime; the caller guarantees
+        // that `raw` is a valid stream of the same device.
+        check(api, unsafe { (api.event_record)(self.raw, raw) }, "cudaEventRecord")
+    }
+
     /// Blocks until the work before the most recent record has completed (immediately if the
     /// event was never recorded).
     pub fn synchronize(&self) -> Result<()> {
