@@ -114,7 +114,7 @@ fn byte_len<T>(len: usize) -> Result<usize> {
 }
 
 /// Enqueues a `cudaMemcpyAsync` of `bytes` bytes on `stream`, with its backend's runtime.
-fn enqueue_copy(
+pub(crate) fn enqueue_copy(
     destination: *mut c_void,
     source: *const c_void,
     bytes: usize,
