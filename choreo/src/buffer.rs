@@ -51,8 +51,8 @@ pub(crate) struct RawOwned {
 ///
 /// # Ordering and safety model
 ///
-/// Every copy or kernel launch that touches the buffer records an event on the stream that
-/// did it: the buffer keeps the events of the last write (one per stream, for a kernel call
+/// Every copy or kernel launch that touches the buffer is marked by an event on the stream that
+/// did it (recorded lazily, see below): the buffer keeps the events of the last write (one per stream, for a kernel call
 /// whose kernels run on several streams) and one event per stream that read it since. A new
 /// read on some stream first makes that stream wait for the last write; a new write waits for
 /// the last write and all reads. So work on different streams that shares a buffer is ordered
@@ -574,9 +574,13 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
 
     /// For generated kernel wrappers: records that work enqueued on `stream` (after
     /// [`DeviceBuffer::device_ptr_for_read`]) reads the buffer.
+    ///
+    /// The end of the work is recorded lazily (when another stream, the host or a free needs
+    /// it): `device_ptr_for_read` recorded the end of earlier work on `stream` if it was still
+    /// needed, so the point taken here marks the caller's work and what follows it.
     pub fn record_read(&self, stream: &Stream) -> Result<()> {
         self.stream_device(stream)?;
-        let recorded = Recorded::now(stream)?;
+        let recorded = stream.point_after_enqueue()?;
         self.lock_tracking().read_recorded(&recorded);
         Ok(())
     }
@@ -608,9 +612,13 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
 
     /// For generated kernel wrappers: records that work enqueued on `stream` (after
     /// [`DeviceBuffer::device_ptr_for_write`]) writes the buffer.
+    ///
+    /// Recorded lazily, like [`DeviceBuffer::record_read`].
     pub fn record_write(&mut self, stream: &Stream) -> Result<()> {
         self.stream_device(stream)?;
-        self.tracking_mut().after_write(stream)
+        let recorded = stream.point_after_enqueue()?;
+        self.tracking_mut().write_recorded(std::slice::from_ref(&recorded));
+        Ok(())
     }
 
     /// [`DeviceBuffer::record_write`] with events already recorded after the write, one per

@@ -46,8 +46,8 @@ impl Event {
     }
 
     /// An event of `device`. Untimed ones may come from the pool and then still carry an old
-    /// record: they are only made by [`Stream::record_untimed_event`], which records them at
-    /// once.
+    /// record: they are only made by [`Stream::record_untimed_event`] and by the recording of the
+    /// runtime's lazy points (`crate::point`), which record them at once.
     pub(crate) fn create(device: Device, timing: bool) -> Result<Event> {
         if !timing {
             if let Some(raw) = pool::take(device) {

@@ -103,6 +103,7 @@ pub fn check_extent(param: &'static str, dim: usize, expected: usize, got: usize
 /// let mut work = choreo::kernels::WorkStreams::for_backends(&backends, &[s])?;
 /// let x_ptr = work.read_param_ptr("x", x.buffer())?;
 /// let mut message = choreo::kernels::EntryMessage::new();
+/// let _device = work.enter()?; // right before the entry
 /// let status = match work.backend() {
 ///     // SAFETY: (as today, per entry)
 ///     Backend::Cuda => unsafe { entry_cuda(x_ptr, s.as_raw(), message.as_mut_ptr()) },
@@ -444,8 +445,7 @@ impl<'s> WorkStreams<'s> {
         if let Some(others) = self.streams().get(1..).filter(|others| !others.is_empty()) {
             let fork = first.record_untimed_event()?;
             for stream in others {
-                // The wait must not become part of the stream's earlier work.
-                stream.seal_point(0)?;
+                // (`wait_event` first seals the stream's open point if someone needs it.)
                 stream.wait_event(&fork)?;
             }
         }
@@ -474,9 +474,11 @@ impl<'s> WorkStreams<'s> {
             let events = self
                 .streams()
                 .iter()
-                .map(|stream| {
-                    if entered { stream.point_after_enqueue() } else { Recorded::now(stream) }
-                })
+                .map(
+                    |stream| {
+                        if entered { stream.point_after_enqueue() } else { Recorded::now(stream) }
+                    },
+                )
                 .collect::<Result<_>>()?;
             self.call_events = Some(events);
         }

@@ -20,12 +20,15 @@
 //! - **Before the next operation** on the stream is enqueued, the open point is *sealed*
 //!   (recorded) when someone other than that operation can still need it: a `Pending`, a
 //!   buffer the operation does not access, an access entry the operation does not replace
-//!   ([`Stream::seal_point`], with the number of references the operation replaces). When the
+//!   (`Stream::seal_point`, with the number of references the operation replaces). When the
 //!   operation replaces every reference, the point is *extended* instead: after the operation
-//!   is enqueued it becomes that operation's point too ([`Stream::point_after_enqueue`]), and
+//!   is enqueued it becomes that operation's point too (`Stream::point_after_enqueue`), and
 //!   no event is recorded at all. This is the steady state of a loop of calls on one stream.
-//!   Before a stream is made to wait for another's event inside an operation, its open point
-//!   is sealed if anyone holds it, so waits never become false dependencies of earlier work.
+//!   Before a stream is made to wait for an event (`Stream::wait_event`, which the tracking
+//!   and [`crate::Pending::then`] use), its open point is sealed if anyone holds it, so waits
+//!   never become false dependencies of earlier work. (Work that a program enqueues itself
+//!   through `Stream::as_raw` between two tracked operations can end up inside the earlier
+//!   one's point: those who wait for it then also wait for that work; nothing else changes.)
 //! - A dropped owned stream records its open point if anyone holds it, before its handle is
 //!   destroyed.
 //!
@@ -33,7 +36,7 @@
 //!
 //! Memory safety rests on one property only: **every access a point stands for was enqueued
 //! before the point's event is recorded.** A point becomes an operation's point only after the
-//! operation was enqueued (the extension happens in [`Stream::point_after_enqueue`], under the
+//! operation was enqueued (the extension happens in `Stream::point_after_enqueue`, under the
 //! stream's lock, and only while the point is still unrecorded; on-demand recording takes the
 //! same lock), so whenever it is recorded, it is recorded after all the work it covers.
 //! Recording *later* than the end of an access is never unsound: the event then also covers
@@ -42,7 +45,7 @@
 //! *precise* a point is (whether an unrelated later operation is included), never whether it
 //! covers its own accesses; counts that are stale because of a race only cost waiting time.
 //!
-//! Only streams this runtime owns ([`Stream::new`], [`Stream::new_on_device`]) have open
+//! Only streams this runtime owns (`Stream::new`, `Stream::new_on_device`) have open
 //! points: their handle lives exactly as long as the `Stream` (or forever, if it is leaked),
 //! so a point can always be recorded on it. The legacy default stream and wrapped foreign
 //! streams record every point right away, as before.
@@ -187,11 +190,8 @@ impl Lane {
         if Arc::strong_count(open) <= 1 + replaced {
             return Ok(());
         }
-        let open = Arc::clone(open);
-        if state.closed {
-            return Ok(());
-        }
-        self.record(&open)?;
+        // An open lane is not closed: `close` takes the open point.
+        self.record(open)?;
         state.open = None;
         Ok(())
     }

@@ -311,6 +311,9 @@ impl Stream {
     pub fn wait_event(&self, event: &Event) -> Result<()> {
         let (device, api) = self.device_and_api()?;
         same_backend("the event", event.device(), device)?;
+        // The wait must not become part of the end of earlier tracked work on this stream
+        // (its lazily recorded point, see `crate::point`): record that first if it is needed.
+        self.seal_point(0)?;
         let _guard = self.bind_device()?;
         // SAFETY: both handles are valid while `self` and `event` exist and belong to the same
         // backend's runtime (checked above); waiting on an event of another CUDA device is
@@ -353,9 +356,10 @@ impl Stream {
     pub(crate) fn point_now(&self) -> Result<Recorded> {
         match &self.lane {
             Some(lane) => Ok(Recorded { stream: lane.key(), point: lane.now()? }),
-            None => {
-                Ok(Recorded { stream: self.key()?, point: Point::recorded(self.record_untimed_event()?) })
-            }
+            None => Ok(Recorded {
+                stream: self.key()?,
+                point: Point::recorded(self.record_untimed_event()?),
+            }),
         }
     }
 

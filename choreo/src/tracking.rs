@@ -148,10 +148,11 @@ impl Tracking {
             // record, so a read can only see an unrecorded write that was never recorded.
             self.synchronize_device()?;
         }
-        let mut sealed = false;
         for write in &self.writes {
             if write.stream != key {
-                wait_for(stream, write, &mut sealed)?;
+                // Records the write's point if it is still open; `wait_event` first seals
+                // `stream`'s own open point if someone needs it.
+                stream.wait_event(write.event()?)?;
             }
         }
         self.unrecorded_reads += 1;
@@ -193,11 +194,10 @@ impl Tracking {
             // right now: these accesses were never recorded.
             self.synchronize_device()?;
         }
-        let mut sealed = false;
         let mut replaced = 0;
         for access in self.writes.iter().chain(&self.reads) {
             if access.stream != key {
-                wait_for(stream, access, &mut sealed)?;
+                stream.wait_event(access.event()?)?;
             } else if access.point.is_open() {
                 replaced += 1;
             }
@@ -214,7 +214,11 @@ impl Tracking {
         self.unrecorded_allocation = None;
         if self.reads.is_empty()
             && self.writes.len() == recorded.len()
-            && self.writes.iter().zip(recorded).all(|(old, new)| Arc::ptr_eq(&old.point, &new.point))
+            && self
+                .writes
+                .iter()
+                .zip(recorded)
+                .all(|(old, new)| Arc::ptr_eq(&old.point, &new.point))
         {
             // The same (extended) points: nothing changes.
             return;
@@ -340,16 +344,4 @@ pub(crate) fn tracked_op(
         tracking.write_recorded(std::slice::from_ref(&recorded));
     }
     Ok(())
-}
-
-/// Makes `stream` wait for `access` (recording its point first if it is open). Before the
-/// first wait of an operation, `stream`'s own open point is sealed if anyone holds it, so that
-/// the wait does not become part of earlier work's point (`sealed` tracks this).
-fn wait_for(stream: &Stream, access: &Recorded, sealed: &mut bool) -> Result<()> {
-    let event = access.event()?;
-    if !*sealed {
-        stream.seal_point(0)?;
-        *sealed = true;
-    }
-    stream.wait_event(event)
 }
