@@ -771,14 +771,32 @@ fn dropped_streams_and_forgotten_pendings(device: Device) {
         drop(wrapper_call(&s, &a, &mut c, None).unwrap());
     }
     assert_eq!(c.to_vec(&t).unwrap(), [1, 1, 2, 3]);
+    // A held call on a stream that is dropped right after: its end (which `c` still needs) is
+    // recorded when the stream is dropped, and a reader of `c` on `t` waits for it. The held
+    // call writes new values, so the reader's result shows whether it waited. Nothing here
+    // depends on timing: everything that blocks the host (`buffer_of` synchronises) happens
+    // before the gate is held, and the gate is opened by a helper as soon as the reader is
+    // enqueued, or after a while if the main thread blocks before that (compute-sanitizer
+    // makes the destruction of a stream wait for its work).
+    let mut d = buffer_of(&t, &[0; 4]);
+    let b = buffer_of(&t, &[5, 6, 7, 8]);
     let s = Stream::new_on_device(device).unwrap();
     let gate = Gate::closed();
-    drop(wrapper_call(&s, &a, &mut c, Some(&gate)).unwrap());
+    drop(wrapper_call(&s, &b, &mut c, Some(&gate)).unwrap());
+    let (enqueued, opener) = {
+        let (sender, receiver) = std::sync::mpsc::channel::<()>();
+        let gate = gate.clone();
+        let opener = thread::spawn(move || {
+            let _ = receiver.recv_timeout(Duration::from_secs(2));
+            gate.open();
+        });
+        (sender, opener)
+    };
     drop(s);
-    let mut d = buffer_of(&t, &[0; 4]);
     d.copy_from_device(&t, &c).unwrap();
-    gate.open();
-    assert_eq!(d.to_vec(&t).unwrap(), [1, 1, 2, 3]);
+    let _ = enqueued.send(());
+    opener.join().unwrap();
+    assert_eq!(d.to_vec(&t).unwrap(), [5, 6, 7, 8], "the reader did not wait for the held call");
     assert!(!gate.timed_out());
 }
 
