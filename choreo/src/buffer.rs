@@ -51,15 +51,18 @@ pub(crate) struct RawOwned {
 ///
 /// # Ordering and safety model
 ///
-/// Every copy or kernel launch that touches the buffer records an event on the stream that
-/// did it: the buffer keeps the events of the last write (one per stream, for a kernel call
+/// Every copy or kernel launch that touches the buffer is marked by an event on the stream that
+/// did it (recorded lazily, see below): the buffer keeps the events of the last write (one per stream, for a kernel call
 /// whose kernels run on several streams) and one event per stream that read it since. A new
 /// read on some stream first makes that stream wait for the last write; a new write waits for
 /// the last write and all reads. So work on different streams that shares a buffer is ordered
 /// correctly without the user synchronising anything (cudarc's model, extended to several
-/// concurrent readers). One operation records one event per stream and all buffers it touched
-/// share it (a kernel call costs one `cudaEventRecord` per stream, not one per buffer); the
-/// events come from a pool, so no event is created or destroyed per call.
+/// concurrent readers). One operation marks its end with one point per stream and all buffers
+/// it touched share it. Points are events recorded lazily: only when another stream, the host
+/// or a free needs them, or before the next operation on the stream if someone still holds
+/// them; a loop of calls on one stream whose `Pending`s are dropped records none (see
+/// `docs/performance.md`, "Launch overhead"). The events come from a pool, so no event is
+/// created or destroyed per call.
 ///
 /// Dropping the buffer never blocks and never frees memory the GPU may still use: the memory is
 /// freed (`cudaFreeAsync` on an idle internal stream) once all recorded accesses have completed
@@ -111,7 +114,7 @@ fn byte_len<T>(len: usize) -> Result<usize> {
 }
 
 /// Enqueues a `cudaMemcpyAsync` of `bytes` bytes on `stream`, with its backend's runtime.
-fn enqueue_copy(
+pub(crate) fn enqueue_copy(
     destination: *mut c_void,
     source: *const c_void,
     bytes: usize,
@@ -126,6 +129,16 @@ fn enqueue_copy(
     // access of both). User memory is never the source or target of a device copy.
     let status = unsafe { (api.memcpy_async)(destination, source, bytes, kind, stream.as_raw()) };
     check(api, status, "cudaMemcpyAsync")
+}
+
+/// Seals `stream`'s open point if anyone holds it; on failure runs `cancel` (the access was not
+/// enqueued) and returns the error.
+fn seal_or_cancel(stream: &Stream, cancel: impl FnOnce()) -> Result<()> {
+    let sealed = stream.seal_point(0);
+    if sealed.is_err() {
+        cancel();
+    }
+    sealed
 }
 
 fn check_len(expected: usize, got: usize) -> Result<()> {
@@ -544,21 +557,30 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
     /// Null for an empty buffer.
     pub fn device_ptr_for_read(&self, stream: &Stream) -> Result<*const T> {
         check_deferred()?;
-        self.ptr_for_read_unchecked(stream)
+        let pointer = self.ptr_for_read_unchecked(stream)?.0;
+        // The caller enqueues next: earlier work's lazily recorded end is recorded first if
+        // anyone holds it, so that it does not include the caller's work.
+        seal_or_cancel(stream, || self.lock_tracking().cancel_read())?;
+        Ok(pointer)
     }
 
     /// [`DeviceBuffer::device_ptr_for_read`] without the check for deferred errors (which
-    /// [`crate::kernels::WorkStreams`] makes once per kernel call).
-    pub(crate) fn ptr_for_read_unchecked(&self, stream: &Stream) -> Result<*const T> {
-        self.lock_tracking().before_read(stream)?;
-        Ok(self.pointer)
+    /// [`crate::kernels::WorkStreams`] makes once per kernel call); also returns how many
+    /// references to open points of `stream` the read replaces.
+    pub(crate) fn ptr_for_read_unchecked(&self, stream: &Stream) -> Result<(*const T, usize)> {
+        let replaced = self.lock_tracking().before_read(stream)?;
+        Ok((self.pointer, replaced))
     }
 
     /// For generated kernel wrappers: records that work enqueued on `stream` (after
     /// [`DeviceBuffer::device_ptr_for_read`]) reads the buffer.
+    ///
+    /// The end of the work is recorded lazily (when another stream, the host or a free needs
+    /// it): `device_ptr_for_read` recorded the end of earlier work on `stream` if it was still
+    /// needed, so the point taken here marks the caller's work and what follows it.
     pub fn record_read(&self, stream: &Stream) -> Result<()> {
         self.stream_device(stream)?;
-        let recorded = Recorded::now(stream)?;
+        let recorded = stream.point_after_enqueue()?;
         self.lock_tracking().read_recorded(&recorded);
         Ok(())
     }
@@ -575,20 +597,28 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
     /// Null for an empty buffer.
     pub fn device_ptr_for_write(&mut self, stream: &Stream) -> Result<*mut T> {
         check_deferred()?;
-        self.ptr_for_write_unchecked(stream)
+        let pointer = self.ptr_for_write_unchecked(stream)?.0;
+        // As in `device_ptr_for_read`.
+        seal_or_cancel(stream, || self.tracking_mut().cancel_write())?;
+        Ok(pointer)
     }
 
-    /// [`DeviceBuffer::device_ptr_for_write`] without the check for deferred errors.
-    pub(crate) fn ptr_for_write_unchecked(&mut self, stream: &Stream) -> Result<*mut T> {
-        self.tracking_mut().before_write(stream)?;
-        Ok(self.pointer)
+    /// [`DeviceBuffer::device_ptr_for_write`] without the check for deferred errors; also
+    /// returns how many references to open points of `stream` the write replaces.
+    pub(crate) fn ptr_for_write_unchecked(&mut self, stream: &Stream) -> Result<(*mut T, usize)> {
+        let replaced = self.tracking_mut().before_write(stream)?;
+        Ok((self.pointer, replaced))
     }
 
     /// For generated kernel wrappers: records that work enqueued on `stream` (after
     /// [`DeviceBuffer::device_ptr_for_write`]) writes the buffer.
+    ///
+    /// Recorded lazily, like [`DeviceBuffer::record_read`].
     pub fn record_write(&mut self, stream: &Stream) -> Result<()> {
         self.stream_device(stream)?;
-        self.tracking_mut().after_write(stream)
+        let recorded = stream.point_after_enqueue()?;
+        self.tracking_mut().write_recorded(std::slice::from_ref(&recorded));
+        Ok(())
     }
 
     /// [`DeviceBuffer::record_write`] with events already recorded after the write, one per

@@ -622,3 +622,272 @@ fn a_cpu_kernel_launched_like_a_generated_wrapper_does_runs_in_stream_order() {
     assert!(out.to_host(&b).unwrap().as_slice().iter().all(|&value| value == 7));
     assert!(!gate.timed_out());
 }
+
+// Lazily recorded points (`crate::point`): when the end of tracked work is recorded, and that
+// waiting for it still means exactly that work. The bodies take the device, so that the same
+// checks run on a GPU (the `#[ignore]`d `gpu_*` tests) and on the CPU here.
+
+/// What a generated wrapper does for a call that reads `source` and writes `target` on
+/// `stream`: hand out the pointers, `enter`, the "entry" (a copy, behind `gate` if given),
+/// record the accesses, and return the call's `Pending`.
+fn wrapper_call(
+    stream: &Stream,
+    source: &DeviceBuffer<u32>,
+    target: &mut DeviceBuffer<u32>,
+    gate: Option<&Gate>,
+) -> Result<Pending<'static, ()>> {
+    let mut work = WorkStreams::for_backends(&[Backend::Cuda, Backend::Cpu], &[stream])?;
+    let from = work.read_param_ptr("source", source)?;
+    let to = work.write_param_ptr("target", target)?;
+    {
+        let _device = work.enter()?;
+        if let Some(gate) = gate {
+            let gate = gate.clone();
+            enqueue_host(stream, move || gate.pass())?;
+        }
+        let bytes = source.len().min(target.len()) * size_of::<u32>();
+        crate::buffer::enqueue_copy(
+            to.cast(),
+            from.cast(),
+            bytes,
+            choreo_sys::cudaMemcpyKind::DeviceToDevice,
+            stream,
+        )?;
+    }
+    work.record_read(source);
+    work.record_write(target);
+    work.recorded()?;
+    work.pending(|| Ok(()))
+}
+
+fn buffer_of(stream: &Stream, values: &[u32]) -> DeviceBuffer<u32> {
+    let buffer = DeviceBuffer::from_host(stream, values).unwrap();
+    buffer.synchronize().unwrap();
+    buffer
+}
+
+/// A loop of calls on one stream with the same buffers, whose `Pending`s are dropped, records
+/// no event; a read on another stream then records exactly one, on demand.
+fn steady_state_records_nothing(device: Device) {
+    let s = Stream::new_on_device(device).unwrap();
+    let t = Stream::new_on_device(device).unwrap();
+    let a = buffer_of(&s, &[1, 2, 3, 4]);
+    let mut c = buffer_of(&s, &[0; 4]);
+    wrapper_call(&s, &a, &mut c, None).unwrap().wait().unwrap();
+    let before = s.bookkeeping_records();
+    for _ in 0..100 {
+        drop(wrapper_call(&s, &a, &mut c, None).unwrap());
+    }
+    // Copies (tracked operations of the runtime) are lazy too.
+    for _ in 0..10 {
+        c.copy_from_device(&s, &a).unwrap();
+    }
+    assert_eq!(s.bookkeeping_records(), before, "the steady state recorded events");
+    // Another stream reads `c`: the open point is recorded now, once.
+    let mut d = buffer_of(&t, &[0; 4]);
+    d.copy_from_device(&t, &c).unwrap();
+    assert_eq!(s.bookkeeping_records(), before + 1);
+    assert_eq!(d.to_vec(&t).unwrap(), [1, 2, 3, 4]);
+    assert_eq!(s.bookkeeping_records(), before + 1);
+}
+
+/// A call on the same stream that does not replace every reference to the open point seals
+/// it first: a later reader on another stream waits for the earlier call only, not for the
+/// (held) later one.
+fn a_call_that_does_not_supersede_seals_the_point(device: Device) {
+    let s = Stream::new_on_device(device).unwrap();
+    let t = Stream::new_on_device(device).unwrap();
+    let (a, b) = (buffer_of(&s, &[5, 6]), buffer_of(&s, &[7, 8]));
+    let (mut c, mut e) = (buffer_of(&s, &[0; 2]), buffer_of(&s, &[0; 2]));
+    drop(wrapper_call(&s, &a, &mut c, None).unwrap());
+    let before = s.bookkeeping_records();
+    let gate = Gate::closed();
+    // `c` keeps the first call's point, which this call (of other buffers) does not replace.
+    let held = wrapper_call(&s, &b, &mut e, Some(&gate)).unwrap();
+    assert_eq!(s.bookkeeping_records(), before + 1, "the first call's point was not sealed");
+    // `t` waits for the first call only: this completes while the second call is held.
+    let mut d = buffer_of(&t, &[0; 2]);
+    d.copy_from_device(&t, &c).unwrap();
+    assert_eq!(d.to_vec(&t).unwrap(), [5, 6]);
+    assert!(!held.is_complete().unwrap());
+    gate.open();
+    held.wait().unwrap();
+    assert!(!gate.timed_out(), "the reader waited for the later call");
+    assert_eq!(e.to_vec(&s).unwrap(), [7, 8]);
+}
+
+/// Whoever needs the end of the work records it, once: `Pending::wait`, a host query or wait,
+/// a free, a `Pending` held across the next call.
+fn points_are_recorded_when_needed(device: Device) {
+    let s = Stream::new_on_device(device).unwrap();
+    let a = buffer_of(&s, &[9, 10, 11]);
+    let mut c = buffer_of(&s, &[0; 3]);
+    drop(wrapper_call(&s, &a, &mut c, None).unwrap());
+    let mut count = s.bookkeeping_records();
+    let expect_one_more = |count: &mut u64, what: &str| {
+        *count += 1;
+        assert_eq!(s.bookkeeping_records(), *count, "{what}");
+    };
+    wrapper_call(&s, &a, &mut c, None).unwrap().wait().unwrap();
+    expect_one_more(&mut count, "Pending::wait records the point");
+    drop(wrapper_call(&s, &a, &mut c, None).unwrap());
+    c.synchronize().unwrap();
+    expect_one_more(&mut count, "a host wait records the point");
+    drop(wrapper_call(&s, &a, &mut c, None).unwrap());
+    let _ = c.is_idle().unwrap();
+    expect_one_more(&mut count, "a host query records the point");
+    // A `Pending` held across a call that replaces every buffer entry: the point is sealed
+    // before that call, so waiting for the `Pending` does not include it.
+    let held = wrapper_call(&s, &a, &mut c, None).unwrap();
+    let gate = Gate::closed();
+    let later = wrapper_call(&s, &a, &mut c, Some(&gate)).unwrap();
+    expect_one_more(&mut count, "a held Pending makes the next call seal the point");
+    held.wait().unwrap();
+    assert_eq!(s.bookkeeping_records(), count, "the sealed point was recorded twice");
+    assert!(!later.is_complete().unwrap());
+    gate.open();
+    later.wait().unwrap();
+    expect_one_more(&mut count, "Pending::wait of the later call");
+    // A free records the point of the last access.
+    let mut scratch = buffer_of(&s, &[0; 3]);
+    count = s.bookkeeping_records();
+    drop(wrapper_call(&s, &a, &mut scratch, None).unwrap());
+    drop(scratch);
+    assert_eq!(s.bookkeeping_records(), count + 1, "a free records the point");
+    assert!(!gate.timed_out());
+    assert_eq!(c.to_vec(&s).unwrap(), [9, 10, 11]);
+}
+
+/// A stream dropped while a buffer still refers to its open point records the point first;
+/// forgotten `Pending`s keep their points alive (and sealed before the next call).
+fn dropped_streams_and_forgotten_pendings(device: Device) {
+    let t = Stream::new_on_device(device).unwrap();
+    let a = buffer_of(&t, &[1, 1, 2, 3]);
+    let mut c = buffer_of(&t, &[0; 4]);
+    {
+        let s = Stream::new_on_device(device).unwrap();
+        drop(wrapper_call(&s, &a, &mut c, None).unwrap());
+        std::mem::forget(wrapper_call(&s, &a, &mut c, None).unwrap());
+        drop(wrapper_call(&s, &a, &mut c, None).unwrap());
+    }
+    assert_eq!(c.to_vec(&t).unwrap(), [1, 1, 2, 3]);
+    // A held call on a stream that is dropped right after: its end (which `c` still needs) is
+    // recorded when the stream is dropped, and a reader of `c` on `t` waits for it. The held
+    // call writes new values, so the reader's result shows whether it waited. Nothing here
+    // depends on timing: everything that blocks the host (`buffer_of` synchronises) happens
+    // before the gate is held, and the gate is opened by a helper as soon as the reader is
+    // enqueued, or after a while if the main thread blocks before that (compute-sanitizer
+    // makes the destruction of a stream wait for its work).
+    let mut d = buffer_of(&t, &[0; 4]);
+    let b = buffer_of(&t, &[5, 6, 7, 8]);
+    let s = Stream::new_on_device(device).unwrap();
+    let gate = Gate::closed();
+    drop(wrapper_call(&s, &b, &mut c, Some(&gate)).unwrap());
+    let (enqueued, opener) = {
+        let (sender, receiver) = std::sync::mpsc::channel::<()>();
+        let gate = gate.clone();
+        let opener = thread::spawn(move || {
+            let _ = receiver.recv_timeout(Duration::from_secs(2));
+            gate.open();
+        });
+        (sender, opener)
+    };
+    drop(s);
+    d.copy_from_device(&t, &c).unwrap();
+    let _ = enqueued.send(());
+    opener.join().unwrap();
+    assert_eq!(d.to_vec(&t).unwrap(), [5, 6, 7, 8], "the reader did not wait for the held call");
+    assert!(!gate.timed_out());
+}
+
+/// Calls from several threads on one stream, each with its own buffers, then read on another
+/// stream: every result is there.
+fn threads_share_a_stream(device: Device) {
+    let s = Stream::new_on_device(device).unwrap();
+    let t = Stream::new_on_device(device).unwrap();
+    let results: Vec<DeviceBuffer<u32>> = thread::scope(|scope| {
+        let workers: Vec<_> = (0..4u32)
+            .map(|worker| {
+                let s = &s;
+                scope.spawn(move || {
+                    let source = buffer_of(s, &[worker; 64]);
+                    let mut target = buffer_of(s, &[u32::MAX; 64]);
+                    for _ in 0..50 {
+                        drop(wrapper_call(s, &source, &mut target, None).unwrap());
+                    }
+                    target
+                })
+            })
+            .collect();
+        workers.into_iter().map(|worker| worker.join().unwrap()).collect()
+    });
+    for (worker, target) in results.iter().enumerate() {
+        let mut copy = buffer_of(&t, &[0; 64]);
+        copy.copy_from_device(&t, target).unwrap();
+        assert_eq!(copy.to_vec(&t).unwrap(), [worker as u32; 64]);
+    }
+}
+
+#[test]
+fn lazy_points_are_not_recorded_in_the_steady_state() {
+    let _runtime = runtime_test();
+    steady_state_records_nothing(Device::cpu());
+}
+
+#[test]
+fn lazy_points_are_sealed_by_a_call_that_does_not_supersede_them() {
+    let _runtime = runtime_test();
+    a_call_that_does_not_supersede_seals_the_point(Device::cpu());
+}
+
+#[test]
+fn lazy_points_are_recorded_when_needed() {
+    let _runtime = runtime_test();
+    points_are_recorded_when_needed(Device::cpu());
+}
+
+#[test]
+fn lazy_points_survive_dropped_streams_and_forgotten_pendings() {
+    let _runtime = runtime_test();
+    dropped_streams_and_forgotten_pendings(Device::cpu());
+}
+
+#[test]
+fn lazy_points_with_threads_on_one_stream() {
+    let _runtime = runtime_test();
+    threads_share_a_stream(Device::cpu());
+}
+
+fn gpu() -> Device {
+    Device::cuda(0).expect("these tests need a CUDA GPU")
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_lazy_points_are_not_recorded_in_the_steady_state() {
+    steady_state_records_nothing(gpu());
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_lazy_points_are_sealed_by_a_call_that_does_not_supersede_them() {
+    a_call_that_does_not_supersede_seals_the_point(gpu());
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_lazy_points_are_recorded_when_needed() {
+    points_are_recorded_when_needed(gpu());
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_lazy_points_survive_dropped_streams_and_forgotten_pendings() {
+    dropped_streams_and_forgotten_pendings(gpu());
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_lazy_points_with_threads_on_one_stream() {
+    threads_share_a_stream(gpu());
+}

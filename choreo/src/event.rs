@@ -46,8 +46,8 @@ impl Event {
     }
 
     /// An event of `device`. Untimed ones may come from the pool and then still carry an old
-    /// record: they are only made by [`Stream::record_untimed_event`], which records them at
-    /// once.
+    /// record: they are only made by [`Stream::record_untimed_event`] and by the recording of the
+    /// runtime's lazy points (`crate::point`), which record them at once.
     pub(crate) fn create(device: Device, timing: bool) -> Result<Event> {
         if !timing {
             if let Some(raw) = pool::take(device) {
@@ -86,6 +86,20 @@ impl Event {
         // SAFETY: both handles are valid while `self` and `stream` exist, and belong to the
         // same device of `api`'s backend (checked above).
         check(api, unsafe { (api.event_record)(self.raw, stream.as_raw()) }, "cudaEventRecord")
+    }
+
+    /// Records the event at the current end of the stream `raw`, without the checks of
+    /// [`Event::record`] (for the runtime's lazily recorded points, which keep the handle).
+    ///
+    /// # Safety
+    ///
+    /// `raw` is a valid stream handle of the event's device (and backend) for the duration of
+    /// the call.
+    pub(crate) unsafe fn record_on_raw(&mut self, raw: sys::cudaStream_t) -> Result<()> {
+        let api = self.api();
+        // SAFETY: `self.raw` is a valid event handle of `api`'s runtime; the caller guarantees
+        // that `raw` is a valid stream of the same device.
+        check(api, unsafe { (api.event_record)(self.raw, raw) }, "cudaEventRecord")
     }
 
     /// Blocks until the work before the most recent record has completed (immediately if the

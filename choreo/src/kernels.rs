@@ -20,6 +20,7 @@ use std::ffi::c_char;
 use choreo_sys as sys;
 
 use crate::backend::Backend;
+use crate::device::DeviceGuard;
 use crate::elem::DeviceRepr;
 use crate::error::{check_deferred, check_status};
 use crate::one_or_many::{InlineList, OneOrMany};
@@ -70,10 +71,16 @@ pub fn check_extent(param: &'static str, dim: usize, expected: usize, got: usize
 /// record the call's accesses, so later work waits for them and the memory is not freed before
 /// they are done, and [`WorkStreams::pending`] makes the call's [`Pending`].
 ///
-/// The first of these records one event per work stream; every buffer of the call and the
-/// `Pending` share those events. So a call costs one `cudaEventRecord` per stream (plus waits
-/// only where streams actually change), not one per buffer. That is right because the wrapper
-/// enqueues nothing on the work streams between the entry's return and the recording.
+/// Right before the entry, [`WorkStreams::enter`] makes the device current and seals the
+/// streams' open points that someone other than this call still needs (see `crate::point`:
+/// the events that mark the end of tracked work are recorded lazily). The first of the
+/// `record_*` / `pending` calls then takes one point per work stream (normally the stream's
+/// open point, extended over the call, so no event is recorded); every buffer of the call and
+/// the `Pending` share them. So a call costs at most one `cudaEventRecord` per stream, and
+/// none in a loop of calls on one stream whose `Pending`s are dropped or awaited. That is
+/// right because the wrapper enqueues nothing on the work streams between the entry's return
+/// and the first `record_*`. (Without [`WorkStreams::enter`], as in wrappers generated before
+/// it existed, each call records its points right after the entry, as before.)
 ///
 /// Recording failures are kept and returned by [`WorkStreams::recorded`]; an access that could
 /// not be recorded makes later conflicting accesses synchronise the device instead (see
@@ -96,6 +103,7 @@ pub fn check_extent(param: &'static str, dim: usize, expected: usize, got: usize
 /// let mut work = choreo::kernels::WorkStreams::for_backends(&backends, &[s])?;
 /// let x_ptr = work.read_param_ptr("x", x.buffer())?;
 /// let mut message = choreo::kernels::EntryMessage::new();
+/// let _device = work.enter()?; // right before the entry
 /// let status = match work.backend() {
 ///     // SAFETY: (as today, per entry)
 ///     Backend::Cuda => unsafe { entry_cuda(x_ptr, s.as_raw(), message.as_mut_ptr()) },
@@ -129,8 +137,12 @@ pub struct WorkStreams<'s> {
     device: Device,
     /// The buffers handed out so far, for the aliasing check.
     handouts: InlineList<Handout, 4>,
-    /// One event per stream, recorded after the entry call (see [`WorkStreams::call_events`]).
+    /// One point per stream, taken after the entry call (see [`WorkStreams::call_events`]).
     call_events: Option<OneOrMany<Recorded>>,
+    /// Per stream (as `streams`): references to its open point that the call replaces.
+    replaced: OneOrMany<usize>,
+    /// Whether [`WorkStreams::enter`] ran (the open points were sealed where needed).
+    entered: bool,
     /// The first recording error.
     error: Option<Error>,
 }
@@ -271,6 +283,7 @@ impl<'s> WorkStreams<'s> {
         check_deferred()?;
         let mut unique: OneOrMany<&'s Stream> = OneOrMany::default();
         let mut devices: OneOrMany<Device> = OneOrMany::default();
+        let mut replaced: OneOrMany<usize> = OneOrMany::default();
         for &stream in streams {
             let key = stream.key()?;
             let mut seen = false;
@@ -280,6 +293,7 @@ impl<'s> WorkStreams<'s> {
             if !seen {
                 unique.push(stream);
                 devices.push(key.device());
+                replaced.push(0);
             }
         }
         let device = same_device(devices.as_slice().iter().copied())?;
@@ -300,6 +314,8 @@ impl<'s> WorkStreams<'s> {
             device,
             handouts: InlineList::default(),
             call_events: None,
+            replaced,
+            entered: false,
             error: None,
         })
     }
@@ -382,8 +398,12 @@ impl<'s> WorkStreams<'s> {
     ) -> Result<*const T> {
         self.hand_out(param, buffer, false)?;
         let mut pointer = std::ptr::null();
-        for stream in self.streams() {
-            pointer = buffer.ptr_for_read_unchecked(stream)?;
+        for (index, stream) in self.streams.as_slice().iter().enumerate() {
+            let (read, replaced) = buffer.ptr_for_read_unchecked(stream)?;
+            pointer = read;
+            if let Some(count) = self.replaced.as_mut_slice().get_mut(index) {
+                *count += replaced;
+            }
         }
         Ok(pointer)
     }
@@ -418,22 +438,48 @@ impl<'s> WorkStreams<'s> {
     ) -> Result<*mut T> {
         self.hand_out(param, buffer, true)?;
         let first = self.first();
-        let pointer = buffer.ptr_for_write_unchecked(first)?;
+        let (pointer, replaced) = buffer.ptr_for_write_unchecked(first)?;
+        if let Some(count) = self.replaced.as_mut_slice().first_mut() {
+            *count += replaced;
+        }
         if let Some(others) = self.streams().get(1..).filter(|others| !others.is_empty()) {
             let fork = first.record_untimed_event()?;
             for stream in others {
+                // (`wait_event` first seals the stream's open point if someone needs it.)
                 stream.wait_event(&fork)?;
             }
         }
         Ok(pointer)
     }
 
-    /// The call's events, one per work stream, recorded at the first use (right after the
-    /// entry call: nothing else is enqueued on the work streams in between).
+    /// Call right before the `extern "C"` entry, after every buffer was handed out: seals the
+    /// work streams' open points that someone other than this call still needs (so that they
+    /// do not come to include the call's work; see `crate::point`), and makes the call's device
+    /// current until the guard is dropped (launches go to the current device).
+    pub fn enter(&mut self) -> Result<DeviceGuard> {
+        for (stream, &replaced) in self.streams.as_slice().iter().zip(self.replaced.as_slice()) {
+            stream.seal_point(replaced)?;
+        }
+        self.entered = true;
+        DeviceGuard::enter(self.device)
+    }
+
+    /// The call's points, one per work stream, taken at the first use (right after the entry
+    /// call: nothing else is enqueued on the work streams in between). After
+    /// [`WorkStreams::enter`] these are lazy (normally the streams' open points, extended over
+    /// the call); else they are recorded now.
     fn call_events(&mut self) -> Result<&[Recorded]> {
         if self.call_events.is_none() {
-            let events =
-                self.streams().iter().map(|stream| Recorded::now(stream)).collect::<Result<_>>()?;
+            let entered = self.entered;
+            let events = self
+                .streams()
+                .iter()
+                .map(
+                    |stream| {
+                        if entered { stream.point_after_enqueue() } else { Recorded::now(stream) }
+                    },
+                )
+                .collect::<Result<_>>()?;
             self.call_events = Some(events);
         }
         Ok(self.call_events.as_ref().map_or(&[], OneOrMany::as_slice))
@@ -470,8 +516,8 @@ impl<'s> WorkStreams<'s> {
         &mut self,
         finish: impl FnOnce() -> Result<T> + Send + 'a,
     ) -> Result<Pending<'a, T>> {
-        let events = self.call_events()?.iter().map(|recorded| recorded.event.clone()).collect();
-        Ok(Pending::from_shared_events(events, finish))
+        let points = self.call_events()?.iter().map(|recorded| recorded.point.clone()).collect();
+        Ok(Pending::from_points(points, finish))
     }
 
     fn keep(&mut self, result: Result<()>) {

@@ -75,6 +75,7 @@ mod one_or_many;
 mod pending;
 mod pinned;
 mod pinned_pool;
+mod point;
 mod stream;
 mod tensor;
 mod tracking;

@@ -32,6 +32,15 @@ impl<T> OneOrMany<T> {
         };
     }
 
+    /// The elements, mutably.
+    pub(crate) fn as_mut_slice(&mut self) -> &mut [T] {
+        match self {
+            OneOrMany::Empty => &mut [],
+            OneOrMany::One(value) => std::slice::from_mut(value),
+            OneOrMany::Many(values) => values,
+        }
+    }
+
     /// The elements, in the order pushed.
     pub(crate) fn as_slice(&self) -> &[T] {
         match self {

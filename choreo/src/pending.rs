@@ -4,13 +4,14 @@ use std::ffi::c_void;
 use std::fmt;
 use std::future::{Future, IntoFuture};
 use std::pin::Pin;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::task::{Context, Poll, Waker};
 
 use crate::error::check;
 use crate::event::Event;
 use crate::graveyard::sweep;
 use crate::one_or_many::OneOrMany;
+use crate::point::Point;
 use crate::stream::Stream;
 use crate::{Device, Error, Result};
 
@@ -44,9 +45,11 @@ type Finish<'a, T> = Box<dyn FnOnce() -> Result<T> + Send + 'a>;
 /// once the device is done with it (or leaked, if forgotten). Dropping never blocks.
 #[must_use = "device work is still running; call `.wait()` or `.await` to get its results"]
 pub struct Pending<'a, T> {
-    /// Shared with the buffers the work accessed (one event per stream marks the end of a
-    /// kernel call for both).
-    events: OneOrMany<Arc<Event>>,
+    /// Shared with the buffers the work accessed (one point per stream marks the end of a
+    /// kernel call for both); recorded lazily, when this `Pending` (or a buffer) needs them.
+    points: OneOrMany<Arc<Point>>,
+    /// The events of `points`, once [`Pending::events`] asked for them.
+    events: OnceLock<OneOrMany<Arc<Event>>>,
     finish: Finish<'a, T>,
 }
 
@@ -59,16 +62,16 @@ impl<'a, T> Pending<'a, T> {
     /// borrows. Data the device writes must reach it through runtime-owned memory that tracks
     /// its accesses (e.g. a [`crate::PinnedHostBuffer`] that `finish` owns and reads).
     pub fn from_parts(events: Vec<Event>, finish: impl FnOnce() -> Result<T> + Send + 'a) -> Self {
-        Self::from_shared_events(events.into_iter().map(Arc::new).collect(), finish)
+        Self::from_points(events.into_iter().map(Point::recorded).collect(), finish)
     }
 
-    /// [`Pending::from_parts`] with events that the runtime also keeps elsewhere (e.g. as the
+    /// [`Pending::from_parts`] with points that the runtime also keeps elsewhere (e.g. as the
     /// last accesses of the buffers a kernel call used).
-    pub(crate) fn from_shared_events(
-        events: OneOrMany<Arc<Event>>,
+    pub(crate) fn from_points(
+        points: OneOrMany<Arc<Point>>,
         finish: impl FnOnce() -> Result<T> + Send + 'a,
     ) -> Self {
-        Pending { events, finish: Box::new(finish) }
+        Pending { points, events: OnceLock::new(), finish: Box::new(finish) }
     }
 
     /// Records an event at the current end of each of `streams`, then behaves like
@@ -77,11 +80,11 @@ impl<'a, T> Pending<'a, T> {
         streams: &[&Stream],
         finish: impl FnOnce() -> Result<T> + Send + 'a,
     ) -> Result<Self> {
-        let events = streams
+        let points = streams
             .iter()
-            .map(|stream| stream.record_untimed_event().map(Arc::new))
+            .map(|stream| stream.point_now().map(|recorded| recorded.point))
             .collect::<Result<OneOrMany<_>>>()?;
-        Ok(Self::from_shared_events(events, finish))
+        Ok(Self::from_points(points, finish))
     }
 
     /// A `Pending` that is already complete and yields `value`.
@@ -95,8 +98,8 @@ impl<'a, T> Pending<'a, T> {
     /// Blocks until the device work has completed, then runs the finishing step and returns
     /// its result. On a device error the finishing step does not run.
     pub fn wait(self) -> Result<T> {
-        for event in self.events.as_slice() {
-            event.synchronize()?;
+        for point in self.points.as_slice() {
+            point.event()?.synchronize()?;
         }
         let result = (self.finish)();
         sweep();
@@ -106,8 +109,8 @@ impl<'a, T> Pending<'a, T> {
     /// `true` when the device work has completed (so [`Pending::wait`] will not block on the
     /// device); does not block.
     pub fn is_complete(&self) -> Result<bool> {
-        for event in self.events.as_slice() {
-            if !event.query()? {
+        for point in self.points.as_slice() {
+            if !point.event()?.query()? {
                 return Ok(false);
             }
         }
@@ -115,9 +118,20 @@ impl<'a, T> Pending<'a, T> {
     }
 
     /// The events that mark the end of the work, one per stream it used. They are shared with
-    /// the runtime's access tracking, hence behind `Arc` (and never re-recorded).
-    pub fn events(&self) -> &[Arc<Event>] {
-        self.events.as_slice()
+    /// the runtime's access tracking, hence behind `Arc` (and never re-recorded). The runtime
+    /// records them lazily: the first call records those not recorded yet (at the current end
+    /// of their streams, which the work's end still is), hence the `Result`.
+    pub fn events(&self) -> Result<&[Arc<Event>]> {
+        if let Some(events) = self.events.get() {
+            return Ok(events.as_slice());
+        }
+        let events = self
+            .points
+            .as_slice()
+            .iter()
+            .map(|point| point.event().map(Arc::clone))
+            .collect::<Result<OneOrMany<_>>>()?;
+        Ok(self.events.get_or_init(|| events).as_slice())
     }
 
     /// A new event that completes when all of the work has completed (recorded on a scratch
@@ -126,7 +140,7 @@ impl<'a, T> Pending<'a, T> {
     /// For work of both backends (a [`Pending::join`] of CPU and CUDA work) this fails with
     /// [`Error::DeviceMismatch`]; [`Pending::wait`] works for it.
     pub fn event(&self) -> Result<Event> {
-        let device = match self.events.as_slice().first() {
+        let device = match self.events()?.first() {
             Some(event) => event.device(),
             None => Device::default_device()?,
         };
@@ -142,7 +156,7 @@ impl<'a, T> Pending<'a, T> {
     /// (CPU work cannot be waited for by a CUDA stream, nor the reverse); the host can wait
     /// for it with [`Pending::wait`] instead.
     pub fn then(&self, stream: &Stream) -> Result<()> {
-        self.events.as_slice().iter().try_for_each(|event| stream.wait_event(event))
+        self.points.as_slice().iter().try_for_each(|point| stream.wait_event(point.event()?))
     }
 
     /// Transforms the result once it is available.
@@ -151,7 +165,11 @@ impl<'a, T> Pending<'a, T> {
         T: 'a,
     {
         let finish = self.finish;
-        Pending { events: self.events, finish: Box::new(move || transform(finish()?)) }
+        Pending {
+            points: self.points,
+            events: OnceLock::new(),
+            finish: Box::new(move || transform(finish()?)),
+        }
     }
 
     /// Combines two pieces of work: complete when both are, yielding both results.
@@ -160,16 +178,20 @@ impl<'a, T> Pending<'a, T> {
         T: 'a,
         U: 'a,
     {
-        let mut events = self.events;
-        events.extend(other.events);
+        let mut points = self.points;
+        points.extend(other.points);
         let (first, second) = (self.finish, other.finish);
-        Pending { events, finish: Box::new(move || Ok((first()?, second()?))) }
+        Pending {
+            points,
+            events: OnceLock::new(),
+            finish: Box::new(move || Ok((first()?, second()?))),
+        }
     }
 }
 
 impl<T> fmt::Debug for Pending<'_, T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Pending").field("events", &self.events).finish_non_exhaustive()
+        f.debug_struct("Pending").field("points", &self.points).finish_non_exhaustive()
     }
 }
 
@@ -280,7 +302,7 @@ impl<T> PendingFuture<'_, T> {
             if pending.is_complete()? {
                 return Ok(true);
             }
-            self.notification = Some(Self::register(pending.events.as_slice(), waker)?);
+            self.notification = Some(Self::register(pending.events()?, waker)?);
             return Ok(false);
         };
         {

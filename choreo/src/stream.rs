@@ -9,6 +9,8 @@ use crate::backend::{Api, Backend};
 use crate::device::DeviceGuard;
 use crate::error::{check, check_deferred, defer_error};
 use crate::event::Event;
+use crate::point::{Lane, Point};
+use crate::tracking::Recorded;
 use crate::{Device, Error, Result};
 
 /// Identity of stream objects for the runtime's access tracking (see [`StreamKey`]).
@@ -82,6 +84,9 @@ pub struct Stream {
     /// What keeps a borrowed handle alive (e.g. the `Arc` of a cudarc stream), dropped with the
     /// `Stream`.
     keep_alive: Option<KeepAlive>,
+    /// The lazily recorded points of an owned stream (see `crate::point`); `None` for borrowed
+    /// streams, whose points are recorded right away.
+    lane: Option<std::sync::Arc<Lane>>,
 }
 
 /// The owner of a wrapped foreign stream handle.
@@ -122,12 +127,14 @@ impl Stream {
         let status =
             unsafe { (api.stream_create_with_flags)(&mut raw, sys::cudaStreamNonBlocking) };
         check(api, status, "cudaStreamCreateWithFlags")?;
+        let id = NEXT_STREAM_ID.fetch_add(1, Ordering::Relaxed);
         Ok(Stream {
             raw,
             placement: Placement::Fixed(device),
             ownership: Ownership::Owned,
-            id: NEXT_STREAM_ID.fetch_add(1, Ordering::Relaxed),
+            id,
             keep_alive: None,
+            lane: Some(Lane::new(raw, device, StreamKey { id, device })),
         })
     }
 
@@ -149,6 +156,7 @@ impl Stream {
             ownership: Ownership::Borrowed,
             id: DEFAULT_STREAM_ID,
             keep_alive: None,
+            lane: None,
         }
     }
 
@@ -161,6 +169,7 @@ impl Stream {
             ownership: Ownership::Borrowed,
             id: DEFAULT_STREAM_ID,
             keep_alive: None,
+            lane: None,
         }
     }
 
@@ -182,6 +191,7 @@ impl Stream {
             ownership: Ownership::Borrowed,
             id: id_for(raw),
             keep_alive: None,
+            lane: None,
         }
     }
 
@@ -201,6 +211,7 @@ impl Stream {
             ownership: Ownership::Borrowed,
             id: id_for(raw),
             keep_alive: None,
+            lane: None,
         }
     }
 
@@ -300,6 +311,9 @@ impl Stream {
     pub fn wait_event(&self, event: &Event) -> Result<()> {
         let (device, api) = self.device_and_api()?;
         same_backend("the event", event.device(), device)?;
+        // The wait must not become part of the end of earlier tracked work on this stream
+        // (its lazily recorded point, see `crate::point`): record that first if it is needed.
+        self.seal_point(0)?;
         let _guard = self.bind_device()?;
         // SAFETY: both handles are valid while `self` and `event` exist and belong to the same
         // backend's runtime (checked above); waiting on an event of another CUDA device is
@@ -315,6 +329,47 @@ impl Stream {
         let mut event = Event::create(self.device()?, true)?;
         event.record(self)?;
         Ok(event)
+    }
+
+    /// Before a tracked operation is enqueued on the stream: seals (records) the stream's open
+    /// point unless its only holders are the stream and `replaced` references that the
+    /// operation replaces (see `crate::point`). Nothing for streams without lazy points.
+    pub(crate) fn seal_point(&self, replaced: usize) -> Result<()> {
+        match &self.lane {
+            Some(lane) => lane.seal(replaced),
+            None => Ok(()),
+        }
+    }
+
+    /// After a tracked operation was enqueued on the stream: the point that marks its end (the
+    /// open point, extended over it, or a new open point; for streams without lazy points a
+    /// new recorded event).
+    pub(crate) fn point_after_enqueue(&self) -> Result<Recorded> {
+        match &self.lane {
+            Some(lane) => Ok(Recorded { stream: lane.key(), point: lane.after_enqueue() }),
+            None => self.point_now(),
+        }
+    }
+
+    /// A point recorded now at the current end of the stream (the open point, if any, is
+    /// recorded and used).
+    pub(crate) fn point_now(&self) -> Result<Recorded> {
+        match &self.lane {
+            Some(lane) => Ok(Recorded { stream: lane.key(), point: lane.now()? }),
+            None => Ok(Recorded {
+                stream: self.key()?,
+                point: Point::recorded(self.record_untimed_event()?),
+            }),
+        }
+    }
+
+    /// How many bookkeeping events the runtime has recorded on this stream to mark the end of
+    /// tracked work (kernel calls, copies); always 0 for streams it does not own, whose events
+    /// are not counted. For tests and measurements of the lazy recording (see
+    /// `docs/performance.md`).
+    #[doc(hidden)]
+    pub fn bookkeeping_records(&self) -> u64 {
+        self.lane.as_ref().map_or(0, |lane| lane.records())
     }
 
     /// Records a new event without timing data (cheaper), for the runtime's bookkeeping.
@@ -342,6 +397,12 @@ pub(crate) fn same_backend(what: &str, found: Device, expected: Device) -> Resul
 
 impl Drop for Stream {
     fn drop(&mut self) {
+        if let Some(lane) = &self.lane {
+            // Points that someone still holds must be recorded while the handle is valid.
+            if let Err(error) = lane.close() {
+                defer_error("recording the end of a dropped Stream's work", error);
+            }
+        }
         if self.ownership == Ownership::Owned {
             // Owned streams were created on a fixed device.
             let Placement::Fixed(device) = self.placement else {

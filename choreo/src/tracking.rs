@@ -9,6 +9,12 @@
 //! last write and all reads. After enqueueing, the access is recorded. A free (or host access)
 //! waits for all of them.
 //!
+//! The events are lazily recorded points ([`crate::point`]): an operation's point is recorded
+//! only when someone needs it (another stream, the host, a free), or before the next operation
+//! on its stream when someone else still holds it. `before_*` count the references to open
+//! points that the operation will replace, so that the stream can tell whether its open point
+//! must be sealed first.
+//!
 //! Accesses whose recording did not happen (a caller took a pointer and never called
 //! `record_*`, or recording failed after the work was enqueued) are counted; while any are
 //! outstanding, conflicting accesses and the free fall back to synchronising the whole device,
@@ -19,16 +25,17 @@ use std::sync::Arc;
 use crate::device::DeviceGuard;
 use crate::error::check;
 use crate::event::Event;
+use crate::point::Point;
 use crate::stream::{Stream, StreamKey, same_backend};
 use crate::{Device, Result};
 
-/// An event together with the stream it was recorded on.
+/// A point (a lazily recorded event) together with its stream.
 #[derive(Clone)]
 pub(crate) struct Recorded {
     /// The stream.
     pub(crate) stream: StreamKey,
-    /// An event recorded on it right after the access was enqueued.
-    pub(crate) event: Arc<Event>,
+    /// The end of the access on that stream: recorded at or after the access was enqueued.
+    pub(crate) point: Arc<Point>,
 }
 
 impl std::fmt::Debug for Recorded {
@@ -38,9 +45,19 @@ impl std::fmt::Debug for Recorded {
 }
 
 impl Recorded {
-    /// Records a new event on `stream`.
+    /// A point recorded now at the end of `stream`.
     pub(crate) fn now(stream: &Stream) -> Result<Recorded> {
-        Ok(Recorded { stream: stream.key()?, event: Arc::new(stream.record_untimed_event()?) })
+        stream.point_now()
+    }
+
+    /// The event, recorded now if the point was still open.
+    fn event(&self) -> Result<&Arc<Event>> {
+        self.point.event()
+    }
+
+    /// `true` when this is an open (unrecorded) point of `stream`.
+    fn is_open_on(&self, stream: StreamKey) -> bool {
+        self.stream == stream && self.point.is_open()
     }
 }
 
@@ -120,7 +137,10 @@ impl Tracking {
     /// [`Tracking::read_recorded`] once it is enqueued.
     ///
     /// [`crate::Error::DeviceMismatch`] when `stream` is of the other backend.
-    pub(crate) fn before_read(&mut self, stream: &Stream) -> Result<()> {
+    ///
+    /// Returns how many references to open points of `stream` the read will replace (see
+    /// [`crate::point`]).
+    pub(crate) fn before_read(&mut self, stream: &Stream) -> Result<usize> {
         let key = stream.key()?;
         same_backend("the memory", self.device, key.device())?;
         if self.unrecorded_writes > 0 || self.allocation_unordered_for(key) {
@@ -130,19 +150,26 @@ impl Tracking {
         }
         for write in &self.writes {
             if write.stream != key {
-                stream.wait_event(&write.event)?;
+                // Records the write's point if it is still open; `wait_event` first seals
+                // `stream`'s own open point if someone needs it.
+                stream.wait_event(write.event()?)?;
             }
         }
         self.unrecorded_reads += 1;
-        Ok(())
+        Ok(self.reads.iter().filter(|read| read.is_open_on(key)).count())
     }
 
     /// Records a read enqueued after [`Tracking::before_read`], with `recorded`: an event
     /// recorded on the reading stream after the read was enqueued.
     pub(crate) fn read_recorded(&mut self, recorded: &Recorded) {
         match self.reads.iter_mut().find(|read| read.stream == recorded.stream) {
-            // Stream order makes the new event cover the earlier reads on this stream.
-            Some(read) => read.event = Arc::clone(&recorded.event),
+            // Stream order makes the new event cover the earlier reads on this stream. (An
+            // extended open point is already there.)
+            Some(read) => {
+                if !Arc::ptr_eq(&read.point, &recorded.point) {
+                    read.point = Arc::clone(&recorded.point);
+                }
+            }
             None => self.reads.push(recorded.clone()),
         }
         self.unrecorded_reads = self.unrecorded_reads.saturating_sub(1);
@@ -154,7 +181,9 @@ impl Tracking {
     /// write on `stream`, then [`Tracking::write_recorded`] once it is enqueued.
     ///
     /// [`crate::Error::DeviceMismatch`] when `stream` is of the other backend.
-    pub(crate) fn before_write(&mut self, stream: &Stream) -> Result<()> {
+    ///
+    /// Returns how many references to open points of `stream` the write will replace.
+    pub(crate) fn before_write(&mut self, stream: &Stream) -> Result<usize> {
         let key = stream.key()?;
         same_backend("the memory", self.device, key.device())?;
         if self.unrecorded_reads > 0
@@ -165,24 +194,38 @@ impl Tracking {
             // right now: these accesses were never recorded.
             self.synchronize_device()?;
         }
+        let mut replaced = 0;
         for access in self.writes.iter().chain(&self.reads) {
             if access.stream != key {
-                stream.wait_event(&access.event)?;
+                stream.wait_event(access.event()?)?;
+            } else if access.point.is_open() {
+                replaced += 1;
             }
         }
         self.unrecorded_writes += 1;
-        Ok(())
+        Ok(replaced)
     }
 
     /// Records a write enqueued after [`Tracking::before_write`], with `recorded`: one event
     /// per stream the write ran on, each recorded after the write was enqueued there. The write
     /// waited for all earlier accesses, so its events alone now stand for the whole history.
     pub(crate) fn write_recorded(&mut self, recorded: &[Recorded]) {
+        self.unrecorded_writes = self.unrecorded_writes.saturating_sub(1);
+        self.unrecorded_allocation = None;
+        if self.reads.is_empty()
+            && self.writes.len() == recorded.len()
+            && self
+                .writes
+                .iter()
+                .zip(recorded)
+                .all(|(old, new)| Arc::ptr_eq(&old.point, &new.point))
+        {
+            // The same (extended) points: nothing changes.
+            return;
+        }
         self.writes.clear();
         self.writes.extend_from_slice(recorded);
         self.reads.clear();
-        self.unrecorded_writes = self.unrecorded_writes.saturating_sub(1);
-        self.unrecorded_allocation = None;
     }
 
     /// Records a write enqueued on `stream` after [`Tracking::before_write`] (with a new
@@ -198,7 +241,7 @@ impl Tracking {
             return Ok(false);
         }
         for access in self.writes.iter().chain(&self.reads) {
-            if !access.event.query()? {
+            if !access.event()?.query()? {
                 return Ok(false);
             }
         }
@@ -211,7 +254,7 @@ impl Tracking {
             return self.synchronize_device();
         }
         for write in &self.writes {
-            write.event.synchronize()?;
+            write.event()?.synchronize()?;
         }
         Ok(())
     }
@@ -222,18 +265,23 @@ impl Tracking {
             return self.synchronize_device();
         }
         for access in self.writes.iter().chain(&self.reads) {
-            access.event.synchronize()?;
+            access.event()?.synchronize()?;
         }
         Ok(())
     }
 
-    /// The events of all recorded accesses, giving up the tracking (for deferred frees).
-    /// `None` when unrecorded accesses exist.
+    /// The events of all recorded accesses (open points are recorded now), giving up the
+    /// tracking (for deferred frees). `None` when unrecorded accesses exist or a point could not
+    /// be recorded.
     pub(crate) fn into_events(self) -> Option<Vec<Arc<Event>>> {
         if self.has_unrecorded() {
             return None;
         }
-        Some(self.writes.into_iter().chain(self.reads).map(|access| access.event).collect())
+        self.writes
+            .iter()
+            .chain(&self.reads)
+            .map(|access| access.event().ok().map(Arc::clone))
+            .collect()
     }
 
     /// The device of the allocation.
@@ -255,32 +303,40 @@ pub(crate) fn tracked_op(
 ) -> Result<()> {
     let mut prepared_reads = 0;
     let mut prepared_writes = 0;
+    let mut replaced = 0;
     let mut ordered = Ok(());
     for tracking in reads.iter_mut() {
-        ordered = tracking.before_read(stream);
-        if ordered.is_err() {
-            break;
+        match tracking.before_read(stream) {
+            Ok(count) => replaced += count,
+            Err(error) => {
+                ordered = Err(error);
+                break;
+            }
         }
         prepared_reads += 1;
     }
     if ordered.is_ok() {
         for tracking in writes.iter_mut() {
-            ordered = tracking.before_write(stream);
-            if ordered.is_err() {
-                break;
+            match tracking.before_write(stream) {
+                Ok(count) => replaced += count,
+                Err(error) => {
+                    ordered = Err(error);
+                    break;
+                }
             }
             prepared_writes += 1;
         }
     }
-    let enqueued = ordered.and_then(|()| enqueue());
+    // The stream's open point is sealed now unless this operation replaces every reference.
+    let enqueued = ordered.and_then(|()| stream.seal_point(replaced)).and_then(|()| enqueue());
     if let Err(error) = enqueued {
         reads[..prepared_reads].iter_mut().for_each(|tracking| tracking.cancel_read());
         writes[..prepared_writes].iter_mut().for_each(|tracking| tracking.cancel_write());
         return Err(error);
     }
-    // One event for all accesses of the operation. When it cannot be recorded, the accesses
-    // stay counted as unrecorded.
-    let recorded = Recorded::now(stream)?;
+    // One point for all accesses of the operation, made after it was enqueued. When it cannot
+    // be made, the accesses stay counted as unrecorded.
+    let recorded = stream.point_after_enqueue()?;
     for tracking in reads.iter_mut() {
         tracking.read_recorded(&recorded);
     }

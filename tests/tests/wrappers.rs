@@ -559,3 +559,32 @@ fn views_convert_from_slices_vectors_and_tensors(_dev: &TestDevice) {
         .unwrap();
     assert!(y.as_slice().iter().all(|&v| v == 17.0), "{:?}", y.as_slice());
 }
+
+device_tests!(a_loop_of_calls_records_no_event_and_readers_wait_for_the_right_call);
+/// The end of a call is recorded lazily (`docs/performance.md`, "Lazy points"): a loop of calls
+/// on one stream with the same tensors, whose guards are dropped, records no event. Work that
+/// another call still needs is sealed before later work on the stream, so a reader on another
+/// stream waits for exactly the call that wrote the tensor, not for later work held on the
+/// first stream.
+fn a_loop_of_calls_records_no_event_and_readers_wait_for_the_right_call(dev: &TestDevice) {
+    let (s0, s1) = (dev.stream(), dev.stream());
+    let mut out = dev.upload(&[0u32; 64]);
+    let mut sink = dev.upload(&[0u32; 64]);
+    timing::spin_async(&s0, &mut out, &mut sink, 1, 0).unwrap().wait().unwrap();
+    let before = s0.bookkeeping_records();
+    for value in 1..=200u32 {
+        drop(timing::spin_async(&s0, &mut out, &mut sink, 1, value).unwrap());
+    }
+    assert_eq!(s0.bookkeeping_records(), before, "the loop of calls recorded events");
+    // Later work on s0 (of another buffer) held by a gate: the last call's end, which `out`
+    // still needs, is recorded before it.
+    let gate = dev.gate();
+    let mut held = dev.zeroed::<u32>(1);
+    wait_then_write(&s0, &gate, &mut held, 1).unwrap();
+    assert_eq!(s0.bookkeeping_records(), before + 1, "the last call's end was not sealed");
+    assert_eq!(out.to_host(&s1).unwrap().as_slice(), [200; 64]);
+    assert!(!gate.timed_out(), "the reader on s1 waited for the held work on s0");
+    gate.open();
+    assert_eq!(held.to_vec(&s0).unwrap(), [1]);
+    assert_no_deferred_error();
+}

@@ -148,7 +148,7 @@ pub fn run(options: &Options) -> BenchResult<Outcome> {
             );
             let mut message = EntryMessage::new();
             {
-                let _device = s.bind_device()?;
+                let _device = work.enter()?;
                 std::hint::black_box((pointers, message.as_mut_ptr()));
             }
             work.record_read(a.buffer());

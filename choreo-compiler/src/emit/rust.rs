@@ -1027,7 +1027,9 @@ impl<'f> FnEmitter<'f> {
         }
         b.line("let __choreo_status = {");
         b.indent += 1;
-        b.line("let _device = __choreo_staging.bind_device()?;");
+        // Seals the work streams' lazily recorded points that others still need (before the
+        // entry enqueues anything) and makes the call's device current.
+        b.line("let _device = __choreo_work.enter()?;");
         let mut safety = format!(
             "SAFETY: `{entry}` is the entry of `{}` in the kernels compiled from the same `.co` \
              file for the backend of the call's streams and tensors, declared above with its C \

@@ -128,6 +128,9 @@ impl Stream {
                 device.ordinal()
             )));
         }
+        // cudarc work enqueued next must not become part of the end of choreo's earlier work
+        // (recorded lazily, see `crate::point`): record that now if someone needs it.
+        self.seal_point(0)?;
         // SAFETY: the handle is a stream of `device`, whose primary context `ctx` is; the
         // caller keeps `self`, and so the handle, alive while the wrapper is used.
         Ok(unsafe { ctx.wrap_borrowed_stream(self.as_raw() as ::cudarc::driver::sys::CUstream) })

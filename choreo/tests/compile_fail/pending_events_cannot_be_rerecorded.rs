@@ -3,6 +3,6 @@
 fn main() -> choreo::Result<()> {
     let stream = choreo::Stream::new()?;
     let pending = choreo::Pending::after(&[&stream], || Ok(()))?;
-    pending.events()[0].record(&stream)?;
+    pending.events()?[0].record(&stream)?;
     pending.wait()
 }
