@@ -82,6 +82,10 @@ impl Fixture {
             }
         }
         command.env("CARGO_TARGET_DIR", shared_target_dir()).env("CARGO_TERM_COLOR", "never");
+        // choreo-build's shared object cache lives in the fixture's folder (which `new` wipes),
+        // not in the target folder that all fixtures and test runs share: otherwise a second
+        // run of these tests would find its objects there and compile nothing.
+        command.env("CHOREO_CACHE_DIR", self.dir.join("choreo-cache"));
         command.envs(envs.iter().copied());
         command.output().expect("cargo runs")
     }

@@ -74,9 +74,22 @@ __device__ __forceinline__ void update(wg_acc<O, N>& f, V v) {
 template <class Op, int N, typename D>
 __device__ __forceinline__ void wg_store(const wg_acc<Op, N>& f, int t, D* p, long long sm,
                                          long long sn, int rows, int cols) {
-  for (int e = 0; e < wg_acc<Op, N>::num_elements; ++e) {
+  // Elements 2j and 2j + 1 of a thread are columns n and n + 1 of one row: with unit column
+  // stride they are stored together when both are inside and the pair is aligned (one store
+  // of 2·sizeof(D) bytes instead of two).
+  struct alignas(2 * sizeof(D)) pair {
+    D lo, hi;
+  };
+  for (int e = 0; e < wg_acc<Op, N>::num_elements; e += 2) {
     const int m = CHOREO_WGMMA_NS::acc_row(t, e), n = CHOREO_WGMMA_NS::acc_col(t, e);
-    if (m < rows && n < cols) p[m * sm + n * sn] = cvt<D>(f.get(e));
+    D* q = p + m * sm + n * sn;
+    if (sn == 1 && m < rows && n + 1 < cols &&
+        reinterpret_cast<std::uintptr_t>(q) % sizeof(pair) == 0) {
+      *reinterpret_cast<pair*>(q) = pair{cvt<D>(f.get(e)), cvt<D>(f.get(e + 1))};
+      continue;
+    }
+    if (m < rows && n < cols) *q = cvt<D>(f.get(e));
+    if (m < rows && n + 1 < cols) q[sn] = cvt<D>(f.get(e + 1));
   }
 }
 
