@@ -29,19 +29,7 @@ impl Checker<'_> {
         span: Span,
         out: &mut Vec<Stmt>,
     ) {
-        if !self.kernel.as_ref().is_some_and(|k| k.cluster) {
-            self.diags.push(
-                Diagnostic::error(
-                    "E0465",
-                    at,
-                    "`trigger.cluster` needs a kernel launched in clusters",
-                )
-                .with_label("not inside a `cluster` level")
-                .with_help(
-                    "put the block level in a cluster (`parallel c by 2 : cluster, b by N : \
-                     block`), or use a plain `trigger`",
-                ),
-            );
+        if !self.in_cluster_kernel(at, "trigger") {
             self.mark_event_errors(&t.targets);
             return;
         }
@@ -121,19 +109,7 @@ impl Checker<'_> {
         span: Span,
         out: &mut Vec<Stmt>,
     ) {
-        if !self.kernel.as_ref().is_some_and(|k| k.cluster) {
-            self.diags.push(
-                Diagnostic::error(
-                    "E0465",
-                    at,
-                    "`trigger.cluster` needs a kernel launched in clusters",
-                )
-                .with_label("not inside a `cluster` level")
-                .with_help(
-                    "put the block level in a cluster (`parallel c by 2 : cluster, b by N : \
-                     block`), or use a plain `trigger … after`",
-                ),
-            );
+        if !self.in_cluster_kernel(at, "trigger … after") {
             self.trigger_after_failed(t);
             return;
         }
@@ -237,5 +213,22 @@ impl Checker<'_> {
             }
         }
         true
+    }
+
+    /// Whether the kernel being checked is launched in clusters, as `trigger.cluster` needs;
+    /// reports `E0465` (with the plain form `plain` as the alternative) otherwise.
+    fn in_cluster_kernel(&mut self, at: Span, plain: &str) -> bool {
+        if self.kernel.as_ref().is_some_and(|k| k.cluster) {
+            return true;
+        }
+        self.diags.push(
+            Diagnostic::error("E0465", at, "`trigger.cluster` needs a kernel launched in clusters")
+                .with_label("not inside a `cluster` level")
+                .with_help(format!(
+                    "put the block level in a cluster (`parallel c by 2 : cluster, b by N : \
+                     block`), or use a plain `{plain}`"
+                )),
+        );
+        false
     }
 }
