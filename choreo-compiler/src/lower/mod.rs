@@ -36,6 +36,7 @@ pub mod bounds;
 mod events;
 pub mod instances;
 pub mod names;
+pub mod proxy;
 pub mod roles;
 pub mod vector;
 
@@ -197,11 +198,15 @@ pub struct KernelPlan {
     /// The warpgroup roles that issue TMA statements (spec-tier3 §3.3, [`roles`]).
     pub roles: Vec<roles::RolePlan>,
     /// Whether every event trigger first fences the async proxy (`fence.proxy.async`): the
-    /// kernel issues TMA loads on the GPU, and a trigger may hand a buffer this thread read back
-    /// to a load's issuer (the `empty` slot of a ring). The copy engine writes through the async
-    /// proxy, which the arrive's release does not order with the thread's generic reads (PTX
-    /// memory model; spec-tier3 §10.2). The CPU's copies are ordinary memory operations.
+    /// kernel issues TMA loads on the GPU into a buffer its threads also touch, and a trigger
+    /// may hand such a buffer this thread read back to a load's issuer (the `empty` slot of a
+    /// ring). The copy engine writes through the async proxy, which the arrive's release does
+    /// not order with the thread's generic reads (PTX memory model; spec-tier3 §10.2). The
+    /// CPU's copies are ordinary memory operations.
     pub fence_triggers: bool,
+    /// Which shared buffers the threads touch through the generic proxy (a WGMMA fences the
+    /// async proxy only when one of its shared operands is such a buffer).
+    pub proxies: proxy::SharedProxies,
 }
 
 /// A launch in thread-block clusters: consecutive blocks along x form a cluster, its shape is
@@ -440,6 +445,7 @@ fn lower_function(
                     cluster: None,
                     roles: Vec::new(),
                     fence_triggers: false,
+                    proxies: proxy::SharedProxies::default(),
                 }
             })
         })
@@ -760,6 +766,7 @@ impl HostWalk<'_, '_> {
         let cluster = tree.cluster.as_ref().map(|c| ClusterPlan {
             extents: c.extents.iter().map(|d| d.as_const().unwrap_or(1)).collect(),
         });
+        let proxies = proxy::shared_proxies(&tree.body);
         let mut plan = KernelPlan {
             captures: kernel.captures.into_iter().collect(),
             stream,
@@ -775,7 +782,10 @@ impl HostWalk<'_, '_> {
             // The cluster barriers at entry and exit make the blocks of a cluster wait for
             // each other.
             synchronises: kernel.synchronises || cluster.is_some(),
-            fence_triggers: tree.attrs.tma_barriers > 0 && self.target != Target::Cpu,
+            fence_triggers: tree.attrs.tma_barriers > 0
+                && self.target != Target::Cpu
+                && proxies.generic_before_tma(),
+            proxies,
             attrs: tree.attrs,
             cluster,
             roles: Vec::new(),

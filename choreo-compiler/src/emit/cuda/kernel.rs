@@ -85,6 +85,7 @@ impl FnEmitter<'_, '_> {
         let Some((k, symbol)) = self.kernel_plan(tree) else { return };
         let span = tree.span;
         self.fence_triggers = k.fence_triggers;
+        self.proxies = k.proxies.clone();
         let mut params: Vec<String> = Vec::new();
         if self.options.dialect == Dialect::Cpu {
             // The executing thread, which `threadIdx`, `__syncthreads()`, … read on the CPU.

@@ -416,10 +416,19 @@ impl FnEmitter<'_, '_> {
             false => self.w.line(span, &format!("if ({}) {head}", guards.join(" && "))),
         }
         self.w.indent += 1;
+        // Generic-proxy writes of the operand tiles (a copy by threads) before the async proxy
+        // reads them; tiles only the copy engine fills need no fence (`lower::proxy`).
+        let operands = match a {
+            WgA::Shared(a) => vec![a, b],
+            WgA::Regs(_) => vec![b],
+        };
+        if operands.iter().any(|o| match &o.tile.first.kind {
+            HExprKind::At { buffer, .. } => self.proxies.generic(*buffer),
+            _ => true,
+        }) {
+            self.w.line(span, "::choreo::tma::fence_proxy_async();");
+        }
         for line in [
-            // Generic-proxy writes of the operand tiles (a copy by threads) before the async
-            // proxy reads them.
-            "::choreo::tma::fence_proxy_async();".to_string(),
             format!("{WG}::fence_operands({l}.r);"),
             format!("{WG}::fence();"),
             "#pragma unroll".to_string(),

@@ -205,6 +205,7 @@ pub fn emit_cuda(
                         diags,
                         depth: 0,
                         fence_triggers: false,
+                        proxies: Default::default(),
                     };
                     e.emit();
                 }
@@ -260,6 +261,8 @@ struct FnEmitter<'a, 'w> {
     /// [`KernelPlan::fence_triggers`](crate::lower::KernelPlan::fence_triggers) of the kernel
     /// being emitted.
     fence_triggers: bool,
+    /// [`KernelPlan::proxies`](crate::lower::KernelPlan::proxies) of the kernel being emitted.
+    proxies: crate::lower::proxy::SharedProxies,
 }
 
 impl FnEmitter<'_, '_> {

@@ -510,13 +510,25 @@ __device__ __forceinline__ void __choreo_mbar_init_fence() {
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
 #endif
 }
+// One arrival of the calling thread. On sm_90 the lanes of a warp that arrive together are
+// counted by one arrive of their first lane (`count` = how many): a trigger of a 256-thread
+// role is 8 shared-memory atomics, not 256. Each thread still contributes exactly one arrival,
+// whoever issues it; the warp barrier orders the other lanes' accesses before the leader's
+// release.
 __device__ __forceinline__ void __choreo_mbar_arrive(unsigned long long* bar) {
 #if defined(__CHOREO_CPU__)
   __choreo_thr->mbar_arrive(bar);
 #elif defined(CHOREO_MBAR_SM90)
-  asm volatile("mbarrier.arrive.release.cta.shared::cta.b64 _, [%0];\n" ::"r"(
-                   __choreo_smem_addr(bar))
-               : "memory");
+  const unsigned lanes = __activemask();
+  __syncwarp(lanes);
+  unsigned lane;
+  asm("mov.u32 %0, %%laneid;" : "=r"(lane));
+  if (lane == static_cast<unsigned>(__ffs(lanes) - 1)) {
+    asm volatile("mbarrier.arrive.release.cta.shared::cta.b64 _, [%0], %1;\n" ::"r"(
+                     __choreo_smem_addr(bar)),
+                 "r"(static_cast<unsigned>(__popc(lanes)))
+                 : "memory");
+  }
 #elif defined(CHOREO_MBAR)
   asm volatile("{\n.reg .b64 state;\nmbarrier.arrive.shared.b64 state, [%0];\n}\n" ::"r"(
                    __choreo_smem_addr(bar))
