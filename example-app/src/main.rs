@@ -12,7 +12,8 @@
 use choreo::{DeviceTensor, Event, HostTensor, Stream};
 use std::process::ExitCode;
 
-choreo::include_kernels!();
+choreo::include_kernels!(); // kernels/*.co: `seed`, `saxpy`, `reduce`
+choreo::include_kernels!("hopper"); // kernels/hopper/gemm.co: `gemm`
 
 mod matmul;
 
