@@ -12,7 +12,9 @@
 //! CUDA error of the launch (no kernel image for the device); the app says so and skips the
 //! GEMM, and its other checks still decide the exit status.
 
-use choreo::{Device, DeviceRepr, DeviceTensor, Error, HostTensor, HostView, Pending, Stream, bf16, f16};
+use choreo::{
+    Device, DeviceRepr, DeviceTensor, Error, HostTensor, HostView, Pending, Stream, bf16, f16,
+};
 
 use crate::{AppError, gemm, random_vec};
 

@@ -69,7 +69,8 @@ fn readme_code_is_the_example_apps_code() {
     assert_eq!(blocks[0].0, "example-app/kernels/hopper/gemm.co:gemm_f16");
     for (spec, _, shown) in &blocks {
         let (path, name) = spec.rsplit_once(':').expect("PATH:ANCHOR");
-        let text = std::fs::read_to_string(root.join(path)).unwrap_or_else(|e| panic!("{path}: {e}"));
+        let text =
+            std::fs::read_to_string(root.join(path)).unwrap_or_else(|e| panic!("{path}: {e}"));
         let want = anchor(&text, name).unwrap_or_else(|| panic!("{path} has no anchor `{name}`"));
         if let Some(at) = (0..shown.len().max(want.len())).find(|&i| shown.get(i) != want.get(i)) {
             panic!(
