@@ -1,8 +1,9 @@
 //! The example application: Choreo kernels (`kernels/*.co`), translated and compiled by
 //! `build.rs` with `choreo_build::compile`, called through their generated safe wrappers.
 //!
-//! It runs the seed's two-stream example, saxpy and row sums, checks every result against a
-//! reference computed in Rust and prints a short report with event timings. The kernels run on
+//! It runs the seed's two-stream example, saxpy, row sums and a GEMM on tensor cores
+//! (`matmul.rs`), checks every result against a reference computed in Rust and prints a short
+//! report with event timings. The kernels run on
 //! the default device: the GPU when there is a usable one, else the CPU (the CPU version of
 //! the kernels is always built); `CHOREO_DEVICE=cpu|cuda` chooses. It prints the device it
 //! used; when the chosen device cannot run (e.g. `CHOREO_DEVICE=cuda` without a GPU) it prints
@@ -11,7 +12,10 @@
 use choreo::{DeviceTensor, Event, HostTensor, Stream};
 use std::process::ExitCode;
 
-choreo::include_kernels!();
+choreo::include_kernels!(); // kernels/*.co: `seed`, `saxpy`, `reduce`
+choreo::include_kernels!("hopper"); // kernels/hopper/gemm.co: `gemm`
+
+mod matmul;
 
 fn main() -> ExitCode {
     match run() {
@@ -27,6 +31,7 @@ fn main() -> ExitCode {
     }
 }
 
+#[derive(Debug)]
 enum AppError {
     /// No GPU, no driver, or kernels not built: the environment, not the program.
     CannotRun(String),
@@ -58,6 +63,7 @@ fn run() -> Result<(), AppError> {
     two_streams(&s0, &s1)?;
     saxpy(&s0)?;
     row_sums()?;
+    matmul::run(device, &s0)?;
     println!("all checks passed");
     Ok(())
 }

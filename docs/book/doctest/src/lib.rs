@@ -28,3 +28,4 @@ chapter!(cpu_backend, "cpu-backend.md");
 chapter!(interop, "interop.md");
 chapter!(language, "language.md");
 chapter!(tma, "tma.md");
+chapter!(gemm, "gemm.md");
