@@ -201,6 +201,11 @@ pub fn walk_mma<'a, V: Visitor<'a> + ?Sized>(v: &mut V, op: &'a MmaOp) {
             frag(v, b);
         }
         MmaOp::WgWait { acc, pending: _ } => frag(v, acc),
+        MmaOp::Frag(op) => match op.as_ref() {
+            crate::hir::frag::FragOp::Unpack { acc, .. }
+            | crate::hir::frag::FragOp::Pack { acc, .. } => frag(v, acc),
+            _ => {}
+        },
         MmaOp::WgExec { acc, a, b, atoms: _, atom_k: _, wait: _, order: _ } => {
             frag(v, acc);
             let mut ops = vec![b.as_ref()];

@@ -288,6 +288,7 @@ mod events_cluster;
 mod events_global;
 mod events_local;
 mod expr;
+mod frag;
 mod inthreads;
 mod mma;
 use crate::hir::arith as fold;
@@ -556,6 +557,8 @@ pub(crate) struct Checker<'a> {
     pub(crate) frags: Vec<hir::mma::Frag>,
     /// What the MMA checks remember about each fragment (same indices).
     pub(crate) frag_states: Vec<mma::FragState>,
+    /// Shaped fragments and the `apply` being checked (spec-tier3 §6).
+    pub(crate) frag_sema: frag::FragSema,
     /// Whether some MMA statement of the function had an error.
     pub(crate) mma_failed: bool,
     /// The futures of asynchronous WGMMAs (spec-tier3 §5.4).
@@ -610,6 +613,7 @@ impl<'a> Checker<'a> {
             order_updates: Vec::new(),
             frags: Vec::new(),
             frag_states: Vec::new(),
+            frag_sema: frag::FragSema::default(),
             mma_failed: false,
             wg_futures: Vec::new(),
             wg_asyncs: Vec::new(),
@@ -625,6 +629,7 @@ impl<'a> Checker<'a> {
         self.check_events_used();
         self.check_fill_events();
         self.finish_mma();
+        self.finish_frags();
         let ret = match &self.ret {
             RetState::Void => ReturnTy::Void,
             RetState::Declared(t) => t.clone(),
