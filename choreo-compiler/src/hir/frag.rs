@@ -9,8 +9,8 @@
 //! The operations that exchange registers between threads (row reductions, `all_reduce_sum`)
 //! are [`FragOp::Reduce`] and [`FragOp::AllReduce`], rendered as calls of `frag_ops.cuh`.
 
-use super::VarId;
 use super::mma::FragRef;
+use super::{HExpr, VarId};
 
 /// The 2-D layout a row reduction reads: rows are owned by groups of four threads (the four
 /// `t % 4` of a quad), two rows per thread.
@@ -73,5 +73,18 @@ pub enum FragOp {
         src: VarId,
         /// The registers of each.
         regs: u64,
+    },
+    /// RS mode from a fragment (spec-tier3 §5.4, §10.3): the registers of the WGMMA operand
+    /// `afrag` (`k` columns, 16-bit) from columns `c0 .. c0 + k` of a 64×N 16-bit fragment in
+    /// WGMMA_ACC layout (accumulator registers `4(c/8) + …` are the operand's registers).
+    ToA {
+        /// The operand fragment (a WGMMA A operand in registers).
+        afrag: FragRef,
+        /// The shaped fragment's registers.
+        buf: VarId,
+        /// The first column (s32).
+        c0: HExpr,
+        /// The operand's K.
+        k: u64,
     },
 }

@@ -204,6 +204,10 @@ pub fn walk_mma<'a, V: Visitor<'a> + ?Sized>(v: &mut V, op: &'a MmaOp) {
         MmaOp::Frag(op) => match op.as_ref() {
             crate::hir::frag::FragOp::Unpack { acc, .. }
             | crate::hir::frag::FragOp::Pack { acc, .. } => frag(v, acc),
+            crate::hir::frag::FragOp::ToA { afrag, c0, .. } => {
+                frag(v, afrag);
+                walk_expr(v, c0);
+            }
             _ => {}
         },
         MmaOp::WgExec { acc, a, b, atoms: _, atom_k: _, wait: _, order: _ } => {

@@ -27,7 +27,7 @@ use crate::ast::{self, ExprKind};
 use crate::diagnostics::Diagnostic;
 use crate::hir::arith as fold;
 use crate::hir::frag::{FragOp, RowLayout};
-use crate::hir::mma::{FragId, FragRef, MmaOp, MmaRole};
+use crate::hir::mma::{FragId, FragRef, MmaOp, MmaRole, WgA};
 use crate::hir::{
     BufferRef, Dim, ElemIndex, ElemTy, HExpr, HExprKind, LocalOrigin, LocalPlace, SpannedTy, Stmt,
     StmtKind, Storage, TemplateArg, Ty, Unroll, VarId,
@@ -1028,6 +1028,134 @@ impl Checker<'_> {
                 Some((BufferRef::Local(buf), ElemIndex::Coords(vec![index]), elem))
             }
         }
+    }
+
+    /// Operand A of a WGMMA from a shaped fragment (RS mode, spec-tier3 §5.4): `p` or
+    /// `p.chunkat(_, k)` of a 16-bit `[64, N]` fragment, which then has the WGMMA_ACC layout.
+    /// Declares the operand registers and fills them into `out`. `None` when `a` names no
+    /// shaped fragment; `Some(None)` after reporting.
+    #[allow(clippy::type_complexity)]
+    pub(crate) fn wg_shaped_a(
+        &mut self,
+        a: &ast::Expr,
+        a_row: bool,
+        out: &mut Vec<Stmt>,
+    ) -> Option<Option<([u64; 2], ElemTy, WgA)>> {
+        let (base, chunk) = match &a.kind {
+            ExprKind::View { base, op: ast::ViewOp::Chunkat(args) } => (base.as_ref(), Some(args)),
+            _ => (a, None),
+        };
+        let ExprKind::Ident(id) = &base.kind else { return None };
+        let Some(Symbol::Local(var)) = self.scopes.lookup(&id.name).cloned() else { return None };
+        let sh = self.frag_sema.shaped.get(&var)?.clone();
+        Some(self.wg_shaped_a_of(var, &sh, chunk.map(|c| c.as_slice()), a, a_row, out))
+    }
+
+    fn wg_shaped_a_of(
+        &mut self,
+        var: VarId,
+        sh: &Shaped,
+        chunk: Option<&[ast::Expr]>,
+        a: &ast::Expr,
+        a_row: bool,
+        out: &mut Vec<Stmt>,
+    ) -> Option<([u64; 2], ElemTy, WgA)> {
+        let rs_error = |this: &mut Self, span: Span, msg: String, label: &str| {
+            this.diags.push(
+                Diagnostic::error("E1041", span, msg).with_label(label.to_string()).with_help(
+                    "RS mode reads a 16-bit `[64, N]` fragment copied from a WGMMA accumulator \
+                     (`copy(p16, s);`) as `mma.row.<b> acc, p16.chunkat(_, k), B;` with N / \
+                     (k's extent) a multiple of 16 (spec-tier3 §5.4)",
+                ),
+            );
+        };
+        let cols = match sh.shape.as_slice() {
+            [64, c] if matches!(sh.elem, ElemTy::F16 | ElemTy::Bf16) => *c,
+            _ => {
+                rs_error(
+                    self,
+                    a.span,
+                    format!(
+                        "fragment `{}' ({} {:?}) cannot be the register A operand of a WGMMA: it \
+                         must be a 16-bit [64, N] fragment",
+                        sh.name,
+                        super::types::ty_name(&Ty::Scalar(sh.elem)),
+                        sh.shape
+                    ),
+                    "not a 16-bit [64, N] fragment",
+                );
+                return None;
+            }
+        };
+        if !a_row {
+            rs_error(
+                self,
+                a.span,
+                "a fragment operand A is K-major: use `mma.row.row` or `mma.row.col`".into(),
+                "a fragment as an M-major A operand",
+            );
+            return None;
+        }
+        let (c0, k) = match chunk {
+            None => (fold::int_lit(0, a.span), cols),
+            Some(args) => {
+                let ok_shape = args.len() == 2 && matches!(args[0].kind, ExprKind::Wildcard);
+                let idx =
+                    if ok_shape { Some(self.check_int(&args[1], "a chunk index")) } else { None };
+                let parts = idx.as_ref().and_then(|i| match &i.kind {
+                    HExprKind::Var(v) => self.upper_of(*v).and_then(|d| d.as_const()),
+                    _ => None,
+                });
+                match (idx, parts) {
+                    (Some(i), Some(p)) if p > 0 && cols % p == 0 && (cols / p) % 16 == 0 => {
+                        let k = cols / p;
+                        let c0 = s32(
+                            HExprKind::Binary {
+                                op: crate::hir::BinOp::Mul,
+                                lhs: Box::new(i),
+                                rhs: Box::new(fold::int_lit(k as i128, a.span)),
+                            },
+                            a.span,
+                        );
+                        (c0, k)
+                    }
+                    _ => {
+                        rs_error(
+                            self,
+                            a.span,
+                            format!(
+                                "the register A operand `{}.chunkat(_, k)' must split the {cols} \
+                                 columns by a bounded index `k` into chunks of a multiple of 16",
+                                sh.name
+                            ),
+                            "not a supported chunk",
+                        );
+                        return None;
+                    }
+                }
+            }
+        };
+        if !self.fix_layout(var, Layout::WgAcc { n: cols }, a.span) {
+            return None;
+        }
+        let id = FragId(u32::try_from(self.frags.len()).unwrap_or(u32::MAX));
+        self.frags.push(crate::hir::mma::Frag {
+            name: format!("{}_a", sh.name),
+            span: a.span,
+            elem: sh.elem,
+            array_dims: Vec::new(),
+            role: None,
+            selected: None,
+            k_major: true,
+            explicit_elem: false,
+            extent_k: 0,
+        });
+        let st = super::mma::FragState { loaded: Some([64, k]), ..Default::default() };
+        self.frag_states.push(st);
+        let afrag = FragRef { frag: id, index: Vec::new() };
+        out.push(stmt(StmtKind::Mma(Box::new(MmaOp::Decl(id))), a.span));
+        out.push(frag_stmt(FragOp::ToA { afrag: afrag.clone(), buf: var, c0, k }, a.span));
+        Some(([64, k], sh.elem, WgA::Regs(afrag)))
     }
 
     /// Gives every shaped fragment no operation constrained the UNIFORM layout.

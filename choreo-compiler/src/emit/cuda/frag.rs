@@ -81,6 +81,12 @@ impl FnEmitter<'_, '_> {
                 };
                 format!("{NS}::reduce<{max}, {l}>({d}, {s}, {regs});")
             }
+            FragOp::ToA { afrag, buf, c0, k } => {
+                let a = self.frag_lvalue(afrag);
+                let b = self.names().local(*buf).to_string();
+                let c = self.expr(c0);
+                format!("{NS}::to_afrag<{k}>({a}, {b}, {c});")
+            }
             FragOp::AllReduce { buf } => {
                 let b = self.names().local(*buf).to_string();
                 format!("{NS}::all_reduce_sum({b});")
