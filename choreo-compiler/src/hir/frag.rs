@@ -10,7 +10,7 @@
 //! are [`FragOp::Reduce`] and [`FragOp::AllReduce`], rendered as calls of `frag_ops.cuh`.
 
 use super::mma::FragRef;
-use super::{HExpr, VarId};
+use super::{AssignOp, HExpr, VarId};
 
 /// The 2-D layout a row reduction reads: rows are owned by groups of four threads (the four
 /// `t % 4` of a quad), two rows per thread.
@@ -86,5 +86,15 @@ pub enum FragOp {
         c0: HExpr,
         /// The operand's K.
         k: u64,
+    },
+    /// `frag op= scalar` (spec-tier3 §5.6) of a shaped fragment: every register of `buf`
+    /// (its extent, the registers of its layout).
+    Update {
+        /// The fragment's registers.
+        buf: VarId,
+        /// `+=`, `-=`, `*=` or `/=`.
+        op: AssignOp,
+        /// The scalar, converted to the element type.
+        value: HExpr,
     },
 }

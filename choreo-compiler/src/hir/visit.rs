@@ -204,6 +204,7 @@ pub fn walk_mma<'a, V: Visitor<'a> + ?Sized>(v: &mut V, op: &'a MmaOp) {
         MmaOp::Frag(op) => match op.as_ref() {
             crate::hir::frag::FragOp::Unpack { acc, .. }
             | crate::hir::frag::FragOp::Pack { acc, .. } => frag(v, acc),
+            crate::hir::frag::FragOp::Update { value, .. } => walk_expr(v, value),
             crate::hir::frag::FragOp::ToA { afrag, c0, .. } => {
                 frag(v, afrag);
                 walk_expr(v, c0);

@@ -29,7 +29,7 @@ use crate::hir::arith as fold;
 use crate::hir::frag::{FragOp, RowLayout};
 use crate::hir::mma::{FragId, FragRef, MmaOp, MmaRole, WgA};
 use crate::hir::{
-    BufferRef, Dim, ElemIndex, ElemTy, HExpr, HExprKind, LocalOrigin, LocalPlace, SpannedTy, Stmt,
+    AssignOp, BufferRef, Dim, ElemIndex, ElemTy, HExpr, HExprKind, LocalOrigin, LocalPlace, SpannedTy, Stmt,
     StmtKind, Storage, TemplateArg, Ty, Unroll, VarId,
 };
 use crate::source::Span;
@@ -1156,6 +1156,47 @@ impl Checker<'_> {
         out.push(stmt(StmtKind::Mma(Box::new(MmaOp::Decl(id))), a.span));
         out.push(frag_stmt(FragOp::ToA { afrag: afrag.clone(), buf: var, c0, k }, a.span));
         Some(([64, k], sh.elem, WgA::Regs(afrag)))
+    }
+
+    /// `frag op= scalar` (spec-tier3 §5.6) when `target` names a shaped fragment: whether it
+    /// did.
+    pub(crate) fn check_shaped_update(&mut self, a: &ast::Assignment, out: &mut Vec<Stmt>) -> bool {
+        let ExprKind::Ident(id) = &a.target.kind else { return false };
+        let Some(Symbol::Local(var)) = self.scopes.lookup(&id.name).cloned() else { return false };
+        let Some(sh) = self.frag_sema.shaped.get(&var).cloned() else { return false };
+        let op = super::stmt::hir_assign_op(a.op);
+        let value = self.check_expr(&a.value);
+        if !matches!(op, AssignOp::Add | AssignOp::Sub | AssignOp::Mul | AssignOp::Div) {
+            self.error_label(
+                "E1015",
+                a.span,
+                format!(
+                    "a fragment can only be updated with `+=`, `-=`, `*=` or `/=` and a scalar \
+                     (`{}` is not one)",
+                    op.as_str()
+                ),
+                "not a fragment update",
+            );
+            return true;
+        }
+        let value = match value {
+            super::Val::Scalar(v) if v.ty.scalar().is_some_and(|t| t != ElemTy::Bool) => v,
+            super::Val::Error => return true,
+            other => {
+                self.error_label(
+                    "E1015",
+                    a.value.span,
+                    format!("a fragment is updated with a scalar, but got '{}'", other.describe()),
+                    "not a numeric scalar",
+                );
+                return true;
+            }
+        };
+        let _ = sh;
+        if self.frag_place_ok(a.span) {
+            out.push(frag_stmt(FragOp::Update { buf: var, op, value }, a.span));
+        }
+        true
     }
 
     /// Gives every shaped fragment no operation constrained the UNIFORM layout.

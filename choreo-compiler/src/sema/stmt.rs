@@ -820,6 +820,9 @@ impl Checker<'_> {
                 return;
             }
         }
+        if self.check_shaped_update(a, out) {
+            return;
+        }
         if self.check_frag_update(a, out) {
             return;
         }

@@ -6,7 +6,7 @@ use super::FnEmitter;
 use crate::hir::frag::{FragOp, RowLayout};
 use crate::hir::mma::MmaOp;
 use crate::hir::visit::{Visitor, Walk};
-use crate::hir::{HExpr, HExprKind, Stmt, StmtKind};
+use crate::hir::{AssignOp, HExpr, HExprKind, Stmt, StmtKind};
 use crate::source::Span;
 
 /// The fragment-operation library.
@@ -86,6 +86,23 @@ impl FnEmitter<'_, '_> {
                 let b = self.names().local(*buf).to_string();
                 let c = self.expr(c0);
                 format!("{NS}::to_afrag<{k}>({a}, {b}, {c});")
+            }
+            FragOp::Update { buf, op, value } => {
+                let b = self.names().local(*buf).to_string();
+                let regs = match self.f.local(*buf).map(|l| &l.ty) {
+                    Some(crate::hir::Ty::Spanned(t)) => {
+                        t.dims.first().and_then(crate::hir::Dim::as_const).unwrap_or(1)
+                    }
+                    _ => 1,
+                };
+                let code = match op {
+                    AssignOp::Add => 0,
+                    AssignOp::Sub => 1,
+                    AssignOp::Mul => 2,
+                    _ => 3,
+                };
+                let v = self.expr(value);
+                format!("{NS}::update<{code}>({b}, {regs}, {v});")
             }
             FragOp::AllReduce { buf } => {
                 let b = self.names().local(*buf).to_string();

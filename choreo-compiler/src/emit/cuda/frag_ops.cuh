@@ -103,6 +103,17 @@ __device__ __forceinline__ void copy(D* dst, const S* src, int regs) {
   for (int e = 0; e < regs; ++e) dst[e] = to<D>(src[e]);
 }
 
+// `frag op= v` (spec-tier3 §5.6) of a shaped fragment: Op 0 +, 1 -, 2 *, 3 /.
+template <int Op, typename B, typename V>
+__device__ __forceinline__ void update(B* buf, int regs, V v) {
+  using W = typename wide<B>::type;
+  const W s = to<W>(to<B>(v));
+  for (int e = 0; e < regs; ++e) {
+    const W x = to<W>(buf[e]);
+    buf[e] = to<B>(Op == 0 ? x + s : Op == 1 ? x - s : Op == 2 ? x * s : x / s);
+  }
+}
+
 template <typename W>
 __device__ __forceinline__ W quad_shuffle(W v, int mask) {
   return __shfl_xor_sync(0xffffffffu, v, mask);
