@@ -671,7 +671,7 @@ fn compile_time_println_is_a_note_and_emits_no_code() {
 #[test]
 fn unsupported_constructs_get_one_e0901_and_checking_continues() {
     let c = run(
-        "__co__ void f(f32 [4] a, int n) {\n  parallel p by 4 : block {\n    frag f32 [64] acc {0.0f};\n    a.at(0) = 1.0f;\n    n = 2;\n  }\n}\n",
+        "__co__ void f(f32 [4] a, int n) {\n  parallel p by 4 : block {\n    sync.fence : cluster;\n    a.at(0) = 1.0f;\n    n = 2;\n  }\n}\n",
     );
     let codes: Vec<&str> = c.diags.iter().filter(|d| d.is_error()).map(|d| d.code).collect();
     assert_eq!(codes, ["E0901", "E0403"]);

@@ -252,6 +252,17 @@
 //! - `E1028` an accumulator named while its asynchronous WGMMA is not waited
 //! - `E1029` a direct WGMMA operand that differs between the threads of a warpgroup
 //! - `E1030` `[[schedule(k_tiles(…))]]` that is not a permutation of the execution's K steps
+//! - `E1031` an index-dependent fragment operation on a WMMA accumulator (opaque layout)
+//! - `E1032` a fragment whose layout cannot be inferred consistently
+//! - `E1033` a fragment element accessed outside `apply`, or not at the iterated element
+//! - `E1034` a malformed shaped fragment declaration (`frag T [shape] name`)
+//! - `E1035` a fragment reduction over a dimension other than 1
+//! - `E1036` no fragment layout to iterate or reduce (UNIFORM rows, accumulator not executed)
+//! - `E1037` `all_reduce_sum` of a fragment that is not REPLICATED_1D
+//! - `E1038` `all_reduce_sum` of a fragment with no layout yet
+//! - `E1039` fragments of different shapes (`copy`, reductions, `apply` binders)
+//! - `E1040` not a fragment where a fragment operation needs one
+//! - `E1041` a shaped fragment that cannot be the register A operand of a WGMMA (RS mode)
 //!
 //! Not supported:
 //! - `E0901` construct of tier 2 or 3, not supported yet
