@@ -606,9 +606,7 @@ fn diagnostics_read_well() {
         "__co__ void g() {\n  parallel p by 1 : block {\n    sync.fence : cluster;\n  }\n}\n",
     );
     assert!(
-        err.contains(
-            "error[E0901]: not supported yet (tier 3): `sync.fence : cluster`"
-        ),
+        err.contains("error[E0901]: not supported yet (tier 3): `sync.fence : cluster`"),
         "{err}"
     );
     assert!(err.contains("^^^^^ not supported by this compiler yet"), "{err}");

@@ -29,8 +29,8 @@ use crate::hir::arith as fold;
 use crate::hir::frag::{FragOp, RowLayout};
 use crate::hir::mma::{FragId, FragRef, MmaOp, MmaRole, WgA};
 use crate::hir::{
-    AssignOp, BufferRef, Dim, ElemIndex, ElemTy, HExpr, HExprKind, LocalOrigin, LocalPlace, SpannedTy, Stmt,
-    StmtKind, Storage, TemplateArg, Ty, Unroll, VarId,
+    AssignOp, BufferRef, Dim, ElemIndex, ElemTy, HExpr, HExprKind, LocalOrigin, LocalPlace,
+    SpannedTy, Stmt, StmtKind, Storage, TemplateArg, Ty, Unroll, VarId,
 };
 use crate::source::Span;
 use crate::target::mma::MmaFamily;
@@ -557,8 +557,8 @@ impl Checker<'_> {
             Diagnostic::error("E1031", span, "fragment layout of a WMMA accumulator is opaque")
                 .with_label(format!("{what} needs the element positions"))
                 .with_help(
-                    "WMMA accumulators allow only index-free operations (`op=`, `copy`, `apply` \
-                 without `.at`); use mma.sync or WGMMA for element-wise work (spec-tier3 §6.1)",
+                    "on WMMA accumulators only `frag op= scalar` works; use an mma.sync (16x8) or \
+                 WGMMA accumulator for element-wise work (spec-tier3 §6.1)",
                 ),
         );
     }
@@ -892,6 +892,15 @@ impl Checker<'_> {
             return None;
         };
         if let Named::Acc(_, f) = &named {
+            // A pending asynchronous WGMMA (E1028, like every other use of the accumulator).
+            if self.frag_states.get(f.index()).is_some_and(|s| s.pending.is_some()) {
+                let e = ast::Expr {
+                    kind: ExprKind::Ident(ast::Ident { name: name.to_string(), span }),
+                    span,
+                };
+                let _ = self.frag_ref(&e, false, "the accumulator");
+                return None;
+            }
             if self.frags.get(f.index()).is_some_and(|f| !f.array_dims.is_empty()) {
                 self.error_label(
                     "E1033",
