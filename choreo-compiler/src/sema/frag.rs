@@ -220,7 +220,7 @@ impl Checker<'_> {
                     "array dimensions",
                 );
             }
-            if !(ok && shape_ok) || !item.array_dims.is_empty() {
+            if !(ok && shape_ok && item.array_dims.is_empty()) {
                 self.declare_poisoned(&item.name);
                 continue;
             }
@@ -727,7 +727,6 @@ impl Checker<'_> {
             self.wmma_opaque(target.span, "`apply`");
             return;
         }
-        let wmma = false;
         if names.len() != shape.len() {
             self.error_label(
                 "E1039",
@@ -742,7 +741,7 @@ impl Checker<'_> {
             return;
         }
         let size: u64 = shape.iter().product();
-        let regs = if wmma { 0 } else { layout.regs(size) };
+        let regs = layout.regs(size);
         let mut outer = Vec::new();
         self.scopes.push();
         let reg = self.new_local(
@@ -773,9 +772,6 @@ impl Checker<'_> {
                 LocalOrigin::Decl,
             );
             self.declare_symbol(n, Symbol::Local(var));
-            if wmma {
-                continue;
-            }
             let init = helper(
                 "index",
                 &[layout.code(), k as i128, cols as i128, threads as i128],
@@ -798,12 +794,7 @@ impl Checker<'_> {
         let ctx = self.frag_sema.apply.take();
         let Some(ctx) = ctx else { return };
         for (_, r, buf, n) in &ctx.accs {
-            let elem = match self.locals.get(buf.index()).map(|l| &l.ty) {
-                Some(Ty::Spanned(t)) => t.elem,
-                _ => ElemTy::F32,
-            };
             outer.push(stmt(StmtKind::DeclBuffer { var: *buf, init: None }, span));
-            let _ = elem;
             outer.push(frag_stmt(FragOp::Unpack { acc: r.clone(), buf: *buf, regs: *n }, span));
         }
         let mut body = lets;
@@ -1000,7 +991,7 @@ impl Checker<'_> {
                 Some((BufferRef::Local(v), ElemIndex::Coords(vec![index]), elem))
             }
             Named::Acc(r, f) => {
-                let Some(l) = self.acc_layout(f, span) else { return None };
+                let l = self.acc_layout(f, span)?;
                 if l != layout {
                     self.error_label(
                         "E1032",
@@ -1172,7 +1163,9 @@ impl Checker<'_> {
     pub(crate) fn check_shaped_update(&mut self, a: &ast::Assignment, out: &mut Vec<Stmt>) -> bool {
         let ExprKind::Ident(id) = &a.target.kind else { return false };
         let Some(Symbol::Local(var)) = self.scopes.lookup(&id.name).cloned() else { return false };
-        let Some(sh) = self.frag_sema.shaped.get(&var).cloned() else { return false };
+        if !self.frag_sema.shaped.contains_key(&var) {
+            return false;
+        }
         let op = super::stmt::hir_assign_op(a.op);
         let value = self.check_expr(&a.value);
         if !matches!(op, AssignOp::Add | AssignOp::Sub | AssignOp::Mul | AssignOp::Div) {
@@ -1201,7 +1194,6 @@ impl Checker<'_> {
                 return true;
             }
         };
-        let _ = sh;
         if self.frag_place_ok(a.span) {
             out.push(frag_stmt(FragOp::Update { buf: var, op, value }, a.span));
         }
