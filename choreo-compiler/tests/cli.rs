@@ -401,7 +401,7 @@ fn check_runs_sema_unless_syntax_only() {
     );
     let tier2 = dir.file(
         "tier2.co",
-        "__co__ void g(f32 [4] a) {\n  parallel p by 1 : block {\n    frag f32 [64] acc {0.0f};\n  }\n}\n",
+        "__co__ void g(f32 [4] a) {\n  parallel p by 1 : block {\n    sync.fence : cluster;\n  }\n}\n",
     );
     for (file, code_wanted) in [(&type_error, "E0"), (&tier2, "E0901")] {
         let out = choreoc(["check".as_ref(), file.as_os_str()]);
@@ -603,12 +603,10 @@ fn diagnostics_read_well() {
 
     let (_, err) = check(
         "tier3.co",
-        "__co__ void g() {\n  parallel p by 1 : block {\n    frag f32 [64] acc {0.0f};\n  }\n}\n",
+        "__co__ void g() {\n  parallel p by 1 : block {\n    sync.fence : cluster;\n  }\n}\n",
     );
     assert!(
-        err.contains(
-            "error[E0901]: not supported yet (tier 3): fragments with a shape (`frag T [shape] name`)"
-        ),
+        err.contains("error[E0901]: not supported yet (tier 3): `sync.fence : cluster`"),
         "{err}"
     );
     assert!(err.contains("^^^^^ not supported by this compiler yet"), "{err}");

@@ -254,4 +254,7 @@ pub enum MmaOp {
         /// The scalar, converted to the element type.
         value: HExpr,
     },
+    /// A fragment operation (spec-tier3 §6.2): `apply`'s accumulator bridges, reductions,
+    /// `copy`.
+    Frag(Box<super::frag::FragOp>),
 }

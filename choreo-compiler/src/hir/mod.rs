@@ -18,6 +18,7 @@
 //! - Statements inside a [`ParallelTree`] body are device code; all others are host code.
 
 pub(crate) mod arith;
+pub mod frag;
 pub mod mma;
 pub mod visit;
 

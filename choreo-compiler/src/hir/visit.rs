@@ -201,6 +201,16 @@ pub fn walk_mma<'a, V: Visitor<'a> + ?Sized>(v: &mut V, op: &'a MmaOp) {
             frag(v, b);
         }
         MmaOp::WgWait { acc, pending: _ } => frag(v, acc),
+        MmaOp::Frag(op) => match op.as_ref() {
+            crate::hir::frag::FragOp::Unpack { acc, .. }
+            | crate::hir::frag::FragOp::Pack { acc, .. } => frag(v, acc),
+            crate::hir::frag::FragOp::Update { value, .. } => walk_expr(v, value),
+            crate::hir::frag::FragOp::ToA { afrag, c0, .. } => {
+                frag(v, afrag);
+                walk_expr(v, c0);
+            }
+            _ => {}
+        },
         MmaOp::WgExec { acc, a, b, atoms: _, atom_k: _, wait: _, order: _ } => {
             frag(v, acc);
             let mut ops = vec![b.as_ref()];

@@ -883,7 +883,11 @@ impl<'a> Visitor<'a> for KernelWalk<'a> {
             | StmtKind::Cpp(_) => true,
             // A warp's lanes read an MMA tile together: the CPU emulates the instruction's
             // convergence with a warp barrier after the load (`mma.cuh`).
-            StmtKind::Mma(op) => matches!(**op, crate::hir::mma::MmaOp::Load { .. }),
+            // Fragment reductions exchange registers between lanes (`frag_ops.cuh`).
+            StmtKind::Mma(op) => matches!(
+                **op,
+                crate::hir::mma::MmaOp::Load { .. } | crate::hir::mma::MmaOp::Frag(_)
+            ),
             StmtKind::DeclBuffer { var, .. } | StmtKind::Let { var, .. } => {
                 self.f.local(*var).is_some_and(|l| {
                     matches!(l.place, LocalPlace::SharedBuffer | LocalPlace::SharedScalar)

@@ -1476,6 +1476,10 @@ impl Checker<'_> {
         indices: &[ast::Expr],
         span: Span,
     ) -> Option<(BufferRef, ElemIndex, ElemTy)> {
+        // `f.at(i, j)` of a fragment inside `apply` (spec-tier3 §6.2, sema/frag.rs).
+        if let Some(element) = self.frag_element(base, indices, span) {
+            return element;
+        }
         let view = match self.check_expr(base) {
             Val::Future(_) => {
                 self.error_label(

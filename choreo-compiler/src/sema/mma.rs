@@ -391,12 +391,8 @@ impl Checker<'_> {
     }
 
     fn check_frag_items(&mut self, d: &ast::FragDecl, span: Span, out: &mut Vec<Stmt>) {
-        if d.shape.is_some() {
-            self.unsupported(span, "fragments with a shape (`frag T [shape] name`)", 3);
-            for item in &d.items {
-                self.declare_poisoned(&item.name);
-            }
-            return;
+        if let Some(shape) = &d.shape {
+            return self.check_shaped_frag_decl(d, shape, span, out);
         }
         let ok = self.mma_place_ok(span);
         let elem = d.elem.map(|(t, _)| types::elem_from_token(t));

@@ -252,6 +252,17 @@
 //! - `E1028` an accumulator named while its asynchronous WGMMA is not waited
 //! - `E1029` a direct WGMMA operand that differs between the threads of a warpgroup
 //! - `E1030` `[[schedule(k_tiles(…))]]` that is not a permutation of the execution's K steps
+//! - `E1031` an index-dependent fragment operation on a WMMA accumulator (opaque layout)
+//! - `E1032` a fragment whose layout cannot be inferred consistently
+//! - `E1033` a fragment element accessed outside `apply`, or not at the iterated element
+//! - `E1034` a malformed shaped fragment declaration (`frag T [shape] name`)
+//! - `E1035` a fragment reduction over a dimension other than 1
+//! - `E1036` no fragment layout to iterate or reduce (UNIFORM rows, accumulator not executed)
+//! - `E1037` `all_reduce_sum` of a fragment that is not REPLICATED_1D
+//! - `E1038` `all_reduce_sum` of a fragment with no layout yet
+//! - `E1039` fragments of different shapes (`copy`, reductions, `apply` binders)
+//! - `E1040` not a fragment where a fragment operation needs one
+//! - `E1041` a shaped fragment that cannot be the register A operand of a WGMMA (RS mode)
 //!
 //! Not supported:
 //! - `E0901` construct of tier 2 or 3, not supported yet
@@ -288,6 +299,7 @@ mod events_cluster;
 mod events_global;
 mod events_local;
 mod expr;
+mod frag;
 mod inthreads;
 mod mma;
 use crate::hir::arith as fold;
@@ -556,6 +568,8 @@ pub(crate) struct Checker<'a> {
     pub(crate) frags: Vec<hir::mma::Frag>,
     /// What the MMA checks remember about each fragment (same indices).
     pub(crate) frag_states: Vec<mma::FragState>,
+    /// Shaped fragments and the `apply` being checked (spec-tier3 §6).
+    pub(crate) frag_sema: frag::FragSema,
     /// Whether some MMA statement of the function had an error.
     pub(crate) mma_failed: bool,
     /// The futures of asynchronous WGMMAs (spec-tier3 §5.4).
@@ -610,6 +624,7 @@ impl<'a> Checker<'a> {
             order_updates: Vec::new(),
             frags: Vec::new(),
             frag_states: Vec::new(),
+            frag_sema: frag::FragSema::default(),
             mma_failed: false,
             wg_futures: Vec::new(),
             wg_asyncs: Vec::new(),
@@ -625,6 +640,7 @@ impl<'a> Checker<'a> {
         self.check_events_used();
         self.check_fill_events();
         self.finish_mma();
+        self.finish_frags();
         let ret = match &self.ret {
             RetState::Void => ReturnTy::Void,
             RetState::Declared(t) => t.clone(),

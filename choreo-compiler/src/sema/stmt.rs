@@ -273,7 +273,7 @@ impl Checker<'_> {
             A::Dma(d) => self.check_dma(d, span, out),
             A::DmaAny { engine, name } => self.check_dma_any(name, *engine, span, out),
             A::Mma(m) => self.check_mma(m, span, out),
-            A::FragOp(_) => self.unsupported(span, "fragment operations", 3),
+            A::FragOp(op) => self.check_frag_op(op, span, out),
             A::Wait(targets) => self.check_wait(targets, span, out),
             A::Trigger(t) => self.check_trigger(t, span, out),
             A::Call(c) => self.check_call_stmt(c, span, out),
@@ -298,7 +298,7 @@ impl Checker<'_> {
             A::Inthreads { is_async, pred, body } => {
                 self.check_inthreads(*is_async, pred, body, span, out)
             }
-            A::Apply { .. } => self.unsupported(span, "`apply`", 3),
+            A::Apply { names, target, body } => self.check_apply(names, target, body, span, out),
         }
     }
 
@@ -819,6 +819,9 @@ impl Checker<'_> {
             if !self.step_target_ok(a, at) {
                 return;
             }
+        }
+        if self.check_shaped_update(a, out) {
+            return;
         }
         if self.check_frag_update(a, out) {
             return;

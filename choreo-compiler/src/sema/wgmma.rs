@@ -250,7 +250,9 @@ impl Checker<'_> {
         };
         let acc = self.frag_ref(acc, false, "the accumulator");
         // A: (operand, its view's extents, its element type).
-        let a = if self.names_frag(a) {
+        let a = if let Some(shaped) = self.wg_shaped_a(a, a_row, out) {
+            shaped
+        } else if self.names_frag(a) {
             self.wg_register_a(a, span)
         } else {
             self.wg_operand(a, "A", !a_row)

@@ -86,7 +86,7 @@ impl FnEmitter<'_, '_> {
     }
 
     /// `name[i][j]`, with indices the compiler could not prove in range checked.
-    fn frag_lvalue(&mut self, r: &FragRef) -> String {
+    pub(super) fn frag_lvalue(&mut self, r: &FragRef) -> String {
         let mut text = self.frag_name(r);
         let dims = self.f.frags[r.frag.index()].array_dims.clone();
         for (i, d) in r.index.iter().zip(dims) {
@@ -185,6 +185,7 @@ impl FnEmitter<'_, '_> {
                 self.each_frag(span, frag, |l| format!("{NS}::update<{code}>({l}, {v});"));
             }
             MmaOp::Load { frag, tile } => self.mma_load(span, frag, tile),
+            MmaOp::Frag(op) => self.frag_op(span, op),
             MmaOp::Exec { acc, a, b } => {
                 let f = self.f.frags[acc.frag.index()].clone();
                 let (c, a, b) = (self.frag_lvalue(acc), self.frag_lvalue(a), self.frag_lvalue(b));

@@ -66,6 +66,7 @@ mod body;
 mod events;
 mod expr;
 mod flags;
+mod frag;
 mod host;
 mod kernel;
 mod mma;
@@ -175,6 +176,18 @@ pub fn emit_cuda(
         }
         w.raw(&mma::WGMMA_LIBRARY.replacen("#pragma once\n", "", 1));
         w.raw(mma::WGMMA_OPS);
+    }
+    // The fragment operations (spec-tier3 §6) only where shaped fragments or `apply` are used.
+    let uses_frag = program
+        .items
+        .iter()
+        .any(|i| matches!(i, hir::Item::Function(f) if frag::uses_frag_ops(&f.body)));
+    if uses_frag {
+        w.raw(&format!(
+            "#define CHOREO_FRAG_NS {}\n",
+            frag::frag_namespace(options.dialect == Dialect::Cpu)
+        ));
+        w.raw(frag::FRAG_OPS);
     }
     let mut plans = plan.functions.iter();
     for item in &program.items {

@@ -1,0 +1,192 @@
+// Fragment operations of generated code (choreo-compiler, emit::cuda; spec-tier3 §6): the
+// element coordinates of the fragment layouts of §6.1, the accumulator bridges of `apply` and
+// `copy`, row reductions and `all_reduce_sum`. The translator pastes this file only into files
+// whose functions use shaped fragments or fragment operations, preceded by
+// `#define CHOREO_FRAG_NS __choreo_frag_<hash of this file>[_cpu]`.
+//
+// Layout codes: 0 WGMMA_ACC (64 x N, 128 threads), 1 SYNC_ACC (16 x 8, 32 lanes), 2 and 3
+// REPLICATED_1D of the rows of WGMMA_ACC / SYNC_ACC (two registers per thread, four copies of
+// each row: the threads t with equal t / 4), 4 UNIFORM (element r·T + t, row-major).
+// The same text runs on the GPU and on the CPU (whose warp shuffles exchange the registers of
+// the fibres of a warp).
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+namespace CHOREO_FRAG_NS {
+
+// The arithmetic type of an element type: double, long long for integers, float otherwise
+// (f16, bf16 and the narrow floats).
+template <typename T>
+struct wide {
+  using type = typename std::conditional<
+      std::is_same<T, double>::value, double,
+      typename std::conditional<std::is_integral<T>::value, long long, float>::type>::type;
+};
+
+template <typename D, typename S>
+__device__ __forceinline__ D to(S v) {
+  using W = typename std::conditional<
+      std::is_integral<D>::value && std::is_integral<S>::value, long long,
+      typename std::conditional<std::is_same<D, double>::value || std::is_same<S, double>::value,
+                                double, float>::type>::type;
+  return static_cast<D>(static_cast<W>(v));
+}
+
+// Coordinate K (0 row, 1 column, 2 flat element) of register r of this thread in layout L of a
+// fragment with Cols columns (1 for 1-D), distributed over T threads.
+template <int L, int K, int Cols, int T>
+__device__ __forceinline__ int index(int r) {
+  const int t = static_cast<int>(threadIdx.x) & (T - 1);
+  int row = 0, col = 0;
+  if constexpr (L == 0) {
+    row = 16 * (t / 32) + (t % 32) / 4 + 8 * ((r % 4) / 2);
+    col = 8 * (r / 4) + 2 * (t % 4) + r % 2;
+  } else if constexpr (L == 1) {
+    row = t / 4 + 8 * (r / 2);
+    col = 2 * (t % 4) + r % 2;
+  } else if constexpr (L == 2) {
+    row = 16 * (t / 32) + (t % 32) / 4 + 8 * r;
+  } else if constexpr (L == 3) {
+    row = t / 4 + 8 * r;
+  } else {
+    const int e = r * T + t;
+    if constexpr (K == 2) return e;
+    row = e / Cols;
+    col = e % Cols;
+  }
+  return K == 0 ? row : K == 1 ? col : row * Cols + col;
+}
+
+// The REPLICATED_1D register that holds the row of register r of a 2-D fragment of layout L
+// (0 WGMMA_ACC, 1 SYNC_ACC).
+template <int L>
+__device__ __forceinline__ int row_reg(int r) {
+  return L == 0 ? (r % 4) / 2 : r / 2;
+}
+
+// Element e of an accumulator: WGMMA accumulators have get/set (16-bit ones pack two
+// elements per register), mma.sync ones an array x.
+template <typename F>
+__device__ __forceinline__ auto get(const F& f, int e, int) -> decltype(f.get(e)) {
+  return f.get(e);
+}
+template <typename F>
+__device__ __forceinline__ auto get(const F& f, int e, long)
+    -> typename std::remove_cv<typename std::remove_reference<decltype(f.x[e])>::type>::type {
+  return f.x[e];
+}
+template <typename F, typename V>
+__device__ __forceinline__ auto set(F& f, int e, V v, int) -> decltype(f.set(e, v), void()) {
+  using E = decltype(f.get(e));
+  f.set(e, to<E>(v));
+}
+template <typename F, typename V>
+__device__ __forceinline__ auto set(F& f, int e, V v, long) -> decltype(void(f.x[e])) {
+  using E = typename std::remove_reference<decltype(f.x[e])>::type;
+  f.x[e] = to<E>(v);
+}
+
+// The thread's `regs` elements of accumulator f into buf (converted), and back.
+template <typename F, typename B>
+__device__ __forceinline__ void unpack(const F& f, B* buf, int regs) {
+  for (int e = 0; e < regs; ++e) buf[e] = to<B>(get(f, e, 0));
+}
+template <typename F, typename B>
+__device__ __forceinline__ void pack(F& f, const B* buf, int regs) {
+  for (int e = 0; e < regs; ++e) set(f, e, buf[e], 0);
+}
+
+// copy(dst, src) between fragments of one layout.
+template <typename D, typename S>
+__device__ __forceinline__ void copy(D* dst, const S* src, int regs) {
+  for (int e = 0; e < regs; ++e) dst[e] = to<D>(src[e]);
+}
+
+// `frag op= v` (spec-tier3 §5.6) of a shaped fragment: Op 0 +, 1 -, 2 *, 3 /.
+template <int Op, typename B, typename V>
+__device__ __forceinline__ void update(B* buf, int regs, V v) {
+  using W = typename wide<B>::type;
+  const W s = to<W>(to<B>(v));
+  for (int e = 0; e < regs; ++e) {
+    const W x = to<W>(buf[e]);
+    buf[e] = to<B>(Op == 0 ? x + s : Op == 1 ? x - s : Op == 2 ? x * s : x / s);
+  }
+}
+
+template <typename W>
+__device__ __forceinline__ W quad_shuffle(W v, int mask) {
+  return __shfl_xor_sync(0xffffffffu, v, mask);
+}
+
+// reduce_max / reduce_sum(dst, src, 1) of a 2-D fragment of layout L (0 WGMMA_ACC, 1 SYNC_ACC):
+// the thread's registers of each of its two rows, then the quad's (xor 2, xor 1): every copy
+// of a row gets the row's maximum or sum.
+template <bool Max, int L, typename D, typename S>
+__device__ __forceinline__ void reduce(D* dst, const S* src, int regs) {
+  using W = typename wide<S>::type;
+  for (int h = 0; h < 2; ++h) {
+    bool first = true;
+    W acc = W(0);
+    for (int r = 0; r < regs; ++r) {
+      if (row_reg<L>(r) != h) continue;
+      const W x = to<W>(src[r]);
+      acc = first ? x : Max ? (x > acc ? x : acc) : acc + x;
+      first = false;
+    }
+    for (int m = 2; m >= 1; m /= 2) {
+      const W o = quad_shuffle(acc, m);
+      acc = Max ? (o > acc ? o : acc) : acc + o;
+    }
+    dst[h] = to<D>(acc);
+  }
+}
+
+// all_reduce_sum(v) of a REPLICATED_1D fragment: each copy becomes the sum of the four.
+template <typename D>
+__device__ __forceinline__ void all_reduce_sum(D* v) {
+  using W = typename wide<D>::type;
+  for (int h = 0; h < 2; ++h) {
+    W acc = to<W>(v[h]);
+    for (int m = 2; m >= 1; m /= 2) acc += quad_shuffle(acc, m);
+    v[h] = to<D>(acc);
+  }
+}
+
+// RS mode from a fragment (spec-tier3 §5.4, §10.3): operand A (`wg_afrag<K>`, 16-bit) from
+// columns c0 .. c0 + K of a 64 x N fragment of 16-bit elements in WGMMA_ACC layout. Operand
+// register j of K atom kt holds (row 16(t/32) + (t%32)/4 + 8(j%2), columns
+// c0 + 16kt + 8(j/2) + 2(t%4) + {0, 1}): the fragment's registers 4(c0/8 + 2kt + j/2) + 2(j%2)
+// + {0, 1} of the same thread. The CPU's operand also keeps the rows of the thread's warp in x
+// (what wg_rs reads there), gathered from the warp's lanes.
+template <int K, typename A, typename B>
+__device__ __forceinline__ void to_afrag(A& a, const B* buf, int c0) {
+  static_assert(sizeof(B) == 2, "RS-mode operands are 16-bit");
+  const auto bits = [&](int r) {
+    std::uint16_t h;
+    std::memcpy(&h, &buf[r], 2);
+    return static_cast<std::uint32_t>(h);
+  };
+  for (int kt = 0; kt < K / 16; ++kt) {
+    for (int j = 0; j < 4; ++j) {
+      const int r = 4 * (c0 / 8 + 2 * kt + j / 2) + 2 * (j % 2);
+      a.r[kt][j] = bits(r) | bits(r + 1) << 16;
+    }
+  }
+#if defined(__CHOREO_CPU__)
+  const int w = (static_cast<int>(threadIdx.x) & 127) / 32;
+  for (int s = 0; s < 32; ++s) {
+    for (int kt = 0; kt < K / 16; ++kt) {
+      for (int j = 0; j < 4; ++j) {
+        const std::uint32_t v = __shfl_sync(0xffffffffu, a.r[kt][j], s);
+        const int m = 16 * w + s / 4 + 8 * (j % 2);
+        const int k = 16 * kt + 8 * (j / 2) + 2 * (s % 4);
+        a.x[m * K + k] = static_cast<std::uint16_t>(v & 0xffffu);
+        a.x[m * K + k + 1] = static_cast<std::uint16_t>(v >> 16);
+      }
+    }
+  }
+#endif
+}
+
+}  // namespace CHOREO_FRAG_NS
