@@ -85,13 +85,13 @@ pub(crate) fn mma_type(t: ElemTy, operand: bool) -> MmaType {
 
 impl Checker<'_> {
     /// Whether the statements being checked are inside a `group-4` level: MMA there is WGMMA.
-    fn in_warpgroup(&self) -> bool {
+    pub(crate) fn in_warpgroup(&self) -> bool {
         self.kernel.as_ref().is_some_and(|k| k.group4_depth > 0)
     }
 
     /// Whether MMA statements may be here: the body of a warp (`: group`) level, or, for
     /// WGMMA, a warpgroup's (`E1020`). Reports `E1001` otherwise.
-    fn mma_place_ok(&mut self, span: Span) -> bool {
+    pub(crate) fn mma_place_ok(&mut self, span: Span) -> bool {
         if self.in_warpgroup() {
             return self.wg_place_ok(span);
         }
@@ -466,8 +466,20 @@ impl Checker<'_> {
 
     fn check_mma_stmt(&mut self, m: &ast::MmaStmt, span: Span, out: &mut Vec<Stmt>) {
         let wg_exec = self.in_warpgroup() && matches!(m.kind, MmaKind::Exec { .. });
-        if m.schedule.is_some() && !wg_exec {
+        let sparse =
+            matches!(&m.kind, MmaKind::Exec { variant: MmaExecVariant::Sparse { .. }, .. });
+        if m.schedule.is_some() && !wg_exec && !sparse {
             self.unsupported(span, "`[[schedule(k_tiles(…))]]` outside a WGMMA execution", 3);
+        }
+        if let (MmaKind::Exec { future, layout, variant, acc, a, b }, true) = (&m.kind, sparse) {
+            let MmaExecVariant::Sparse { span: sp, metadata } = variant else { return };
+            let exec = super::mma_sparse::SparseExec {
+                layout: *layout,
+                span,
+                sp: *sp,
+                schedule: m.schedule.as_ref().map(|a| a.span),
+            };
+            return self.check_sparse_exec(&exec, future.as_ref(), [acc, a, b], metadata.as_ref(), out);
         }
         let ok = self.mma_place_ok(span);
         match &m.kind {
@@ -579,9 +591,7 @@ impl Checker<'_> {
                     MmaExecVariant::Async(s) => {
                         return self.unsupported(*s, "asynchronous MMA (WGMMA `.async`)", 3);
                     }
-                    MmaExecVariant::Sparse { span, .. } => {
-                        return self.unsupported(*span, "sparse MMA (`.sp`)", 3);
-                    }
+                    MmaExecVariant::Sparse { .. } => return,
                     MmaExecVariant::Scale { span, .. } => {
                         return self.unsupported(*span, "block-scaled MMA (`.scale`)", 3);
                     }
@@ -590,7 +600,7 @@ impl Checker<'_> {
                 let a = self.frag_ref(a, false, "operand A");
                 let b = self.frag_ref(b, false, "operand B");
                 let (Some(acc), Some(a), Some(b)) = (acc, a, b) else { return };
-                if self.check_exec(*layout, &acc, &a, &b, span) && ok {
+                if self.check_exec(*layout, &acc, &a, &b, span, false) && ok {
                     out.push(mma_stmt(MmaOp::Exec { acc, a, b }, span));
                 }
             }
@@ -685,13 +695,14 @@ impl Checker<'_> {
     }
 
     /// `mma.<a>.<b> acc, a, b;`: shapes, types, selection, roles. Whether it is well formed.
-    fn check_exec(
+    pub(crate) fn check_exec(
         &mut self,
         layout: MmaLayout,
         acc: &FragRef,
         a: &FragRef,
         b: &FragRef,
         span: Span,
+        sparse: bool,
     ) -> bool {
         let (a_row, b_row) = match layout {
             MmaLayout::RowRow => (true, true),
@@ -724,6 +735,8 @@ impl Checker<'_> {
         };
         // §5.1: A is [M, K] (row) or [K, M] (col); B is [N, K] (row) or [K, N] (col).
         let (m, ka) = if a_row { (ad[0], ad[1]) } else { (ad[1], ad[0]) };
+        // A sparse A is 2:4-compressed: its K is half the logical one.
+        let ka = if sparse { 2 * ka } else { ka };
         let (n, kb) = if b_row { (bd[0], bd[1]) } else { (bd[1], bd[0]) };
         if ka != kb {
             self.error_label(
@@ -799,7 +812,7 @@ impl Checker<'_> {
             m,
             n,
             k: ka,
-            sparse: false,
+            sparse,
         };
         let family = match select(&config, self.target.arch()) {
             Selection::Selected(f) => f,

@@ -290,6 +290,8 @@ mod events_local;
 mod expr;
 mod inthreads;
 mod mma;
+mod mma_scale;
+mod mma_sparse;
 use crate::hir::arith as fold;
 mod parallel;
 mod scope;

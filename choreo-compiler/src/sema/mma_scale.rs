@@ -1,0 +1,1 @@
+//! Block-scaled MMA (filled in below).
