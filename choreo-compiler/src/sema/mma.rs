@@ -607,11 +607,10 @@ impl Checker<'_> {
             MmaKind::Store { variant, frag, dst } => {
                 let f = self.frag_ref(frag, false, "the stored value");
                 let view = self.check_data(dst, "an MMA store");
+                // `.async` (spec-tier3 §5.5): no trailing barrier; see mma_store_async.rs.
+                let is_async = matches!(variant, MmaStoreVariant::Async(_));
                 let (transpose, mask) = match variant {
-                    MmaStoreVariant::Plain => (false, None),
-                    MmaStoreVariant::Async(s) => {
-                        return self.unsupported(*s, "`mma.store.async`", 3);
-                    }
+                    MmaStoreVariant::Plain | MmaStoreVariant::Async(_) => (false, None),
                     MmaStoreVariant::Transp(_) => (true, None),
                     MmaStoreVariant::Mask { rows, cols, .. } => {
                         let r = self.check_int(rows, "an MMA store row guard");
@@ -685,7 +684,7 @@ impl Checker<'_> {
                         MmaOp::Store { frag: f, tile: Box::new(tile), transpose, rows, cols },
                         span,
                     ));
-                    if storage == Storage::Shared {
+                    if storage == Storage::Shared && !is_async {
                         out.push(stmt(StmtKind::Barrier(BarrierScope::Block), span));
                     }
                 }

@@ -292,6 +292,7 @@ mod inthreads;
 mod mma;
 mod mma_scale;
 mod mma_sparse;
+mod mma_store_async;
 use crate::hir::arith as fold;
 mod parallel;
 mod scope;
@@ -627,6 +628,7 @@ impl<'a> Checker<'a> {
         self.check_events_used();
         self.check_fill_events();
         self.finish_mma();
+        self.check_async_mma_stores(&body);
         let ret = match &self.ret {
             RetState::Void => ReturnTy::Void,
             RetState::Declared(t) => t.clone(),
