@@ -52,7 +52,6 @@ pub(crate) struct StoreCheck {
     dims: [u64; 2],
     transpose: bool,
     unit_inner: bool,
-    masked: bool,
     elem: ElemTy,
     span: Span,
 }
@@ -675,7 +674,6 @@ impl Checker<'_> {
                     dims: tile.dims,
                     transpose,
                     unit_inner: unit,
-                    masked: rows.is_some(),
                     elem: tile.elem,
                     span,
                 });
@@ -1071,7 +1069,7 @@ impl Checker<'_> {
             let Some([m, n]) = st.acc_shape else { continue };
             let wmma = frag.selected.is_some_and(|s| s.family == MmaFamily::Wmma);
             for s in &st.stores {
-                let StoreCheck { dims, transpose, unit_inner: unit, masked, elem, span } = s;
+                let StoreCheck { dims, transpose, unit_inner: unit, elem, span } = s;
                 // WMMA has f16 and f32 accumulators of the K = 16 shapes only (tf32's 16x16x8 is
                 // f32 alone): a store converts between those two through the other fragment.
                 let k16 = frag.selected.is_some_and(|s| s.config.k == 16);
@@ -1095,12 +1093,6 @@ impl Checker<'_> {
                             want[1]
                         ),
                         "larger than the accumulator",
-                    );
-                } else if wmma && (*masked || *dims != want) {
-                    self.unsupported(
-                        *span,
-                        "masked WMMA stores (`.mask`, or a tile smaller than the accumulator)",
-                        3,
                     );
                 } else if wmma && !convertible {
                     self.error_label(

@@ -85,6 +85,7 @@ impl FnEmitter<'_, '_> {
         let Some((k, symbol)) = self.kernel_plan(tree) else { return };
         let span = tree.span;
         self.fence_triggers = k.fence_triggers;
+        self.kernel_warps = k.threads_per_block.as_const().map_or(32, |n| n.div_ceil(32).max(1));
         let mut params: Vec<String> = Vec::new();
         if self.options.dialect == Dialect::Cpu {
             // The executing thread, which `threadIdx`, `__syncthreads()`, … read on the CPU.

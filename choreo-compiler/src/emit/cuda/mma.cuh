@@ -748,6 +748,40 @@ __device__ __forceinline__ void wmma_store(const wmma_c<M, N, K, T>& f, int lane
 #endif
 }
 
+// A masked store of the accumulator (`mma.store.mask`, or a tile smaller than the accumulator):
+// only the elements (m, n) with m < rows and n < cols are written, converted to D, at
+// p[m * ldm + n] (p[n * ldm + m] transposed). store_matrix_sync cannot mask and the fragment
+// layout is opaque, so on the GPU the warp stores the whole accumulator, row-major, into its
+// own slot of a shared staging area (`Warps` slots: one per warp of the block, indexed by
+// threadIdx.x / 32), and its lanes then copy the selected elements; __syncwarp() orders the
+// slot's writes and reads. An unmasked, aligned store goes straight to memory.
+template <bool Transpose, int Warps, int M, int N, int K, typename T, typename D>
+__device__ __forceinline__ void wmma_store_mask(const wmma_c<M, N, K, T>& f, int lane, D* p,
+                                                long long ldm, int rows, int cols) {
+#if defined(__CHOREO_CPU__)
+  for (int e = lane; e < M * N; e += 32) {
+    const int m = e / N, n = e % N;
+    if (m < rows && n < cols) p[Transpose ? n * ldm + m : m * ldm + n] = cvt<D>(f.x[e]);
+  }
+#else
+  if (rows >= M && cols >= N && reinterpret_cast<std::uintptr_t>(p) % 32 == 0 &&
+      (ldm * static_cast<long long>(sizeof(D))) % 16 == 0) {
+    wmma_store<Transpose>(f, lane, p, ldm);
+    return;
+  }
+  __shared__ __align__(32) T stage[Warps][M * N];
+  T* s = stage[(threadIdx.x / 32) % Warps];
+  __syncwarp();
+  wm::store_matrix_sync(s, f, static_cast<unsigned>(N), wm::mem_row_major);
+  __syncwarp();
+  for (int e = lane; e < M * N; e += 32) {
+    const int m = e / N, n = e % N;
+    if (m < rows && n < cols) p[Transpose ? n * ldm + m : m * ldm + n] = cvt<D>(s[e]);
+  }
+  __syncwarp();
+#endif
+}
+
 template <int M, int N, int K, typename T, typename FA, typename FB>
 __device__ __forceinline__ void wmma_mma(wmma_c<M, N, K, T>& c, const FA& a, const FB& b) {
 #if defined(__CHOREO_CPU__)

@@ -234,34 +234,39 @@ impl FnEmitter<'_, '_> {
                         None => m,
                     });
                 }
-                let line = if sel.family == MmaFamily::Wmma {
-                    format!("{NS}::wmma_store<{transpose}>({l}, {LANE}, {base}, {s0});")
+                // Accumulator coordinates: (m, n) at tile (m, n), or (n, m) transposed.
+                let (sm, sn, tr, tc) = if *transpose {
+                    (&s1, &s0, tile.dims[1], tile.dims[0])
                 } else {
-                    // Accumulator coordinates: (m, n) at tile (m, n), or (n, m) transposed.
-                    let (sm, sn, tr, tc) = if *transpose {
-                        (&s1, &s0, tile.dims[1], tile.dims[0])
-                    } else {
-                        (&s0, &s1, tile.dims[0], tile.dims[1])
-                    };
-                    let lim = |this: &mut Self, g: &Option<crate::hir::HExpr>, whole: u64| match g {
-                        Some(g) => {
-                            let g = this.expr(g);
-                            format!("{NS}::imin({g}, {whole})")
-                        }
-                        None => whole.to_string(),
-                    };
-                    let rows = lim(self, rows, m.min(tr));
-                    let cols = lim(self, cols, n.min(tc));
-                    if sel.family == MmaFamily::Wgmma {
-                        format!(
-                            "{NS}::wg_store({l}, {NS}::wg_thread(), {base}, {sm}, {sn}, {rows}, \
-                             {cols});"
-                        )
-                    } else {
-                        format!(
-                            "{NS}::sync_store({l}, {LANE}, {base}, {sm}, {sn}, {rows}, {cols});"
-                        )
+                    (&s0, &s1, tile.dims[0], tile.dims[1])
+                };
+                let lim = |this: &mut Self, g: &Option<crate::hir::HExpr>, whole: u64| match g {
+                    Some(g) => {
+                        let g = this.expr(g);
+                        format!("{NS}::imin({g}, {whole})")
                     }
+                    None => whole.to_string(),
+                };
+                let whole = rows.is_none() && cols.is_none() && tr >= m && tc >= n;
+                let rows = lim(self, rows, m.min(tr));
+                let cols = lim(self, cols, n.min(tc));
+                let line = match sel.family {
+                    MmaFamily::Wmma if whole => {
+                        format!("{NS}::wmma_store<{transpose}>({l}, {LANE}, {base}, {s0});")
+                    }
+                    // A masked WMMA store stages the accumulator in shared memory (mma.cuh).
+                    MmaFamily::Wmma => format!(
+                        "{NS}::wmma_store_mask<{transpose}, {}>({l}, {LANE}, {base}, {s0}, \
+                         {rows}, {cols});",
+                        self.kernel_warps
+                    ),
+                    MmaFamily::Wgmma => format!(
+                        "{NS}::wg_store({l}, {NS}::wg_thread(), {base}, {sm}, {sn}, {rows}, \
+                         {cols});"
+                    ),
+                    MmaFamily::MmaSync => format!(
+                        "{NS}::sync_store({l}, {LANE}, {base}, {sm}, {sn}, {rows}, {cols});"
+                    ),
                 };
                 match guard {
                     Some(g) => self.w.line(span, &format!("if ({g}) {line}")),

@@ -205,6 +205,7 @@ pub fn emit_cuda(
                         diags,
                         depth: 0,
                         fence_triggers: false,
+                        kernel_warps: 32,
                     };
                     e.emit();
                 }
@@ -260,6 +261,9 @@ struct FnEmitter<'a, 'w> {
     /// [`KernelPlan::fence_triggers`](crate::lower::KernelPlan::fence_triggers) of the kernel
     /// being emitted.
     fence_triggers: bool,
+    /// The warps of a block of the kernel being emitted (32 when not a constant): the
+    /// staging slots of masked WMMA stores.
+    kernel_warps: u64,
 }
 
 impl FnEmitter<'_, '_> {
