@@ -591,8 +591,16 @@ impl Checker<'_> {
                         return self.unsupported(*s, "asynchronous MMA (WGMMA `.async`)", 3);
                     }
                     MmaExecVariant::Sparse { .. } => return,
-                    MmaExecVariant::Scale { span, .. } => {
-                        return self.unsupported(*span, "block-scaled MMA (`.scale`)", 3);
+                    MmaExecVariant::Scale { span: sp, view, value } => {
+                        let schedule = m.schedule.as_ref();
+                        let x = super::mma_scale::ScaledExec {
+                            layout: *layout,
+                            span,
+                            sp: *sp,
+                            ok,
+                            schedule,
+                        };
+                        return self.check_scaled_exec(&x, [acc, a, b], view, value, out);
                     }
                 }
                 let acc = self.frag_ref(acc, false, "the accumulator");
@@ -687,7 +695,9 @@ impl Checker<'_> {
                     }
                 }
             }
-            MmaKind::Scale { .. } => self.unsupported(span, "`mma.scale`", 3),
+            MmaKind::Scale { frag, view, value } => {
+                self.check_mma_scale(frag, view, value, span, ok, out);
+            }
         }
     }
 
