@@ -252,6 +252,16 @@
 //! - `E1028` an accumulator named while its asynchronous WGMMA is not waited
 //! - `E1029` a direct WGMMA operand that differs between the threads of a warpgroup
 //! - `E1030` `[[schedule(k_tiles(…))]]` that is not a permutation of the execution's K steps
+//! - `E1046` a sparse MMA without its metadata operand (the implicit `<A>_mdata` form)
+//! - `E1047` sparse metadata that is not an `mma.load`ed `u8 [M, K/8]` fragment
+//! - `E1048` a sparse MMA whose K is not a multiple of 4
+//! - `E1049` a sparse MMA whose compressed A is not K-major (`col.*`)
+//! - `E1050` `[[schedule(k_tiles(…))]]` on a sparse MMA
+//! - `E1051` `mma.scale` with no preceding plain WGMMA execution in the statement list
+//! - `E1052` `mma.scale` of a fragment that is not an accumulator
+//! - `E1053` a block scale `SA` that is not `[M, 1]` or `[1, M]`
+//! - `E1054` block scale factors that are not f32
+//! - `E1055` block-scaled MMA on an accumulator that is not a float WGMMA accumulator
 //!
 //! Not supported:
 //! - `E0901` construct of tier 2 or 3, not supported yet
@@ -275,7 +285,8 @@
 //! `W0471` an event that is waited but never triggered, `W0472` a fill event (`trigger …
 //! after`) declared with an arrival count other than 1.
 //!
-//! `W1001` an `mma.store` tile smaller than the accumulator (only its part is written).
+//! `W1001` an `mma.store` tile smaller than the accumulator (only its part is written),
+//! `W1046` a read of a shared tile that `mma.store.async` wrote, before any synchronisation.
 //!
 //! Notes: `N0701` the output of a compile-time `print!`/`println!`; `N0473` an unswizzled copy
 //! inheriting the swizzle of the `mma.load.swiz<N>` that reads its tile (spec-tier3 §4.3).
