@@ -478,7 +478,13 @@ impl Checker<'_> {
                 sp: *sp,
                 schedule: m.schedule.as_ref().map(|a| a.span),
             };
-            return self.check_sparse_exec(&exec, future.as_ref(), [acc, a, b], metadata.as_ref(), out);
+            return self.check_sparse_exec(
+                &exec,
+                future.as_ref(),
+                [acc, a, b],
+                metadata.as_ref(),
+                out,
+            );
         }
         let ok = self.mma_place_ok(span);
         match &m.kind {

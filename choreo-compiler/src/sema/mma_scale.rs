@@ -77,7 +77,10 @@ impl Checker<'_> {
                 self.error_label(
                     "E1054",
                     value.span,
-                    format!("the block scale `sb` must be an f32 scalar, but got '{}'", other.describe()),
+                    format!(
+                        "the block scale `sb` must be an f32 scalar, but got '{}'",
+                        other.describe()
+                    ),
                     "not an f32 scalar",
                 );
                 None
@@ -158,11 +161,8 @@ impl Checker<'_> {
     fn hidden_acc(&mut self, acc: &FragRef) -> FragRef {
         let id = FragId(u32::try_from(self.frags.len()).unwrap_or(u32::MAX));
         let src = &self.frags[acc.frag.index()];
-        let frag = Frag {
-            name: format!("{}_scale_tmp", src.name),
-            array_dims: Vec::new(),
-            ..src.clone()
-        };
+        let frag =
+            Frag { name: format!("{}_scale_tmp", src.name), array_dims: Vec::new(), ..src.clone() };
         self.frags.push(frag);
         let mut st = self.frag_states[acc.frag.index()].clone();
         st.stores.clear();

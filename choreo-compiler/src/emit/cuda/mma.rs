@@ -204,7 +204,9 @@ impl FnEmitter<'_, '_> {
                 let e = self.frag_lvalue(meta);
                 self.w.line(span, &format!("{NS}::sp_mma({c}, {a}, {b}, {e}, {LANE});"));
             }
-            MmaOp::Scale { acc, tmp, scale, m_dim, sb } => self.wg_scale(span, acc, tmp, scale, *m_dim, sb),
+            MmaOp::Scale { acc, tmp, scale, m_dim, sb } => {
+                self.wg_scale(span, acc, tmp, scale, *m_dim, sb)
+            }
             MmaOp::WgExec { acc, a, b, atoms, atom_k, wait, order } => {
                 self.wg_exec(span, acc, (a, b), [*atoms, *atom_k], *wait, order.as_deref());
             }
