@@ -9,9 +9,9 @@
 //!   statement that names `acc` otherwise): those are redirected into a hidden `T`, declared
 //!   and zeroed before the first of them.
 //!
-//! `SA` is an f32 `[M, 1]` or `[1, M]` view of global or shared memory (`E1053`), `sb` an f32
-//! scalar (`E1054`); the accumulator must be a float accumulator of WGMMA (`E1052`, `E1055`);
-//! `mma.scale` needs such executions (`E1051`).
+//! `SA` is an f32 `[M, 1]` or `[1, M]` view of global or shared memory (`E1053`, `E1054`), `sb`
+//! a numeric scalar, converted to f32; the accumulator must be a float accumulator of WGMMA
+//! (`E1052`, `E1055`); `mma.scale` needs such executions (`E1051`).
 
 use super::wgmma::WgExec;
 use super::{Checker, Val};
@@ -71,17 +71,18 @@ impl Checker<'_> {
         let sb = self.check_expr(value);
         let tile = v.and_then(|v| self.mma_tile(v, view.span, "scale", false, None));
         let sb = match sb {
-            Val::Scalar(e) if e.ty.scalar() == Some(ElemTy::F32) => Some(e),
+            // Any numeric scalar, converted to f32 (`2` as well as `2.0f`).
+            Val::Scalar(e) if e.ty.scalar().is_some_and(|t| t != ElemTy::Bool) => Some(e),
             Val::Error => None,
             other => {
                 self.error_label(
                     "E1054",
                     value.span,
                     format!(
-                        "the block scale `sb` must be an f32 scalar, but got '{}'",
+                        "the block scale `sb` must be a scalar, but got '{}'",
                         other.describe()
                     ),
-                    "not an f32 scalar",
+                    "not a numeric scalar",
                 );
                 None
             }
@@ -145,6 +146,8 @@ impl Checker<'_> {
                 );
                 None
             }
+            // An accumulator whose execution failed: reported there.
+            (None, _) if self.mma_failed => None,
             _ => {
                 self.error_label(
                     "E1052",
