@@ -1410,6 +1410,14 @@ fn parse_fixtures_pass_sema_or_only_hit_unsupported_constructs() {
         ("t3_fragments.co", "E1038"),
         // …and it declares accumulator arrays that no MMA executes (E1016).
         ("t3_fragments.co", "E1016"),
+        // The sparse/scaled showcase runs in a warp: its 16x16 sparse f16 shape has no
+        // instruction (E1005), its second `.sp` has no metadata (E1046, the implicit `_mdata`
+        // form, spec-tier3 §5.4 ⚠), block scale needs WGMMA accumulators (E1055) and f32
+        // factors, not f8_ue8m0 (E1054).
+        ("t3_mma_sparse_scale.co", "E1005"),
+        ("t3_mma_sparse_scale.co", "E1054"),
+        ("t3_mma_sparse_scale.co", "E1046"),
+        ("t3_mma_sparse_scale.co", "E1055"),
     ];
     let mut failures = Vec::new();
     let files = fixtures(&fixture_dir("parse"));
@@ -1936,4 +1944,54 @@ fn trigger_cluster_after_binds_multicast_loads() {
         let codes: Vec<&str> = c.diags.iter().filter(|d| d.is_error()).map(|d| d.code).collect();
         assert_eq!(codes, ["E0479"], "{trigger} / {load}: {}", render_human(&c.db, &c.diags));
     }
+}
+
+#[test]
+fn async_mma_store_reads_warn_until_a_barrier() {
+    // `mma.store.async` to shared leaves out the barrier (spec-tier3 §5.5): a read of the tile
+    // before any synchronisation warns (W1046), once per store; after `sync.barrier` it does
+    // not, nor after a plain `mma.store`.
+    let program = |store: &str, sync: &str| {
+        format!(
+            "__co__ void f(f16 [16, 16] a, f16 [16, 8] b, f32 [64] &o) {{\n  parallel p by 1 : block {{\n    shared f32 [16, 8] s;\n    parallel w by 2 : group {{\n      acc = mma.fill.f32 0.0f;\n      fa = mma.load a;\n      fb = mma.load b;\n      mma.row.col acc, fa, fb;\n      {store} acc, s;\n    }}\n    {sync}\n    parallel i by 64 : thread {{ o.at(i) = s.at(i / 8, i % 8) + s.at(0, 0); }}\n  }}\n}}\n"
+        )
+    };
+    let c = accepted(&program("mma.store.async", ""));
+    let codes: Vec<&str> = c.diags.iter().map(|d| d.code).collect();
+    assert_eq!(codes, ["W1046"], "{}", render_human(&c.db, &c.diags));
+    let c = accepted(&program("mma.store.async", "sync.barrier : block;"));
+    assert!(c.diags.is_empty(), "{}", render_human(&c.db, &c.diags));
+    let c = accepted(&program("mma.store", ""));
+    assert!(c.diags.is_empty(), "{}", render_human(&c.db, &c.diags));
+    // The async store emits no barrier; the plain one does.
+    let barriers = |src: &str| {
+        let f = single_function(&accepted(src));
+        let mut n = 0;
+        hir::visit::walk_stmts(&mut CountBarriers(&mut n), &f.body);
+        n
+    };
+    assert_eq!(barriers(&program("mma.store.async", "")), 0);
+    assert_eq!(barriers(&program("mma.store", "")), 1);
+}
+
+struct CountBarriers<'n>(&'n mut usize);
+
+impl<'a> hir::visit::Visitor<'a> for CountBarriers<'_> {
+    fn stmt(&mut self, s: &'a hir::Stmt) -> hir::visit::Walk {
+        if matches!(s.kind, hir::StmtKind::Barrier(_)) {
+            *self.0 += 1;
+        }
+        hir::visit::Walk::Continue
+    }
+}
+
+#[test]
+fn sparse_wgmma_is_not_supported_yet() {
+    // Sparse MMA runs on a warp's mma.sp.sync; in a warpgroup it is E0901 (tier 3).
+    let c = run(
+        "__co__ void f(f16 [64, 16] a, f16 [64, 32] b, u8 [64, 4] m, f32 [64, 64] &c) {\n  parallel p by 1 : block {\n    ga = dma.copy.swiz<32> a => shared;\n    gb = dma.copy.swiz<64> b => shared;\n    parallel w by 1 : group-4, t by 128 : thread {\n      acc = mma.fill.f32 0.0f;\n      fe = mma.load m;\n      mma.row.row.sp acc, ga.data, gb.data, fe;\n      mma.store acc, c;\n    }\n  }\n}\n",
+    );
+    let codes: Vec<&str> = c.diags.iter().filter(|d| d.is_error()).map(|d| d.code).collect();
+    assert_eq!(codes, ["E0901"], "{}", render_human(&c.db, &c.diags));
+    assert!(c.diags[0].message.contains("sparse WGMMA"), "{}", c.diags[0].message);
 }

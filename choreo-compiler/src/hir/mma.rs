@@ -245,6 +245,34 @@ pub enum MmaOp {
         /// Commit groups that may remain pending (0..=7).
         pending: u32,
     },
+    /// `mma.row.<b>.sp acc, a, b, e;` of a warp (`mma.sp.sync`, spec-tier3 §5.4 "Sparse"):
+    /// `acc += Â·b` with `Â` the `[M, K]` matrix that the 2:4-compressed `[M, K/2]` operand `a`
+    /// and the metadata fragment `meta` (a `u8 [M, K/8]` nibble stream) describe.
+    SparseExec {
+        /// The accumulator.
+        acc: FragRef,
+        /// Operand A: the compressed values (`[M, K/2]`, K-major).
+        a: FragRef,
+        /// Operand B (logical K).
+        b: FragRef,
+        /// The metadata fragment (role [`MmaRole::E`]).
+        meta: FragRef,
+    },
+    /// The block scale of spec-tier3 §5.4 (`mma.row.row.scale acc, a, b, SA, sb;` after its
+    /// execution into `tmp`, or `mma.scale acc, SA, sb;`): `acc[i][j] += tmp[i][j]·SA(i)·sb`,
+    /// then `tmp` is zeroed for the next executions (WGMMA accumulators only).
+    Scale {
+        /// The accumulator.
+        acc: FragRef,
+        /// The hidden accumulator `T` (same configuration as `acc`).
+        tmp: FragRef,
+        /// `SA`: an f32 `[M, 1]` or `[1, M]` tile.
+        scale: Box<MmaTile>,
+        /// The tile dimension that runs along M (0 for `[M, 1]`, 1 for `[1, M]`).
+        m_dim: usize,
+        /// `sb` (f32).
+        sb: HExpr,
+    },
     /// `frag op= scalar` (spec-tier3 §5.6) on every element.
     Update {
         /// The fragment(s).

@@ -200,6 +200,18 @@ pub fn walk_mma<'a, V: Visitor<'a> + ?Sized>(v: &mut V, op: &'a MmaOp) {
             frag(v, a);
             frag(v, b);
         }
+        MmaOp::SparseExec { acc, a, b, meta } => {
+            frag(v, acc);
+            frag(v, a);
+            frag(v, b);
+            frag(v, meta);
+        }
+        MmaOp::Scale { acc, tmp, scale, m_dim: _, sb } => {
+            frag(v, acc);
+            frag(v, tmp);
+            tile(v, scale);
+            walk_expr(v, sb);
+        }
         MmaOp::WgWait { acc, pending: _ } => frag(v, acc),
         MmaOp::Frag(op) => match op.as_ref() {
             crate::hir::frag::FragOp::Unpack { acc, .. }

@@ -52,7 +52,6 @@ pub(crate) struct StoreCheck {
     dims: [u64; 2],
     transpose: bool,
     unit_inner: bool,
-    masked: bool,
     elem: ElemTy,
     span: Span,
 }
@@ -85,13 +84,13 @@ pub(crate) fn mma_type(t: ElemTy, operand: bool) -> MmaType {
 
 impl Checker<'_> {
     /// Whether the statements being checked are inside a `group-4` level: MMA there is WGMMA.
-    fn in_warpgroup(&self) -> bool {
+    pub(crate) fn in_warpgroup(&self) -> bool {
         self.kernel.as_ref().is_some_and(|k| k.group4_depth > 0)
     }
 
     /// Whether MMA statements may be here: the body of a warp (`: group`) level, or, for
     /// WGMMA, a warpgroup's (`E1020`). Reports `E1001` otherwise.
-    fn mma_place_ok(&mut self, span: Span) -> bool {
+    pub(crate) fn mma_place_ok(&mut self, span: Span) -> bool {
         if self.in_warpgroup() {
             return self.wg_place_ok(span);
         }
@@ -462,8 +461,26 @@ impl Checker<'_> {
 
     fn check_mma_stmt(&mut self, m: &ast::MmaStmt, span: Span, out: &mut Vec<Stmt>) {
         let wg_exec = self.in_warpgroup() && matches!(m.kind, MmaKind::Exec { .. });
-        if m.schedule.is_some() && !wg_exec {
+        let sparse =
+            matches!(&m.kind, MmaKind::Exec { variant: MmaExecVariant::Sparse { .. }, .. });
+        if m.schedule.is_some() && !wg_exec && !sparse {
             self.unsupported(span, "`[[schedule(k_tiles(…))]]` outside a WGMMA execution", 3);
+        }
+        if let (MmaKind::Exec { future, layout, variant, acc, a, b }, true) = (&m.kind, sparse) {
+            let MmaExecVariant::Sparse { span: sp, metadata } = variant else { return };
+            let exec = super::mma_sparse::SparseExec {
+                layout: *layout,
+                span,
+                sp: *sp,
+                schedule: m.schedule.as_ref().map(|a| a.span),
+            };
+            return self.check_sparse_exec(
+                &exec,
+                future.as_ref(),
+                [acc, a, b],
+                metadata.as_ref(),
+                out,
+            );
         }
         let ok = self.mma_place_ok(span);
         match &m.kind {
@@ -575,29 +592,34 @@ impl Checker<'_> {
                     MmaExecVariant::Async(s) => {
                         return self.unsupported(*s, "asynchronous MMA (WGMMA `.async`)", 3);
                     }
-                    MmaExecVariant::Sparse { span, .. } => {
-                        return self.unsupported(*span, "sparse MMA (`.sp`)", 3);
-                    }
-                    MmaExecVariant::Scale { span, .. } => {
-                        return self.unsupported(*span, "block-scaled MMA (`.scale`)", 3);
+                    MmaExecVariant::Sparse { .. } => return,
+                    MmaExecVariant::Scale { span: sp, view, value } => {
+                        let schedule = m.schedule.as_ref();
+                        let x = super::mma_scale::ScaledExec {
+                            layout: *layout,
+                            span,
+                            sp: *sp,
+                            ok,
+                            schedule,
+                        };
+                        return self.check_scaled_exec(&x, [acc, a, b], view, value, out);
                     }
                 }
                 let acc = self.frag_ref(acc, false, "the accumulator");
                 let a = self.frag_ref(a, false, "operand A");
                 let b = self.frag_ref(b, false, "operand B");
                 let (Some(acc), Some(a), Some(b)) = (acc, a, b) else { return };
-                if self.check_exec(*layout, &acc, &a, &b, span) && ok {
+                if self.check_exec(*layout, &acc, &a, &b, span, false) && ok {
                     out.push(mma_stmt(MmaOp::Exec { acc, a, b }, span));
                 }
             }
             MmaKind::Store { variant, frag, dst } => {
                 let f = self.frag_ref(frag, false, "the stored value");
                 let view = self.check_data(dst, "an MMA store");
+                // `.async` (spec-tier3 §5.5): no trailing barrier; see mma_store_async.rs.
+                let is_async = matches!(variant, MmaStoreVariant::Async(_));
                 let (transpose, mask) = match variant {
-                    MmaStoreVariant::Plain => (false, None),
-                    MmaStoreVariant::Async(s) => {
-                        return self.unsupported(*s, "`mma.store.async`", 3);
-                    }
+                    MmaStoreVariant::Plain | MmaStoreVariant::Async(_) => (false, None),
                     MmaStoreVariant::Transp(_) => (true, None),
                     MmaStoreVariant::Mask { rows, cols, .. } => {
                         let r = self.check_int(rows, "an MMA store row guard");
@@ -662,7 +684,6 @@ impl Checker<'_> {
                     dims: tile.dims,
                     transpose,
                     unit_inner: unit,
-                    masked: rows.is_some(),
                     elem: tile.elem,
                     span,
                 });
@@ -671,23 +692,26 @@ impl Checker<'_> {
                         MmaOp::Store { frag: f, tile: Box::new(tile), transpose, rows, cols },
                         span,
                     ));
-                    if storage == Storage::Shared {
+                    if storage == Storage::Shared && !is_async {
                         out.push(stmt(StmtKind::Barrier(BarrierScope::Block), span));
                     }
                 }
             }
-            MmaKind::Scale { .. } => self.unsupported(span, "`mma.scale`", 3),
+            MmaKind::Scale { frag, view, value } => {
+                self.check_mma_scale(frag, view, value, span, ok, out);
+            }
         }
     }
 
     /// `mma.<a>.<b> acc, a, b;`: shapes, types, selection, roles. Whether it is well formed.
-    fn check_exec(
+    pub(crate) fn check_exec(
         &mut self,
         layout: MmaLayout,
         acc: &FragRef,
         a: &FragRef,
         b: &FragRef,
         span: Span,
+        sparse: bool,
     ) -> bool {
         let (a_row, b_row) = match layout {
             MmaLayout::RowRow => (true, true),
@@ -720,6 +744,8 @@ impl Checker<'_> {
         };
         // §5.1: A is [M, K] (row) or [K, M] (col); B is [N, K] (row) or [K, N] (col).
         let (m, ka) = if a_row { (ad[0], ad[1]) } else { (ad[1], ad[0]) };
+        // A sparse A is 2:4-compressed: its K is half the logical one.
+        let ka = if sparse { 2 * ka } else { ka };
         let (n, kb) = if b_row { (bd[0], bd[1]) } else { (bd[1], bd[0]) };
         if ka != kb {
             self.error_label(
@@ -795,7 +821,7 @@ impl Checker<'_> {
             m,
             n,
             k: ka,
-            sparse: false,
+            sparse,
         };
         let family = match select(&config, self.target.arch()) {
             Selection::Selected(f) => f,
@@ -1055,7 +1081,7 @@ impl Checker<'_> {
             let Some([m, n]) = st.acc_shape else { continue };
             let wmma = frag.selected.is_some_and(|s| s.family == MmaFamily::Wmma);
             for s in &st.stores {
-                let StoreCheck { dims, transpose, unit_inner: unit, masked, elem, span } = s;
+                let StoreCheck { dims, transpose, unit_inner: unit, elem, span } = s;
                 // WMMA has f16 and f32 accumulators of the K = 16 shapes only (tf32's 16x16x8 is
                 // f32 alone): a store converts between those two through the other fragment.
                 let k16 = frag.selected.is_some_and(|s| s.config.k == 16);
@@ -1079,12 +1105,6 @@ impl Checker<'_> {
                             want[1]
                         ),
                         "larger than the accumulator",
-                    );
-                } else if wmma && (*masked || *dims != want) {
-                    self.unsupported(
-                        *span,
-                        "masked WMMA stores (`.mask`, or a tile smaller than the accumulator)",
-                        3,
                     );
                 } else if wmma && !convertible {
                     self.error_label(

@@ -263,6 +263,16 @@
 //! - `E1039` fragments of different shapes (`copy`, reductions, `apply` binders)
 //! - `E1040` not a fragment where a fragment operation needs one
 //! - `E1041` a shaped fragment that cannot be the register A operand of a WGMMA (RS mode)
+//! - `E1046` a sparse MMA without its metadata operand (the implicit `<A>_mdata` form)
+//! - `E1047` sparse metadata that is not an `mma.load`ed `u8 [M, K/8]` fragment
+//! - `E1048` a sparse MMA whose K is not a multiple of 4
+//! - `E1049` a sparse MMA whose compressed A is not K-major (`col.*`)
+//! - `E1050` `[[schedule(k_tiles(…))]]` on a sparse MMA
+//! - `E1051` `mma.scale` with no preceding plain WGMMA execution in the statement list
+//! - `E1052` `mma.scale` of a fragment that is not an accumulator
+//! - `E1053` a block scale `SA` that is not `[M, 1]` or `[1, M]`
+//! - `E1054` block scale factors that are not f32
+//! - `E1055` block-scaled MMA on an accumulator that is not a float WGMMA accumulator
 //!
 //! Not supported:
 //! - `E0901` construct of tier 2 or 3, not supported yet
@@ -286,7 +296,8 @@
 //! `W0471` an event that is waited but never triggered, `W0472` a fill event (`trigger …
 //! after`) declared with an arrival count other than 1.
 //!
-//! `W1001` an `mma.store` tile smaller than the accumulator (only its part is written).
+//! `W1001` an `mma.store` tile smaller than the accumulator (only its part is written),
+//! `W1046` a read of a shared tile that `mma.store.async` wrote, before any synchronisation.
 //!
 //! Notes: `N0701` the output of a compile-time `print!`/`println!`; `N0473` an unswizzled copy
 //! inheriting the swizzle of the `mma.load.swiz<N>` that reads its tile (spec-tier3 §4.3).
@@ -302,6 +313,9 @@ mod expr;
 mod frag;
 mod inthreads;
 mod mma;
+mod mma_scale;
+mod mma_sparse;
+mod mma_store_async;
 use crate::hir::arith as fold;
 mod parallel;
 mod scope;
@@ -641,6 +655,7 @@ impl<'a> Checker<'a> {
         self.check_fill_events();
         self.finish_mma();
         self.finish_frags();
+        self.check_async_mma_stores(&body);
         let ret = match &self.ret {
             RetState::Void => ReturnTy::Void,
             RetState::Declared(t) => t.clone(),

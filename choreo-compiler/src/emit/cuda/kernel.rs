@@ -86,6 +86,7 @@ impl FnEmitter<'_, '_> {
         let span = tree.span;
         self.fence_triggers = k.fence_triggers;
         self.proxies = k.proxies.clone();
+        self.kernel_warps = k.threads_per_block.as_const().map_or(32, |n| n.div_ceil(32).max(1));
         let mut params: Vec<String> = Vec::new();
         if self.options.dialect == Dialect::Cpu {
             // The executing thread, which `threadIdx`, `__syncthreads()`, … read on the CPU.

@@ -503,6 +503,145 @@ __device__ __forceinline__ void sync_mma(sync_frag<2, M, N, K, TC>& c,
 }
 #endif
 
+// -- sparse mma.sync (spec-tier3 §5.4 "Sparse", §10.4) --------------------------------------------
+
+// The metadata of a 2:4-sparse M x K operand A. In memory (and in Choreo) it is META u8 [M, K/8]:
+// byte k/8 of row m, low nibble for the group of four k mod 8 in 0..3, high nibble for 4..7;
+// nibble = i0 | i1 << 2, the positions (i0 < i1) of the group's two kept values, which appear
+// in that order in the compressed [M, K/2] A.
+// GPU: the 32-bit metadata register of mma.sp with sparsity selector 0 (PTX ISA, sparse
+// mma.m16n8k16/k32 .f16/.bf16): thread (g = lane / 4, q = lane % 4) with q < K / 16 holds the
+// metadata of K chunk q (logical k 16q..16q+15): bits 0..15 for row g, bits 16..31 for row
+// g + 8 (group j of the chunk at bits 4j..4j+3 of its half) -- the nibble stream of rows g and
+// g + 8, two bytes each. The other threads' registers are not read.
+// CPU: every lane holds the whole META tile.
+template <int M, int K>
+struct sp_meta {
+  static_assert(K % 16 == 0, "sparse mma.sync metadata covers K in chunks of 16");
+#if defined(__CHOREO_CPU__)
+  static constexpr int num_elements = M * K / 8;
+  std::uint8_t x[num_elements];
+#else
+  static constexpr int num_elements = 1;
+  std::uint32_t x[1];
+#endif
+};
+
+// Metadata byte (m, c) at p[m * sm + c * sc].
+template <int M, int K, typename S>
+__device__ __forceinline__ void sp_meta_load(sp_meta<M, K>& f, int lane, const S* p, long long sm,
+                                             long long sc) {
+#if defined(__CHOREO_CPU__)
+  (void)lane;
+  for (int m = 0; m < M; ++m)
+    for (int c = 0; c < K / 8; ++c) f.x[m * (K / 8) + c] = static_cast<std::uint8_t>(p[m * sm + c * sc]);
+#else
+  static_assert(M == 16, "sparse mma.sync is m16n8");
+  const int g = lane >> 2, q = lane & 3;
+  std::uint32_t v = 0;
+  if (q < K / 16) {
+    for (int b = 0; b < 2; ++b) {
+      v |= static_cast<std::uint32_t>(static_cast<std::uint8_t>(p[g * sm + (2 * q + b) * sc]))
+           << (8 * b);
+      v |= static_cast<std::uint32_t>(static_cast<std::uint8_t>(p[(g + 8) * sm + (2 * q + b) * sc]))
+           << (16 + 8 * b);
+    }
+  }
+  f.x[0] = v;
+#endif
+}
+
+#if defined(__CHOREO_CPU__)
+// acc(m, n) += sum over the groups j of four: A'(m, 2j) * B(4j + i0, n) + A'(m, 2j + 1) *
+// B(4j + i1, n), with A' the compressed operand (whole in every lane).
+template <int M, int N, int K, typename TA, typename TB, typename TC>
+__device__ __forceinline__ void sp_mma(sync_frag<2, M, N, K, TC>& c,
+                                       const sync_frag<0, M, N, K / 2, TA>& a,
+                                       const sync_frag<1, M, N, K, TB>& b, const sp_meta<M, K>& e,
+                                       int lane) {
+  using W = typename wide<TC>::type;
+  for (int r = 0; r < c.num_elements; ++r) {
+    int m, n;
+    c_coord(lane, r, m, n);
+    W s = static_cast<W>(c.x[r]);
+    for (int j = 0; j < K / 4; ++j) {
+      const int nib = (e.x[m * (K / 8) + j / 2] >> (4 * (j % 2))) & 0xF;
+      const int i0 = nib & 3, i1 = nib >> 2;
+      s += static_cast<W>(a.x[m * (K / 2) + 2 * j]) * static_cast<W>(b.x[(4 * j + i0) * N + n]);
+      s += static_cast<W>(a.x[m * (K / 2) + 2 * j + 1]) * static_cast<W>(b.x[(4 * j + i1) * N + n]);
+    }
+    c.x[r] = cvt<TC>(s);
+  }
+}
+#else
+template <int K, typename TA, typename TC>
+struct sp_op;
+
+// f32 accumulators: {d0..d3}, {a...}, {b...}, {d0..d3}, e, selector 0.
+#define CHOREO_SP_F32(K_, TA, PTX, AB)                                                          \
+  template <>                                                                                  \
+  struct sp_op<K_, TA, float> {                                                                \
+    __device__ __forceinline__ static void run(float* d, const std::uint32_t* a,               \
+                                               const std::uint32_t* b, std::uint32_t e) {      \
+      CHOREO_SP_ASM_F32_##AB(PTX)                                                              \
+    }                                                                                          \
+  };
+#define CHOREO_SP_ASM_F32_2(PTX)                                                               \
+  asm volatile(PTX " {%0, %1, %2, %3}, {%4, %5}, {%6, %7}, {%0, %1, %2, %3}, %8, 0x0;\n"         \
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])                                \
+               : "r"(a[0]), "r"(a[1]), "r"(b[0]), "r"(b[1]), "r"(e));
+#define CHOREO_SP_ASM_F32_4(PTX)                                                               \
+  asm volatile(PTX " {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9, %10, %11}, "                  \
+                   "{%0, %1, %2, %3}, %12, 0x0;\n"                                             \
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])                                \
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(b[2]),  \
+                 "r"(b[3]), "r"(e));
+// f16 accumulators: two f16x2 registers.
+#define CHOREO_SP_F16(K_, PTX, AB)                                                              \
+  template <>                                                                                  \
+  struct sp_op<K_, __half, __half> {                                                           \
+    __device__ __forceinline__ static void run(__half* dh, const std::uint32_t* a,             \
+                                               const std::uint32_t* b, std::uint32_t e) {      \
+      std::uint32_t d[2];                                                                      \
+      std::memcpy(d, dh, sizeof(d));                                                           \
+      CHOREO_SP_ASM_F16_##AB(PTX)                                                              \
+      std::memcpy(dh, d, sizeof(d));                                                           \
+    }                                                                                          \
+  };
+#define CHOREO_SP_ASM_F16_2(PTX)                                                               \
+  asm volatile(PTX " {%0, %1}, {%2, %3}, {%4, %5}, {%0, %1}, %6, 0x0;\n"                         \
+               : "+r"(d[0]), "+r"(d[1])                                                        \
+               : "r"(a[0]), "r"(a[1]), "r"(b[0]), "r"(b[1]), "r"(e));
+#define CHOREO_SP_ASM_F16_4(PTX)                                                               \
+  asm volatile(PTX " {%0, %1}, {%2, %3, %4, %5}, {%6, %7, %8, %9}, {%0, %1}, %10, 0x0;\n"        \
+               : "+r"(d[0]), "+r"(d[1])                                                        \
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(b[2]),  \
+                 "r"(b[3]), "r"(e));
+
+// ::ordered_metadata: the two indices of a group are in increasing order (§5.4 says i0 < i1).
+CHOREO_SP_F32(16, __half, "mma.sp::ordered_metadata.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", 2)
+CHOREO_SP_F32(32, __half, "mma.sp::ordered_metadata.sync.aligned.m16n8k32.row.col.f32.f16.f16.f32", 4)
+CHOREO_SP_F32(16, __nv_bfloat16,
+              "mma.sp::ordered_metadata.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", 2)
+CHOREO_SP_F32(32, __nv_bfloat16,
+              "mma.sp::ordered_metadata.sync.aligned.m16n8k32.row.col.f32.bf16.bf16.f32", 4)
+CHOREO_SP_F16(16, "mma.sp::ordered_metadata.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16", 2)
+CHOREO_SP_F16(32, "mma.sp::ordered_metadata.sync.aligned.m16n8k32.row.col.f16.f16.f16.f16", 4)
+
+template <int M, int N, int K, typename TA, typename TB, typename TC>
+__device__ __forceinline__ void sp_mma(sync_frag<2, M, N, K, TC>& c,
+                                       const sync_frag<0, M, N, K / 2, TA>& a,
+                                       const sync_frag<1, M, N, K, TB>& b, const sp_meta<M, K>& e,
+                                       int lane) {
+  (void)lane;
+  constexpr int na = sizeof(a.x) / 4, nb = sizeof(b.x) / 4;
+  std::uint32_t ra[na], rb[nb];
+  std::memcpy(ra, a.x, sizeof(ra));
+  std::memcpy(rb, b.x, sizeof(rb));
+  sp_op<K, TA, TC>::run(c.x, ra, rb, e.x[0]);
+}
+#endif
+
 // -- WMMA ----------------------------------------------------------------------------------------
 
 #if defined(__CHOREO_CPU__)
@@ -606,6 +745,40 @@ __device__ __forceinline__ void wmma_store(const wmma_c<M, N, K, T>& f, int lane
     for (int i = 0; i < g.num_elements; ++i) g.x[i] = cvt<D>(f.x[i]);
     wm::store_matrix_sync(p, g, static_cast<unsigned>(ldm), layout);
   }
+#endif
+}
+
+// A masked store of the accumulator (`mma.store.mask`, or a tile smaller than the accumulator):
+// only the elements (m, n) with m < rows and n < cols are written, converted to D, at
+// p[m * ldm + n] (p[n * ldm + m] transposed). store_matrix_sync cannot mask and the fragment
+// layout is opaque, so on the GPU the warp stores the whole accumulator, row-major, into its
+// own slot of a shared staging area (`Warps` slots: one per warp of the block, indexed by
+// threadIdx.x / 32), and its lanes then copy the selected elements; __syncwarp() orders the
+// slot's writes and reads. An unmasked, aligned store goes straight to memory.
+template <bool Transpose, int Warps, int M, int N, int K, typename T, typename D>
+__device__ __forceinline__ void wmma_store_mask(const wmma_c<M, N, K, T>& f, int lane, D* p,
+                                                long long ldm, int rows, int cols) {
+#if defined(__CHOREO_CPU__)
+  for (int e = lane; e < M * N; e += 32) {
+    const int m = e / N, n = e % N;
+    if (m < rows && n < cols) p[Transpose ? n * ldm + m : m * ldm + n] = cvt<D>(f.x[e]);
+  }
+#else
+  if (rows >= M && cols >= N && reinterpret_cast<std::uintptr_t>(p) % 32 == 0 &&
+      (ldm * static_cast<long long>(sizeof(D))) % 16 == 0) {
+    wmma_store<Transpose>(f, lane, p, ldm);
+    return;
+  }
+  __shared__ __align__(32) T stage[Warps][M * N];
+  T* s = stage[(threadIdx.x / 32) % Warps];
+  __syncwarp();
+  wm::store_matrix_sync(s, f, static_cast<unsigned>(N), wm::mem_row_major);
+  __syncwarp();
+  for (int e = lane; e < M * N; e += 32) {
+    const int m = e / N, n = e % N;
+    if (m < rows && n < cols) p[Transpose ? n * ldm + m : m * ldm + n] = cvt<D>(s[e]);
+  }
+  __syncwarp();
 #endif
 }
 

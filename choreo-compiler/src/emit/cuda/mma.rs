@@ -112,6 +112,11 @@ impl FnEmitter<'_, '_> {
         let t = frag_elem(f);
         let km = f.k_major;
         Some(match (sel.family, role) {
+            // A sparse A holds the compressed [M, K/2] values.
+            (MmaFamily::MmaSync, MmaRole::A) if c.sparse => {
+                format!("{NS}::sync_frag<0, {m}, {n}, {}, {t}>", k / 2)
+            }
+            (MmaFamily::MmaSync, MmaRole::E) => format!("{NS}::sp_meta<{m}, {k}>"),
             (MmaFamily::MmaSync, MmaRole::A) => format!("{NS}::sync_frag<0, {m}, {n}, {k}, {t}>"),
             (MmaFamily::MmaSync, MmaRole::B) => format!("{NS}::sync_frag<1, {m}, {n}, {k}, {t}>"),
             (MmaFamily::MmaSync, MmaRole::C) => format!("{NS}::sync_frag<2, {m}, {n}, {k}, {t}>"),
@@ -195,6 +200,14 @@ impl FnEmitter<'_, '_> {
                 };
                 self.w.line(span, &line);
             }
+            MmaOp::SparseExec { acc, a, b, meta } => {
+                let (c, a, b) = (self.frag_lvalue(acc), self.frag_lvalue(a), self.frag_lvalue(b));
+                let e = self.frag_lvalue(meta);
+                self.w.line(span, &format!("{NS}::sp_mma({c}, {a}, {b}, {e}, {LANE});"));
+            }
+            MmaOp::Scale { acc, tmp, scale, m_dim, sb } => {
+                self.wg_scale(span, acc, tmp, scale, *m_dim, sb)
+            }
             MmaOp::WgExec { acc, a, b, atoms, atom_k, wait, order } => {
                 self.wg_exec(span, acc, (a, b), [*atoms, *atom_k], *wait, order.as_deref());
             }
@@ -224,34 +237,39 @@ impl FnEmitter<'_, '_> {
                         None => m,
                     });
                 }
-                let line = if sel.family == MmaFamily::Wmma {
-                    format!("{NS}::wmma_store<{transpose}>({l}, {LANE}, {base}, {s0});")
+                // Accumulator coordinates: (m, n) at tile (m, n), or (n, m) transposed.
+                let (sm, sn, tr, tc) = if *transpose {
+                    (&s1, &s0, tile.dims[1], tile.dims[0])
                 } else {
-                    // Accumulator coordinates: (m, n) at tile (m, n), or (n, m) transposed.
-                    let (sm, sn, tr, tc) = if *transpose {
-                        (&s1, &s0, tile.dims[1], tile.dims[0])
-                    } else {
-                        (&s0, &s1, tile.dims[0], tile.dims[1])
-                    };
-                    let lim = |this: &mut Self, g: &Option<crate::hir::HExpr>, whole: u64| match g {
-                        Some(g) => {
-                            let g = this.expr(g);
-                            format!("{NS}::imin({g}, {whole})")
-                        }
-                        None => whole.to_string(),
-                    };
-                    let rows = lim(self, rows, m.min(tr));
-                    let cols = lim(self, cols, n.min(tc));
-                    if sel.family == MmaFamily::Wgmma {
-                        format!(
-                            "{NS}::wg_store({l}, {NS}::wg_thread(), {base}, {sm}, {sn}, {rows}, \
-                             {cols});"
-                        )
-                    } else {
-                        format!(
-                            "{NS}::sync_store({l}, {LANE}, {base}, {sm}, {sn}, {rows}, {cols});"
-                        )
+                    (&s0, &s1, tile.dims[0], tile.dims[1])
+                };
+                let lim = |this: &mut Self, g: &Option<crate::hir::HExpr>, whole: u64| match g {
+                    Some(g) => {
+                        let g = this.expr(g);
+                        format!("{NS}::imin({g}, {whole})")
                     }
+                    None => whole.to_string(),
+                };
+                let whole = rows.is_none() && cols.is_none() && tr >= m && tc >= n;
+                let rows = lim(self, rows, m.min(tr));
+                let cols = lim(self, cols, n.min(tc));
+                let line = match sel.family {
+                    MmaFamily::Wmma if whole => {
+                        format!("{NS}::wmma_store<{transpose}>({l}, {LANE}, {base}, {s0});")
+                    }
+                    // A masked WMMA store stages the accumulator in shared memory (mma.cuh).
+                    MmaFamily::Wmma => format!(
+                        "{NS}::wmma_store_mask<{transpose}, {}>({l}, {LANE}, {base}, {s0}, \
+                         {rows}, {cols});",
+                        self.kernel_warps
+                    ),
+                    MmaFamily::Wgmma => format!(
+                        "{NS}::wg_store({l}, {NS}::wg_thread(), {base}, {sm}, {sn}, {rows}, \
+                         {cols});"
+                    ),
+                    MmaFamily::MmaSync => format!(
+                        "{NS}::sync_store({l}, {LANE}, {base}, {sm}, {sn}, {rows}, {cols});"
+                    ),
                 };
                 match guard {
                     Some(g) => self.w.line(span, &format!("if ({g}) {line}")),
@@ -293,6 +311,7 @@ impl FnEmitter<'_, '_> {
             (MmaFamily::Wmma, MmaRole::C) => {
                 format!("{NS}::wmma_load_c({l}, {LANE}, {base}, {s0});")
             }
+            (_, MmaRole::E) => format!("{NS}::sp_meta_load({l}, {LANE}, {base}, {s0}, {s1});"),
             (MmaFamily::Wmma, r) => {
                 let role = if r == MmaRole::A { 0 } else { 1 };
                 let km = f.k_major;
@@ -472,5 +491,27 @@ impl FnEmitter<'_, '_> {
         }
         self.w.indent -= 1;
         self.w.line(span, "}");
+    }
+
+    /// The block scale (spec-tier3 §5.4): `acc += tmp·SA(row)·sb` register by register, then
+    /// `tmp = 0`.
+    fn wg_scale(
+        &mut self,
+        span: Span,
+        acc: &FragRef,
+        tmp: &FragRef,
+        scale: &MmaTile,
+        m_dim: usize,
+        sb: &crate::hir::HExpr,
+    ) {
+        let (l, t) = (self.frag_lvalue(acc), self.frag_lvalue(tmp));
+        let base = self.expr(&scale.base);
+        let stride = self.expr(&scale.strides[m_dim]);
+        let sb = self.expr(sb);
+        let line = format!("{NS}::wg_scale({l}, {t}, {NS}::wg_thread(), {base}, {stride}, {sb});");
+        match self.tile_guard(scale) {
+            Some(g) => self.w.line(span, &format!("if ({g}) {line}")),
+            None => self.w.line(span, &line),
+        }
     }
 }

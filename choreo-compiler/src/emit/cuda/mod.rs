@@ -219,6 +219,7 @@ pub fn emit_cuda(
                         depth: 0,
                         fence_triggers: false,
                         proxies: Default::default(),
+                        kernel_warps: 32,
                     };
                     e.emit();
                 }
@@ -276,6 +277,9 @@ struct FnEmitter<'a, 'w> {
     fence_triggers: bool,
     /// [`KernelPlan::proxies`](crate::lower::KernelPlan::proxies) of the kernel being emitted.
     proxies: crate::lower::proxy::SharedProxies,
+    /// The warps of a block of the kernel being emitted (32 when not a constant): the
+    /// staging slots of masked WMMA stores.
+    kernel_warps: u64,
 }
 
 impl FnEmitter<'_, '_> {

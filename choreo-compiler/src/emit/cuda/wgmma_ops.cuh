@@ -93,6 +93,21 @@ __device__ __forceinline__ void wg_store(const wg_acc<Op, N>& f, int t, D* p, lo
   }
 }
 
+// The block scale (spec-tier3 §5.4): acc(m, n) += tmp(m, n) · SA(m) · sb, with SA(m) =
+// sa[m * ssa] (element e of thread t is row acc_row(t, e)), then tmp = 0 for the next
+// executions. The registers are written outside any WGMMA, so the next one fences them.
+template <class Op, int N>
+__device__ __forceinline__ void wg_scale(wg_acc<Op, N>& acc, wg_acc<Op, N>& tmp, int t,
+                                         const float* sa, long long ssa, float sb) {
+  using E = typename wg_acc<Op, N>::value;
+  for (int e = 0; e < wg_acc<Op, N>::num_elements; ++e) {
+    const float s = sa[CHOREO_WGMMA_NS::acc_row(t, e) * ssa];
+    const float d = static_cast<float>(acc.get(e)) + static_cast<float>(tmp.get(e)) * s * sb;
+    acc.set(e, cvt<E>(d));
+    tmp.set(e, E(0));
+  }
+}
+
 // The matrix descriptor (§10.3) of the WGMMA operand whose element (0, 0) (K-major: (mn, k);
 // MN-major: (k, mn)) is `e`, in a shared buffer of rows x cols elements at `base` that a copy
 // with swizzle Swz filled (§4.2: rows of Swz bytes, column groups of W = Swz / sizeof(T)
