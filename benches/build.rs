@@ -44,6 +44,7 @@ fn main() {
         .file("kernels/gemm.co")
         .cuda_file("kernels/gemm_wgmma.cu")
         .cuda_file("kernels/wgmma_unit.cu")
+        .cuda_file("kernels/cublaslt.cu")
         .include(wgmma_dir)
         .arch("sm_90a")
         .build("gemm")

@@ -3,5 +3,6 @@
 //! the `gemm` section and its GPU test).
 
 pub mod gemm;
+pub mod gemm_fp8;
 pub mod stats;
 pub mod table;

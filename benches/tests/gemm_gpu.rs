@@ -256,3 +256,108 @@ fn choreo_gemm_refuses_shapes_that_are_not_tile_multiples() {
         other => panic!("expected a failed run-time check, got {other:?}"),
     }
 }
+
+/// The fp8 GEMM `gemm_e4m3` (`kernels/gemm.co`) on `(m, n, k)` against the float64 host
+/// reference, every element (bit for bit on exact inputs); returns A, B and C's bits.
+fn check_e4m3(
+    (m, n, k): (usize, usize, usize),
+    exact: bool,
+) -> (Vec<choreo::F8E4M3>, Vec<choreo::F8E4M3>, Vec<u16>) {
+    use choreo::{DeviceTensor, HostView};
+    use choreo_bench::gemm_fp8;
+    let (ha, hb) = if exact {
+        (gemm_fp8::exact_matrix(m, k, 27), gemm_fp8::exact_matrix(n, k, 28))
+    } else {
+        (gemm_fp8::random_matrix(m, k, 29), gemm_fp8::random_matrix(n, k, 30))
+    };
+    let s = choreo::Stream::new().unwrap();
+    let a = DeviceTensor::from_host(&s, HostView::new(&ha, [m, k]).unwrap()).unwrap();
+    let b = DeviceTensor::from_host(&s, HostView::new(&hb, [n, k]).unwrap()).unwrap();
+    let nan = vec![choreo::bf16::from_bits(0xFFFF); m * n];
+    let mut c = DeviceTensor::from_host(&s, HostView::new(&nan, [m, n]).unwrap()).unwrap();
+    kernels::gemm::gemm_e4m3(&s, &a, &b, &mut c).unwrap().wait().unwrap();
+    let hc: Vec<u16> = c.to_host(&s).unwrap().as_slice().iter().map(|x| x.to_bits()).collect();
+    let all = (0..m).flat_map(|i| (0..n).map(move |j| (i, j)));
+    let what = format!("gemm_e4m3 {m}x{n}x{k}{}", if exact { " exact" } else { "" });
+    match gemm_fp8::check_points(&what, (&ha, &hb, &hc), (n, k), all, exact) {
+        Ok(worst) => eprintln!("{what}: all {} elements right (max rel. err {worst:.2e})", m * n),
+        Err(message) => panic!("{message}"),
+    }
+    (ha, hb, hc)
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU (sm_90)"]
+fn choreo_gemm_e4m3_small_shapes() {
+    // One tile (one k-step); a few tiles with 3 k-steps; 5 k-steps (ring slots wrap mid-tile)
+    // on random inputs; 144 tiles (a second round of the persistent loop for 12 blocks).
+    check_e4m3((128, 256, 128), true);
+    check_e4m3((256, 512, 384), true);
+    check_e4m3((384, 512, 640), false);
+    check_e4m3((1536, 3072, 256), true);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU (sm_90)"]
+fn choreo_gemm_e4m3_refuses_shapes_that_are_not_tile_multiples() {
+    use choreo::{DeviceTensor, F8E4M3, bf16};
+    let s = choreo::Stream::new().unwrap();
+    // K = 64 is a multiple of the 16-bit GEMMs' K tile, not of the fp8 one (128).
+    for ((m, n, k), want) in [
+        ((128, 256, 64), "K must be a multiple of 128"),
+        ((128, 128, 128), "N must be a multiple of 256"),
+        ((64, 256, 128), "M must be a multiple of 128"),
+    ] {
+        let a = DeviceTensor::<F8E4M3, 2>::zeros_on(&s, [m, k]).unwrap();
+        let b = DeviceTensor::<F8E4M3, 2>::zeros_on(&s, [n, k]).unwrap();
+        let mut c = DeviceTensor::<bf16, 2>::zeros_on(&s, [m, n]).unwrap();
+        match kernels::gemm::gemm_e4m3(&s, &a, &b, &mut c).and_then(|p| p.wait()) {
+            Err(choreo::Error::RuntimeCheck { message, .. }) => {
+                assert!(message.contains(want), "{m}x{n}x{k}: {message}");
+            }
+            other => panic!("{m}x{n}x{k}: expected a failed run-time check, got {other:?}"),
+        }
+    }
+}
+
+/// cuBLASLt's fp8 GEMM, with the descriptors of the `gemm-fp8` section, against the host
+/// reference and `gemm_e4m3`, bit for bit on exact inputs (skipped, with a message, when
+/// cuBLASLt is not found).
+#[test]
+#[ignore = "needs a CUDA GPU (sm_90)"]
+fn cublaslt_fp8_matches_the_reference_and_gemm_e4m3() {
+    use choreo::{DeviceTensor, HostView};
+    use choreo_bench::gemm_fp8;
+    if let Err(why) = gemm_fp8::load_cublaslt() {
+        eprintln!("SKIPPED: {why}");
+        return;
+    }
+    for ((m, n, k), exact) in [((256, 512, 384), true), ((384, 512, 640), false)] {
+        let (ha, hb, ours) = check_e4m3((m, n, k), exact);
+        let s = choreo::Stream::new().unwrap();
+        let a = DeviceTensor::from_host(&s, HostView::new(&ha, [m, k]).unwrap()).unwrap();
+        let b = DeviceTensor::from_host(&s, HostView::new(&hb, [n, k]).unwrap()).unwrap();
+        for fast in [true, false] {
+            let nan = vec![choreo::bf16::from_bits(0xFFFF); m * n];
+            let mut c = DeviceTensor::from_host(&s, HostView::new(&nan, [m, n]).unwrap()).unwrap();
+            gemm_fp8::cublaslt(&s, (&a, &b, &mut c), fast).unwrap();
+            let theirs: Vec<u16> =
+                c.to_host(&s).unwrap().as_slice().iter().map(|x| x.to_bits()).collect();
+            let all = (0..m).flat_map(|i| (0..n).map(move |j| (i, j)));
+            let what = format!("cuBLASLt fast_accum={fast} {m}x{n}x{k} exact={exact}");
+            if let Err(message) =
+                gemm_fp8::check_points(&what, (&ha, &hb, &theirs), (n, k), all, exact)
+            {
+                panic!("{message} (cuBLASLt's own output: descriptors or layout mapping wrong)");
+            }
+            let cmp = gemm::compare(gemm_fp8::OUTPUT, &ours, &theirs);
+            let differing = ours.iter().zip(&theirs).filter(|(x, y)| x != y).count();
+            assert!(
+                cmp.wrong == 0 && (!exact || differing == 0),
+                "{what}: gemm_e4m3 and cuBLASLt differ in {differing} elements ({} beyond \
+                 tolerance)",
+                cmp.wrong
+            );
+        }
+    }
+}
