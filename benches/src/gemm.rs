@@ -263,6 +263,16 @@ impl DeviceMatrix {
         self.ptr
     }
 
+    /// The number of 16-bit elements.
+    pub fn len(&self) -> usize {
+        self.elems
+    }
+
+    /// Whether it holds no element.
+    pub fn is_empty(&self) -> bool {
+        self.elems == 0
+    }
+
     /// The contents, after all work on the device.
     pub fn download(&self) -> Result<Vec<u16>, String> {
         synchronize()?;

@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! choreo-bench gpu [--trials N] [--warmup N] [--quick]
-//!                  [--only overlap,launch,bandwidth,tiled,tma,gemm,gemm-fp8] [--markdown FILE]
+//!                  [--only overlap,launch,bandwidth,tiled,tma,gemm,gemm-fp8,gemm-sync] [--markdown FILE]
 //! choreo-bench cpu [--elements N] [--trials N] [--markdown FILE]
 //! choreo-bench build [ARGS]        (build speed; `choreo-bench build --help`)
 //! ```
@@ -25,7 +25,7 @@ use choreo_bench::table::{Table, three_digits};
 use gpu::{BenchError, Options};
 
 const USAGE: &str = "usage: choreo-bench gpu [--trials N] [--warmup N] [--quick] \
-                     [--only overlap,launch,bandwidth,tiled,tma,gemm,gemm-fp8] [--markdown FILE]\n       \
+                     [--only overlap,launch,bandwidth,tiled,tma,gemm,gemm-fp8,gemm-sync] [--markdown FILE]\n       \
                      choreo-bench cpu [--elements N] [--trials N] [--markdown FILE]\n       \
                      choreo-bench build [--help | ARGS]";
 
@@ -383,6 +383,44 @@ fn run_sections(args: &GpuArgs, report: &mut GpuReport) -> gpu::BenchResult<()> 
                 (None, _) => {
                     report.summary.row([target, "ours wrong: not timed".to_owned(), met(false)])
                 }
+            }
+        }
+    }
+    if wants("gemm-sync") {
+        eprintln!("choreo-bench: gemm-sync …");
+        let outcome = gpu::gemm_sync::run(options)?;
+        gpu::section_rows(&mut report.table, "gemm-sync", outcome.rows);
+        for why in &outcome.wrong {
+            eprintln!("choreo-bench: gemm-sync: WRONG: {why}");
+        }
+        report.summary.row([
+            "mma.sync GEMM: Choreo and hand-written right (host reference, cuBLAS)".to_owned(),
+            format!("{} wrong", outcome.wrong.len()),
+            met(outcome.wrong.is_empty()),
+        ]);
+        for point in &outcome.points {
+            let size = point.size;
+            let target = format!("mma.sync GEMM f16 {size}³: Choreo ≥ 0.95 × hand-written twin");
+            match (point.ours_tflops, point.twin_tflops) {
+                (Some(ours), Some(twin)) => report.summary.row([
+                    target,
+                    format!(
+                        "{} ({} vs {} TFLOP/s; hand cp.async {}, cuBLAS {} TFLOP/s; {} \
+                         elements differ from the twin's)",
+                        three_digits(ours / twin),
+                        three_digits(ours),
+                        three_digits(twin),
+                        point.cp_async_tflops.map_or("—".into(), three_digits),
+                        point.cublas_tflops.map_or("—".into(), three_digits),
+                        point.differing_from_twin.map_or("?".into(), |d| d.to_string())
+                    ),
+                    met(ours / twin >= 0.95),
+                ]),
+                _ => report.summary.row([
+                    target,
+                    "not timed: a kernel was wrong (see above)".to_owned(),
+                    met(false),
+                ]),
             }
         }
     }

@@ -1,5 +1,6 @@
-//! The hand-written WGMMA GEMM (`kernels/gemm_wgmma.cu`) and the Choreo GEMM (`kernels/gemm.co`)
-//! on small shapes against a float64 CPU
+//! The hand-written WGMMA GEMM (`kernels/gemm_wgmma.cu`), the Choreo GEMMs (`kernels/gemm.co`:
+//! f16, bf16 and fp8 e4m3; `kernels/gemm_sync.co`: mma.sync), the hand-written mma.sync twin
+//! (`kernels/gemm_sync_hand.cu`) and cuBLASLt's fp8 GEMM on small shapes against a float64 CPU
 //! reference, every element: needs an sm_90 GPU (`cargo test -p choreo-bench --release --test
 //! gemm_gpu -- --ignored`).
 
@@ -359,5 +360,92 @@ fn cublaslt_fp8_matches_the_reference_and_gemm_e4m3() {
                 cmp.wrong
             );
         }
+    }
+}
+
+/// The Choreo mma.sync GEMM (`kernels/gemm_sync.co`) and both versions of its hand-written twin
+/// (`kernels/gemm_sync_hand.cu`) on `(m, n, k)` against the float64 host reference, every
+/// element; the Choreo output must equal the twin's bit for bit (the same MMAs in the same
+/// order).
+fn check_sync((m, n, k): (usize, usize, usize), exact: bool) {
+    use choreo::{DeviceTensor, HostView, f16};
+    use choreo_bench::gemm_sync::{self, Hand};
+    let dtype = Dtype::F16;
+    let (ha, hb) = if exact {
+        (gemm::exact_matrix(dtype, m, k, 37), gemm::exact_matrix(dtype, n, k, 38))
+    } else {
+        (gemm::random_matrix(dtype, m, k, 39), gemm::random_matrix(dtype, n, k, 40))
+    };
+    let s = choreo::Stream::new().unwrap();
+    let t = |bits: &[u16], shape: [usize; 2]| {
+        let v: Vec<f16> = bits.iter().map(|&x| f16::from_bits(x)).collect();
+        DeviceTensor::from_host(&s, HostView::new(&v, shape).unwrap()).unwrap()
+    };
+    let nan = vec![0xFFFFu16; m * n];
+    let (a, b, mut c) = (t(&ha, [m, k]), t(&hb, [n, k]), t(&nan, [m, n]));
+    kernels::gemm_sync::gemm_sync_f16(&s, &a, &b, &mut c).unwrap().wait().unwrap();
+    let ours: Vec<u16> = c.to_host(&s).unwrap().as_slice().iter().map(|x| x.to_bits()).collect();
+    check_all("Choreo gemm_sync_f16", dtype, (&ha, &hb, &ours), (m, n, k), exact);
+    let (ra, rb) = (DeviceMatrix::from_host(&ha).unwrap(), DeviceMatrix::from_host(&hb).unwrap());
+    for hand in Hand::ALL {
+        let mut rc = DeviceMatrix::new(m * n).unwrap();
+        rc.poison().unwrap();
+        // SAFETY: the matrices have the product's sizes and outlive the download (which
+        // synchronises the device).
+        unsafe { gemm_sync::launch_hand(s.as_raw(), hand, (&ra, &rb, &rc), (m, n, k)) }.unwrap();
+        let hc = rc.download().unwrap();
+        check_all(hand.name(), dtype, (&ha, &hb, &hc), (m, n, k), exact);
+        let differing = ours.iter().zip(&hc).filter(|(x, y)| x != y).count();
+        assert_eq!(
+            differing,
+            0,
+            "{m}x{n}x{k}: Choreo and {} differ in {differing} elements",
+            hand.name()
+        );
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU (sm_90)"]
+fn choreo_gemm_sync_small_shapes() {
+    // One tile, one K step (no loop); one tile, 3 steps (slots alternate, odd count); several
+    // tiles with non-square grids; random inputs with 9 steps.
+    check_sync((128, 128, 32), true);
+    check_sync((128, 128, 96), true);
+    check_sync((384, 256, 128), true);
+    check_sync((256, 384, 288), false);
+    check_sync((1024, 1024, 1024), false);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU (sm_90)"]
+fn gemm_sync_refuses_shapes_that_are_not_tile_multiples() {
+    use choreo::{DeviceTensor, f16};
+    use choreo_bench::gemm_sync::{self, Hand};
+    let s = choreo::Stream::new().unwrap();
+    for ((m, n, k), want) in [
+        ((128, 128, 48), "K must be a multiple of 32"),
+        ((128, 64, 32), "N must be a multiple of 128"),
+        ((192, 128, 32), "M must be a multiple of 128"),
+    ] {
+        let a = DeviceTensor::<f16, 2>::zeros_on(&s, [m, k]).unwrap();
+        let b = DeviceTensor::<f16, 2>::zeros_on(&s, [n, k]).unwrap();
+        let mut c = DeviceTensor::<f16, 2>::zeros_on(&s, [m, n]).unwrap();
+        match kernels::gemm_sync::gemm_sync_f16(&s, &a, &b, &mut c).and_then(|p| p.wait()) {
+            Err(choreo::Error::RuntimeCheck { message, .. }) => {
+                assert!(message.contains(want), "{m}x{n}x{k}: {message}");
+            }
+            other => panic!("{m}x{n}x{k}: expected a failed run-time check, got {other:?}"),
+        }
+        let (ra, rb, rc) = (
+            DeviceMatrix::new(m * k).unwrap(),
+            DeviceMatrix::new(n * k).unwrap(),
+            DeviceMatrix::new(m * n).unwrap(),
+        );
+        // SAFETY: the sizes fit; the call is refused before any launch.
+        let err =
+            unsafe { gemm_sync::launch_hand(s.as_raw(), Hand::Twin, (&ra, &rb, &rc), (m, n, k)) }
+                .unwrap_err();
+        assert!(err.contains("unsupported shape"), "{m}x{n}x{k}: {err}");
     }
 }
