@@ -42,9 +42,11 @@ fn e4m3_on_cpu((m, n, k): (usize, usize, usize), exact: bool) {
 
 #[test]
 fn gemm_e4m3_on_the_cpu() {
-    // One tile and k-step; 4 tiles with 5 k-steps (the 4-slot ring wraps mid-tile).
+    // One tile and k-step; 4 tiles with 5 k-steps (the 4-slot ring wraps mid-tile); 18 M
+    // tiles (a group of 16 and a partial group of 2 in the tile order).
     e4m3_on_cpu((128, 256, 128), true);
     e4m3_on_cpu((256, 512, 640), true);
+    e4m3_on_cpu((2304, 256, 128), true);
     e4m3_on_cpu((128, 256, 384), false);
 }
 

@@ -291,11 +291,14 @@ fn check_e4m3(
 #[ignore = "needs a CUDA GPU (sm_90)"]
 fn choreo_gemm_e4m3_small_shapes() {
     // One tile (one k-step); a few tiles with 3 k-steps; 5 k-steps (ring slots wrap mid-tile)
-    // on random inputs; 144 tiles (a second round of the persistent loop for 12 blocks).
+    // on random inputs; 144 tiles (a second round of the persistent loop for 12 blocks, one
+    // partial group of 12 M tiles); 18 M tiles (a group of 16 and a partial one of 2) x 12 N
+    // tiles = 216 tiles.
     check_e4m3((128, 256, 128), true);
     check_e4m3((256, 512, 384), true);
     check_e4m3((384, 512, 640), false);
     check_e4m3((1536, 3072, 256), true);
+    check_e4m3((2304, 3072, 256), false);
 }
 
 #[test]
