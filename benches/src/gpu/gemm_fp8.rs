@@ -163,6 +163,7 @@ fn measure(
     let points = gemm::sample_points(m, n);
     let mut ours_ok = true;
     let mut lt_ok = with_lt;
+    let mut lt_default_ok = with_lt;
     let mut worst_host = 0f64;
     let mut versus: Option<Comparison> = None;
     let wrong = |why: String, outcome: &mut Outcome| {
@@ -183,17 +184,29 @@ fn measure(
         if ours_ok {
             eprintln!("choreo-bench: gemm-fp8: checking gemm_e4m3 on {kind} …");
             poison(&s, &mut ops.c)?;
-            kernels::gemm::gemm_e4m3(&s, &ops.a, &ops.b, &mut ops.c)?.wait()?;
-            let hc = download(&s, &ops.c)?;
             let what = format!("gemm_e4m3 vs the host reference, {size}³, {kind}");
-            match gemm_fp8::check_points(
-                &what,
-                (&ha, &hb, &hc),
-                (n, k),
-                points.iter().copied(),
-                exact,
-            ) {
-                Ok(w) => {
+            // A failed run-time check or bounds check is reported like a wrong result (a
+            // fault of the kernel leaves the context unusable: the next call fails anyway).
+            let result = kernels::gemm::gemm_e4m3(&s, &ops.a, &ops.b, &mut ops.c)
+                .and_then(|p| p.wait())
+                .map_err(|e| format!("gemm_e4m3, {size}³, {kind}: {e}"))
+                .and_then(|()| {
+                    download(&s, &ops.c).map_err(|e| match e {
+                        BenchError::Failed(why) | BenchError::CannotRun(why) => why,
+                    })
+                })
+                .and_then(|hc| {
+                    gemm_fp8::check_points(
+                        &what,
+                        (&ha, &hb, &hc),
+                        (n, k),
+                        points.iter().copied(),
+                        exact,
+                    )
+                    .map(|w| (w, hc))
+                });
+            match result {
+                Ok((w, hc)) => {
                     worst_host = worst_host.max(w);
                     ours = Some(hc);
                 }
@@ -203,12 +216,27 @@ fn measure(
                 }
             }
         }
-        if lt_ok {
-            eprintln!("choreo-bench: gemm-fp8: checking cuBLASLt on {kind} …");
+        // cuBLASLt in both modes: fast accumulation (the reference; compared with ours) and
+        // its default. A mode that fails or is wrong is reported and left out of the timing.
+        for fast in [true, false] {
+            let mode_ok = if fast { &mut lt_ok } else { &mut lt_default_ok };
+            if !*mode_ok {
+                continue;
+            }
+            let mode = if fast { "fast accum" } else { "default accum" };
+            eprintln!("choreo-bench: gemm-fp8: checking cuBLASLt ({mode}) on {kind} …");
             poison(&s, &mut ops.c_lt)?;
-            launch_cublaslt(&s, (&ops.a, &ops.b, &mut ops.c_lt), true)?;
-            let theirs = download(&s, &ops.c_lt)?;
-            let what = format!("cuBLASLt (fast accum) vs the host reference, {size}³, {kind}");
+            let theirs = launch_cublaslt(&s, (&ops.a, &ops.b, &mut ops.c_lt), fast)
+                .and_then(|()| download(&s, &ops.c_lt));
+            let theirs = match theirs {
+                Ok(theirs) => theirs,
+                Err(BenchError::Failed(why) | BenchError::CannotRun(why)) => {
+                    wrong(format!("cuBLASLt ({mode}), {size}³, {kind}: {why}"), outcome);
+                    *mode_ok = false;
+                    continue;
+                }
+            };
+            let what = format!("cuBLASLt ({mode}) vs the host reference, {size}³, {kind}");
             let host = gemm_fp8::check_points(
                 &what,
                 (&ha, &hb, &theirs),
@@ -220,37 +248,41 @@ fn measure(
                 // cuBLASLt itself off: the layouts or descriptors are wrong, not ours.
                 wrong(
                     format!(
-                        "{why} (cuBLASLt's own output: its descriptors or the layout mapping are wrong)"
+                        "{why} (cuBLASLt's own output: its descriptors or the layout mapping \
+                         are wrong)"
                     ),
                     outcome,
                 );
-                lt_ok = false;
-            } else if let Some(hc) = &ours {
-                let cmp = gemm::compare(OUTPUT, hc, &theirs);
-                let differing = hc.iter().zip(&theirs).filter(|(x, y)| x != y).count();
-                if (exact && differing > 0) || cmp.wrong > 0 {
-                    let (i, j) = hc
-                        .iter()
-                        .zip(&theirs)
-                        .position(|(x, y)| x != y)
-                        .map_or((0, 0), |x| (x / n, x % n));
-                    wrong(
-                        format!(
-                            "gemm_e4m3 vs cuBLASLt, {size}³, {kind}: {differing} of {} elements \
-                             differ ({} beyond tolerance), first at C[{i}][{j}] = {} vs {}; max \
-                             relative error {:.3e}",
-                            hc.len(),
-                            cmp.wrong,
-                            OUTPUT.value(hc[i * n + j]),
-                            OUTPUT.value(theirs[i * n + j]),
-                            cmp.max_relative
-                        ),
-                        outcome,
-                    );
-                    ours_ok = false;
-                } else if !exact {
-                    versus = Some(cmp);
-                }
+                *mode_ok = false;
+                continue;
+            }
+            let Some(hc) = ours.as_ref().filter(|_| fast) else {
+                continue;
+            };
+            let cmp = gemm::compare(OUTPUT, hc, &theirs);
+            let differing = hc.iter().zip(&theirs).filter(|(x, y)| x != y).count();
+            if (exact && differing > 0) || cmp.wrong > 0 {
+                let (i, j) = hc
+                    .iter()
+                    .zip(&theirs)
+                    .position(|(x, y)| x != y)
+                    .map_or((0, 0), |x| (x / n, x % n));
+                wrong(
+                    format!(
+                        "gemm_e4m3 vs cuBLASLt, {size}³, {kind}: {differing} of {} elements \
+                         differ ({} beyond tolerance), first at C[{i}][{j}] = {} vs {}; max \
+                         relative error {:.3e}",
+                        hc.len(),
+                        cmp.wrong,
+                        OUTPUT.value(hc[i * n + j]),
+                        OUTPUT.value(theirs[i * n + j]),
+                        cmp.max_relative
+                    ),
+                    outcome,
+                );
+                ours_ok = false;
+            } else if !exact {
+                versus = Some(cmp);
             }
         }
     }
@@ -274,8 +306,11 @@ fn measure(
         timed.push(&mut ours);
     }
     if lt_ok {
-        names.extend(["fast", "default"]);
+        names.push("fast");
         timed.push(&mut lt_fast);
+    }
+    if lt_default_ok {
+        names.push("default");
         timed.push(&mut lt_default);
     }
     if timed.is_empty() {
