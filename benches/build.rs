@@ -11,7 +11,9 @@
 //!   section: the hand-written Hopper GEMM on the
 //!   compiler's WGMMA library `choreo-compiler/src/emit/cuda/wgmma.cuh`, and cuBLAS through
 //!   dlopen) and `kernels/wgmma_unit.cu` (one-instruction checks of the library for the GPU
-//!   test), sm_90a.
+//!   test), sm_90a; `kernels/cublaslt.cu` (cuBLASLt through dlopen, for the `gemm-fp8`
+//!   section's fp8 `gemm_e4m3` of `gemm.co`); `kernels/gemm_sync.co` (the Choreo mma.sync GEMM)
+//!   and `kernels/gemm_sync_hand.cu` (its hand-written twin) for the `gemm-sync` section.
 //!
 //! Without nvcc (stub build) the harness still compiles; `choreo-bench gpu` then says that the
 //! kernels were not built and exits with status 1. `cfg(choreo_bench_kernels)` is set when they
@@ -42,8 +44,11 @@ fn main() {
     println!("cargo::rerun-if-changed={wgmma_dir}/wgmma.cuh");
     let gemm = choreo_build::Builder::new()
         .file("kernels/gemm.co")
+        .file("kernels/gemm_sync.co")
         .cuda_file("kernels/gemm_wgmma.cu")
+        .cuda_file("kernels/gemm_sync_hand.cu")
         .cuda_file("kernels/wgmma_unit.cu")
+        .cuda_file("kernels/cublaslt.cu")
         .include(wgmma_dir)
         .arch("sm_90a")
         .build("gemm")

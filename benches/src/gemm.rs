@@ -263,6 +263,16 @@ impl DeviceMatrix {
         self.ptr
     }
 
+    /// The number of 16-bit elements.
+    pub fn len(&self) -> usize {
+        self.elems
+    }
+
+    /// Whether it holds no element.
+    pub fn is_empty(&self) -> bool {
+        self.elems == 0
+    }
+
     /// The contents, after all work on the device.
     pub fn download(&self) -> Result<Vec<u16>, String> {
         synchronize()?;
@@ -593,6 +603,12 @@ pub fn reference_at(dtype: Dtype, a: &[u16], b: &[u16], k: usize, i: usize, j: u
     ra.iter().zip(rb).map(|(&x, &y)| f64::from(dtype.value(x)) * f64::from(dtype.value(y))).sum()
 }
 
+/// The float64 reference of C[i][j] from the inputs' values.
+pub fn reference_values(a: &[f32], b: &[f32], k: usize, i: usize, j: usize) -> f64 {
+    let (ra, rb) = (&a[i * k..(i + 1) * k], &b[j * k..(j + 1) * k]);
+    ra.iter().zip(rb).map(|(&x, &y)| f64::from(x) * f64::from(y)).sum()
+}
+
 /// Checks C at `points` against the float64 reference: within [`Dtype::tolerance`] of
 /// max(|reference|, √K / 3) — the typical magnitude of an output for inputs uniform in
 /// [-1, 1), so that elements near zero are held to the accuracy of the sum, not to a relative
@@ -607,12 +623,23 @@ pub fn check_points(
     exact: bool,
 ) -> Result<f64, String> {
     let values = |v: &[u16]| v.iter().map(|&x| dtype.value(x)).collect::<Vec<f32>>();
-    let (fa, fb) = (values(a), values(b));
+    check_values(what, dtype, (&values(a), &values(b), c), (n, k), points, exact)
+}
+
+/// [`check_points`] on inputs given as their values (of any input type: the fp8 GEMM's e4m3
+/// operands too); `dtype` is the type of C.
+pub fn check_values(
+    what: &str,
+    dtype: Dtype,
+    (fa, fb, c): (&[f32], &[f32], &[u16]),
+    (n, k): (usize, usize),
+    points: impl IntoIterator<Item = (usize, usize)>,
+    exact: bool,
+) -> Result<f64, String> {
     let scale = (k as f64).sqrt() / 3.0;
     let mut worst = 0f64;
     for (i, j) in points {
-        let (ra, rb) = (&fa[i * k..(i + 1) * k], &fb[j * k..(j + 1) * k]);
-        let want: f64 = ra.iter().zip(rb).map(|(&x, &y)| f64::from(x) * f64::from(y)).sum();
+        let want = reference_values(fa, fb, k, i, j);
         let bits = c[i * n + j];
         let got = f64::from(dtype.value(bits));
         if exact {

@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! choreo-bench gpu [--trials N] [--warmup N] [--quick]
-//!                  [--only overlap,launch,bandwidth,tiled,tma,gemm] [--markdown FILE]
+//!                  [--only overlap,launch,bandwidth,tiled,tma,gemm,gemm-fp8,gemm-sync] [--markdown FILE]
 //! choreo-bench cpu [--elements N] [--trials N] [--markdown FILE]
 //! choreo-bench build [ARGS]        (build speed; `choreo-bench build --help`)
 //! ```
@@ -25,7 +25,7 @@ use choreo_bench::table::{Table, three_digits};
 use gpu::{BenchError, Options};
 
 const USAGE: &str = "usage: choreo-bench gpu [--trials N] [--warmup N] [--quick] \
-                     [--only overlap,launch,bandwidth,tiled,tma,gemm] [--markdown FILE]\n       \
+                     [--only overlap,launch,bandwidth,tiled,tma,gemm,gemm-fp8,gemm-sync] [--markdown FILE]\n       \
                      choreo-bench cpu [--elements N] [--trials N] [--markdown FILE]\n       \
                      choreo-bench build [--help | ARGS]";
 
@@ -47,7 +47,7 @@ fn main() -> ExitCode {
 }
 
 /// The sections of `gpu`, in the order they run; all of them by default.
-const SECTIONS: [&str; 6] = ["overlap", "launch", "bandwidth", "tiled", "tma", "gemm"];
+const SECTIONS: [&str; 7] = ["overlap", "launch", "bandwidth", "tiled", "tma", "gemm", "gemm-fp8"];
 
 /// The parsed arguments of `gpu`.
 #[derive(Debug)]
@@ -344,6 +344,86 @@ fn run_sections(args: &GpuArgs, report: &mut GpuReport) -> gpu::BenchResult<()> 
             }
         }
     }
+    if wants("gemm-fp8") {
+        eprintln!("choreo-bench: gemm-fp8 …");
+        let outcome = gpu::gemm_fp8::run(options)?;
+        gpu::section_rows(&mut report.table, "gemm-fp8", outcome.rows);
+        for why in &outcome.wrong {
+            eprintln!("choreo-bench: gemm-fp8: WRONG: {why}");
+        }
+        report.summary.row([
+            "fp8 GEMM: gemm_e4m3 and cuBLASLt right (host reference, each other)".to_owned(),
+            format!("{} wrong", outcome.wrong.len()),
+            met(outcome.wrong.is_empty()),
+        ]);
+        for point in &outcome.points {
+            let size = point.size;
+            let target = format!("fp8 GEMM e4m3 {size}³: ours ≥ 0.85 × cuBLASLt (fast accum)");
+            match (point.ours_tflops, point.cublaslt_tflops) {
+                (Some(ours), Some(theirs)) => report.summary.row([
+                    target,
+                    format!(
+                        "{} ({} vs {} TFLOP/s; cuBLASLt default accum {} TFLOP/s)",
+                        three_digits(ours / theirs),
+                        three_digits(ours),
+                        three_digits(theirs),
+                        point.cublaslt_default_tflops.map_or("—".into(), three_digits)
+                    ),
+                    met(ours / theirs >= 0.85),
+                ]),
+                (Some(ours), None) => report.summary.row([
+                    format!("{target} (cuBLASLt not measured)"),
+                    format!(
+                        "{} TFLOP/s = {} of the 1979 TFLOP/s peak",
+                        three_digits(ours),
+                        three_digits(ours / gpu::gemm_fp8::PEAK_TFLOPS)
+                    ),
+                    "—".to_owned(),
+                ]),
+                (None, _) => {
+                    report.summary.row([target, "ours wrong: not timed".to_owned(), met(false)])
+                }
+            }
+        }
+    }
+    if wants("gemm-sync") {
+        eprintln!("choreo-bench: gemm-sync …");
+        let outcome = gpu::gemm_sync::run(options)?;
+        gpu::section_rows(&mut report.table, "gemm-sync", outcome.rows);
+        for why in &outcome.wrong {
+            eprintln!("choreo-bench: gemm-sync: WRONG: {why}");
+        }
+        report.summary.row([
+            "mma.sync GEMM: Choreo and hand-written right (host reference, cuBLAS)".to_owned(),
+            format!("{} wrong", outcome.wrong.len()),
+            met(outcome.wrong.is_empty()),
+        ]);
+        for point in &outcome.points {
+            let size = point.size;
+            let target = format!("mma.sync GEMM f16 {size}³: Choreo ≥ 0.95 × hand-written twin");
+            match (point.ours_tflops, point.twin_tflops) {
+                (Some(ours), Some(twin)) => report.summary.row([
+                    target,
+                    format!(
+                        "{} ({} vs {} TFLOP/s; hand cp.async {}, cuBLAS {} TFLOP/s; {} \
+                         elements differ from the twin's)",
+                        three_digits(ours / twin),
+                        three_digits(ours),
+                        three_digits(twin),
+                        point.cp_async_tflops.map_or("—".into(), three_digits),
+                        point.cublas_tflops.map_or("—".into(), three_digits),
+                        point.differing_from_twin.map_or("?".into(), |d| d.to_string())
+                    ),
+                    met(ours / twin >= 0.95),
+                ]),
+                _ => report.summary.row([
+                    target,
+                    "not timed: a kernel was wrong (see above)".to_owned(),
+                    met(false),
+                ]),
+            }
+        }
+    }
     match choreo::take_deferred_error() {
         Some(error) => Err(error.into()),
         None => Ok(()),
@@ -352,7 +432,7 @@ fn run_sections(args: &GpuArgs, report: &mut GpuReport) -> gpu::BenchResult<()> 
 
 #[cfg(test)]
 mod tests {
-    use super::parse_gpu_args;
+    use super::{SECTIONS, parse_gpu_args};
 
     fn args(list: &[&str]) -> Vec<String> {
         list.iter().map(|s| s.to_string()).collect()
@@ -364,7 +444,7 @@ mod tests {
         assert_eq!(parsed.options.trials, 3);
         assert_eq!(parsed.sections, ["launch"]);
         let parsed = parse_gpu_args(&args(&[])).unwrap();
-        assert_eq!(parsed.sections, ["overlap", "launch", "bandwidth", "tiled", "tma", "gemm"]);
+        assert_eq!(parsed.sections, SECTIONS);
         let parsed = parse_gpu_args(&args(&["--only", "tiled,bandwidth"])).unwrap();
         assert_eq!(parsed.sections, ["tiled", "bandwidth"]);
         let parsed = parse_gpu_args(&args(&["--trials", "7", "--markdown", "x.md"])).unwrap();

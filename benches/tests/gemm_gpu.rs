@@ -1,5 +1,6 @@
-//! The hand-written WGMMA GEMM (`kernels/gemm_wgmma.cu`) and the Choreo GEMM (`kernels/gemm.co`)
-//! on small shapes against a float64 CPU
+//! The hand-written WGMMA GEMM (`kernels/gemm_wgmma.cu`), the Choreo GEMMs (`kernels/gemm.co`:
+//! f16, bf16 and fp8 e4m3; `kernels/gemm_sync.co`: mma.sync), the hand-written mma.sync twin
+//! (`kernels/gemm_sync_hand.cu`) and cuBLASLt's fp8 GEMM on small shapes against a float64 CPU
 //! reference, every element: needs an sm_90 GPU (`cargo test -p choreo-bench --release --test
 //! gemm_gpu -- --ignored`).
 
@@ -254,5 +255,200 @@ fn choreo_gemm_refuses_shapes_that_are_not_tile_multiples() {
             assert!(message.contains("M must be a multiple of 128"), "{message}");
         }
         other => panic!("expected a failed run-time check, got {other:?}"),
+    }
+}
+
+/// The fp8 GEMM `gemm_e4m3` (`kernels/gemm.co`) on `(m, n, k)` against the float64 host
+/// reference, every element (bit for bit on exact inputs); returns A, B and C's bits.
+fn check_e4m3(
+    (m, n, k): (usize, usize, usize),
+    exact: bool,
+) -> (Vec<choreo::F8E4M3>, Vec<choreo::F8E4M3>, Vec<u16>) {
+    use choreo::{DeviceTensor, HostView};
+    use choreo_bench::gemm_fp8;
+    let (ha, hb) = if exact {
+        (gemm_fp8::exact_matrix(m, k, 27), gemm_fp8::exact_matrix(n, k, 28))
+    } else {
+        (gemm_fp8::random_matrix(m, k, 29), gemm_fp8::random_matrix(n, k, 30))
+    };
+    let s = choreo::Stream::new().unwrap();
+    let a = DeviceTensor::from_host(&s, HostView::new(&ha, [m, k]).unwrap()).unwrap();
+    let b = DeviceTensor::from_host(&s, HostView::new(&hb, [n, k]).unwrap()).unwrap();
+    let nan = vec![choreo::bf16::from_bits(0xFFFF); m * n];
+    let mut c = DeviceTensor::from_host(&s, HostView::new(&nan, [m, n]).unwrap()).unwrap();
+    kernels::gemm::gemm_e4m3(&s, &a, &b, &mut c).unwrap().wait().unwrap();
+    let hc: Vec<u16> = c.to_host(&s).unwrap().as_slice().iter().map(|x| x.to_bits()).collect();
+    let all = (0..m).flat_map(|i| (0..n).map(move |j| (i, j)));
+    let what = format!("gemm_e4m3 {m}x{n}x{k}{}", if exact { " exact" } else { "" });
+    match gemm_fp8::check_points(&what, (&ha, &hb, &hc), (n, k), all, exact) {
+        Ok(worst) => eprintln!("{what}: all {} elements right (max rel. err {worst:.2e})", m * n),
+        Err(message) => panic!("{message}"),
+    }
+    (ha, hb, hc)
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU (sm_90)"]
+fn choreo_gemm_e4m3_small_shapes() {
+    // One tile (one k-step); a few tiles with 3 k-steps; 5 k-steps (ring slots wrap mid-tile)
+    // on random inputs; 144 tiles (a second round of the persistent loop for 12 blocks, one
+    // partial group of 12 M tiles); 18 M tiles (a group of 16 and a partial one of 2) x 12 N
+    // tiles = 216 tiles.
+    check_e4m3((128, 256, 128), true);
+    check_e4m3((256, 512, 384), true);
+    check_e4m3((384, 512, 640), false);
+    check_e4m3((1536, 3072, 256), true);
+    check_e4m3((2304, 3072, 256), false);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU (sm_90)"]
+fn choreo_gemm_e4m3_refuses_shapes_that_are_not_tile_multiples() {
+    use choreo::{DeviceTensor, F8E4M3, bf16};
+    let s = choreo::Stream::new().unwrap();
+    // K = 64 is a multiple of the 16-bit GEMMs' K tile, not of the fp8 one (128).
+    for ((m, n, k), want) in [
+        ((128, 256, 64), "K must be a multiple of 128"),
+        ((128, 128, 128), "N must be a multiple of 256"),
+        ((64, 256, 128), "M must be a multiple of 128"),
+    ] {
+        let a = DeviceTensor::<F8E4M3, 2>::zeros_on(&s, [m, k]).unwrap();
+        let b = DeviceTensor::<F8E4M3, 2>::zeros_on(&s, [n, k]).unwrap();
+        let mut c = DeviceTensor::<bf16, 2>::zeros_on(&s, [m, n]).unwrap();
+        match kernels::gemm::gemm_e4m3(&s, &a, &b, &mut c).and_then(|p| p.wait()) {
+            Err(choreo::Error::RuntimeCheck { message, .. }) => {
+                assert!(message.contains(want), "{m}x{n}x{k}: {message}");
+            }
+            other => panic!("{m}x{n}x{k}: expected a failed run-time check, got {other:?}"),
+        }
+    }
+}
+
+/// cuBLASLt's fp8 GEMM, with the descriptors of the `gemm-fp8` section, against the host
+/// reference and `gemm_e4m3`, bit for bit on exact inputs (skipped, with a message, when
+/// cuBLASLt is not found).
+#[test]
+#[ignore = "needs a CUDA GPU (sm_90)"]
+fn cublaslt_fp8_matches_the_reference_and_gemm_e4m3() {
+    use choreo::{DeviceTensor, HostView};
+    use choreo_bench::gemm_fp8;
+    if let Err(why) = gemm_fp8::load_cublaslt() {
+        eprintln!("SKIPPED: {why}");
+        return;
+    }
+    for ((m, n, k), exact) in [((256, 512, 384), true), ((384, 512, 640), false)] {
+        let (ha, hb, ours) = check_e4m3((m, n, k), exact);
+        let s = choreo::Stream::new().unwrap();
+        let a = DeviceTensor::from_host(&s, HostView::new(&ha, [m, k]).unwrap()).unwrap();
+        let b = DeviceTensor::from_host(&s, HostView::new(&hb, [n, k]).unwrap()).unwrap();
+        for fast in [true, false] {
+            let nan = vec![choreo::bf16::from_bits(0xFFFF); m * n];
+            let mut c = DeviceTensor::from_host(&s, HostView::new(&nan, [m, n]).unwrap()).unwrap();
+            gemm_fp8::cublaslt(&s, (&a, &b, &mut c), fast).unwrap();
+            let theirs: Vec<u16> =
+                c.to_host(&s).unwrap().as_slice().iter().map(|x| x.to_bits()).collect();
+            let all = (0..m).flat_map(|i| (0..n).map(move |j| (i, j)));
+            let what = format!("cuBLASLt fast_accum={fast} {m}x{n}x{k} exact={exact}");
+            if let Err(message) =
+                gemm_fp8::check_points(&what, (&ha, &hb, &theirs), (n, k), all, exact)
+            {
+                panic!("{message} (cuBLASLt's own output: descriptors or layout mapping wrong)");
+            }
+            let cmp = gemm::compare(gemm_fp8::OUTPUT, &ours, &theirs);
+            let differing = ours.iter().zip(&theirs).filter(|(x, y)| x != y).count();
+            assert!(
+                cmp.wrong == 0 && (!exact || differing == 0),
+                "{what}: gemm_e4m3 and cuBLASLt differ in {differing} elements ({} beyond \
+                 tolerance)",
+                cmp.wrong
+            );
+        }
+    }
+}
+
+/// The Choreo mma.sync GEMM (`kernels/gemm_sync.co`) and both versions of its hand-written twin
+/// (`kernels/gemm_sync_hand.cu`) on `(m, n, k)` against the float64 host reference, every
+/// element; the Choreo output must equal the twin's bit for bit (the same MMAs in the same
+/// order).
+fn check_sync((m, n, k): (usize, usize, usize), exact: bool) {
+    use choreo::{DeviceTensor, HostView, f16};
+    use choreo_bench::gemm_sync::{self, Hand};
+    let dtype = Dtype::F16;
+    let (ha, hb) = if exact {
+        (gemm::exact_matrix(dtype, m, k, 37), gemm::exact_matrix(dtype, n, k, 38))
+    } else {
+        (gemm::random_matrix(dtype, m, k, 39), gemm::random_matrix(dtype, n, k, 40))
+    };
+    let s = choreo::Stream::new().unwrap();
+    let t = |bits: &[u16], shape: [usize; 2]| {
+        let v: Vec<f16> = bits.iter().map(|&x| f16::from_bits(x)).collect();
+        DeviceTensor::from_host(&s, HostView::new(&v, shape).unwrap()).unwrap()
+    };
+    let nan = vec![0xFFFFu16; m * n];
+    let (a, b, mut c) = (t(&ha, [m, k]), t(&hb, [n, k]), t(&nan, [m, n]));
+    kernels::gemm_sync::gemm_sync_f16(&s, &a, &b, &mut c).unwrap().wait().unwrap();
+    let ours: Vec<u16> = c.to_host(&s).unwrap().as_slice().iter().map(|x| x.to_bits()).collect();
+    check_all("Choreo gemm_sync_f16", dtype, (&ha, &hb, &ours), (m, n, k), exact);
+    let (ra, rb) = (DeviceMatrix::from_host(&ha).unwrap(), DeviceMatrix::from_host(&hb).unwrap());
+    for hand in Hand::ALL {
+        let mut rc = DeviceMatrix::new(m * n).unwrap();
+        rc.poison().unwrap();
+        // SAFETY: the matrices have the product's sizes and outlive the download (which
+        // synchronises the device).
+        unsafe { gemm_sync::launch_hand(s.as_raw(), hand, (&ra, &rb, &rc), (m, n, k)) }.unwrap();
+        let hc = rc.download().unwrap();
+        check_all(hand.name(), dtype, (&ha, &hb, &hc), (m, n, k), exact);
+        let differing = ours.iter().zip(&hc).filter(|(x, y)| x != y).count();
+        assert_eq!(
+            differing,
+            0,
+            "{m}x{n}x{k}: Choreo and {} differ in {differing} elements",
+            hand.name()
+        );
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU (sm_90)"]
+fn choreo_gemm_sync_small_shapes() {
+    // One tile, one K step (no loop); one tile, 3 steps (slots alternate, odd count); several
+    // tiles with non-square grids; random inputs with 9 steps.
+    check_sync((128, 128, 32), true);
+    check_sync((128, 128, 96), true);
+    check_sync((384, 256, 128), true);
+    check_sync((256, 384, 288), false);
+    check_sync((1024, 1024, 1024), false);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU (sm_90)"]
+fn gemm_sync_refuses_shapes_that_are_not_tile_multiples() {
+    use choreo::{DeviceTensor, f16};
+    use choreo_bench::gemm_sync::{self, Hand};
+    let s = choreo::Stream::new().unwrap();
+    for ((m, n, k), want) in [
+        ((128, 128, 48), "K must be a multiple of 32"),
+        ((128, 64, 32), "N must be a multiple of 128"),
+        ((192, 128, 32), "M must be a multiple of 128"),
+    ] {
+        let a = DeviceTensor::<f16, 2>::zeros_on(&s, [m, k]).unwrap();
+        let b = DeviceTensor::<f16, 2>::zeros_on(&s, [n, k]).unwrap();
+        let mut c = DeviceTensor::<f16, 2>::zeros_on(&s, [m, n]).unwrap();
+        match kernels::gemm_sync::gemm_sync_f16(&s, &a, &b, &mut c).and_then(|p| p.wait()) {
+            Err(choreo::Error::RuntimeCheck { message, .. }) => {
+                assert!(message.contains(want), "{m}x{n}x{k}: {message}");
+            }
+            other => panic!("{m}x{n}x{k}: expected a failed run-time check, got {other:?}"),
+        }
+        let (ra, rb, rc) = (
+            DeviceMatrix::new(m * k).unwrap(),
+            DeviceMatrix::new(n * k).unwrap(),
+            DeviceMatrix::new(m * n).unwrap(),
+        );
+        // SAFETY: the sizes fit; the call is refused before any launch.
+        let err =
+            unsafe { gemm_sync::launch_hand(s.as_raw(), Hand::Twin, (&ra, &rb, &rc), (m, n, k)) }
+                .unwrap_err();
+        assert!(err.contains("unsupported shape"), "{m}x{n}x{k}: {err}");
     }
 }

@@ -27,7 +27,8 @@ use choreo_bench::table::three_digits;
 use super::tiled::{per_launch_ms, row};
 use super::{BenchError, BenchResult, Options, interleaved};
 
-mod kernels {
+/// The generated wrappers of `kernels/gemm.co` (also the `gemm-fp8` section's `gemm_e4m3`).
+pub(super) mod kernels {
     choreo::include_kernels!("gemm");
 }
 

@@ -9,10 +9,14 @@
 //! - [`tiled`]: generated kernels with shared-memory tiles and asynchronous copies (transpose,
 //!   SGEMM, row softmax) vs hand-written twins, the copy and cuBLAS;
 //! - [`tma`]: TMA copies and a TMA transpose (tier 3) vs the copy and their tier-2 versions;
-//! - [`gemm`]: the hand-written WGMMA GEMM (f16/bf16, 4096³ and 8192³) vs cuBLAS (dlopen).
+//! - [`gemm`]: the hand-written WGMMA GEMM (f16/bf16, 4096³ and 8192³) vs cuBLAS (dlopen);
+//! - [`gemm_fp8`]: the Choreo fp8 (e4m3) WGMMA GEMM vs cuBLASLt (dlopen);
+//! - [`gemm_sync`]: a Choreo mma.sync GEMM (sm_80-style) vs the same algorithm by hand.
 
 pub mod bandwidth;
 pub mod gemm;
+pub mod gemm_fp8;
+pub mod gemm_sync;
 pub mod launch;
 pub mod overlap;
 pub mod tiled;
