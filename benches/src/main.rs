@@ -47,7 +47,8 @@ fn main() -> ExitCode {
 }
 
 /// The sections of `gpu`, in the order they run; all of them by default.
-const SECTIONS: [&str; 7] = ["overlap", "launch", "bandwidth", "tiled", "tma", "gemm", "gemm-fp8"];
+const SECTIONS: [&str; 8] =
+    ["overlap", "launch", "bandwidth", "tiled", "tma", "gemm", "gemm-fp8", "gemm-sync"];
 
 /// The parsed arguments of `gpu`.
 #[derive(Debug)]

@@ -428,7 +428,7 @@ fn gemm_sync_refuses_shapes_that_are_not_tile_multiples() {
     let s = choreo::Stream::new().unwrap();
     for ((m, n, k), want) in [
         ((128, 128, 48), "K must be a multiple of 32"),
-        ((128, 64, 32), "N must be a multiple of 128"),
+        ((128, 192, 32), "N must be a multiple of 128"),
         ((192, 128, 32), "M must be a multiple of 128"),
     ] {
         let a = DeviceTensor::<f16, 2>::zeros_on(&s, [m, k]).unwrap();
