@@ -37,6 +37,16 @@ pub const PEAK_TFLOPS: f64 = 989.0;
 /// Launches per timed trial.
 const BATCH: usize = 10;
 
+/// Launches per timed batch: [`BATCH`], or `CHOREO_BENCH_GEMM_BATCH` (1 times each launch
+/// alone, after an idle GPU; a diagnostic of what back-to-back launches cost).
+fn batch() -> usize {
+    std::env::var("CHOREO_BENCH_GEMM_BATCH")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|&n: &usize| n > 0)
+        .unwrap_or(BATCH)
+}
+
 /// One (type, size) point.
 pub struct Point {
     /// The element type.
@@ -296,6 +306,7 @@ fn measure(
 
     // Timing: the variants that passed, then cuBLAS.
     let shapes = (m, n, k);
+    let batch = batch();
     let (pa, pb, pc, pcc) = (&a, &b, &c, &c_cublas);
     let ours_co = std::cell::RefCell::new(ours_co);
     let mut closures: Vec<Box<dyn FnMut() -> BenchResult<f64> + '_>> = variants
@@ -304,11 +315,11 @@ fn measure(
             let s = &s;
             let ours_co = &ours_co;
             if variant == Variant::Choreo {
-                return Box::new(move || per_launch_ms(s, BATCH, || ours_co.borrow_mut().launch(s)))
+                return Box::new(move || per_launch_ms(s, batch, || ours_co.borrow_mut().launch(s)))
                     as Box<dyn FnMut() -> BenchResult<f64> + '_>;
             }
             Box::new(move || {
-                per_launch_ms(s, BATCH, || {
+                per_launch_ms(s, batch, || {
                     // SAFETY: as above; the matrices outlive the timing.
                     unsafe { gemm::launch_ours(raw, dtype, variant, (pa, pb, pc), shapes) }
                         .map_err(failed)
@@ -319,7 +330,7 @@ fn measure(
     if with_cublas {
         let s = &s;
         closures.push(Box::new(move || {
-            per_launch_ms(s, BATCH, || {
+            per_launch_ms(s, batch, || {
                 // SAFETY: as above.
                 unsafe { gemm::launch_cublas(raw, dtype, (pa, pb, pcc), shapes) }.map_err(failed)
             })

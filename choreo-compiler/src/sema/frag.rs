@@ -1181,19 +1181,7 @@ impl Checker<'_> {
             );
             return true;
         }
-        let value = match value {
-            super::Val::Scalar(v) if v.ty.scalar().is_some_and(|t| t != ElemTy::Bool) => v,
-            super::Val::Error => return true,
-            other => {
-                self.error_label(
-                    "E1015",
-                    a.value.span,
-                    format!("a fragment is updated with a scalar, but got '{}'", other.describe()),
-                    "not a numeric scalar",
-                );
-                return true;
-            }
-        };
+        let Some(value) = self.fragment_update_value(value, a.value.span) else { return true };
         if self.frag_place_ok(a.span) {
             out.push(frag_stmt(FragOp::Update { buf: var, op, value }, a.span));
         }

@@ -999,23 +999,29 @@ impl Checker<'_> {
             );
             return true;
         }
-        let value = match value {
-            Val::Scalar(v) if v.ty.scalar().is_some_and(|t| t != ElemTy::Bool) => v,
-            Val::Error => return true,
-            other => {
-                self.error_label(
-                    "E1015",
-                    a.value.span,
-                    format!("a fragment is updated with a scalar, but got '{}'", other.describe()),
-                    "not a numeric scalar",
-                );
-                return true;
-            }
-        };
+        let Some(value) = self.fragment_update_value(value, a.value.span) else { return true };
         if self.mma_place_ok(a.span) {
             out.push(mma_stmt(MmaOp::Update { frag: f, op, value }, a.span));
         }
         true
+    }
+
+    /// The scalar of `frag op= value` (spec-tier3 §5.6), for every kind of fragment: a numeric
+    /// scalar, else `E1015` (`None` after reporting, or for an operand already in error).
+    pub(crate) fn fragment_update_value(&mut self, value: Val, span: Span) -> Option<HExpr> {
+        match value {
+            Val::Scalar(v) if v.ty.scalar().is_some_and(|t| t != ElemTy::Bool) => Some(v),
+            Val::Error => None,
+            other => {
+                self.error_label(
+                    "E1015",
+                    span,
+                    format!("a fragment is updated with a scalar, but got '{}'", other.describe()),
+                    "not a numeric scalar",
+                );
+                None
+            }
+        }
     }
 
     /// The rules that need the whole function: every fragment executed, fills of
