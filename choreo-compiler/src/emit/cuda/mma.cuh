@@ -619,14 +619,24 @@ struct sp_op;
                  "r"(b[3]), "r"(e));
 
 // ::ordered_metadata: the two indices of a group are in increasing order (§5.4 says i0 < i1).
-CHOREO_SP_F32(16, __half, "mma.sp::ordered_metadata.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", 2)
-CHOREO_SP_F32(32, __half, "mma.sp::ordered_metadata.sync.aligned.m16n8k32.row.col.f32.f16.f16.f32", 4)
+// PTX before 8.5 (nvcc before 12.5) has only the plain `.sp` form, which reads the same
+// metadata and gives the same result when it is ordered.
+#ifndef CHOREO_MMA_SP
+#if defined(__CUDACC_VER_MAJOR__) && \
+    (__CUDACC_VER_MAJOR__ > 12 || (__CUDACC_VER_MAJOR__ == 12 && __CUDACC_VER_MINOR__ >= 5))
+#define CHOREO_MMA_SP "mma.sp::ordered_metadata"
+#else
+#define CHOREO_MMA_SP "mma.sp"
+#endif
+#endif
+CHOREO_SP_F32(16, __half, CHOREO_MMA_SP ".sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", 2)
+CHOREO_SP_F32(32, __half, CHOREO_MMA_SP ".sync.aligned.m16n8k32.row.col.f32.f16.f16.f32", 4)
 CHOREO_SP_F32(16, __nv_bfloat16,
-              "mma.sp::ordered_metadata.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", 2)
+              CHOREO_MMA_SP ".sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", 2)
 CHOREO_SP_F32(32, __nv_bfloat16,
-              "mma.sp::ordered_metadata.sync.aligned.m16n8k32.row.col.f32.bf16.bf16.f32", 4)
-CHOREO_SP_F16(16, "mma.sp::ordered_metadata.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16", 2)
-CHOREO_SP_F16(32, "mma.sp::ordered_metadata.sync.aligned.m16n8k32.row.col.f16.f16.f16.f16", 4)
+              CHOREO_MMA_SP ".sync.aligned.m16n8k32.row.col.f32.bf16.bf16.f32", 4)
+CHOREO_SP_F16(16, CHOREO_MMA_SP ".sync.aligned.m16n8k16.row.col.f16.f16.f16.f16", 2)
+CHOREO_SP_F16(32, CHOREO_MMA_SP ".sync.aligned.m16n8k32.row.col.f16.f16.f16.f16", 4)
 
 template <int M, int N, int K, typename TA, typename TB, typename TC>
 __device__ __forceinline__ void sp_mma(sync_frag<2, M, N, K, TC>& c,
