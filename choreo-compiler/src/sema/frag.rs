@@ -29,8 +29,8 @@ use crate::hir::arith as fold;
 use crate::hir::frag::{FragOp, RowLayout};
 use crate::hir::mma::{FragId, FragRef, MmaOp, MmaRole, WgA};
 use crate::hir::{
-    AssignOp, BufferRef, Dim, ElemIndex, ElemTy, HExpr, HExprKind, LocalOrigin, LocalPlace,
-    SpannedTy, Stmt, StmtKind, Storage, TemplateArg, Ty, Unroll, VarId,
+    BufferRef, Dim, ElemIndex, ElemTy, HExpr, HExprKind, LocalOrigin, LocalPlace, SpannedTy, Stmt,
+    StmtKind, Storage, TemplateArg, Ty, Unroll, VarId,
 };
 use crate::source::Span;
 use crate::target::mma::MmaFamily;
@@ -1168,20 +1168,7 @@ impl Checker<'_> {
         }
         let op = super::stmt::hir_assign_op(a.op);
         let value = self.check_expr(&a.value);
-        if !matches!(op, AssignOp::Add | AssignOp::Sub | AssignOp::Mul | AssignOp::Div) {
-            self.error_label(
-                "E1015",
-                a.span,
-                format!(
-                    "a fragment can only be updated with `+=`, `-=`, `*=` or `/=` and a scalar \
-                     (`{}` is not one)",
-                    op.as_str()
-                ),
-                "not a fragment update",
-            );
-            return true;
-        }
-        let Some(value) = self.fragment_update_value(value, a.value.span) else { return true };
+        let Some((op, value)) = self.fragment_update(a, op, value) else { return true };
         if self.frag_place_ok(a.span) {
             out.push(frag_stmt(FragOp::Update { buf: var, op, value }, a.span));
         }

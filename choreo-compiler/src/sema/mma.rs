@@ -986,6 +986,22 @@ impl Checker<'_> {
             return true;
         };
         let value = self.check_expr(&a.value);
+        let Some((op, value)) = self.fragment_update(a, op, value) else { return true };
+        if self.mma_place_ok(a.span) {
+            out.push(mma_stmt(MmaOp::Update { frag: f, op, value }, a.span));
+        }
+        true
+    }
+
+    /// The operator and scalar of `frag op= value` (spec-tier3 §5.6), for every kind of
+    /// fragment: `+= -= *= /=` and a numeric scalar, else `E1015` (`None` after reporting, or
+    /// for an operand already in error).
+    pub(crate) fn fragment_update(
+        &mut self,
+        a: &ast::Assignment,
+        op: AssignOp,
+        value: Val,
+    ) -> Option<(AssignOp, HExpr)> {
         if !matches!(op, AssignOp::Add | AssignOp::Sub | AssignOp::Mul | AssignOp::Div) {
             self.error_label(
                 "E1015",
@@ -997,25 +1013,15 @@ impl Checker<'_> {
                 ),
                 "not a fragment update",
             );
-            return true;
+            return None;
         }
-        let Some(value) = self.fragment_update_value(value, a.value.span) else { return true };
-        if self.mma_place_ok(a.span) {
-            out.push(mma_stmt(MmaOp::Update { frag: f, op, value }, a.span));
-        }
-        true
-    }
-
-    /// The scalar of `frag op= value` (spec-tier3 §5.6), for every kind of fragment: a numeric
-    /// scalar, else `E1015` (`None` after reporting, or for an operand already in error).
-    pub(crate) fn fragment_update_value(&mut self, value: Val, span: Span) -> Option<HExpr> {
         match value {
-            Val::Scalar(v) if v.ty.scalar().is_some_and(|t| t != ElemTy::Bool) => Some(v),
+            Val::Scalar(v) if v.ty.scalar().is_some_and(|t| t != ElemTy::Bool) => Some((op, v)),
             Val::Error => None,
             other => {
                 self.error_label(
                     "E1015",
-                    span,
+                    a.value.span,
                     format!("a fragment is updated with a scalar, but got '{}'", other.describe()),
                     "not a numeric scalar",
                 );
