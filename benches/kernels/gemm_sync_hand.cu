@@ -16,12 +16,12 @@
 //   block barrier.
 //
 // Variants (the `variant` argument of gemm_sync_hand):
-//   0  the twin: the copies as the Choreo kernel makes them today — 16-byte loads and stores
-//      issued before the step's compute (the compiler lowers `dma.copy.async` of 2-byte
-//      elements to synchronous copies: it uses cp.async only for elements of 4, 8 or 16 bytes);
-//   1  the copies with cp.async (16 bytes, .cg) committed as one group and waited for
-//      (cp.async.wait_group 0) after the compute: the double buffering `dma.copy.async` asks
-//      for, and what the twin would become once the compiler issues cp.async for f16.
+//   1  the twin: the copies with cp.async (16 bytes, .cg) committed as one group and waited for
+//      (cp.async.wait_group 0) after the compute — the double buffering `dma.copy.async` asks
+//      for, and what the compiler emits for rows of f16 (16-byte cp.async per lane);
+//   0  the same with synchronous 16-byte loads and stores issued before the step's compute
+//      (what the compiler emitted before it used cp.async for 2-byte elements; kept to show
+//      what the asynchronous copies gain).
 // Every entry returns 0, a cudaError_t, or a negative code explained by gemm_sync_hand_error.
 
 #include <cuda_fp16.h>

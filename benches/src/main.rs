@@ -406,12 +406,12 @@ fn run_sections(args: &GpuArgs, report: &mut GpuReport) -> gpu::BenchResult<()> 
                 (Some(ours), Some(twin)) => report.summary.row([
                     target,
                     format!(
-                        "{} ({} vs {} TFLOP/s; hand cp.async {}, cuBLAS {} TFLOP/s; {} \
+                        "{} ({} vs {} TFLOP/s; hand with synchronous copies {}, cuBLAS {} TFLOP/s; {} \
                          elements differ from the twin's)",
                         three_digits(ours / twin),
                         three_digits(ours),
                         three_digits(twin),
-                        point.cp_async_tflops.map_or("—".into(), three_digits),
+                        point.sync_copies_tflops.map_or("—".into(), three_digits),
                         point.cublas_tflops.map_or("—".into(), three_digits),
                         point.differing_from_twin.map_or("?".into(), |d| d.to_string())
                     ),

@@ -6,10 +6,10 @@
 //! of 4 warps (64 x 64 each: 4 x 8 m16n8k16 accumulators), two slots of padded shared tiles,
 //! ldmatrix + mma.sync; M = N = K ∈ {4096, 8192} (`--quick`: 1024 and 2048).
 //!
-//! Two hand-written versions: the twin (copies as the compiler emits them today: `dma.copy.async`
-//! of 2-byte elements becomes synchronous 16-byte loads and stores) — the target's reference,
-//! Choreo ≥ 0.95 × it — and the same kernel with cp.async double buffering, what the copies
-//! would be if the compiler issued cp.async for f16 (shown for information: what that costs).
+//! Two hand-written versions: the twin (copies as the compiler emits them: `dma.copy.async` of
+//! f16 rows becomes 16-byte cp.async double buffering) — the target's reference, Choreo ≥ 0.95 ×
+//! it — and the same kernel with synchronous 16-byte loads and stores (shown for information:
+//! what the asynchronous copies gain).
 //! cuBLAS's `cublasGemmEx` (which uses whatever it likes, WGMMA included) is the yardstick.
 //!
 //! Checks before timing, each on a poisoned (NaN) output, each naming the kernel and check that
@@ -43,8 +43,8 @@ pub struct Point {
     pub ours_tflops: Option<f64>,
     /// The twin's, when it was right.
     pub twin_tflops: Option<f64>,
-    /// The cp.async version's, when it was right.
-    pub cp_async_tflops: Option<f64>,
+    /// The version with synchronous copies', when it was right.
+    pub sync_copies_tflops: Option<f64>,
     /// cuBLAS's, when it ran.
     pub cublas_tflops: Option<f64>,
     /// Elements where Choreo's and the twin's outputs differ (random inputs).
@@ -159,7 +159,7 @@ impl Operands {
     /// The index in `rc` of a raw-matrix kernel's C.
     fn raw_index(kernel: Kernel) -> usize {
         match kernel {
-            Kernel::Hand(Hand::CpAsync) => 1,
+            Kernel::Hand(Hand::SyncCopies) => 1,
             Kernel::Cublas => 2,
             Kernel::Hand(Hand::Twin) | Kernel::Choreo => 0,
         }
@@ -226,7 +226,7 @@ fn measure(
     let s = Stream::new()?;
     let mut ops = Operands::new(&s, shape)?;
     let points = gemm::sample_points(m, n);
-    let mut kernels = vec![Kernel::Choreo, Kernel::Hand(Hand::Twin), Kernel::Hand(Hand::CpAsync)];
+    let mut kernels = vec![Kernel::Choreo, Kernel::Hand(Hand::Twin), Kernel::Hand(Hand::SyncCopies)];
     if with_cublas {
         kernels.push(Kernel::Cublas);
     }
@@ -324,7 +324,7 @@ fn measure(
         size,
         ours_tflops: None,
         twin_tflops: None,
-        cp_async_tflops: None,
+        sync_copies_tflops: None,
         cublas_tflops: None,
         differing_from_twin,
     };
@@ -350,7 +350,7 @@ fn measure(
     let t = |kernel: Kernel| of(kernel).map(|x| tflops(size, x.median));
     point.ours_tflops = t(Kernel::Choreo);
     point.twin_tflops = t(Kernel::Hand(Hand::Twin));
-    point.cp_async_tflops = t(Kernel::Hand(Hand::CpAsync));
+    point.sync_copies_tflops = t(Kernel::Hand(Hand::SyncCopies));
     point.cublas_tflops = t(Kernel::Cublas);
     let peak =
         |x: f64| format!("{} TFLOP/s = {} of peak", three_digits(x), three_digits(x / PEAK_TFLOPS));
@@ -379,8 +379,8 @@ fn measure(
             Kernel::Choreo => {
                 "generated from Choreo: 128x128x32 tiles, 4 warps, ldmatrix + mma.sync m16n8k16"
             }
-            Kernel::Hand(Hand::Twin) => "hand-written, same algorithm and copies",
-            Kernel::Hand(Hand::CpAsync) => "hand-written, cp.async double buffering",
+            Kernel::Hand(Hand::Twin) => "hand-written, same algorithm and copies (cp.async)",
+            Kernel::Hand(Hand::SyncCopies) => "hand-written, synchronous copies",
             Kernel::Cublas => "TN, default algorithm",
         };
         outcome.rows.push(row(format!("{} f16 {size}³ ({how})", kernel.name()), summary, derived));

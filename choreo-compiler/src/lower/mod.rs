@@ -32,6 +32,7 @@
 //! | E0811 | a host-level DMA whose box has more elements than its kernel's loop counts (`HOST_DMA_MAX_ELEMENTS`) |
 
 pub mod abi;
+pub mod align;
 pub mod bounds;
 mod events;
 pub mod instances;

@@ -1,6 +1,6 @@
 //! Wide DMA copies: when a DMA moves whole rows of contiguous elements, each participant
-//! copies 8 or 16 bytes at a time (one `cp.async` of 16 bytes, or one `uint4` load and store)
-//! instead of one element.
+//! copies 4, 8 or 16 bytes at a time (one `cp.async` of 16, 8 or 4 bytes, whatever the element
+//! type; or one `uint4`/`uint2` load and store) instead of one element.
 //!
 //! [`dma_vector`] decides what the code of a DMA can know statically: the element statement is
 //! a plain copy, the innermost dimension is contiguous in both views and its extent is a
@@ -18,12 +18,13 @@ use crate::hir::{AssignOp, Dim, Dma, ElemTy, HExprKind, Layout, Place, StmtKind,
 pub struct VectorCopy {
     /// Elements per copy.
     pub elems: u64,
-    /// Bytes per copy (8 or 16).
+    /// Bytes per copy (16 or 8; also 4 for `cp.async`).
     pub bytes: u64,
 }
 
 /// The widest copy a DMA can use, if any (see the module documentation); `cp_async`: the
-/// copy is asynchronous and lowered to `cp.async` (16 bytes only: `cp.async.cg`).
+/// copy is asynchronous and lowered to `cp.async` (16 bytes through `cp.async.cg`, 8 and 4
+/// through `cp.async.ca`).
 pub fn dma_vector(dma: &Dma, cp_async: bool) -> Option<VectorCopy> {
     let StmtKind::Assign { target: Place::Elem { .. }, op: AssignOp::Assign, value } =
         &dma.element.kind
@@ -39,7 +40,7 @@ pub fn dma_vector(dma: &Dma, cp_async: bool) -> Option<VectorCopy> {
     }
     let size = dma.src.elem.size_bytes();
     let innermost = dma.extents.last().and_then(Dim::as_const)?;
-    let widths: &[u64] = if cp_async { &[16] } else { &[16, 8] };
+    let widths: &[u64] = if cp_async { &[16, 8, 4] } else { &[16, 8] };
     widths.iter().find_map(|&bytes| {
         let elems = bytes.checked_div(size).filter(|n| *n > 1 && n * size == bytes)?;
         let fits = innermost % elems == 0

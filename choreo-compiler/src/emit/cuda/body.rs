@@ -10,6 +10,17 @@ use crate::hir::{
 use crate::lower::InstanceSync;
 use crate::source::Span;
 
+/// How an asynchronous DMA global → shared uses `cp.async` (sm_80+). The wide path of a
+/// contiguous copy moves 16, 8 or 4 bytes per `cp.async` whatever the element type; the
+/// element path (when the run time rules the wide one out) uses `cp.async` only for elements
+/// of 4, 8 or 16 bytes and otherwise stores narrower elements synchronously, so the copy's
+/// group is committed either way and a later `wait` means the same thing.
+#[derive(Clone, Copy)]
+struct CpAsync {
+    /// The bytes of one element's `cp.async`, when the element type has a `cp.async` width.
+    element: Option<u64>,
+}
+
 impl FnEmitter<'_, '_> {
     pub(super) fn stmts(&mut self, stmts: &[Stmt], region: Region) {
         for s in stmts {
@@ -563,7 +574,7 @@ impl FnEmitter<'_, '_> {
             Some(n) => n.to_string(),
             None => format!("({})", extents.join(" * ")),
         };
-        let cp_async = if dma.is_async { self.cp_async_width(dma) } else { None };
+        let cp_async = if dma.is_async { self.cp_async_plan(dma) } else { None };
         // A swizzled copy (tier 3 §4.3) moves element by element to (or from) the swizzled
         // address of the shared side.
         let swizzle = (dma.swizzle != 0).then(|| {
@@ -578,7 +589,7 @@ impl FnEmitter<'_, '_> {
             crate::lower::vector::dma_vector(dma, cp_async.is_some())
                 .and_then(|v| self.vector_condition(span, dma, v).map(|c| (v, c)))
         };
-        let element = |this: &mut Self| match (&swizzle, cp_async) {
+        let element = |this: &mut Self| match (&swizzle, cp_async.and_then(|c| c.element)) {
             (Some((into, base, rows, cols, n)), bytes) => {
                 this.copy_element(&dma.element, |dst, from| {
                     let at = |e: &str| {
@@ -838,9 +849,9 @@ impl FnEmitter<'_, '_> {
         }
     }
 
-    /// The bytes one `cp.async` moves for an asynchronous DMA, when it can use them: an
-    /// element copy global → shared of one element type of 4, 8 or 16 bytes on sm_80+.
-    fn cp_async_width(&self, dma: &hir::Dma) -> Option<u64> {
+    /// How an asynchronous DMA uses `cp.async`, when it can: a plain element copy global →
+    /// shared of one element type on sm_80+.
+    fn cp_async_plan(&self, dma: &hir::Dma) -> Option<CpAsync> {
         if !self.options.arch_has_cp_async() {
             return None;
         }
@@ -854,7 +865,7 @@ impl FnEmitter<'_, '_> {
             && dma.dst.storage == hir::Storage::Shared
             && dma.src.elem == dma.dst.elem;
         let bytes = dma.src.elem.size_bytes();
-        (direct && matches!(bytes, 4 | 8 | 16)).then_some(bytes)
+        direct.then_some(CpAsync { element: matches!(bytes, 4 | 8 | 16).then_some(bytes) })
     }
 
     /// One element of an asynchronous copy: `cp.async` from the source element's address to

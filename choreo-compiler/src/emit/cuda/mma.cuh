@@ -219,8 +219,15 @@ __device__ __forceinline__ bool ldsm_ok(const S* p, long long pitch) {
 }
 #endif
 
+// Operand loads of mma.sync end converged (see `converge`) except through ldmatrix, one
+// instruction of the whole warp: a warp barrier there would also make every lane wait for its
+// loaded registers (a __syncwarp orders memory), so the k-step's loads could not overlap.
+// `Aligned`: the translator proved `p` a 16-byte aligned shared address and the pitch a
+// multiple of 16 bytes, so ldmatrix needs no run-time test (one basic block for the k-step).
+
 // Operand A: element (m, k) at p[m * sm + k * sk].
-template <bool Tf32, unsigned Swz, int M, int N, int K, typename T, typename S>
+template <bool Tf32, unsigned Swz, bool Aligned = false, int M, int N, int K, typename T,
+          typename S>
 __device__ __forceinline__ void sync_load(sync_frag<0, M, N, K, T>& f, int lane, const S* p,
                                           long long sm, long long sk, const S* base = nullptr,
                                           unsigned rows = 0, unsigned cols = 0) {
@@ -228,6 +235,7 @@ __device__ __forceinline__ void sync_load(sync_frag<0, M, N, K, T>& f, int lane,
   (void)lane;
   for (int m = 0; m < M; ++m)
     for (int k = 0; k < K; ++k) f.x[m * K + k] = operand<T, Tf32>(*at<Swz>(p + m * sm + k * sk, base, rows, cols));
+  converge();
 #else
   if constexpr (use_ldmatrix && Swz == 0 && sizeof(T) == 2 && std::is_same<T, S>::value &&
                 M == 16) {
@@ -236,12 +244,12 @@ __device__ __forceinline__ void sync_load(sync_frag<0, M, N, K, T>& f, int lane,
     constexpr int count = M * K / 64;
     const int i = (lane >> 3) % count, r8 = lane & 7;
     std::uint32_t r[count];
-    if (sk == 1 && ldsm_ok(p, sm)) {
+    if (sk == 1 && (Aligned || ldsm_ok(p, sm))) {
       ldsm<count, false>(r, p + ((i % 2) * 8 + r8) * sm + (i / 2) * 8);
       std::memcpy(f.x, r, sizeof(r));
       return;
     }
-    if (sm == 1 && ldsm_ok(p, sk)) {
+    if (sm == 1 && (Aligned || ldsm_ok(p, sk))) {
       ldsm<count, true>(r, p + ((i / 2) * 8 + r8) * sk + (i % 2) * 8);
       std::memcpy(f.x, r, sizeof(r));
       return;
@@ -252,11 +260,13 @@ __device__ __forceinline__ void sync_load(sync_frag<0, M, N, K, T>& f, int lane,
     a_coord<M, K, T>(lane, t, m, k);
     f.x[t] = operand<T, Tf32>(*at<Swz>(p + m * sm + k * sk, base, rows, cols));
   }
+  converge();
 #endif
 }
 
 // Operand B: element (k, n) at p[k * sk + n * sn].
-template <bool Tf32, unsigned Swz, int M, int N, int K, typename T, typename S>
+template <bool Tf32, unsigned Swz, bool Aligned = false, int M, int N, int K, typename T,
+          typename S>
 __device__ __forceinline__ void sync_load(sync_frag<1, M, N, K, T>& f, int lane, const S* p,
                                           long long sk, long long sn, const S* base = nullptr,
                                           unsigned rows = 0, unsigned cols = 0) {
@@ -264,6 +274,7 @@ __device__ __forceinline__ void sync_load(sync_frag<1, M, N, K, T>& f, int lane,
   (void)lane;
   for (int k = 0; k < K; ++k)
     for (int n = 0; n < N; ++n) f.x[k * N + n] = operand<T, Tf32>(*at<Swz>(p + k * sk + n * sn, base, rows, cols));
+  converge();
 #else
   if constexpr (use_ldmatrix && Swz == 0 && sizeof(T) == 2 && std::is_same<T, S>::value &&
                 N == 8) {
@@ -272,12 +283,12 @@ __device__ __forceinline__ void sync_load(sync_frag<1, M, N, K, T>& f, int lane,
     constexpr int count = K * N / 64;
     const int i = (lane >> 3) % count, r8 = lane & 7;
     std::uint32_t r[count];
-    if (sk == 1 && ldsm_ok(p, sn)) {
+    if (sk == 1 && (Aligned || ldsm_ok(p, sn))) {
       ldsm<count, false>(r, p + r8 * sn + i * 8);
       std::memcpy(f.x, r, sizeof(r));
       return;
     }
-    if (sn == 1 && ldsm_ok(p, sk)) {
+    if (sn == 1 && (Aligned || ldsm_ok(p, sk))) {
       ldsm<count, true>(r, p + (i * 8 + r8) * sk);
       std::memcpy(f.x, r, sizeof(r));
       return;
@@ -288,6 +299,7 @@ __device__ __forceinline__ void sync_load(sync_frag<1, M, N, K, T>& f, int lane,
     b_coord<N, K, T>(lane, t, k, n);
     f.x[t] = operand<T, Tf32>(*at<Swz>(p + k * sk + n * sn, base, rows, cols));
   }
+  converge();
 #endif
 }
 

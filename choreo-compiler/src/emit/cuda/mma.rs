@@ -5,7 +5,8 @@
 use super::FnEmitter;
 use super::types::cpp_elem;
 use crate::hir::mma::{Frag, FragRef, MmaOp, MmaRole, MmaTile, WgA, WgOperand};
-use crate::hir::{AssignOp, ElemTy, HExprKind};
+use crate::hir::{AssignOp, ElemTy, HExprKind, Storage};
+use crate::lower::align;
 use crate::source::Span;
 use crate::target::mma::{MmaConfig, MmaFamily, MmaType};
 
@@ -330,7 +331,10 @@ impl FnEmitter<'_, '_> {
                     _ => (&s0, &s1),
                 };
                 if tile.swizzle == 0 {
-                    format!("{NS}::sync_load<{tf32}, 0>({l}, {LANE}, {base}, {x}, {y});")
+                    let aligned = self.ldsm_aligned(tile);
+                    format!(
+                        "{NS}::sync_load<{tf32}, 0, {aligned}>({l}, {LANE}, {base}, {x}, {y});"
+                    )
                 } else {
                     let HExprKind::At { buffer, .. } = &tile.first.kind else {
                         return self.bug(span, "an MMA tile without its first access");
@@ -352,7 +356,30 @@ impl FnEmitter<'_, '_> {
             }
             None => self.w.line(span, &line),
         }
-        self.w.line(span, &format!("{NS}::converge();"));
+        // mma.sync's operand loads converge themselves, and only where they must (mma.cuh).
+        let converges = sel.family == MmaFamily::MmaSync && matches!(role, MmaRole::A | MmaRole::B);
+        if !converges {
+            self.w.line(span, &format!("{NS}::converge();"));
+        }
+    }
+
+    /// Whether an mma.sync operand tile provably suits ldmatrix without a run-time test: a
+    /// shared tile of 16-bit elements whose first element is 16-byte aligned (the pool places
+    /// every shared buffer at a multiple of 16 bytes) and whose rows (`pitch` elements apart,
+    /// the stride that is not 1) start 16 bytes apart or a multiple of it.
+    fn ldsm_aligned(&self, tile: &MmaTile) -> bool {
+        let HExprKind::At { buffer, index, .. } = &tile.first.kind else { return false };
+        if tile.storage != Storage::Shared || tile.elem.size_bytes() != 2 {
+            return false;
+        }
+        let pitch = match (&tile.strides[0].kind, &tile.strides[1].kind) {
+            (HExprKind::Int(p), HExprKind::Int(1)) | (HExprKind::Int(1), HExprKind::Int(p)) => {
+                Some(*p)
+            }
+            _ => None,
+        };
+        let offset = align::offset_multiple(&self.dims_of_buffer(*buffer), index);
+        pitch.is_some_and(|p| p > 0 && p * 2 % 16 == 0) && align::divides(offset, 8)
     }
 
     /// The descriptor of atom `kt` (a C++ expression) of a direct operand.
