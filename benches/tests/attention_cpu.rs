@@ -65,4 +65,14 @@ fn sequences_that_are_not_tile_multiples_are_refused_on_the_cpu() {
             other => panic!("expected a failed run-time check, got {other:?}"),
         }
     }
+    // K and V of another sequence length than Q: refused by the wrapper's shape check.
+    let q = DeviceTensor::<bf16, 3>::zeros_on(&s, [1, 256, HEAD_DIM]).unwrap();
+    let k = DeviceTensor::<bf16, 3>::zeros_on(&s, [1, 128, HEAD_DIM]).unwrap();
+    let mut o = DeviceTensor::<bf16, 3>::zeros_on(&s, [1, 256, HEAD_DIM]).unwrap();
+    match attn_fwd_bf16(&s, &q, &k, &k, &mut o).and_then(|p| p.wait()) {
+        Err(choreo::Error::Shape { param, dim: 1, expected: 256, got: 128 }) => {
+            assert_eq!(param, "k");
+        }
+        other => panic!("K [1, 128, 128] with Q [1, 256, 128]: expected a shape error, got {other:?}"),
+    }
 }
