@@ -22,7 +22,8 @@ fn on_cpu(bh: usize, s: usize, causal: bool, seed: u64) {
     let [hq, hk, hv] = attention::random_qkv(bh, s, seed);
     let stream = cpu_stream();
     let shape = [bh, s, HEAD_DIM];
-    let t = |x: &[bf16]| DeviceTensor::from_host(&stream, HostView::new(x, shape).unwrap()).unwrap();
+    let t =
+        |x: &[bf16]| DeviceTensor::from_host(&stream, HostView::new(x, shape).unwrap()).unwrap();
     let (q, k, v) = (t(&hq), t(&hk), t(&hv));
     let mut o = t(&vec![bf16::NAN; bh * s * HEAD_DIM]);
     let run = if causal { attn_fwd_causal_bf16 } else { attn_fwd_bf16 };
@@ -73,6 +74,8 @@ fn sequences_that_are_not_tile_multiples_are_refused_on_the_cpu() {
         Err(choreo::Error::Shape { param, dim: 1, expected: 256, got: 128 }) => {
             assert_eq!(param, "k");
         }
-        other => panic!("K [1, 128, 128] with Q [1, 256, 128]: expected a shape error, got {other:?}"),
+        other => {
+            panic!("K [1, 128, 128] with Q [1, 256, 128]: expected a shape error, got {other:?}")
+        }
     }
 }

@@ -16,17 +16,19 @@ fn on_gpu(bh: usize, s: usize, causal: bool, every_row: bool) {
     let [hq, hk, hv] = attention::random_qkv(bh, s, 100 + s as u64);
     let stream = Stream::new().unwrap();
     let shape = [bh, s, HEAD_DIM];
-    let t = |x: &[bf16]| DeviceTensor::from_host(&stream, HostView::new(x, shape).unwrap()).unwrap();
+    let t =
+        |x: &[bf16]| DeviceTensor::from_host(&stream, HostView::new(x, shape).unwrap()).unwrap();
     let (q, k, v) = (t(&hq), t(&hk), t(&hv));
     let mut o = t(&vec![bf16::NAN; bh * s * HEAD_DIM]);
     let run = if causal { attn_fwd_causal_bf16 } else { attn_fwd_bf16 };
     run(&stream, &q, &k, &v, &mut o).unwrap().wait().unwrap();
     let ho = o.to_host(&stream).unwrap().as_slice().to_vec();
     let what = format!("attention on the GPU, BH {bh}, S {s}, causal {causal}");
-    let rows =
-        if every_row { attention::all_rows(bh, s) } else { attention::sample_rows(bh, s) };
+    let rows = if every_row { attention::all_rows(bh, s) } else { attention::sample_rows(bh, s) };
     match attention::check_rows(&what, (&hq, &hk, &hv, &ho), s, &rows, causal) {
-        Ok(worst) => eprintln!("{what}: {} rows right (worst {worst:.2} of the tolerance)", rows.len()),
+        Ok(worst) => {
+            eprintln!("{what}: {} rows right (worst {worst:.2} of the tolerance)", rows.len())
+        }
         Err(message) => panic!("{message}"),
     }
 }
@@ -70,6 +72,8 @@ fn bad_shapes_are_refused_before_the_launch() {
         Err(choreo::Error::Shape { param, dim: 1, expected: 256, got: 128 }) => {
             assert_eq!(param, "k");
         }
-        other => panic!("K [1, 128, 128] with Q [1, 256, 128]: expected a shape error, got {other:?}"),
+        other => {
+            panic!("K [1, 128, 128] with Q [1, 256, 128]: expected a shape error, got {other:?}")
+        }
     }
 }

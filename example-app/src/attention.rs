@@ -17,6 +17,7 @@
 use choreo::{Device, DeviceTensor, Error, HostTensor, HostView, Pending, Stream, bf16};
 
 use crate::hopper::attention as kernels;
+use crate::matmul::three_digits;
 use crate::{AppError, random_vec};
 
 /// The head dimension of the kernels.
@@ -158,7 +159,9 @@ fn check(
         let qi = f(q, h, i);
         let keys = if causal { i + 1 } else { seq };
         let scores: Vec<f64> = (0..keys)
-            .map(|j| f(k, h, j).iter().zip(&qi).map(|(a, b)| a * b).sum::<f64>() / (D as f64).sqrt())
+            .map(|j| {
+                f(k, h, j).iter().zip(&qi).map(|(a, b)| a * b).sum::<f64>() / (D as f64).sqrt()
+            })
             .collect();
         let max = scores.iter().copied().fold(f64::NEG_INFINITY, f64::max);
         let mut want = vec![0f64; D];
@@ -228,9 +231,10 @@ fn timed(s: &Stream, (bh, seq): (usize, usize), causal: bool, runs: usize) -> Re
         [0, 1, 127, 128, seq / 2 + 63, seq - 129, seq - 1].iter().map(|&i| (i % bh, i)).collect();
     let worst = check(&hq, &hk, &hv, &ho, &rows, causal)?;
     println!(
-        "attention  {} BH {bh} S {seq} D {D}  {ms:8.3} ms (median of {runs})  {tflops:.1} TFLOP/s  \
+        "attention  {} BH {bh} S {seq} D {D}  {ms:8.3} ms (median of {runs})  {} TFLOP/s  \
          max error {worst:.2} of the tolerance  ok",
-        kind(causal)
+        kind(causal),
+        three_digits(tflops)
     );
     Ok(())
 }
