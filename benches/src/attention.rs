@@ -157,7 +157,7 @@ mod tests {
         let round = |causal: bool| -> Vec<bf16> {
             rows.iter()
                 .flat_map(|&r| reference_row((&q, &k, &v), s, r, causal))
-                .map(|x| bf16::from_f64(x))
+                .map(bf16::from_f64)
                 .collect()
         };
         let o = round(true);
