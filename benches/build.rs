@@ -13,7 +13,10 @@
 //!   dlopen) and `kernels/wgmma_unit.cu` (one-instruction checks of the library for the GPU
 //!   test), sm_90a; `kernels/cublaslt.cu` (cuBLASLt through dlopen, for the `gemm-fp8`
 //!   section's fp8 `gemm_e4m3` of `gemm.co`); `kernels/gemm_sync.co` (the Choreo mma.sync GEMM)
-//!   and `kernels/gemm_sync_hand.cu` (its hand-written twin) for the `gemm-sync` section.
+//!   and `kernels/gemm_sync_hand.cu` (its hand-written twin) for the `gemm-sync` section;
+//! - `attention`: `kernels/attention.co` (the Choreo attention forward, sm_90a) and
+//!   `kernels/attention_reference.cu` (a plain CUDA attention that checks it) for the
+//!   `attention` section.
 //!
 //! Without nvcc (stub build) the harness still compiles; `choreo-bench gpu` then says that the
 //! kernels were not built and exits with status 1. `cfg(choreo_bench_kernels)` is set when they
@@ -53,10 +56,17 @@ fn main() {
         .arch("sm_90a")
         .build("gemm")
         .unwrap_or_exit();
+    let attention = choreo_build::Builder::new()
+        .file("kernels/attention.co")
+        .cuda_file("kernels/attention_reference.cu")
+        .arch("sm_90a")
+        .build("attention")
+        .unwrap_or_exit();
     if bench.library.is_some()
         && tiled.library.is_some()
         && tma.library.is_some()
         && gemm.library.is_some()
+        && attention.library.is_some()
     {
         println!("cargo::rustc-cfg=choreo_bench_kernels");
     }

@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! choreo-bench gpu [--trials N] [--warmup N] [--quick]
-//!                  [--only overlap,launch,bandwidth,tiled,tma,gemm,gemm-fp8,gemm-sync] [--markdown FILE]
+//!                  [--only overlap,launch,bandwidth,tiled,tma,gemm,gemm-fp8,gemm-sync,attention] [--markdown FILE]
 //! choreo-bench cpu [--elements N] [--trials N] [--markdown FILE]
 //! choreo-bench build [ARGS]        (build speed; `choreo-bench build --help`)
 //! ```
@@ -25,7 +25,7 @@ use choreo_bench::table::{Table, three_digits};
 use gpu::{BenchError, Options};
 
 const USAGE: &str = "usage: choreo-bench gpu [--trials N] [--warmup N] [--quick] \
-                     [--only overlap,launch,bandwidth,tiled,tma,gemm,gemm-fp8,gemm-sync] [--markdown FILE]\n       \
+                     [--only overlap,launch,bandwidth,tiled,tma,gemm,gemm-fp8,gemm-sync,attention] [--markdown FILE]\n       \
                      choreo-bench cpu [--elements N] [--trials N] [--markdown FILE]\n       \
                      choreo-bench build [--help | ARGS]";
 
@@ -47,8 +47,17 @@ fn main() -> ExitCode {
 }
 
 /// The sections of `gpu`, in the order they run; all of them by default.
-const SECTIONS: [&str; 8] =
-    ["overlap", "launch", "bandwidth", "tiled", "tma", "gemm", "gemm-fp8", "gemm-sync"];
+const SECTIONS: [&str; 9] = [
+    "overlap",
+    "launch",
+    "bandwidth",
+    "tiled",
+    "tma",
+    "gemm",
+    "gemm-fp8",
+    "gemm-sync",
+    "attention",
+];
 
 /// The parsed arguments of `gpu`.
 #[derive(Debug)]
@@ -422,6 +431,50 @@ fn run_sections(args: &GpuArgs, report: &mut GpuReport) -> gpu::BenchResult<()> 
                     "not timed: a kernel was wrong (see above)".to_owned(),
                     met(false),
                 ]),
+            }
+        }
+    }
+    if wants("attention") {
+        eprintln!("choreo-bench: attention …");
+        let outcome = gpu::attention::run(options)?;
+        gpu::section_rows(&mut report.table, "attention", outcome.rows);
+        for why in &outcome.wrong {
+            eprintln!("choreo-bench: attention: WRONG: {why}");
+        }
+        report.summary.row([
+            "attention forward: Choreo right (plain CUDA check kernel, host reference)".to_owned(),
+            format!("{} wrong", outcome.wrong.len()),
+            met(outcome.wrong.is_empty()),
+        ]);
+        for point in &outcome.points {
+            let kind = if point.causal { "causal" } else { "non-causal" };
+            let target = format!(
+                "attention bf16 {kind} BH {} S {} D 128: ours vs cuDNN SDPA",
+                point.bh, point.seq
+            );
+            match (point.ours_tflops, point.cudnn_tflops) {
+                (Some(ours), Some(theirs)) => report.summary.row([
+                    target,
+                    format!(
+                        "{} ({} vs {} TFLOP/s)",
+                        three_digits(ours / theirs),
+                        three_digits(ours),
+                        three_digits(theirs)
+                    ),
+                    "—".to_owned(),
+                ]),
+                (Some(ours), None) => report.summary.row([
+                    format!("{target} (cuDNN SDPA: not wired)"),
+                    format!(
+                        "{} TFLOP/s = {} of the 989 TFLOP/s peak",
+                        three_digits(ours),
+                        three_digits(ours / gpu::attention::PEAK_TFLOPS)
+                    ),
+                    "—".to_owned(),
+                ]),
+                (None, _) => {
+                    report.summary.row([target, "ours wrong: not timed".to_owned(), met(false)])
+                }
             }
         }
     }

@@ -1,8 +1,8 @@
 //! The example application: Choreo kernels (`kernels/*.co`), translated and compiled by
 //! `build.rs` with `choreo_build::compile`, called through their generated safe wrappers.
 //!
-//! It runs the seed's two-stream example, saxpy, row sums and a GEMM on tensor cores
-//! (`matmul.rs`), checks every result against a reference computed in Rust and prints a short
+//! It runs the seed's two-stream example, saxpy, row sums, a GEMM on tensor cores
+//! (`matmul.rs`) and an attention forward (`attention.rs`), checks every result against a reference computed in Rust and prints a short
 //! report with event timings. The kernels run on
 //! the default device: the GPU when there is a usable one, else the CPU (the CPU version of
 //! the kernels is always built); `CHOREO_DEVICE=cpu|cuda` chooses. It prints the device it
@@ -13,8 +13,14 @@ use choreo::{DeviceTensor, Event, HostTensor, Stream};
 use std::process::ExitCode;
 
 choreo::include_kernels!(); // kernels/*.co: `seed`, `saxpy`, `reduce`
-choreo::include_kernels!("hopper"); // kernels/hopper/gemm.co: `gemm`
+/// The Hopper kernels (sm_90a): `kernels/hopper/gemm.co` (`gemm`) and
+/// `kernels/hopper/attention.co` (`attention`).
+mod hopper {
+    choreo::include_kernels!("hopper");
+}
+use hopper::gemm;
 
+mod attention;
 mod matmul;
 
 fn main() -> ExitCode {
@@ -64,6 +70,7 @@ fn run() -> Result<(), AppError> {
     saxpy(&s0)?;
     row_sums()?;
     matmul::run(device, &s0)?;
+    attention::run(device, &s0)?;
     println!("all checks passed");
     Ok(())
 }

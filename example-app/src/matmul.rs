@@ -302,7 +302,7 @@ fn timed<T: Half>(
 }
 
 /// `x` with three significant digits (`612`, `1.23`, `0.000123`).
-fn three_digits(x: f64) -> String {
+pub(crate) fn three_digits(x: f64) -> String {
     let decimals = if x > 0.0 { (2.0 - x.log10().floor()).max(0.0) as usize } else { 0 };
     format!("{x:.decimals$}")
 }

@@ -11,8 +11,11 @@
 //! - [`tma`]: TMA copies and a TMA transpose (tier 3) vs the copy and their tier-2 versions;
 //! - [`gemm`]: the hand-written WGMMA GEMM (f16/bf16, 4096³ and 8192³) vs cuBLAS (dlopen);
 //! - [`gemm_fp8`]: the Choreo fp8 (e4m3) WGMMA GEMM vs cuBLASLt (dlopen);
-//! - [`gemm_sync`]: a Choreo mma.sync GEMM (sm_80-style) vs the same algorithm by hand.
+//! - [`gemm_sync`]: a Choreo mma.sync GEMM (sm_80-style) vs the same algorithm by hand;
+//! - [`attention`]: the Choreo attention forward (bf16, head dim 128, causal and not), checked
+//!   by a plain CUDA attention; cuDNN SDPA as the reference.
 
+pub mod attention;
 pub mod bandwidth;
 pub mod gemm;
 pub mod gemm_fp8;
