@@ -13,7 +13,9 @@
 //!   dlopen) and `kernels/wgmma_unit.cu` (one-instruction checks of the library for the GPU
 //!   test), sm_90a; `kernels/cublaslt.cu` (cuBLASLt through dlopen, for the `gemm-fp8`
 //!   section's fp8 `gemm_e4m3` of `gemm.co`); `kernels/gemm_sync.co` (the Choreo mma.sync GEMM)
-//!   and `kernels/gemm_sync_hand.cu` (its hand-written twin) for the `gemm-sync` section.
+//!   and `kernels/gemm_sync_hand.cu` (its hand-written twin) for the `gemm-sync` section;
+//!   `kernels/cudnn_sdpa.cu` (cuDNN's attention forward through dlopen, host code only: the
+//!   attention section's reference).
 //!
 //! Without nvcc (stub build) the harness still compiles; `choreo-bench gpu` then says that the
 //! kernels were not built and exits with status 1. `cfg(choreo_bench_kernels)` is set when they
@@ -49,6 +51,7 @@ fn main() {
         .cuda_file("kernels/gemm_sync_hand.cu")
         .cuda_file("kernels/wgmma_unit.cu")
         .cuda_file("kernels/cublaslt.cu")
+        .cuda_file("kernels/cudnn_sdpa.cu")
         .include(wgmma_dir)
         .arch("sm_90a")
         .build("gemm")

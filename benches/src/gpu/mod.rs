@@ -11,9 +11,12 @@
 //! - [`tma`]: TMA copies and a TMA transpose (tier 3) vs the copy and their tier-2 versions;
 //! - [`gemm`]: the hand-written WGMMA GEMM (f16/bf16, 4096³ and 8192³) vs cuBLAS (dlopen);
 //! - [`gemm_fp8`]: the Choreo fp8 (e4m3) WGMMA GEMM vs cuBLASLt (dlopen);
-//! - [`gemm_sync`]: a Choreo mma.sync GEMM (sm_80-style) vs the same algorithm by hand.
+//! - [`gemm_sync`]: a Choreo mma.sync GEMM (sm_80-style) vs the same algorithm by hand;
+//! - [`cudnn_sdpa`]: cuDNN's attention forward (dlopen), the reference of the attention
+//!   section.
 
 pub mod bandwidth;
+pub mod cudnn_sdpa;
 pub mod gemm;
 pub mod gemm_fp8;
 pub mod gemm_sync;
