@@ -15,19 +15,21 @@
 //     r  = pointwise GEN_INDEX(S1, axis 2)     (int32)
 //     c  = pointwise GEN_INDEX(S1, axis 3)     (int32)
 //     m  = pointwise CMP_GE(r, c)              (boolean: keep the lower triangle and diagonal)
-//     S1 = pointwise BINARY_SELECT(S1, lowest, m)    (y = m ? S1 : lowest float)
+//     S1 = pointwise BINARY_SELECT(S1, masked, m)    (y = m ? S1 : masked; masked: a by-value
+//          f32, -inf from cuDNN 9.10, the lowest float before, as cudnn_frontend picks it)
 //   mx = reduction MAX(S1)  [B, 1, S, 1]
 //   e  = pointwise EXP(pointwise SUB(S1, mx))
 //   sm = reduction ADD(e)   [B, 1, S, 1]
-//   with stats only: stats = pointwise ADD(mx, pointwise LOG(sm))   f32 [B, 1, S, 1], an output
+//   st = pointwise ADD(mx, pointwise LOG(sm))   f32 [B, 1, S, 1]: the softmax stats, virtual
+//        (inference) or an output (training form)
 //   P  = pointwise DIV(e, sm)
 //   O  = matmul(P, V)
 //
 // Every intermediate is a virtual f32 tensor (the index tensors int32, the mask boolean). The
-// first attempt has no stats output (inference); when no engine takes it, the same graph with
-// the stats output (training form: cuDNN 9.28's heuristics, asked offline about an H200, only
-// offer engines for that one), then, for non-causal attention on cuDNN >= 9.13, the single
-// SDPA_FWD operation. The heuristics are asked in mode A for each form in turn, then in the
+// first attempt keeps the stats virtual (inference, as cudnn_frontend's composite softmax builds
+// it: without the LOG and ADD, cuDNN 9.28's heuristics offer no engine); when no engine takes
+// it, the same graph with the stats as an output (the training form), then, for non-causal
+// attention on cuDNN >= 9.13, the single SDPA_FWD operation. The heuristics are asked in mode A for each form in turn, then in the
 // fallback mode (functional, unfused engines: slow), and the first engine configuration whose
 // execution plan finalizes is taken; the plan's name says which form, mode and engine. The plan, its workspace (cudaMalloc) and descriptors are cached per (B, S, D,
 // causal): the timing loop only builds a variant pack and executes.
@@ -530,7 +532,7 @@ std::vector<Desc> build_ops(Builder& g, const Shape& shape, Form form) {
   Desc s1 = g.tensor("S*scale", 0, kFloat, sdims, sstrides, true);
   ops.push_back(g.pointwise("attn_scale", kPwMul, kFloat, s0, scale, nullptr, s1));
   if (shape.causal) {
-    Desc neg = g.tensor("lowest", kUidNegInf, kFloat, one, one, false, true);
+    Desc neg = g.tensor("masked value", kUidNegInf, kFloat, one, one, false, true);
     Desc row = g.tensor("row_index", 0, kInt32, sdims, sstrides, true);
     Desc col = g.tensor("col_index", 0, kInt32, sdims, sstrides, true);
     Desc keep = g.tensor("row>=col", 0, kBoolean, sdims, sstrides, true);
@@ -549,9 +551,13 @@ std::vector<Desc> build_ops(Builder& g, const Shape& shape, Form form) {
   ops.push_back(g.pointwise("softmax_exp", kPwExp, kFloat, sub, nullptr, nullptr, e));
   Desc sum = g.tensor("sum", 0, kFloat, rdims, rstrides, true);
   ops.push_back(g.reduction("softmax_sum", kReduceAdd, e, sum));
-  if (form == Form::WithStats) {
+  {
+    // The stats `max + log(sum)` are always part of the pattern (cudnn_frontend's composite
+    // softmax adds them as a virtual tensor when they are not asked for, and the engines match
+    // that graph); an output only in the training form.
+    const bool is_output = form == Form::WithStats;
     Desc lg = g.tensor("log(sum)", 0, kFloat, rdims, rstrides, true);
-    Desc stats = g.tensor("stats", kUidStats, kFloat, rdims, rstrides, false);
+    Desc stats = g.tensor("stats", is_output ? kUidStats : 0, kFloat, rdims, rstrides, !is_output);
     ops.push_back(g.pointwise("softmax_log", kPwLog, kFloat, sum, nullptr, nullptr, lg));
     ops.push_back(g.pointwise("softmax_stats", kPwAdd, kFloat, mx, lg, nullptr, stats));
   }
@@ -643,6 +649,7 @@ bool try_form(Context& ctx, Plan& plan, Form form, int heur_mode, std::string& w
       continue;
     }
     g.owned.push_back(exec);
+    if (!refused.empty()) why += attempt + "refused before the one taken:\n" + refused;
     plan.plan = exec;
     plan.form = form;
     plan.workspace_size = workspace;
@@ -685,6 +692,13 @@ std::string make_plan(Context& ctx, Plan& plan) {
             return cuda_text("cudaMalloc of the softmax stats", e);
           }
         }
+        // Once per shape, outside any timing: what was refused before this plan, so that one
+        // run on the GPU machine shows why a later form or mode was taken.
+        if (!why.empty())
+          std::fprintf(stderr, "choreo-bench: cuDNN SDPA B=%lld S=%lld D=%lld%s: %s, after:\n%s",
+                       static_cast<long long>(plan.shape.b), static_cast<long long>(plan.shape.s),
+                       static_cast<long long>(plan.shape.d), plan.shape.causal ? " causal" : "",
+                       plan.name.c_str(), why.c_str());
         return "";
       }
       plan.release();
@@ -773,7 +787,11 @@ int sdpa_cudnn_forward(void* ctx, cudaStream_t stream, const void* q, const void
     write(err, len, why);
     return 1;
   }
-  float lowest = std::numeric_limits<float>::lowest();
+  // The value of masked scores, as cudnn_frontend picks it: -inf from cuDNN 9.10, the lowest
+  // float before ("older cuDNN version prefers lowest for softmax mask"). Causal rows always
+  // keep their diagonal, so no row is all -inf.
+  float lowest = lib.version < 91000 ? std::numeric_limits<float>::lowest()
+                                     : -std::numeric_limits<float>::infinity();
   std::int64_t uids[7] = {kUidQ, kUidK, kUidV, kUidO, kUidScale};
   void* ptrs[7] = {const_cast<void*>(q), const_cast<void*>(k), const_cast<void*>(v), o, &scale};
   std::int64_t n = 5;
