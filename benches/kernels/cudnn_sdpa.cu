@@ -22,17 +22,22 @@
 //   sm = reduction ADD(e)   [B, 1, S, 1]
 //   st = pointwise ADD(mx, pointwise LOG(sm))   f32 [B, 1, S, 1]: the softmax stats, virtual
 //        (inference) or an output (training form)
-//   P  = pointwise DIV(e, sm)
+//   P  = pointwise DIV(e, sm)          (bf16)
 //   O  = matmul(P, V)
 //
-// Every intermediate is a virtual f32 tensor (the index tensors int32, the mask boolean). The
-// first attempt keeps the stats virtual (inference, as cudnn_frontend's composite softmax builds
-// it: without the LOG and ADD, cuDNN 9.28's heuristics offer no engine); when no engine takes
-// it, the same graph with the stats as an output (the training form), then, for non-causal
-// attention on cuDNN >= 9.13, the single SDPA_FWD operation. The heuristics are asked in mode A for each form in turn, then in the
+// Every intermediate is a virtual f32 tensor (the index tensors int32, the mask boolean), but P,
+// the second product's A, is bf16 (the i/o type), as the frontend sets it.
+//
+// Forms, in the order tried: where cudnn_frontend would use it (cuDNN >= 9.13.1; for causal
+// attention >= 9.21, with the mask as a DIAGONAL_BAND_MASK subgraph), the single SDPA_FWD
+// operation (the frontend's default "unified" implementation); the graph above with the stats
+// virtual (inference, as the frontend's composite softmax builds it: without the LOG and ADD,
+// cuDNN 9.28's heuristics offer no engine); the same graph with the stats as an output (the
+// training form). The heuristics are asked in mode A for each form in turn, then in the
 // fallback mode (functional, unfused engines: slow), and the first engine configuration whose
-// execution plan finalizes is taken; the plan's name says which form, mode and engine. The plan, its workspace (cudaMalloc) and descriptors are cached per (B, S, D,
-// causal): the timing loop only builds a variant pack and executes.
+// execution plan finalizes is taken; the plan's name says which form, mode and engine. The
+// plan, its workspace (cudaMalloc) and descriptors are cached per (B, S, D, causal): the timing
+// loop only builds a variant pack and executes.
 //
 // The enum values below are copied from cuDNN 9's `cudnn_graph.h` (9.28.1; every value used
 // exists, with the same number, since 9.0.0 unless said otherwise). Every entry returns 0 on
@@ -93,6 +98,7 @@ constexpr int kOpMatmulDesc = 19;           // CUDNN_BACKEND_OPERATION_MATMUL_DE
 constexpr int kReductionDesc = 21;          // CUDNN_BACKEND_REDUCTION_DESCRIPTOR
 constexpr int kOpReductionDesc = 22;        // CUDNN_BACKEND_OPERATION_REDUCTION_DESCRIPTOR
 constexpr int kOpSdpaFwdDesc = 41;          // CUDNN_BACKEND_OPERATION_SDPA_FWD_DESCRIPTOR (9.13)
+constexpr int kOpBandMaskDesc = 44;  // CUDNN_BACKEND_OPERATION_DIAGONAL_BAND_MASK_DESCRIPTOR (9.20)
 
 // cudnnBackendAttributeName_t.
 constexpr int kPointwiseMode = 0;              // CUDNN_ATTR_POINTWISE_MODE
@@ -138,6 +144,13 @@ constexpr int kSdpaFwdK = 2801;                // CUDNN_ATTR_OPERATION_SDPA_FWD_
 constexpr int kSdpaFwdV = 2802;                // CUDNN_ATTR_OPERATION_SDPA_FWD_VDESC (9.13)
 constexpr int kSdpaFwdO = 2803;                // CUDNN_ATTR_OPERATION_SDPA_FWD_ODESC (9.13)
 constexpr int kSdpaFwdScale = 2805;            // CUDNN_ATTR_OPERATION_SDPA_FWD_SCALEDESC (9.13)
+constexpr int kSdpaFwdSubgraph = 2811;         // CUDNN_ATTR_OPERATION_SDPA_FWD_SUBGRAPH (9.21)
+constexpr int kSdpaFwdSubgraphIn = 2812;       // ..._SDPA_FWD_SUBGRAPH_INPUT_UID (9.21)
+constexpr int kSdpaFwdSubgraphOut = 2813;      // ..._SDPA_FWD_SUBGRAPH_OUTPUT_UID (9.21)
+constexpr int kBandMaskX = 3000;               // CUDNN_ATTR_OPERATION_DIAGONAL_BAND_MASK_XDESC (9.20)
+constexpr int kBandMaskB = 3005;               // CUDNN_ATTR_OPERATION_DIAGONAL_BAND_MASK_BDESC (9.20)
+constexpr int kBandMaskY = 3006;               // CUDNN_ATTR_OPERATION_DIAGONAL_BAND_MASK_YDESC (9.20)
+constexpr int kBandMaskCmp = 3007;             // ..._DIAGONAL_BAND_MASK_COMPARISON_MODE (9.20)
 
 // cudnnPointwiseMode_t.
 constexpr int kPwAdd = 0;             // CUDNN_POINTWISE_ADD
@@ -158,10 +171,12 @@ constexpr int kReduceMax = 3;  // CUDNN_REDUCE_TENSOR_MAX
 constexpr int kHeurFallback = 2;  // CUDNN_HEUR_MODE_FALLBACK
 constexpr int kHeurA = 3;         // CUDNN_HEUR_MODE_A
 
-// The oldest cuDNN accepted (cudnnGetVersion: major·10000 + minor·100 + patch for cuDNN 9), and
-// the first with the single SDPA_FWD operation.
+// The oldest cuDNN accepted (cudnnGetVersion: major·10000 + minor·100 + patch for cuDNN 9), the
+// first whose SDPA_FWD operation cudnn_frontend uses (9.13.1), and the first where it takes a
+// score subgraph (the causal mask as a DIAGONAL_BAND_MASK operation).
 constexpr std::size_t kMinVersion = 90000;
-constexpr std::size_t kSdpaOpVersion = 91300;
+constexpr std::size_t kSdpaOpVersion = 91301;
+constexpr std::size_t kSdpaSubgraphVersion = 92100;
 
 using GetVersionFn = std::size_t (*)();  // cudnnGetVersion, cudnnGetCudartVersion
 using GetErrorStringFn = const char* (*)(int);
@@ -522,6 +537,30 @@ std::vector<Desc> build_ops(Builder& g, const Shape& shape, Form form) {
     g.set_desc(op, kSdpaFwdV, v, "sdpa_fwd.VDESC");
     g.set_desc(op, kSdpaFwdO, o, "sdpa_fwd.ODESC");
     g.set_desc(op, kSdpaFwdScale, scale, "sdpa_fwd.SCALEDESC");
+    if (shape.causal) {
+      // The causal mask as the frontend's UnifiedSDPANode gives it (cuDNN >= 9.21): a subgraph
+      // on the scores, one DIAGONAL_BAND_MASK keeping row >= column (CMP_GE, no bounds or
+      // sequence lengths: top-left aligned), masked to -inf; an operation graph of its own,
+      // without a handle, named to the SDPA operation with its input and output tensor ids.
+      const std::int64_t in_uid = g.next_uid;
+      Desc in = g.tensor("subgraph input", 0, kFloat, sdims, sstrides, true);
+      Desc neg = g.tensor("masked value", kUidNegInf, kFloat, one, one, false, true);
+      const std::int64_t out_uid = g.next_uid;
+      Desc out = g.tensor("subgraph output", 0, kFloat, sdims, sstrides, true);
+      Desc mask = g.make(kOpBandMaskDesc, "operation causal diagonal_band_mask");
+      g.set_desc(mask, kBandMaskX, in, "diagonal_band_mask.XDESC");
+      g.set_desc(mask, kBandMaskB, neg, "diagonal_band_mask.BDESC");
+      g.set_desc(mask, kBandMaskY, out, "diagonal_band_mask.YDESC");
+      const int cmp = kPwCmpGe;
+      g.set(mask, kBandMaskCmp, kTypePointwiseMode, 1, &cmp, "diagonal_band_mask.COMPARISON_MODE");
+      g.finalize(mask, "operation causal diagonal_band_mask");
+      Desc sub = g.make(kOpGraphDesc, "score subgraph");
+      g.set(sub, kOpGraphOps, kTypeBackendDescriptor, 1, &mask, "score subgraph OPS");
+      g.finalize(sub, "score subgraph");
+      g.set_desc(op, kSdpaFwdSubgraph, sub, "sdpa_fwd.SUBGRAPH");
+      g.set(op, kSdpaFwdSubgraphIn, kTypeInt64, 1, &in_uid, "sdpa_fwd.SUBGRAPH_INPUT_UID");
+      g.set(op, kSdpaFwdSubgraphOut, kTypeInt64, 1, &out_uid, "sdpa_fwd.SUBGRAPH_OUTPUT_UID");
+    }
     g.finalize(op, "operation sdpa_fwd");
     ops.push_back(op);
     return ops;
@@ -561,7 +600,9 @@ std::vector<Desc> build_ops(Builder& g, const Shape& shape, Form form) {
     ops.push_back(g.pointwise("softmax_log", kPwLog, kFloat, sum, nullptr, nullptr, lg));
     ops.push_back(g.pointwise("softmax_stats", kPwAdd, kFloat, mx, lg, nullptr, stats));
   }
-  Desc p = g.tensor("P", 0, kFloat, sdims, sstrides, true);
+  // P, the second product's A, in the i/o type ("requirement by cudnn backend to take in bmm2
+  // aType as i/o type", cudnn_frontend's SDPA node): the engine rounds P to bf16.
+  Desc p = g.tensor("P", 0, kBfloat16, sdims, sstrides, true);
   ops.push_back(g.pointwise("softmax_div", kPwDiv, kFloat, e, sum, nullptr, p));
   ops.push_back(g.matmul("bmm2", p, v, o));
   return ops;
@@ -667,8 +708,13 @@ bool try_form(Context& ctx, Plan& plan, Form form, int heur_mode, std::string& w
 // Makes the plan of `shape` (all forms and heuristics modes in turn); "" or why none worked.
 std::string make_plan(Context& ctx, Plan& plan) {
   std::string why;
-  std::vector<Form> forms = {Form::Inference, Form::WithStats};
-  if (!plan.shape.causal && lib.version >= kSdpaOpVersion) forms.push_back(Form::SdpaOp);
+  // The SDPA_FWD operation first where cudnn_frontend would use it (its default picks that
+  // "unified" implementation over the composite graph whenever it supports the problem).
+  std::vector<Form> forms;
+  if (lib.version >= (plan.shape.causal ? kSdpaSubgraphVersion : kSdpaOpVersion))
+    forms.push_back(Form::SdpaOp);
+  forms.push_back(Form::Inference);
+  forms.push_back(Form::WithStats);
   // Mode A for every form before the fallback mode: the fallback engines of a form cuDNN does
   // not fuse are slow, unfused ones, while another form may have a fused engine.
   for (int mode : {kHeurA, kHeurFallback}) {
@@ -795,7 +841,7 @@ int sdpa_cudnn_forward(void* ctx, cudaStream_t stream, const void* q, const void
   std::int64_t uids[7] = {kUidQ, kUidK, kUidV, kUidO, kUidScale};
   void* ptrs[7] = {const_cast<void*>(q), const_cast<void*>(k), const_cast<void*>(v), o, &scale};
   std::int64_t n = 5;
-  if (plan->form != Form::SdpaOp && plan->shape.causal) {
+  if (plan->shape.causal) {
     uids[n] = kUidNegInf;
     ptrs[n++] = &lowest;
   }

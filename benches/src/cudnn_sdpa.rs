@@ -5,10 +5,12 @@
 //! `O = softmax(Q · Kᵀ · scale [+ causal mask]) · V`, Q, K, V, O bf16 `[batch_heads, seq,
 //! head_dim]` contiguous, f32 compute. `kernels/cudnn_sdpa.cu` opens `libcudnn.so.9` with
 //! dlopen (`$CHOREO_CUDNN_LIB` names another; nothing is linked, no cuDNN header is needed) and
-//! builds, with cuDNN's backend graph API, the operation graph cudnn_frontend's SDPA node builds
-//! (matmul, scale, the causal mask as GEN_INDEX + CMP_GE + BINARY_SELECT, softmax as reductions
-//! and pointwise operations, matmul), so that the heuristics (mode A) pick the fused
-//! flash-attention engine; see that file for the graph and the forms tried when one is refused.
+//! builds, with cuDNN's backend graph API, what cudnn_frontend's SDPA node builds: its single
+//! SDPA_FWD operation where the frontend would use it (cuDNN ≥ 9.13.1, causal ≥ 9.21 with a
+//! DIAGONAL_BAND_MASK score subgraph), else the composite graph (matmul, scale, the causal mask
+//! as GEN_INDEX + CMP_GE + BINARY_SELECT, softmax as reductions and pointwise operations,
+//! matmul), so that the heuristics (mode A) pick the fused flash-attention engine; see that
+//! file for the graphs and the order in which they are tried.
 //! The execution plan and its workspace are cached per `(batch_heads, seq, head_dim, causal)`.
 //!
 //! The GPU test (`tests/cudnn_sdpa_gpu.rs`) checks it against [`reference`]: `cargo test -p
@@ -185,10 +187,11 @@ impl CudnnSdpa {
         }
     }
 
-    /// What the cached plan of a shape is, for the report: "cuDNN 9.x.y SDPA (fused graph,
-    /// inference, HEUR_MODE_A engine N)"; a form other than "fused graph, inference" (with
-    /// stats, or the single SDPA_FWD operation) says so. `None` before the shape's first
-    /// [`forward`](CudnnSdpa::forward).
+    /// What the cached plan of a shape is, for the report: "cuDNN 9.x.y SDPA (SDPA_FWD
+    /// operation, HEUR_MODE_A engine N)", or "(fused graph, inference, …)", "(fused graph with
+    /// stats, …)" for the composite forms; `HEUR_MODE_FALLBACK` means an unfused fallback
+    /// engine (a correct but slow reference; the report must say so). `None` before the
+    /// shape's first [`forward`](CudnnSdpa::forward).
     pub fn plan_name(
         &self,
         batch_heads: usize,
