@@ -328,10 +328,10 @@ std::string load_library() {
   const std::string dir = lib.path.substr(0, lib.path.rfind('/') + 1);
   const std::string lt_candidates[] = {
       lt_env != nullptr ? lt_env : "",
-      dir + soname,  // next to cuDNN
+      soname,  // first: a copy already loaded (the gemm-fp8 section's) is reused, not doubled
+      dir + soname,                        // next to cuDNN
       dir + "../../cublas/lib/" + soname,  // pip layouts (cuDNN's own RUNPATH)
       dir + "../../cu" + major + "/lib/" + soname,
-      soname,
       "/usr/local/cuda/lib64/" + soname,
       "/usr/local/cuda/targets/x86_64-linux/lib/" + soname,
       "/opt/torch/.venv/lib/python3.12/site-packages/nvidia/cu" + major + "/lib/" + soname,

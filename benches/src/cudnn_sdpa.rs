@@ -85,7 +85,9 @@ unsafe impl Send for Context {}
 ///
 /// Thread-safety: `CudnnSdpa` is `Send` and `Sync`; its cuDNN handle and plan cache sit behind a
 /// mutex, so concurrent [`forward`](CudnnSdpa::forward) calls are serialised (each only
-/// enqueues work on its stream, the lock is not held while the GPU runs).
+/// enqueues work on its stream, the lock is not held while the GPU runs). A shape's plan has one
+/// workspace: the same shape must not run on two streams at once (one stream, as the bench
+/// times it, is always fine).
 pub struct CudnnSdpa {
     context: Mutex<Context>,
     version: usize,
