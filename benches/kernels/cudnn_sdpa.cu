@@ -35,9 +35,10 @@
 // cuDNN 9.28's heuristics offer no engine); the same graph with the stats as an output (the
 // training form). The heuristics are asked in mode A for each form in turn, then in the
 // fallback mode (functional, unfused engines: slow), and the first engine configuration whose
-// execution plan finalizes is taken; the plan's name says which form, mode and engine. The
-// plan, its workspace (cudaMalloc) and descriptors are cached per (B, S, D, causal): the timing
-// loop only builds a variant pack and executes.
+// execution plan finalizes is taken; the plan's name says which form, mode and engine. If that
+// plan fails at its first execution, the next finalizable candidate is built and run instead (a
+// few times). The plan, its workspace (cudaMalloc) and descriptors are cached per (B, S, D,
+// causal): the timing loop only builds a variant pack and executes.
 //
 // The enum values below are copied from cuDNN 9's `cudnn_graph.h` (9.28.1; every value used
 // exists, with the same number, since 9.0.0 unless said otherwise). Every entry returns 0 on
@@ -500,6 +501,8 @@ struct Plan {
   std::int64_t workspace_size = 0;
   void* stats = nullptr;  // f32 [B, 1, S, 1] for Form::WithStats
   std::string name;
+  int skip = 0;           // finalizable candidates passed over to reach this one
+  bool executed = false;  // ran once without an error
 
   void release() {
     built.release();
@@ -610,7 +613,8 @@ std::vector<Desc> build_ops(Builder& g, const Shape& shape, Form form) {
 
 // Tries to make `plan` for `form` with the heuristics of mode `heur_mode`; on failure returns
 // false and appends why to `why`.
-bool try_form(Context& ctx, Plan& plan, Form form, int heur_mode, std::string& why) {
+bool try_form(Context& ctx, Plan& plan, Form form, int heur_mode, std::string& why,
+              int& to_skip) {
   const char* mode_name = heur_mode == kHeurA ? "HEUR_MODE_A" : "HEUR_MODE_FALLBACK";
   const std::string attempt = std::string("[") + form_name(form) + ", " + mode_name + "] ";
   Builder& g = plan.built;
@@ -689,6 +693,13 @@ bool try_form(Context& ctx, Plan& plan, Form form, int heur_mode, std::string& w
       lib.destroy_desc(exec);
       continue;
     }
+    if (to_skip > 0) {
+      // Finalized, but an earlier build of this shape failed to execute with it.
+      --to_skip;
+      refused += "    " + which + ": finalized, but failed at its first execution (above)\n";
+      lib.destroy_desc(exec);
+      continue;
+    }
     g.owned.push_back(exec);
     if (!refused.empty()) why += attempt + "refused before the one taken:\n" + refused;
     plan.plan = exec;
@@ -706,8 +717,9 @@ bool try_form(Context& ctx, Plan& plan, Form form, int heur_mode, std::string& w
 }
 
 // Makes the plan of `shape` (all forms and heuristics modes in turn); "" or why none worked.
-std::string make_plan(Context& ctx, Plan& plan) {
-  std::string why;
+// `plan.skip` finalizable candidates are passed over (they failed at execution before).
+std::string make_plan(Context& ctx, Plan& plan, std::string why = "") {
+  int to_skip = plan.skip;
   // The SDPA_FWD operation first where cudnn_frontend would use it (its default picks that
   // "unified" implementation over the composite graph whenever it supports the problem).
   std::vector<Form> forms;
@@ -720,14 +732,15 @@ std::string make_plan(Context& ctx, Plan& plan) {
   for (int mode : {kHeurA, kHeurFallback}) {
     for (Form form : forms) {
       plan.built = Builder{};
-      if (try_form(ctx, plan, form, mode, why)) {
+      if (try_form(ctx, plan, form, mode, why, to_skip)) {
         if (plan.workspace_size > 0) {
           const cudaError_t e = cudaMalloc(&plan.workspace, plan.workspace_size);
           if (e != cudaSuccess) {
             plan.release();
-            return cuda_text(("cudaMalloc of the " + std::to_string(plan.workspace_size) +
-                              "-byte cuDNN workspace").c_str(),
-                             e);
+            return why + cuda_text(("cudaMalloc of the " + std::to_string(plan.workspace_size) +
+                                    "-byte cuDNN workspace")
+                                       .c_str(),
+                                   e);
           }
         }
         if (form == Form::WithStats) {
@@ -735,7 +748,7 @@ std::string make_plan(Context& ctx, Plan& plan) {
           const cudaError_t e = cudaMalloc(&plan.stats, bytes);
           if (e != cudaSuccess) {
             plan.release();
-            return cuda_text("cudaMalloc of the softmax stats", e);
+            return why + cuda_text("cudaMalloc of the softmax stats", e);
           }
         }
         // Once per shape, outside any timing: what was refused before this plan, so that one
@@ -768,6 +781,69 @@ Plan* find_plan(Context& ctx, const Shape& shape, std::string& why) {
   }
   ctx.plans.push_back(plan);
   return plan;
+}
+
+
+// How many finalizable candidates a shape may pass over because they failed to execute.
+constexpr int kMaxExecutionRetries = 4;
+
+struct Buffers {
+  const void* q;
+  const void* k;
+  const void* v;
+  void* o;
+};
+
+// One execution of `plan` on `stream`: "" or which call failed and why.
+std::string execute(Context& ctx, Plan& plan, cudaStream_t stream, Buffers io, float scale) {
+  // The value of masked scores, as cudnn_frontend picks it: -inf from cuDNN 9.10, the lowest
+  // float before ("older cuDNN version prefers lowest for softmax mask"). Causal rows always
+  // keep their diagonal, so no row is all -inf.
+  float masked = lib.version < 91000 ? std::numeric_limits<float>::lowest()
+                                     : -std::numeric_limits<float>::infinity();
+  std::int64_t uids[7] = {kUidQ, kUidK, kUidV, kUidO, kUidScale};
+  void* ptrs[7] = {const_cast<void*>(io.q), const_cast<void*>(io.k), const_cast<void*>(io.v),
+                   io.o, &scale};
+  std::int64_t n = 5;
+  if (plan.shape.causal) {
+    uids[n] = kUidNegInf;
+    ptrs[n++] = &masked;
+  }
+  if (plan.form == Form::WithStats) {
+    uids[n] = kUidStats;
+    ptrs[n++] = plan.stats;
+  }
+  Desc pack = nullptr;
+  int status = lib.create_desc(kVariantPackDesc, &pack);
+  const char* step = "cudnnBackendCreateDescriptor(VARIANT_PACK)";
+  if (status == kSuccess) {
+    status = lib.set_attr(pack, kPackUids, kTypeInt64, n, uids);
+    step = "cudnnBackendSetAttribute(VARIANT_PACK_UNIQUE_IDS)";
+  }
+  if (status == kSuccess) {
+    status = lib.set_attr(pack, kPackPointers, kTypeVoidPtr, n, ptrs);
+    step = "cudnnBackendSetAttribute(VARIANT_PACK_DATA_POINTERS)";
+  }
+  if (status == kSuccess) {
+    status = lib.set_attr(pack, kPackWorkspace, kTypeVoidPtr, 1, &plan.workspace);
+    step = "cudnnBackendSetAttribute(VARIANT_PACK_WORKSPACE)";
+  }
+  if (status == kSuccess) {
+    status = lib.finalize(pack);
+    step = "cudnnBackendFinalize(VARIANT_PACK)";
+  }
+  if (status == kSuccess) {
+    status = lib.set_stream(ctx.handle, stream);
+    step = "cudnnSetStream";
+  }
+  if (status == kSuccess) {
+    status = lib.execute(ctx.handle, plan.plan, pack);
+    step = "cudnnBackendExecute";
+  }
+  std::string text;
+  if (status != kSuccess) text = status_text(step, status) + " [" + plan.name + "]";
+  if (pack != nullptr) lib.destroy_desc(pack);
+  return text;
 }
 
 }  // namespace
@@ -833,57 +909,42 @@ int sdpa_cudnn_forward(void* ctx, cudaStream_t stream, const void* q, const void
     write(err, len, why);
     return 1;
   }
-  // The value of masked scores, as cudnn_frontend picks it: -inf from cuDNN 9.10, the lowest
-  // float before ("older cuDNN version prefers lowest for softmax mask"). Causal rows always
-  // keep their diagonal, so no row is all -inf.
-  float lowest = lib.version < 91000 ? std::numeric_limits<float>::lowest()
-                                     : -std::numeric_limits<float>::infinity();
-  std::int64_t uids[7] = {kUidQ, kUidK, kUidV, kUidO, kUidScale};
-  void* ptrs[7] = {const_cast<void*>(q), const_cast<void*>(k), const_cast<void*>(v), o, &scale};
-  std::int64_t n = 5;
-  if (plan->shape.causal) {
-    uids[n] = kUidNegInf;
-    ptrs[n++] = &lowest;
+  std::string failures;
+  for (;;) {
+    const std::string error = execute(*context, *plan, stream, {q, k, v, o}, scale);
+    if (error.empty()) {
+      if (!plan->executed && !failures.empty())
+        std::fprintf(stderr, "choreo-bench: cuDNN SDPA: %s runs, after:\n%s", plan->name.c_str(),
+                     failures.c_str());
+      plan->executed = true;
+      return 0;
+    }
+    // A plan that finalized may still refuse to run (a launch the engine cannot make on this
+    // GPU): on its first execution, build the shape's next candidate and try that, a few times.
+    failures += "  " + error + "\n";
+    if (plan->executed || plan->skip >= kMaxExecutionRetries) {
+      write(err, len, failures);
+      return 1;
+    }
+    const Shape shape = plan->shape;
+    const int skip = plan->skip + 1;
+    plan->release();
+    *plan = Plan{};
+    plan->shape = shape;
+    plan->skip = skip;
+    why = make_plan(*context, *plan, "earlier candidates failed at execution:\n" + failures);
+    if (!why.empty()) {
+      // Leave no half-built plan in the cache.
+      for (auto it = context->plans.begin(); it != context->plans.end(); ++it)
+        if (*it == plan) {
+          context->plans.erase(it);
+          break;
+        }
+      delete plan;
+      write(err, len, why);  // it starts with `failures`
+      return 1;
+    }
   }
-  if (plan->form == Form::WithStats) {
-    uids[n] = kUidStats;
-    ptrs[n++] = plan->stats;
-  }
-  Desc pack = nullptr;
-  int status = lib.create_desc(kVariantPackDesc, &pack);
-  const char* step = "cudnnBackendCreateDescriptor(VARIANT_PACK)";
-  if (status == kSuccess) {
-    status = lib.set_attr(pack, kPackUids, kTypeInt64, n, uids);
-    step = "cudnnBackendSetAttribute(VARIANT_PACK_UNIQUE_IDS)";
-  }
-  if (status == kSuccess) {
-    status = lib.set_attr(pack, kPackPointers, kTypeVoidPtr, n, ptrs);
-    step = "cudnnBackendSetAttribute(VARIANT_PACK_DATA_POINTERS)";
-  }
-  if (status == kSuccess) {
-    status = lib.set_attr(pack, kPackWorkspace, kTypeVoidPtr, 1, &plan->workspace);
-    step = "cudnnBackendSetAttribute(VARIANT_PACK_WORKSPACE)";
-  }
-  if (status == kSuccess) {
-    status = lib.finalize(pack);
-    step = "cudnnBackendFinalize(VARIANT_PACK)";
-  }
-  if (status == kSuccess) {
-    status = lib.set_stream(context->handle, stream);
-    step = "cudnnSetStream";
-  }
-  if (status == kSuccess) {
-    status = lib.execute(context->handle, plan->plan, pack);
-    step = "cudnnBackendExecute";
-  }
-  std::string text;
-  if (status != kSuccess) text = status_text(step, status) + " [" + plan->name + "]";
-  if (pack != nullptr) lib.destroy_desc(pack);
-  if (status != kSuccess) {
-    write(err, len, text);
-    return 1;
-  }
-  return 0;
 }
 
 // The description of the cached plan of a shape ("cuDNN 9.x.y SDPA (form, mode engine N)") into
