@@ -14,6 +14,8 @@
 //!   test), sm_90a; `kernels/cublaslt.cu` (cuBLASLt through dlopen, for the `gemm-fp8`
 //!   section's fp8 `gemm_e4m3` of `gemm.co`); `kernels/gemm_sync.co` (the Choreo mma.sync GEMM)
 //!   and `kernels/gemm_sync_hand.cu` (its hand-written twin) for the `gemm-sync` section;
+//!   `kernels/cudnn_sdpa.cu` (cuDNN's attention forward through dlopen, host code only: the
+//!   attention section's reference).
 //! - `attention`: `kernels/attention.co` (the Choreo attention forward, sm_90a) and
 //!   `kernels/attention_reference.cu` (a plain CUDA attention that checks it) for the
 //!   `attention` section.
@@ -52,6 +54,7 @@ fn main() {
         .cuda_file("kernels/gemm_sync_hand.cu")
         .cuda_file("kernels/wgmma_unit.cu")
         .cuda_file("kernels/cublaslt.cu")
+        .cuda_file("kernels/cudnn_sdpa.cu")
         .include(wgmma_dir)
         .arch("sm_90a")
         .build("gemm")

@@ -14,9 +14,12 @@
 //! - [`gemm_sync`]: a Choreo mma.sync GEMM (sm_80-style) vs the same algorithm by hand;
 //! - [`attention`]: the Choreo attention forward (bf16, head dim 128, causal and not), checked
 //!   by a plain CUDA attention; cuDNN SDPA as the reference.
+//! - [`cudnn_sdpa`]: cuDNN's attention forward (dlopen), the reference of the attention
+//!   section.
 
 pub mod attention;
 pub mod bandwidth;
+pub mod cudnn_sdpa;
 pub mod gemm;
 pub mod gemm_fp8;
 pub mod gemm_sync;
