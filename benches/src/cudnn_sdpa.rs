@@ -133,13 +133,15 @@ impl CudnnSdpa {
     /// Contract (not checked beyond null pointers): `q`, `k`, `v`, `o` are device addresses of
     /// `batch_heads · seq · head_dim` bf16 elements each, which stay allocated, and unwritten
     /// by other streams, until `stream` has run the attention. The host never dereferences
-    /// them; cuDNN's kernel reads and writes them on the GPU. This is a benchmark harness API
-    /// fixed for the attention section (raw pointers, a safe `fn`); a wrong address is a GPU
-    /// fault or corrupted device memory, as with the raw launches of the other sections.
+    /// them; cuDNN's kernel reads and writes them on the GPU. This is the benchmark harness API
+    /// of the attention section.
+    ///
+    /// # Safety
+    ///
+    /// The contract above: a wrong address is a GPU fault or corrupted device memory, as with
+    /// the raw launches of the other sections (`gemm_sync::launch_hand`).
     #[allow(clippy::too_many_arguments)]
-    // The pointers are only handed to cuDNN (device addresses, see the contract above).
-    #[allow(clippy::not_unsafe_ptr_arg_deref)]
-    pub fn forward(
+    pub unsafe fn forward(
         &self,
         stream: cudaStream_t,
         q: *const c_void,

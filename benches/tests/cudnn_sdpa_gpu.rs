@@ -51,7 +51,9 @@ fn check(sdpa: &CudnnSdpa, (bh, seq, d, scale): Case, causal: bool, seed: u64) {
     let stream = choreo::Stream::new().unwrap_or_else(|e| panic!("{what}: stream: {e}"));
     // Twice: the first call builds and caches the plan, the second reuses it (as timing does).
     for call in ["first call (builds the plan)", "second call (cached plan)"] {
-        sdpa.forward(
+        // SAFETY: q, k, v, o hold bh·seq·d bf16 each and live until the synchronize below.
+        unsafe {
+            sdpa.forward(
             stream.as_raw(),
             q.ptr(),
             k.ptr(),
@@ -63,6 +65,7 @@ fn check(sdpa: &CudnnSdpa, (bh, seq, d, scale): Case, causal: bool, seed: u64) {
             causal,
             scale,
         )
+        }
         .unwrap_or_else(|e| panic!("{what}: forward, {call}:\n{e}"));
         stream.synchronize().unwrap_or_else(|e| panic!("{what}: running the {call}: {e}"));
     }
@@ -130,12 +133,16 @@ fn cudnn_sdpa_refuses_bad_arguments_with_a_message() {
     let o = DeviceMatrix::new(2 * 128 * 128).expect("alloc");
     let stream = choreo::Stream::new().expect("stream");
     let null = std::ptr::null();
-    let err = sdpa
-        .forward(stream.as_raw(), null, o.ptr(), o.ptr(), o.ptr(), 2, 128, 128, false, 0.1)
-        .unwrap_err();
+    // SAFETY: refused before anything is enqueued (a null q); o holds 2·128·128 elements.
+    let err = unsafe {
+        sdpa.forward(stream.as_raw(), null, o.ptr(), o.ptr(), o.ptr(), 2, 128, 128, false, 0.1)
+    }
+    .unwrap_err();
     assert!(err.contains("q is a null pointer"), "{err}");
-    let err = sdpa
-        .forward(stream.as_raw(), o.ptr(), o.ptr(), o.ptr(), o.ptr(), 2, 0, 128, false, 0.1)
-        .unwrap_err();
+    // SAFETY: refused before anything is enqueued (an empty shape).
+    let err = unsafe {
+        sdpa.forward(stream.as_raw(), o.ptr(), o.ptr(), o.ptr(), o.ptr(), 2, 0, 128, false, 0.1)
+    }
+    .unwrap_err();
     assert!(err.contains("empty shape"), "{err}");
 }

@@ -57,7 +57,8 @@ fn plans_fall_through_and_failures_are_named_against_a_mock_cudnn() {
     for causal in [false, true] {
         assert_eq!(sdpa.plan_name(2, 128, 128, causal), None);
         for call in 0..2 {
-            sdpa.forward(stream, p, p, p, p, 2, 128, 128, causal, 0.125)
+            // SAFETY: the mock never touches the fake addresses.
+            unsafe { sdpa.forward(stream, p, p, p, p, 2, 128, 128, causal, 0.125) }
                 .unwrap_or_else(|e| panic!("causal {causal}, call {call}: {e}"));
         }
         // Engine 10 refused its plan, engine 11 failed at execution: engine 12 of the first
@@ -71,7 +72,8 @@ fn plans_fall_through_and_failures_are_named_against_a_mock_cudnn() {
     // A shape with no finalizable plan: every form and mode is listed, with cuDNN's words.
     // SAFETY: as above (one test, no concurrent reader).
     unsafe { std::env::set_var("MOCK_CUDNN", "nofinalize") };
-    let err = sdpa.forward(stream, p, p, p, p, 2, 256, 128, true, 0.125).unwrap_err();
+    // SAFETY: the mock never touches the fake addresses.
+    let err = unsafe { sdpa.forward(stream, p, p, p, p, 2, 256, 128, true, 0.125) }.unwrap_err();
     for attempt in [
         "[SDPA_FWD operation, HEUR_MODE_A]",
         "[fused graph, inference, HEUR_MODE_A]",
@@ -92,9 +94,12 @@ fn plans_fall_through_and_failures_are_named_against_a_mock_cudnn() {
     );
     assert_eq!(sdpa.plan_name(2, 256, 128, true), None);
     // The cached plans are unaffected.
-    sdpa.forward(stream, p, p, p, p, 2, 128, 128, false, 0.125).expect("cached plan");
+    // SAFETY: the mock never touches the fake addresses.
+    unsafe { sdpa.forward(stream, p, p, p, p, 2, 128, 128, false, 0.125) }.expect("cached plan");
 
-    let err = sdpa.forward(stream, p, std::ptr::null(), p, p, 2, 128, 128, false, 0.1).unwrap_err();
+    // SAFETY: refused before anything is enqueued (a null k).
+    let err =
+        unsafe { sdpa.forward(stream, p, std::ptr::null(), p, p, 2, 128, 128, false, 0.1) }.unwrap_err();
     assert!(err.contains("k is a null pointer"), "{err}");
     let _ = std::fs::remove_dir_all(lib.parent().expect("directory"));
 }

@@ -21,6 +21,7 @@ use choreo::{DeviceTensor, HostView, Stream, bf16};
 use choreo_bench::attention::{self, ABS_TOL, HEAD_DIM, REL_TOL};
 use choreo_bench::table::three_digits;
 
+use super::cudnn_sdpa::CudnnSdpa;
 use super::tiled::{per_launch_ms, row};
 use super::{BenchError, BenchResult, Options, interleaved};
 
@@ -91,18 +92,30 @@ pub fn run(options: &Options) -> BenchResult<Outcome> {
     if !choreo_bench::gemm::built() {
         return Err(BenchError::CannotRun("the attention kernels were not compiled".into()));
     }
-    // cuDNN SDPA: wired in by the lead (`CudnnSdpa::load()`; timed next to ours in `measure`).
-    eprintln!("choreo-bench: attention: cuDNN SDPA: not wired");
+    // The reference: cuDNN's fused SDPA when the machine has cuDNN 9 (else our numbers stand
+    // against the dense peak alone, and the table says why).
+    let cudnn = match CudnnSdpa::load() {
+        Ok(c) => {
+            eprintln!("choreo-bench: attention: reference {}", c.version());
+            Some(c)
+        }
+        Err(why) => {
+            eprintln!("choreo-bench: attention: no cuDNN reference: {why}");
+            None
+        }
+    };
     let seqs: &[usize] = if options.quick { &[1024, 2048] } else { &[4096, 8192, 16384] };
     let mut outcome = Outcome { rows: Vec::new(), points: Vec::new(), wrong: Vec::new() };
     for &seq in seqs {
         let bh = if options.quick { 4 } else { 16 * 16384 / seq };
         for causal in [false, true] {
-            let point = measure(options, seq, bh, causal, &mut outcome)?;
+            let point = measure(options, cudnn.as_ref(), seq, bh, causal, &mut outcome)?;
             outcome.points.push(point);
         }
     }
-    outcome.rows.push(row_text("cuDNN SDPA: not wired".into()));
+    if cudnn.is_none() {
+        outcome.rows.push(row_text("cuDNN SDPA: not found on this machine (no reference)".into()));
+    }
     Ok(outcome)
 }
 
@@ -179,6 +192,7 @@ fn reference_rows(
 
 fn measure(
     options: &Options,
+    cudnn: Option<&CudnnSdpa>,
     seq: usize,
     bh: usize,
     causal: bool,
@@ -255,22 +269,50 @@ fn measure(
         }
     }
 
-    // Timing. cuDNN SDPA: wired in by the lead (a second variant next to `ours`, timed on the
-    // same q, k, v into its own output after the same check; `point.cudnn_tflops`).
+    // cuDNN on the same q, k, v into its own (poisoned) output, checked like ours.
+    let mut theirs = match cudnn {
+        Some(c) => {
+            let mut o2 = DeviceTensor::from_host(&s, HostView::new(&nan, shape)?)?;
+            match cudnn_check(&s, c, (&q, &k, &v), &mut o2, causal, (&rows, &want)) {
+                Ok(()) => Some((c, o2)),
+                Err(why) => {
+                    wrong(format!("cuDNN SDPA, BH {bh}, S {seq}, {kind}: {why}"), outcome);
+                    None
+                }
+            }
+        }
+        None => None,
+    };
+
+    // Timing: ours and cuDNN interleaved on the same stream and inputs.
     let (qr, kr, vr) = (&q, &k, &v);
     let sr = &s;
     let mut ours = || per_launch_ms(sr, BATCH, || launch_ours(sr, causal, (qr, kr, vr), &mut o));
+    let mut cudnn_run = theirs.as_mut().map(|(c, o2)| {
+        let c = *c;
+        move || per_launch_ms(sr, BATCH, || launch_cudnn(sr, c, (qr, kr, vr), o2, causal))
+    });
     let mut timed: Vec<&mut dyn FnMut() -> BenchResult<f64>> = vec![&mut ours];
+    if let Some(f) = cudnn_run.as_mut() {
+        timed.push(f);
+    }
     let summaries = interleaved(options, &mut timed)?;
-    let t = attention::flops(bh, seq, causal) / (summaries[0].median * 1e-3) / 1e12;
+    drop(timed);
+    drop(cudnn_run);
+    let flops = attention::flops(bh, seq, causal);
+    let t = flops / (summaries[0].median * 1e-3) / 1e12;
     point.ours_tflops = Some(t);
-    let derived = format!(
+    point.cudnn_tflops = summaries.get(1).map(|x| flops / (x.median * 1e-3) / 1e12);
+    let mut derived = format!(
         "{} TFLOP/s = {} of peak; check max err {} of the tolerance ({} rows)",
         three_digits(t),
         three_digits(t / PEAK_TFLOPS),
         three_digits(worst),
         rows.len()
     );
+    if let Some(c) = point.cudnn_tflops {
+        derived += &format!("; {} of cuDNN", three_digits(t / c));
+    }
     eprintln!("choreo-bench: attention: BH {bh}, S {seq}, {kind}: {derived}");
     outcome.rows.push(row(
         format!(
@@ -281,5 +323,80 @@ fn measure(
         &summaries[0],
         derived,
     ));
+    if let (Some((c, _)), Some(summary), Some(tc)) = (&theirs, summaries.get(1), point.cudnn_tflops) {
+        let plan = c.plan_name(bh, seq, HEAD_DIM, causal).unwrap_or_else(|| "cuDNN SDPA".into());
+        outcome.rows.push(row(
+            format!("{plan} BH {bh} S {seq} D 128 {kind}"),
+            summary,
+            format!("{} TFLOP/s = {} of peak", three_digits(tc), three_digits(tc / PEAK_TFLOPS)),
+        ));
+    }
     Ok(point)
+}
+
+/// One cuDNN SDPA forward into `o`, not waited for; the buffers are told of the accesses.
+fn launch_cudnn(
+    s: &Stream,
+    cudnn: &CudnnSdpa,
+    (q, k, v): (&DeviceTensor<bf16, 3>, &DeviceTensor<bf16, 3>, &DeviceTensor<bf16, 3>),
+    o: &mut DeviceTensor<bf16, 3>,
+    causal: bool,
+) -> BenchResult<()> {
+    let [bh, seq, d] = q.shape();
+    let pq = q.buffer().device_ptr_for_read(s)?;
+    let pk = k.buffer().device_ptr_for_read(s)?;
+    let pv = v.buffer().device_ptr_for_read(s)?;
+    let po = o.buffer_mut().device_ptr_for_write(s)?;
+    let scale = 1.0 / (HEAD_DIM as f32).sqrt();
+    // SAFETY: q, k, v, o are [bh, seq, d] bf16 tensors of this stream's device (the same shape:
+    // `measure` made them so); they outlive the enqueued work, which their buffers are told of
+    // right below, so no later use on another stream can overlap it.
+    let result = unsafe {
+        cudnn.forward(
+            s.as_raw(),
+            pq.cast::<c_void>(),
+            pk.cast::<c_void>(),
+            pv.cast::<c_void>(),
+            po.cast::<c_void>(),
+            bh,
+            seq,
+            d,
+            causal,
+            scale,
+        )
+    };
+    for t in [q, k, v] {
+        t.buffer().record_read(s)?;
+    }
+    o.buffer_mut().record_write(s)?;
+    result.map_err(|why| BenchError::Failed(format!("attention: {why}")))
+}
+
+/// cuDNN's output on the sampled rows against the check kernel's (`want`), within the same
+/// tolerance as ours.
+fn cudnn_check(
+    s: &Stream,
+    cudnn: &CudnnSdpa,
+    qkv: (&DeviceTensor<bf16, 3>, &DeviceTensor<bf16, 3>, &DeviceTensor<bf16, 3>),
+    o: &mut DeviceTensor<bf16, 3>,
+    causal: bool,
+    (rows, want): (&[(usize, usize)], &[f32]),
+) -> Result<(), String> {
+    let seq = qkv.0.shape()[1];
+    let text = |e: BenchError| match e {
+        BenchError::Failed(why) | BenchError::CannotRun(why) => why,
+    };
+    launch_cudnn(s, cudnn, qkv, o, causal).map_err(text)?;
+    let ho = o.to_host(s).map_err(|e| text(e.into()))?.as_slice().to_vec();
+    for (r, &(h, i)) in rows.iter().enumerate() {
+        for c in 0..HEAD_DIM {
+            let g = f64::from(ho[(h * seq + i) * HEAD_DIM + c].to_f32());
+            let w = f64::from(want[r * HEAD_DIM + c]);
+            let ratio = (g - w).abs() / (ABS_TOL + REL_TOL * w.abs());
+            if ratio.is_nan() || ratio > 1.0 {
+                return Err(format!("O[{h}][{i}][{c}] = {g} vs the check kernel's {w:.6}"));
+            }
+        }
+    }
+    Ok(())
 }

@@ -6,11 +6,8 @@
 //! ```ignore
 //! let sdpa = CudnnSdpa::load()?;                  // Err(why) without cuDNN 9
 //! eprintln!("{}", sdpa.version());                // "cuDNN 9.x.y"
-//! sdpa.forward(stream.as_raw(), q, k, v, o, batch_heads, seq, 128, causal, scale)?;
+//! unsafe { sdpa.forward(stream.as_raw(), q, k, v, o, batch_heads, seq, 128, causal, scale) }?;
 //! let name = sdpa.plan_name(batch_heads, seq, 128, causal); // which engine/form it runs
 //! ```
 
-// The attention section (`gpu::attention`) names these; until it does, nothing in the binary
-// does.
-#[allow(unused_imports)]
-pub use choreo_bench::cudnn_sdpa::{CudnnSdpa, reference};
+pub use choreo_bench::cudnn_sdpa::CudnnSdpa;

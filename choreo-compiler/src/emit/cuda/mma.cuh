@@ -303,8 +303,9 @@ __device__ __forceinline__ void sync_load(sync_frag<1, M, N, K, T>& f, int lane,
 #endif
 }
 
-// Accumulator: element (m, n) at p[m * sm + n * sn].
-template <bool Tf32, unsigned Swz, int M, int N, int K, typename T, typename S>
+// Accumulator: element (m, n) at p[m * sm + n * sn] (`Aligned` has no use: no ldmatrix).
+template <bool Tf32, unsigned Swz, bool Aligned = false, int M, int N, int K, typename T,
+          typename S>
 __device__ __forceinline__ void sync_load(sync_frag<2, M, N, K, T>& f, int lane, const S* p,
                                           long long sm, long long sn, const S* base = nullptr,
                                           unsigned rows = 0, unsigned cols = 0) {
