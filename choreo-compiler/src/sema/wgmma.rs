@@ -54,9 +54,6 @@ pub(crate) struct WgExec<'x> {
     pub(crate) schedule: Option<(&'x [(crate::token::IntLit, Span)], Span)>,
 }
 
-/// The N of the WGMMA library's instructions (`wgmma.cuh`).
-pub(crate) const LIBRARY_N: [u64; 10] = [8, 16, 24, 32, 48, 64, 96, 128, 192, 256];
-
 /// The K of one WGMMA instruction for operands of `t` (16-bit: 16, tf32: 8, 8-bit: 32).
 fn atom_k(t: MmaType) -> u64 {
     match t {
@@ -394,18 +391,6 @@ impl Checker<'_> {
                     layout.as_str()
                 ),
                 "an MN-major operand of an 8-bit or tf32 WGMMA",
-            );
-            return;
-        }
-        if !LIBRARY_N.contains(&n) {
-            self.error_label(
-                "E0901",
-                span,
-                format!(
-                    "WGMMA with N = {n} is not supported yet (tier 3): the WGMMA library has N ∈ \
-                     {{8, 16, 24, 32, 48, 64, 96, 128, 192, 256}}"
-                ),
-                "a legal but unsupported N",
             );
             return;
         }
