@@ -5,8 +5,9 @@
 //! `i0 | i1 << 2`, the positions `i0 < i1` of the two kept values of that group of four).
 //!
 //! Selection uses table S's `.sp` rows (`mma.sp.sync` m16n8k16 / m16n8k32, f16 → f16/f32 and
-//! bf16 → f32, sm_80; m16n8k64 e4m3/e5m2 (any mix) → f32/f16, sm_90). The reference's implicit
-//! metadata (a variable `<A>_mdata`) is not supported at all (`E1046`).
+//! bf16 → f32, sm_80; m16n8k64 e4m3/e5m2 (any mix) → f32, sm_90). In a warpgroup the statement
+//! is a sparse WGMMA (`sema::wgmma_sparse`). The reference's implicit metadata (a variable
+//! `<A>_mdata`) is not supported at all (`E1046`).
 
 use super::Checker;
 use crate::ast::{self, MmaLayout};
@@ -57,11 +58,7 @@ impl Checker<'_> {
             self.declare_poisoned(f);
         }
         if self.in_warpgroup() {
-            return self.unsupported(
-                x.sp,
-                "sparse WGMMA (`wgmma.mma_async.sp`; sparse MMA runs on a warp's `mma.sp.sync`)",
-                3,
-            );
+            return self.check_wg_sparse_exec(x, future, [acc, a, b], meta, out);
         }
         let ok = self.mma_place_ok(x.span);
         if let Some(at) = x.schedule {
@@ -181,7 +178,7 @@ impl Checker<'_> {
     }
 
     /// The metadata operand: a fragment that `mma.load` filled (`E1047`).
-    fn meta_ref(&mut self, e: &ast::Expr) -> Option<FragRef> {
+    pub(crate) fn meta_ref(&mut self, e: &ast::Expr) -> Option<FragRef> {
         let is_frag = match &e.kind {
             ast::ExprKind::Ident(id) => {
                 matches!(self.scopes.lookup(&id.name), Some(super::scope::Symbol::Frag(_)))

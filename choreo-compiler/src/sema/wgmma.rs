@@ -107,7 +107,7 @@ impl Checker<'_> {
     }
 
     /// Whether `e` names a fragment (`acc`, `acc[i]`).
-    fn names_frag(&self, e: &ast::Expr) -> bool {
+    pub(crate) fn names_frag(&self, e: &ast::Expr) -> bool {
         let mut base = e;
         while let ExprKind::Index { base: inner, .. } = &base.kind {
             base = inner;
@@ -119,7 +119,12 @@ impl Checker<'_> {
     /// A direct shared operand of WGMMA: a rank-2 shared view with constant extents, rows of a
     /// shared buffer (contiguous last dimension, the buffer's row pitch) that a swizzled copy
     /// filled. `None` after reporting.
-    fn wg_operand(&mut self, e: &ast::Expr, which: &str, mn_major: bool) -> Option<WgOperand> {
+    pub(crate) fn wg_operand(
+        &mut self,
+        e: &ast::Expr,
+        which: &str,
+        mn_major: bool,
+    ) -> Option<WgOperand> {
         let view: View = self.check_data(e, "a WGMMA operand")?;
         if view.storage != Storage::Shared {
             let place = view.storage.as_str();

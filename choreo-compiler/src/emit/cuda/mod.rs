@@ -75,6 +75,7 @@ mod tma;
 mod tma_async;
 pub mod types;
 mod wgmma_n;
+mod wgmma_sp;
 pub mod writer;
 
 use super::OutputMode;
@@ -210,6 +211,39 @@ pub fn emit_cuda(
                     Some(text) => w.raw(&text),
                     None => diags
                         .push(internal(*span, &format!("no WGMMA instruction Mma<{tag}, {n}>"))),
+                }
+            }
+            w.raw("}  // namespace CHOREO_WGMMA_NS\n");
+        }
+        // Sparse WGMMA: its library and the instructions of the (operation, N) pairs used.
+        let mut sparse: Vec<(String, u64, Span)> = Vec::new();
+        for item in &program.items {
+            let hir::Item::Function(f) = item else { continue };
+            for g in &f.frags {
+                let Some(s) = g.selected else { continue };
+                if s.family != crate::target::mma::MmaFamily::Wgmma
+                    || !s.config.sparse
+                    || g.role != Some(hir::mma::MmaRole::C)
+                {
+                    continue;
+                }
+                let (tag, n) = (wgmma_n::tag_of(&s.config), s.config.n);
+                if !sparse.iter().any(|(t, m, _)| *t == tag && *m == n) {
+                    sparse.push((tag, n, g.span));
+                }
+            }
+        }
+        sparse.sort_by(|x, y| (&x.0, x.1).cmp(&(&y.0, y.1)));
+        if !sparse.is_empty() {
+            w.raw(mma::WGMMA_SPARSE);
+            w.raw("namespace CHOREO_WGMMA_NS {\n");
+            for (tag, n, span) in &sparse {
+                match wgmma_n::sparse_specialisation(tag, *n) {
+                    Some(text) => w.raw(&text),
+                    None => diags.push(internal(
+                        *span,
+                        &format!("no sparse WGMMA instruction SpMma<{tag}, {n}>"),
+                    )),
                 }
             }
             w.raw("}  // namespace CHOREO_WGMMA_NS\n");

@@ -160,6 +160,49 @@ pub(super) fn specialisation(tag: &str, n: u64) -> Option<String> {
     Some(s)
 }
 
+/// The sparse instruction `SpMma<tag, n>` (`wgmma.mma_async.sp`, SS mode, both operands
+/// K-major; `wgmma_sp.cuh`): logical K twice the dense tag's, the metadata register and the
+/// sparsity selector 0 after the descriptors. `None` as for [`specialisation`], and for the
+/// integer and tf32 tags (no sparse WGMMA of theirs is selected).
+pub(super) fn sparse_specialisation(tag: &str, n: u64) -> Option<String> {
+    let op = op_info(tag)?;
+    if n == 0 || n % 8 != 0 || n > 256 || op.form == Form::Int || op.ptx.contains("tf32") {
+        return None;
+    }
+    let r = n / 2 / op.per;
+    let k = 2 * op.k;
+    let ins = format!("wgmma.mma_async.sp.sync.aligned.m64n{n}k{k}.{}", op.ptx);
+    let regs = reg_list(0, r);
+    let outs: Vec<String> = (0..r).map(|i| format!("\"{}\"(d[{i}])", op.con)).collect();
+    let outs = outs.join(", ");
+    // d, desc-a, desc-b, sp-meta, sp-sel, scale-d, imm-scale-a, imm-scale-b[, imm-trans-a,
+    // imm-trans-b].
+    let tail = if op.form == Form::T16 { ", p, 1, 1, 0, 0;" } else { ", p, 1, 1;" };
+    let acc = op.acc;
+    let mut s = String::new();
+    s.push_str(&format!("template <> struct SpMma<{tag}, {n}> {{\n"));
+    s.push_str(&format!("  static constexpr int kN = {n}, kK = {k}, kRegs = {r};\n"));
+    s.push_str(&format!("  using Acc = {acc};\n"));
+    s.push_str(&format!(
+        "  CHOREO_WGMMA_DEVICE static void ss(Acc (&d)[{r}], std::uint64_t da, std::uint64_t db, \
+         std::uint32_t e, int scale_d) {{\n"
+    ));
+    s.push_str("#if CHOREO_WGMMA_SM90A\n");
+    s.push_str(&format!(
+        "    asm volatile(\"{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{}, 0;\\n\"\n                 \
+         \"{ins} {regs}, %{r}, %{}, %{}, 0{tail}\\n}}\\n\"\n                 : {outs}\n                 \
+         : \"l\"(da), \"l\"(db), \"r\"(e), \"r\"(scale_d));\n",
+        r + 3,
+        r + 1,
+        r + 2
+    ));
+    s.push_str("#else\n");
+    s.push_str("    (void)d, (void)da, (void)db, (void)e, (void)scale_d;\n");
+    s.push_str("    detail::sp_unavailable();\n");
+    s.push_str("#endif\n  }\n};\n");
+    Some(s)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -201,6 +244,14 @@ mod tests {
             assert!(f16.contains(&format!("%{}, 0;", n / 4 + 2)));
         }
         assert!(specialisation("F32F16F16", 12).is_none());
+        let sp = sparse_specialisation("F32F16F16", 64).expect("sparse f16");
+        assert!(sp.contains("wgmma.mma_async.sp.sync.aligned.m64n64k32.f32.f16.f16 {%0,"));
+        assert!(sp.contains("%32, %33, %34, 0, p, 1, 1, 0, 0;") && sp.contains("p, %35, 0;"));
+        let sp = sparse_specialisation("F16E4M3E4M3", 256).expect("sparse fp8");
+        assert!(
+            sp.contains("m64n256k64.f16.e4m3.e4m3") && sp.contains("%64, %65, %66, 0, p, 1, 1;")
+        );
+        assert!(sparse_specialisation("S32S8S8", 64).is_none());
         assert!(specialisation("X", 8).is_none());
     }
 }
