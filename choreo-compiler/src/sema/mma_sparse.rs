@@ -185,12 +185,13 @@ impl Checker<'_> {
             }
             _ => false,
         };
+        let what = if self.in_warpgroup() { "sparse WGMMA" } else { "sparse MMA" };
         if !is_frag {
             let _ = self.check_expr(e);
             self.error_label(
                 "E1047",
                 e.span,
-                "sparse MMA metadata must be loaded into a register with mma.load before use",
+                format!("{what} metadata must be loaded into a register with mma.load before use"),
                 "not a metadata fragment",
             );
             return None;
@@ -204,7 +205,7 @@ impl Checker<'_> {
             self.error_label(
                 "E1047",
                 e.span,
-                "sparse MMA metadata must be loaded into a register with mma.load before use",
+                format!("{what} metadata must be loaded into a register with mma.load before use"),
                 "a filled fragment, not loaded metadata",
             );
             return None;
