@@ -130,6 +130,15 @@ __device__ __forceinline__ void wg_sp_meta_load(wg_sp_meta<K, AK>& f, int t, con
 #endif
 }
 
+// A metadata tile outside its buffer (a guarded `mma.load`) reads as zeros.
+template <int K, int AK, typename V>
+__device__ __forceinline__ void fill(wg_sp_meta<K, AK>& f, V) {
+  for (int i = 0; i < K / AK; ++i) f.r[i] = 0;
+#if defined(__CHOREO_CPU__)
+  for (int i = 0; i < 64 * (K / 8); ++i) f.x[i] = 0;
+#endif
+}
+
 // Instruction kt of a sparse execution: acc += Â(atom kt) · B(atom kt)ᵀ.
 template <class Op, int N, int K, int AK>
 __device__ __forceinline__ void wg_sp_mma(wg_acc<Op, N>& acc, std::uint64_t da, std::uint64_t db,
