@@ -1986,12 +1986,18 @@ impl<'a> hir::visit::Visitor<'a> for CountBarriers<'_> {
 }
 
 #[test]
-fn sparse_wgmma_is_not_supported_yet() {
-    // Sparse MMA runs on a warp's mma.sp.sync; in a warpgroup it is E0901 (tier 3).
-    let c = run(
-        "__co__ void f(f16 [64, 16] a, f16 [64, 32] b, u8 [64, 4] m, f32 [64, 64] &c) {\n  parallel p by 1 : block {\n    ga = dma.copy.swiz<32> a => shared;\n    gb = dma.copy.swiz<64> b => shared;\n    parallel w by 1 : group-4, t by 128 : thread {\n      acc = mma.fill.f32 0.0f;\n      fe = mma.load m;\n      mma.row.row.sp acc, ga.data, gb.data, fe;\n      mma.store acc, c;\n    }\n  }\n}\n",
-    );
+fn sparse_wgmma_is_checked_and_needs_sm90a() {
+    // In a warpgroup, `.sp` is a sparse WGMMA (wgmma.mma_async.sp): f16 K 32, N 64, metadata
+    // u8 [64, 4]; one instruction, the metadata fragment gets role E.
+    let src = "__co__ void f(f16 [64, 16] a, f16 [64, 32] b, u8 [64, 4] m, f32 [64, 64] &c) {\n  parallel p by 1 : block {\n    ga = dma.copy.swiz<32> a => shared;\n    gb = dma.copy.swiz<64> b => shared;\n    parallel w by 1 : group-4, t by 128 : thread {\n      acc = mma.fill.f32 0.0f;\n      fe = mma.load m;\n      mma.row.row.sp acc, ga.data, gb.data, fe;\n      mma.store acc, c;\n    }\n  }\n}\n";
+    let f = accept(src);
+    let meta = f.frags.iter().find(|g| g.name == "fe").expect("the metadata fragment");
+    assert_eq!(meta.role, Some(hir::mma::MmaRole::E));
+    let sel = meta.selected.expect("selected");
+    assert!(sel.config.sparse && sel.config.k == 32 && sel.config.n == 64);
+    // On plain sm_90 the group-4 level and the WGMMA are both refused.
+    let c = run_for(src, Target::Cuda("sm_90".parse().expect("arch")));
     let codes: Vec<&str> = c.diags.iter().filter(|d| d.is_error()).map(|d| d.code).collect();
-    assert_eq!(codes, ["E0901"], "{}", render_human(&c.db, &c.diags));
-    assert!(c.diags[0].message.contains("sparse WGMMA"), "{}", c.diags[0].message);
+    assert!(codes.contains(&"E1005"), "{}", render_human(&c.db, &c.diags));
+    assert!(c.diags.iter().any(|d| d.message.contains("WGMMA requires sm_90a")));
 }

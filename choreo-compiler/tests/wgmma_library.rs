@@ -132,3 +132,62 @@ fn generated_section_is_complete() {
         }
     }
 }
+
+/// Every legal N outside the library's list (spec-tier3 §5.3 table G) that the translator
+/// writes per program (`emit::cuda::wgmma_instruction`), for one operation of each generator
+/// form (16-bit with transposes and f32 or packed f16 accumulators, tf32, fp8 to f32 and to f16,
+/// 8-bit integers), SS and RS, compiled by nvcc for sm_90a: ptxas validates every instruction
+/// string and operand list.
+#[test]
+fn every_legal_n_compiles_for_sm90a() {
+    use choreo_compiler::emit::cuda::wgmma_instruction;
+    let library = [8, 16, 24, 32, 48, 64, 96, 128, 192, 256];
+    let int_n = |n: u64| n == 8 || n == 16 || n == 24 || ((32..=224).contains(&n) && n % 16 == 0);
+    let ops: [(&str, u64, bool); 6] = [
+        ("F32F16F16", 8, false),
+        ("F16F16F16", 8, false),
+        ("F32TF32TF32", 16, false),
+        ("F16E4M3E5M2", 8, false),
+        ("F32E5M2E4M3", 8, false),
+        ("S32U8S8", 8, true),
+    ];
+    let mut cu = String::from("#include \"wgmma.cuh\"\nnamespace CHOREO_WGMMA_NS {\n");
+    let mut calls = String::new();
+    let mut count = 0;
+    for (tag, lo, int) in ops {
+        for n in (lo..=256).step_by(8) {
+            if library.contains(&n) || (int && !int_n(n)) {
+                continue;
+            }
+            cu.push_str(&wgmma_instruction(tag, n).unwrap_or_else(|| panic!("{tag} {n}")));
+            calls.push_str(&format!(
+                "  {{ using M = CHOREO_WGMMA_NS::Mma<CHOREO_WGMMA_NS::{tag}, {n}>; \
+                 M::Acc d[M::kRegs] = {{}}; M::ss<0, 0>(d, da, db, s); M::rs<0>(d, a, db, 1); \
+                 for (int i = 0; i < M::kRegs; ++i) out[i] += static_cast<std::uint32_t>(d[i]); }}\n"
+            ));
+            count += 1;
+        }
+    }
+    assert!(count > 100, "{count} instructions");
+    cu.push_str("}  // namespace CHOREO_WGMMA_NS\n");
+    cu.push_str(
+        "__global__ void every_n(std::uint64_t da, std::uint64_t db, int s, std::uint32_t* out) {\n\
+         const std::uint32_t a[4] = {out[0], out[1], out[2], out[3]};\n",
+    );
+    cu.push_str(&calls);
+    cu.push_str("}\n");
+    let source = out_dir().join("wgmma_every_n.cu");
+    std::fs::write(&source, cu).expect("write the .cu");
+    let toolkit = find_toolkit();
+    let object = out_dir().join("wgmma_every_n.o");
+    let output = Command::new(&toolkit.nvcc)
+        .args(["-std=c++17", "-gencode", "arch=compute_90a,code=sm_90a", "-c"])
+        .arg("-I")
+        .arg(library_dir())
+        .arg(&source)
+        .arg("-o")
+        .arg(&object)
+        .output()
+        .expect("run nvcc");
+    assert!(output.status.success(), "nvcc failed on every N:\n{}", common::cxx::describe(&output));
+}

@@ -258,6 +258,24 @@ pub enum MmaOp {
         /// The metadata fragment (role [`MmaRole::E`]).
         meta: FragRef,
     },
+    /// `mma.row.row.sp acc, A, B, e;` of a warpgroup (sparse WGMMA, `wgmma.mma_async.sp`,
+    /// spec-tier3 §5.4 "Sparse", §10.3): `atoms` instructions of logical K `atom_k`, A the
+    /// 2:4-compressed `[64, K/2]` direct shared view, B the `[N, K]` one (both K-major, SS
+    /// mode), the metadata fragment `meta` (role [`MmaRole::E`], `u8 [64, K/8]`); synchronous.
+    WgSparseExec {
+        /// The accumulator (64×N, WGMMA_ACC layout).
+        acc: FragRef,
+        /// Operand A: the compressed values (`[64, K/2]`).
+        a: Box<WgOperand>,
+        /// Operand B (`[N, K]`, logical K).
+        b: Box<WgOperand>,
+        /// The metadata fragment.
+        meta: FragRef,
+        /// The instructions the statement issues.
+        atoms: u64,
+        /// The logical K of one instruction (32 for 16-bit types, 64 for fp8).
+        atom_k: u64,
+    },
     /// The block scale of spec-tier3 §5.4 (`mma.row.row.scale acc, a, b, SA, sb;` after its
     /// execution into `tmp`, or `mma.scale acc, SA, sb;`): `acc[i][j] += tmp[i][j]·SA(i)·sb`,
     /// then `tmp` is zeroed for the next executions (WGMMA accumulators only).

@@ -206,6 +206,14 @@ pub fn walk_mma<'a, V: Visitor<'a> + ?Sized>(v: &mut V, op: &'a MmaOp) {
             frag(v, b);
             frag(v, meta);
         }
+        MmaOp::WgSparseExec { acc, a, b, meta, atoms: _, atom_k: _ } => {
+            frag(v, acc);
+            frag(v, meta);
+            for o in [a.as_ref(), b.as_ref()] {
+                tile(v, &o.tile);
+                walk_expr(v, &o.k_stride);
+            }
+        }
         MmaOp::Scale { acc, tmp, scale, m_dim: _, sb } => {
             frag(v, acc);
             frag(v, tmp);

@@ -5,8 +5,9 @@
 //! `i0 | i1 << 2`, the positions `i0 < i1` of the two kept values of that group of four).
 //!
 //! Selection uses table S's `.sp` rows (`mma.sp.sync` m16n8k16 / m16n8k32, f16 → f16/f32 and
-//! bf16 → f32, sm_80). Sparse WGMMA and the fp8 m16n8k64 row are not supported yet (`E0901`);
-//! the reference's implicit metadata (a variable `<A>_mdata`) is not supported at all (`E1046`).
+//! bf16 → f32, sm_80; m16n8k64 e4m3/e5m2 (any mix) → f32, sm_90). In a warpgroup the statement
+//! is a sparse WGMMA (`sema::wgmma_sparse`). The reference's implicit metadata (a variable
+//! `<A>_mdata`) is not supported at all (`E1046`).
 
 use super::Checker;
 use crate::ast::{self, MmaLayout};
@@ -14,7 +15,7 @@ use crate::diagnostics::Diagnostic;
 use crate::hir::mma::{FragRef, MmaOp, MmaRole};
 use crate::hir::{ElemTy, Stmt, StmtKind};
 use crate::source::Span;
-use crate::target::mma::{MmaFamily, MmaType};
+use crate::target::mma::MmaFamily;
 
 /// What a sparse execution statement says besides its operands.
 pub(crate) struct SparseExec {
@@ -57,11 +58,7 @@ impl Checker<'_> {
             self.declare_poisoned(f);
         }
         if self.in_warpgroup() {
-            return self.unsupported(
-                x.sp,
-                "sparse WGMMA (`wgmma.mma_async.sp`; sparse MMA runs on a warp's `mma.sp.sync`)",
-                3,
-            );
+            return self.check_wg_sparse_exec(x, future, [acc, a, b], meta, out);
         }
         let ok = self.mma_place_ok(x.span);
         if let Some(at) = x.schedule {
@@ -126,8 +123,9 @@ impl Checker<'_> {
         }
         let Some(sel) = self.frags[acc.frag.index()].selected else { return };
         let c = sel.config;
-        if sel.family != MmaFamily::MmaSync || matches!(c.a, MmaType::E4m3 | MmaType::E5m2) {
-            return self.unsupported(x.sp, "sparse mma.sync with 8-bit floating-point operands", 3);
+        if sel.family != MmaFamily::MmaSync {
+            // check_exec reports every other family (WGMMA in a warp: E1020).
+            return;
         }
         // The metadata: u8 [M, K/8].
         let want = [c.m, c.k / 8];
@@ -180,19 +178,20 @@ impl Checker<'_> {
     }
 
     /// The metadata operand: a fragment that `mma.load` filled (`E1047`).
-    fn meta_ref(&mut self, e: &ast::Expr) -> Option<FragRef> {
+    pub(crate) fn meta_ref(&mut self, e: &ast::Expr) -> Option<FragRef> {
         let is_frag = match &e.kind {
             ast::ExprKind::Ident(id) => {
                 matches!(self.scopes.lookup(&id.name), Some(super::scope::Symbol::Frag(_)))
             }
             _ => false,
         };
+        let what = if self.in_warpgroup() { "sparse WGMMA" } else { "sparse MMA" };
         if !is_frag {
             let _ = self.check_expr(e);
             self.error_label(
                 "E1047",
                 e.span,
-                "sparse MMA metadata must be loaded into a register with mma.load before use",
+                format!("{what} metadata must be loaded into a register with mma.load before use"),
                 "not a metadata fragment",
             );
             return None;
@@ -206,7 +205,7 @@ impl Checker<'_> {
             self.error_label(
                 "E1047",
                 e.span,
-                "sparse MMA metadata must be loaded into a register with mma.load before use",
+                format!("{what} metadata must be loaded into a register with mma.load before use"),
                 "a filled fragment, not loaded metadata",
             );
             return None;

@@ -273,6 +273,8 @@
 //! - `E1053` a block scale `SA` that is not `[M, 1]` or `[1, M]`
 //! - `E1054` block scale factors that are not f32
 //! - `E1055` block-scaled MMA on an accumulator that is not a float WGMMA accumulator
+//! - `E1056` a sparse WGMMA whose operands are not K-major (`mma.row.row.sp`)
+//! - `E1057` operand B of a sparse WGMMA with a swizzle narrower than one instruction's K
 //!
 //! Not supported:
 //! - `E0901` construct of tier 2 or 3, not supported yet
@@ -328,6 +330,7 @@ mod tma_async;
 mod types;
 mod views;
 mod wgmma;
+mod wgmma_sparse;
 mod wspipe;
 
 use crate::ast;

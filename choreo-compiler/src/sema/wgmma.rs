@@ -54,9 +54,6 @@ pub(crate) struct WgExec<'x> {
     pub(crate) schedule: Option<(&'x [(crate::token::IntLit, Span)], Span)>,
 }
 
-/// The N of the WGMMA library's instructions (`wgmma.cuh`).
-pub(crate) const LIBRARY_N: [u64; 10] = [8, 16, 24, 32, 48, 64, 96, 128, 192, 256];
-
 /// The K of one WGMMA instruction for operands of `t` (16-bit: 16, tf32: 8, 8-bit: 32).
 fn atom_k(t: MmaType) -> u64 {
     match t {
@@ -110,7 +107,7 @@ impl Checker<'_> {
     }
 
     /// Whether `e` names a fragment (`acc`, `acc[i]`).
-    fn names_frag(&self, e: &ast::Expr) -> bool {
+    pub(crate) fn names_frag(&self, e: &ast::Expr) -> bool {
         let mut base = e;
         while let ExprKind::Index { base: inner, .. } = &base.kind {
             base = inner;
@@ -122,7 +119,12 @@ impl Checker<'_> {
     /// A direct shared operand of WGMMA: a rank-2 shared view with constant extents, rows of a
     /// shared buffer (contiguous last dimension, the buffer's row pitch) that a swizzled copy
     /// filled. `None` after reporting.
-    fn wg_operand(&mut self, e: &ast::Expr, which: &str, mn_major: bool) -> Option<WgOperand> {
+    pub(crate) fn wg_operand(
+        &mut self,
+        e: &ast::Expr,
+        which: &str,
+        mn_major: bool,
+    ) -> Option<WgOperand> {
         let view: View = self.check_data(e, "a WGMMA operand")?;
         if view.storage != Storage::Shared {
             let place = view.storage.as_str();
@@ -394,18 +396,6 @@ impl Checker<'_> {
                     layout.as_str()
                 ),
                 "an MN-major operand of an 8-bit or tf32 WGMMA",
-            );
-            return;
-        }
-        if !LIBRARY_N.contains(&n) {
-            self.error_label(
-                "E0901",
-                span,
-                format!(
-                    "WGMMA with N = {n} is not supported yet (tier 3): the WGMMA library has N ∈ \
-                     {{8, 16, 24, 32, 48, 64, 96, 128, 192, 256}}"
-                ),
-                "a legal but unsupported N",
             );
             return;
         }

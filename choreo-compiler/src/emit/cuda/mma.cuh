@@ -587,13 +587,13 @@ __device__ __forceinline__ void sp_mma(sync_frag<2, M, N, K, TC>& c,
   }
 }
 #else
-template <int K, typename TA, typename TC>
+template <int K, typename TA, typename TB, typename TC>
 struct sp_op;
 
 // f32 accumulators: {d0..d3}, {a...}, {b...}, {d0..d3}, e, selector 0.
-#define CHOREO_SP_F32(K_, TA, PTX, AB)                                                          \
+#define CHOREO_SP_F32(K_, TA, TB, PTX, AB)                                                      \
   template <>                                                                                  \
-  struct sp_op<K_, TA, float> {                                                                \
+  struct sp_op<K_, TA, TB, float> {                                                            \
     __device__ __forceinline__ static void run(float* d, const std::uint32_t* a,               \
                                                const std::uint32_t* b, std::uint32_t e) {      \
       CHOREO_SP_ASM_F32_##AB(PTX)                                                              \
@@ -610,9 +610,9 @@ struct sp_op;
                : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(b[2]),  \
                  "r"(b[3]), "r"(e));
 // f16 accumulators: two f16x2 registers.
-#define CHOREO_SP_F16(K_, PTX, AB)                                                              \
+#define CHOREO_SP_F16(K_, TA, TB, PTX, AB)                                                      \
   template <>                                                                                  \
-  struct sp_op<K_, __half, __half> {                                                           \
+  struct sp_op<K_, TA, TB, __half> {                                                           \
     __device__ __forceinline__ static void run(__half* dh, const std::uint32_t* a,             \
                                                const std::uint32_t* b, std::uint32_t e) {      \
       std::uint32_t d[2];                                                                      \
@@ -642,14 +642,31 @@ struct sp_op;
 #define CHOREO_MMA_SP "mma.sp"
 #endif
 #endif
-CHOREO_SP_F32(16, __half, CHOREO_MMA_SP ".sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", 2)
-CHOREO_SP_F32(32, __half, CHOREO_MMA_SP ".sync.aligned.m16n8k32.row.col.f32.f16.f16.f32", 4)
-CHOREO_SP_F32(16, __nv_bfloat16,
+CHOREO_SP_F32(16, __half, __half,
+              CHOREO_MMA_SP ".sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", 2)
+CHOREO_SP_F32(32, __half, __half,
+              CHOREO_MMA_SP ".sync.aligned.m16n8k32.row.col.f32.f16.f16.f32", 4)
+CHOREO_SP_F32(16, __nv_bfloat16, __nv_bfloat16,
               CHOREO_MMA_SP ".sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", 2)
-CHOREO_SP_F32(32, __nv_bfloat16,
+CHOREO_SP_F32(32, __nv_bfloat16, __nv_bfloat16,
               CHOREO_MMA_SP ".sync.aligned.m16n8k32.row.col.f32.bf16.bf16.f32", 4)
-CHOREO_SP_F16(16, CHOREO_MMA_SP ".sync.aligned.m16n8k16.row.col.f16.f16.f16.f16", 2)
-CHOREO_SP_F16(32, CHOREO_MMA_SP ".sync.aligned.m16n8k32.row.col.f16.f16.f16.f16", 4)
+CHOREO_SP_F16(16, __half, __half,
+              CHOREO_MMA_SP ".sync.aligned.m16n8k16.row.col.f16.f16.f16.f16", 2)
+CHOREO_SP_F16(32, __half, __half,
+              CHOREO_MMA_SP ".sync.aligned.m16n8k32.row.col.f16.f16.f16.f16", 4)
+// fp8 m16n8k64 (sm_90 per spec-tier3 §5.3 table S; any mix of e4m3 and e5m2): A is the
+// compressed [16, 32] (4 registers, the layout of the dense m16n8k32 fp8 A), B [64, 8] (4
+// registers: register j holds k 16j + 4q .. 16j + 4q + 3 of column g). Metadata: all four
+// threads of a group contribute (selector 0): thread q holds K chunk q (logical k 16q..16q+15)
+// of rows g (bits 0..15) and g + 8 (bits 16..31) -- sp_meta_load with K / 16 = 4 chunks.
+// f32 accumulators only: ptxas rejects an f16 accumulator with fp8 operands on sm_90a.
+#define CHOREO_SP_FP8(TA, TB, SA, SB)                                                           \
+  CHOREO_SP_F32(64, TA, TB,                                                                    \
+                CHOREO_MMA_SP ".sync.aligned.m16n8k64.row.col.f32." SA "." SB ".f32", 4)
+CHOREO_SP_FP8(__nv_fp8_e4m3, __nv_fp8_e4m3, "e4m3", "e4m3")
+CHOREO_SP_FP8(__nv_fp8_e4m3, __nv_fp8_e5m2, "e4m3", "e5m2")
+CHOREO_SP_FP8(__nv_fp8_e5m2, __nv_fp8_e4m3, "e5m2", "e4m3")
+CHOREO_SP_FP8(__nv_fp8_e5m2, __nv_fp8_e5m2, "e5m2", "e5m2")
 
 template <int M, int N, int K, typename TA, typename TB, typename TC>
 __device__ __forceinline__ void sp_mma(sync_frag<2, M, N, K, TC>& c,
@@ -661,7 +678,7 @@ __device__ __forceinline__ void sp_mma(sync_frag<2, M, N, K, TC>& c,
   std::uint32_t ra[na], rb[nb];
   std::memcpy(ra, a.x, sizeof(ra));
   std::memcpy(rb, b.x, sizeof(rb));
-  sp_op<K, TA, TC>::run(c.x, ra, rb, e.x[0]);
+  sp_op<K, TA, TB, TC>::run(c.x, ra, rb, e.x[0]);
 }
 #endif
 

@@ -19,6 +19,9 @@ pub(super) const WGMMA_LIBRARY: &str = include_str!("wgmma.cuh");
 /// The WGMMA statements of generated code (after both libraries).
 pub(super) const WGMMA_OPS: &str = include_str!("wgmma_ops.cuh");
 
+/// The sparse WGMMA library (pasted only into files that execute a sparse WGMMA).
+pub(super) const WGMMA_SPARSE: &str = include_str!("wgmma_sp.cuh");
+
 /// `__choreo_wgmma_<hash of the library texts>`, `_cpu` for the CPU dialect.
 pub(super) fn wgmma_namespace(cpu: bool) -> String {
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
@@ -126,6 +129,7 @@ impl FnEmitter<'_, '_> {
             (MmaFamily::Wmma, MmaRole::C) => format!("{NS}::wmma_c<{m}, {n}, {k}, {t}>"),
             (MmaFamily::Wgmma, MmaRole::C) => format!("{NS}::wg_acc<{}, {n}>", wgmma_op(&c)),
             (MmaFamily::Wgmma, MmaRole::A) => format!("{NS}::wg_afrag<{}>", f.extent_k),
+            (MmaFamily::Wgmma, MmaRole::E) => format!("{NS}::wg_sp_meta<{}, {k}>", f.extent_k),
             _ => {
                 self.bug(span, "an MMA fragment of an unsupported family or role");
                 return None;
@@ -135,7 +139,7 @@ impl FnEmitter<'_, '_> {
 
     /// The condition under which a tile is inside its buffer (its first and last elements'
     /// accesses), if any check is needed.
-    fn tile_guard(&mut self, t: &MmaTile) -> Option<String> {
+    pub(super) fn tile_guard(&mut self, t: &MmaTile) -> Option<String> {
         let mut parts = Vec::new();
         for e in [&t.first, &t.last] {
             if let HExprKind::At { buffer, index, id } = &e.kind {
@@ -208,6 +212,9 @@ impl FnEmitter<'_, '_> {
             }
             MmaOp::Scale { acc, tmp, scale, m_dim, sb } => {
                 self.wg_scale(span, acc, tmp, scale, *m_dim, sb)
+            }
+            MmaOp::WgSparseExec { acc, a, b, meta, atoms, atom_k } => {
+                self.wg_sparse_exec(span, acc, (a, b), meta, [*atoms, *atom_k]);
             }
             MmaOp::WgExec { acc, a, b, atoms, atom_k, wait, order } => {
                 self.wg_exec(span, acc, (a, b), [*atoms, *atom_k], *wait, order.as_deref());
@@ -292,6 +299,12 @@ impl FnEmitter<'_, '_> {
         let tf32 = is_tf32(&f);
         let t = frag_elem(&f);
         let line = match (sel.family, role) {
+            (MmaFamily::Wgmma, MmaRole::E) => {
+                let Some(line) = self.wg_sp_meta_load(span, &l, tile, [&base, &s0, &s1]) else {
+                    return;
+                };
+                line
+            }
             (MmaFamily::Wgmma, _) => {
                 // Logical strides (m, k): a K-major A is [M, K], else [K, M].
                 let (sm, sk) = if f.k_major { (&s0, &s1) } else { (&s1, &s0) };
@@ -383,7 +396,13 @@ impl FnEmitter<'_, '_> {
     }
 
     /// The descriptor of atom `kt` (a C++ expression) of a direct operand.
-    fn wg_desc(&mut self, span: Span, o: &WgOperand, atom_k: u64, kt: &str) -> Option<String> {
+    pub(super) fn wg_desc(
+        &mut self,
+        span: Span,
+        o: &WgOperand,
+        atom_k: u64,
+        kt: &str,
+    ) -> Option<String> {
         let HExprKind::At { buffer, .. } = &o.tile.first.kind else {
             self.bug(span, "a WGMMA operand without its first access");
             return None;

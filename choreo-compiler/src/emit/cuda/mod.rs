@@ -74,6 +74,8 @@ pub mod support;
 mod tma;
 mod tma_async;
 pub mod types;
+mod wgmma_n;
+mod wgmma_sp;
 pub mod writer;
 
 use super::OutputMode;
@@ -126,6 +128,14 @@ pub struct CudaOptions {
     pub dialect: Dialect,
 }
 
+/// The WGMMA instruction `Mma<tag, n>` (an explicit specialisation for the WGMMA library's
+/// namespace, `tag` in the library's spelling such as `F32F16F16`) that generated code gets for
+/// an N outside the library's list; `None` for an unknown tag or an N that is not a multiple
+/// of 8 in 8..=256. Public for the library tests, which compile every legal N with nvcc.
+pub fn wgmma_instruction(tag: &str, n: u64) -> Option<String> {
+    wgmma_n::specialisation(tag, n)
+}
+
 /// Writes the `.cu` text of a checked, lowered file. Internal inconsistencies (which a correct
 /// `sema` and `lower` never produce) are reported as `E0801` errors; the text is then not
 /// usable.
@@ -176,6 +186,68 @@ pub fn emit_cuda(
         }
         w.raw(&mma::WGMMA_LIBRARY.replacen("#pragma once\n", "", 1));
         w.raw(mma::WGMMA_OPS);
+        // The instructions of an N outside the library's list, for the pairs used here only.
+        let mut extra: Vec<(String, u64, Span)> = Vec::new();
+        for item in &program.items {
+            let hir::Item::Function(f) = item else { continue };
+            for g in &f.frags {
+                let Some(s) = g.selected else { continue };
+                if s.family != crate::target::mma::MmaFamily::Wgmma
+                    || wgmma_n::LIBRARY_N.contains(&s.config.n)
+                {
+                    continue;
+                }
+                let (tag, n) = (wgmma_n::tag_of(&s.config), s.config.n);
+                if !extra.iter().any(|(t, m, _)| *t == tag && *m == n) {
+                    extra.push((tag, n, g.span));
+                }
+            }
+        }
+        extra.sort_by(|x, y| (&x.0, x.1).cmp(&(&y.0, y.1)));
+        if !extra.is_empty() {
+            w.raw("namespace CHOREO_WGMMA_NS {\n");
+            for (tag, n, span) in &extra {
+                match wgmma_n::specialisation(tag, *n) {
+                    Some(text) => w.raw(&text),
+                    None => diags
+                        .push(internal(*span, &format!("no WGMMA instruction Mma<{tag}, {n}>"))),
+                }
+            }
+            w.raw("}  // namespace CHOREO_WGMMA_NS\n");
+        }
+        // Sparse WGMMA: its library and the instructions of the (operation, N) pairs used.
+        let mut sparse: Vec<(String, u64, Span)> = Vec::new();
+        for item in &program.items {
+            let hir::Item::Function(f) = item else { continue };
+            for g in &f.frags {
+                let Some(s) = g.selected else { continue };
+                if s.family != crate::target::mma::MmaFamily::Wgmma
+                    || !s.config.sparse
+                    || g.role != Some(hir::mma::MmaRole::C)
+                {
+                    continue;
+                }
+                let (tag, n) = (wgmma_n::tag_of(&s.config), s.config.n);
+                if !sparse.iter().any(|(t, m, _)| *t == tag && *m == n) {
+                    sparse.push((tag, n, g.span));
+                }
+            }
+        }
+        sparse.sort_by(|x, y| (&x.0, x.1).cmp(&(&y.0, y.1)));
+        if !sparse.is_empty() {
+            w.raw(mma::WGMMA_SPARSE);
+            w.raw("namespace CHOREO_WGMMA_NS {\n");
+            for (tag, n, span) in &sparse {
+                match wgmma_n::sparse_specialisation(tag, *n) {
+                    Some(text) => w.raw(&text),
+                    None => diags.push(internal(
+                        *span,
+                        &format!("no sparse WGMMA instruction SpMma<{tag}, {n}>"),
+                    )),
+                }
+            }
+            w.raw("}  // namespace CHOREO_WGMMA_NS\n");
+        }
     }
     // The fragment operations (spec-tier3 §6) only where shaped fragments or `apply` are used.
     let uses_frag = program

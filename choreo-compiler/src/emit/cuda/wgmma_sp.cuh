@@ -1,0 +1,154 @@
+// Sparse WGMMA (choreo-compiler, emit::cuda; spec-tier3 §5.3 table G `.sp`, §5.4 "Sparse",
+// §10.3): `wgmma.mma_async.sp` with A the 2:4-compressed [64, K/2] tile and B the [N, K] tile
+// (shared-memory descriptors, K-major), and the metadata of A in one 32-bit register per thread
+// and instruction. Pasted after wgmma.cuh and wgmma_ops.cuh into files that execute a sparse
+// WGMMA; the translator writes the instruction `SpMma<Op, N>` of each (operation, N) pair the
+// file uses (emit::cuda::wgmma_n).
+//
+// Metadata in memory (and in Choreo): META u8 [64, K/8] (K the logical K of the execution),
+// byte k/8 of row m, low nibble for the group of four k mod 8 in 0..3, high nibble for 4..7;
+// nibble = i0 | i1 << 2, the positions (i0 < i1) of the group's two kept values, which appear in
+// that order in the compressed A.
+//
+// The metadata register (GPU), derived from the PTX ISA's sparse wgmma metadata layout and the
+// mma.sp layout that e2e 180/181 confirmed on an H200:
+// - each warp w (threads 32w..32w+31) of the warpgroup covers rows 16w..16w+15 of A, like its
+//   accumulator rows (WGMMA_ACC); in it, thread lane (g = lane / 4, q = lane % 4) serves rows
+//   16w + g and 16w + g + 8 -- exactly the m16 rows of an mma.sp of that warp;
+// - one instruction covers a logical K of 32 (16-bit types) or 64 (fp8), that is K / 4 groups
+//   of 4 bits per row: 2 or 4 chunks of 16 logical k (16 bits per row); with sparsity selector
+//   0, thread q < K / 16 holds chunk q: bits 0..15 the 16 bits of row 16w + g (group j of the
+//   chunk at bits 4j..4j+3), bits 16..31 those of row 16w + g + 8. For 16-bit types that is the
+//   thread pair q = 0, 1 (the "thread pair" that selector 0 names), for fp8 all four threads
+//   of the group (selector 0 is the only one);
+// - the bytes of a chunk are META[row][K/8 · kt + 2q] (low) and META[row][K/8 · kt + 2q + 1]
+//   (high) for instruction kt of the execution.
+// The CPU backend computes the same sums from the same META (each thread its own accumulator
+// elements), so a wrong GPU mapping shows as a GPU/CPU mismatch in the e2e cross-check.
+namespace CHOREO_WGMMA_NS {
+
+// One sparse instruction: `SpMma<Op, N>::ss(d, desc_a, desc_b, e, scale_d)`, Op the dense tag
+// (its Traits::k is half the sparse instruction's logical K).
+template <class Op, int N>
+struct SpMma;
+
+namespace detail {
+#if defined(__CHOREO_CPU__)
+// d (+)= Â · Bᵀ for one sparse instruction: Â the 64 x K matrix that the compressed atom at da
+// (64 x K/2) and the metadata rows meta[m * pitch ..] describe, B the N x K atom at db.
+template <class Op, int N, class Acc, int R>
+inline void sp_ss_cpu(Acc (&d)[R], std::uint64_t da, std::uint64_t db, const std::uint8_t* meta,
+                      int pitch, int scale_d) {
+  using T = Traits<Op>;
+  constexpr int K = 2 * T::k;
+  const int t = CHOREO_WGMMA_CPU_THREAD();
+  constexpr int per = T::acc == AccKind::F16 ? 2 : 1;
+  for (int j = 0; j < R; ++j) {
+    std::uint16_t halves[2] = {0, 0};
+    for (int h = 0; h < per; ++h) {
+      const int r = j * per + h;
+      const int row = acc_row(t, r), col = acc_col(t, r);
+      float sum = 0.0f;
+      for (int g = 0; g < K / 4; ++g) {
+        const int nib = (meta[row * pitch + g / 2] >> (4 * (g % 2))) & 0xF;
+        const int i0 = nib & 3, i1 = nib >> 2;
+        sum += load_elem(T::a, operand(da, false, row, 2 * g, T::a)) *
+               load_elem(T::b, operand(db, false, col, 4 * g + i0, T::b));
+        sum += load_elem(T::a, operand(da, false, row, 2 * g + 1, T::a)) *
+               load_elem(T::b, operand(db, false, col, 4 * g + i1, T::b));
+      }
+      if (T::acc == AccKind::F32) {
+        float prev;
+        std::memcpy(&prev, &d[j], 4);
+        const float out = (scale_d ? prev : 0.0f) + sum;
+        std::memcpy(&d[j], &out, 4);
+      } else {
+        std::uint32_t packed;
+        std::memcpy(&packed, &d[j], 4);
+        const float prev = half_bits_to_float(static_cast<std::uint16_t>(packed >> (16 * h)));
+        halves[h] = float_to_half_bits((scale_d ? prev : 0.0f) + sum);
+      }
+    }
+    if (T::acc == AccKind::F16) {
+      const std::uint32_t packed = static_cast<std::uint32_t>(halves[0]) |
+                                   static_cast<std::uint32_t>(halves[1]) << 16;
+      std::memcpy(&d[j], &packed, 4);
+    }
+  }
+}
+#endif
+// Another architecture than sm_90a (and the host pass; the CPU takes sp_ss_cpu instead).
+CHOREO_WGMMA_DEVICE void sp_unavailable() {
+#if defined(__CUDA_ARCH__)
+  __trap();
+#elif defined(__CHOREO_CPU__)
+  std::fprintf(stderr, "choreo: a sparse WGMMA instruction outside the CPU path\n");
+  std::abort();
+#endif
+}
+}  // namespace detail
+
+}  // namespace CHOREO_WGMMA_NS
+
+namespace CHOREO_MMA_NS {
+
+// The metadata of a sparse WGMMA over a logical K of `K` (instructions of logical K `AK`):
+// GPU: one register per instruction (the layout above); CPU: the whole u8 [64, K/8] tile.
+template <int K, int AK>
+struct wg_sp_meta {
+  static_assert(K % AK == 0 && AK % 16 == 0, "sparse WGMMA metadata covers whole instructions");
+  static constexpr int atoms = K / AK;
+  std::uint32_t r[atoms];
+#if defined(__CHOREO_CPU__)
+  std::uint8_t x[64 * (K / 8)];
+#endif
+};
+
+// `mma.load` of the metadata: byte (m, c) at p[m * sm + c * sc] (through the swizzle Swz of a
+// shared buffer of rows x cols elements at `base`, if any); t is the thread in its warpgroup.
+template <unsigned Swz, int K, int AK, typename S>
+__device__ __forceinline__ void wg_sp_meta_load(wg_sp_meta<K, AK>& f, int t, const S* p,
+                                                long long sm, long long sc, const S* base,
+                                                unsigned rows, unsigned cols) {
+  const auto byte = [&](int m, int c) {
+    return static_cast<std::uint32_t>(
+        static_cast<std::uint8_t>(*at<Swz>(p + m * sm + c * sc, base, rows, cols)));
+  };
+  const int w = t / 32, g = (t % 32) / 4, q = t % 4;
+  const int r0 = 16 * w + g, r1 = r0 + 8;
+  for (int kt = 0; kt < K / AK; ++kt) {
+    std::uint32_t v = 0;
+    if (q < AK / 16) {
+      const int c = kt * (AK / 8) + 2 * q;
+      v = byte(r0, c) | byte(r0, c + 1) << 8 | byte(r1, c) << 16 | byte(r1, c + 1) << 24;
+    }
+    f.r[kt] = v;
+  }
+#if defined(__CHOREO_CPU__)
+  for (int m = 0; m < 64; ++m)
+    for (int c = 0; c < K / 8; ++c) f.x[m * (K / 8) + c] = static_cast<std::uint8_t>(byte(m, c));
+#endif
+}
+
+// A metadata tile outside its buffer (a guarded `mma.load`) reads as zeros.
+template <int K, int AK, typename V>
+__device__ __forceinline__ void fill(wg_sp_meta<K, AK>& f, V) {
+  for (int i = 0; i < K / AK; ++i) f.r[i] = 0;
+#if defined(__CHOREO_CPU__)
+  for (int i = 0; i < 64 * (K / 8); ++i) f.x[i] = 0;
+#endif
+}
+
+// Instruction kt of a sparse execution: acc += Â(atom kt) · B(atom kt)ᵀ.
+template <class Op, int N, int K, int AK>
+__device__ __forceinline__ void wg_sp_mma(wg_acc<Op, N>& acc, std::uint64_t da, std::uint64_t db,
+                                          const wg_sp_meta<K, AK>& e, int kt) {
+  static_assert(2 * CHOREO_WGMMA_NS::Traits<Op>::k == AK, "one instruction per metadata atom");
+#if defined(__CHOREO_CPU__)
+  CHOREO_WGMMA_NS::detail::sp_ss_cpu<Op, N>(acc.r, da, db, e.x + kt * (AK / 8), K / 8, 1);
+#else
+  CHOREO_WGMMA_NS::SpMma<Op, N>::ss(acc.r, da, db, e.r[kt], 1);
+#endif
+}
+
+}  // namespace CHOREO_MMA_NS

@@ -1,0 +1,99 @@
+//! Sparse WGMMA statements (spec-tier3 §5.4 "Sparse", §10.3): the metadata load and the
+//! execution, rendered as calls of `wgmma_sp.cuh` (pasted into files that execute a sparse
+//! WGMMA) and of the per-(operation, N) instructions `SpMma<Op, N>` that `wgmma_n` writes.
+
+use super::FnEmitter;
+use crate::hir::HExprKind;
+use crate::hir::mma::{FragRef, MmaTile, WgOperand};
+use crate::source::Span;
+
+/// The library's operation namespace (`mma.cuh`, `wgmma_ops.cuh`, `wgmma_sp.cuh`).
+const NS: &str = "CHOREO_MMA_NS";
+/// The WGMMA device library's namespace.
+const WG: &str = "CHOREO_WGMMA_NS";
+
+impl FnEmitter<'_, '_> {
+    /// `e = mma.load META…;` of a sparse WGMMA's metadata (`u8 [64, K/8]`).
+    pub(super) fn wg_sp_meta_load(
+        &mut self,
+        span: Span,
+        l: &str,
+        tile: &MmaTile,
+        [base, s0, s1]: [&str; 3],
+    ) -> Option<String> {
+        let (n, sbase, rows, cols) = if tile.swizzle == 0 {
+            (0, base.to_string(), 0, 0)
+        } else {
+            let HExprKind::At { buffer, .. } = &tile.first.kind else {
+                self.bug(span, "an MMA tile without its first access");
+                return None;
+            };
+            let (sbase, rows, cols) = self.swizzle_parts(span, *buffer);
+            (tile.swizzle, format!("&{sbase}"), rows, cols)
+        };
+        Some(format!(
+            "{NS}::wg_sp_meta_load<{n}>({l}, {NS}::wg_thread(), {base}, {s0}, {s1}, {sbase}, \
+             {rows}u, {cols}u);"
+        ))
+    }
+
+    /// A sparse WGMMA: fence the accumulator registers (and the operands' generic writes),
+    /// issue one `wgmma.mma_async.sp` per K atom (A's descriptor advanced by K/2 compressed
+    /// elements, B's by K, the atom's metadata register), commit and wait for all.
+    pub(super) fn wg_sparse_exec(
+        &mut self,
+        span: Span,
+        acc: &FragRef,
+        (a, b): (&WgOperand, &WgOperand),
+        meta: &FragRef,
+        [atoms, atom_k]: [u64; 2],
+    ) {
+        let f = self.f.frags[acc.frag.index()].clone();
+        let Some(sel) = f.selected else {
+            return self.bug(span, "a sparse WGMMA accumulator without a configuration");
+        };
+        let c = sel.config;
+        let l = self.frag_lvalue(acc);
+        let e = self.frag_lvalue(meta);
+        let Some(da) = self.wg_desc(span, a, atom_k / 2, "__choreo_kt") else { return };
+        let Some(db) = self.wg_desc(span, b, atom_k, "__choreo_kt") else { return };
+        let guards: Vec<String> =
+            [&a.tile, &b.tile].into_iter().filter_map(|t| self.tile_guard(t)).collect();
+        let head = format!(
+            "{{  // sparse WGMMA m64n{}k{atom_k} x {atoms} (SS), {}(c) += {}(a, 2:4) * {}(b)",
+            c.n,
+            c.c.name(),
+            c.a.name(),
+            c.b.name()
+        );
+        match guards.is_empty() {
+            true => self.w.line(span, &head),
+            false => self.w.line(span, &format!("if ({}) {head}", guards.join(" && "))),
+        }
+        self.w.indent += 1;
+        if [a, b].iter().any(|o| match &o.tile.first.kind {
+            HExprKind::At { buffer, .. } => self.proxies.generic(*buffer),
+            _ => true,
+        }) {
+            self.w.line(span, "::choreo::tma::fence_proxy_async();");
+        }
+        for line in [
+            format!("{WG}::fence_operands({l}.r);"),
+            format!("{WG}::fence();"),
+            "#pragma unroll".to_string(),
+            format!("for (int __choreo_kt = 0; __choreo_kt < {atoms}; ++__choreo_kt) {{"),
+            format!("  const std::uint64_t __choreo_da = {da};"),
+            format!("  const std::uint64_t __choreo_db = {db};"),
+            format!("  {NS}::wg_sp_mma({l}, __choreo_da, __choreo_db, {e}, __choreo_kt);"),
+            "}".to_string(),
+            format!("{WG}::commit_group();"),
+            format!("{WG}::fence_operands({l}.r);"),
+            format!("{WG}::wait_group<0>();"),
+            format!("{WG}::fence_operands({l}.r);"),
+        ] {
+            self.w.line(span, &line);
+        }
+        self.w.indent -= 1;
+        self.w.line(span, "}");
+    }
+}
