@@ -308,6 +308,9 @@ fn a_remainder_of_a_non_negative_product_is_below_its_divisor() {
         checks(src),
         [vec![(false, false), (false, false)], vec![(true, true), (false, false)]]
     );
+    // Through named locals: a host local `KT = K / 64` and a device local `stage`.
+    let src = "__co__ void f(global f32 [4, 64] x, global f32 [K] y) {\n  KT = K / 64;\n  parallel p by 1 : block, t by 64 : thread {\n    foreach {it} in [3] {\n      foreach {k} in [KT] {\n        stage = it * KT + k;\n        x.at(stage % 4, t) = 1.0f;\n      }\n    }\n  }\n}\n";
+    assert_eq!(checks(src), [vec![(false, false), (false, false)]]);
 }
 
 #[test]
@@ -332,11 +335,8 @@ fn event_orders_proven_non_negative_are_recorded() {
     let src = "__co__ void f(global f32 [8] x, int s) {\n  parallel p by 1 : block {\n    shared event e[4];\n    shared event g[2];\n    parallel t by 64 : thread {\n      foreach {k} in [8] {\n        trigger e.at(k * 3 + 1);\n        wait e.at(k * 3 + 1);\n        trigger e.at(k - s);\n        wait e.at(k - s);\n        trigger g[t / 32];\n        wait g[t / 32];\n        trigger g[t / 16];\n        wait g[t / 16];\n      }\n    }\n  }\n}\n";
     let f = function(src);
     let text = src;
-    let proven: Vec<&str> = f
-        .proven_slots
-        .iter()
-        .map(|s| &text[s.start as usize..s.end as usize])
-        .collect();
+    let proven: Vec<&str> =
+        f.proven_slots.iter().map(|s| &text[s.start as usize..s.end as usize]).collect();
     assert_eq!(proven, ["e.at(k * 3 + 1)", "e.at(k * 3 + 1)", "g[t / 32]", "g[t / 32]"]);
 }
 

@@ -220,6 +220,7 @@ pub(super) fn analyse(
         host_ranges: HashMap::new(),
         entry_facts: Vec::new(),
         inits: HashMap::new(),
+        host_inits: HashMap::new(),
         facts: Vec::new(),
         derived: std::cell::RefCell::new(HashMap::new()),
         derived_below: std::cell::RefCell::new(HashMap::new()),
@@ -361,6 +362,8 @@ struct Analysis<'a, 'd> {
     checks: bool,
     /// Immutable device locals with their initial values.
     inits: HashMap<VarId, &'a HExpr>,
+    /// Immutable host locals with their initial values (for [`Analysis::nonneg`]).
+    host_inits: HashMap<VarId, &'a HExpr>,
     /// Facts of the enclosing conditions, each `>= 0`.
     facts: Vec<Lin>,
     /// The numeric ranges `[lo, hi)` of the derived atoms met so far, by key.
@@ -416,6 +419,11 @@ impl<'a> Analysis<'a, '_> {
                 StmtKind::If { then_body, else_body, .. } => {
                     self.host_stmts(then_body);
                     self.host_stmts(else_body);
+                }
+                StmtKind::Let { var, init: Some(init) } => {
+                    if self.f.local(*var).is_some_and(|l| !l.mutable) {
+                        self.host_inits.insert(*var, init);
+                    }
                 }
                 StmtKind::Let { .. }
                 | StmtKind::DeclBuffer { .. }
@@ -1157,7 +1165,8 @@ impl<'a> Analysis<'a, '_> {
 
     /// Whether the signed integer `e` is never negative, by its structure: a linear form proven
     /// non-negative, or sums, products, quotients and remainders of such values (by positive
-    /// divisors), immutable locals initialised with one, and choices between two. Like the rest
+    /// divisors), immutable (device or host) locals initialised with one, and choices between
+    /// two. Like the rest
     /// of the analysis it assumes signed arithmetic does not overflow.
     fn nonneg(&self, e: &HExpr, depth: u32) -> bool {
         if depth > 32 || !signed(&e.ty) && !matches!(e.kind, HExprKind::Int(_)) {
@@ -1188,9 +1197,12 @@ impl<'a> Analysis<'a, '_> {
             }
             HExprKind::Var(v) if !self.ranges.contains_key(v) => {
                 self.f.local(*v).is_some_and(|l| {
-                    l.place == LocalPlace::DeviceScalar
-                        && !l.mutable
-                        && self.inits.get(v).is_some_and(|init| sub(init))
+                    let init = match l.place {
+                        LocalPlace::DeviceScalar => self.inits.get(v),
+                        LocalPlace::HostScalar => self.host_inits.get(v),
+                        _ => None,
+                    };
+                    !l.mutable && init.is_some_and(|init| sub(init))
                 })
             }
             _ => false,

@@ -379,9 +379,11 @@ impl FnEmitter<'_, '_> {
     /// bits, so adding `bytes >> 4` moves it by `bytes` while the address stays in shared
     /// memory): `(atom 0's descriptor, the increment of atom kt as a C++ expression of kt)`.
     /// An MN-major operand steps `atom_k` rows of `Swz` bytes per atom; a K-major one steps
-    /// `atom_k` elements along its row when the buffer's rows fit in one column group (row
-    /// bytes ≤ Swz), and, when they do not, by a table of per-atom offsets where its first
-    /// column is a constant. `None` otherwise (each atom's descriptor is computed on its own).
+    /// `atom_k` elements along its row while its atoms stay in one column group (`Swz` bytes of
+    /// each row: always when the buffer's rows fit in one), and by a `constexpr` table of
+    /// per-atom offsets when they cross groups — both need the first column modulo the group
+    /// width, known when it is a constant or a multiple of the width. `None` otherwise (each
+    /// atom's descriptor is computed on its own).
     fn wg_desc_steps(
         &mut self,
         span: Span,
@@ -415,8 +417,7 @@ impl FnEmitter<'_, '_> {
             // The first column modulo the column group's width: every column is in the only
             // group when the rows fit in one; else known when the column is a constant or a
             // multiple of the width (`kb * 64`).
-            let r0 = if cols <= w { Some(0) } else { col_mod(index.exprs().last()?, w) };
-            let r0 = r0?;
+            let r0 = if cols <= w { 0 } else { col_mod(index.exprs().last()?, w)? };
             // Several column groups (Swz bytes wide, `rows · Swz` bytes apart): atom kt's
             // offset from atom 0's, in elements.
             let phys = |c: u64| (c % w) + (c / w) * rows * w;
