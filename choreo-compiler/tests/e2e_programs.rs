@@ -29,6 +29,35 @@ fn every_e2e_program_translates_cleanly() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
+/// The programs `E2E_FILTER` selects (all when unset): a comma-separated list of numbers and
+/// ranges of the programs' number prefixes (`E2E_FILTER=85-185`, `E2E_FILTER=86,126-130`).
+fn selected(programs: Vec<PathBuf>) -> Vec<PathBuf> {
+    let Ok(filter) = std::env::var("E2E_FILTER") else { return programs };
+    let ranges: Vec<(u32, u32)> = filter
+        .split(',')
+        .map(|part| {
+            let part = part.trim();
+            let (lo, hi) = part.split_once('-').unwrap_or((part, part));
+            let number = |s: &str| {
+                s.trim().parse::<u32>().unwrap_or_else(|_| {
+                    panic!("E2E_FILTER={filter}: `{part}` is not a number or range N-M")
+                })
+            };
+            (number(lo), number(hi))
+        })
+        .collect();
+    let chosen: Vec<PathBuf> = programs
+        .into_iter()
+        .filter(|p| {
+            let name = p.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+            let n = name.split('_').next().and_then(|n| n.parse::<u32>().ok());
+            n.is_some_and(|n| ranges.iter().any(|(lo, hi)| (*lo..=*hi).contains(&n)))
+        })
+        .collect();
+    assert!(!chosen.is_empty(), "E2E_FILTER={filter} selects no program");
+    chosen
+}
+
 /// Programs that use what the CPU cannot run (inline PTX): their CPU translation must fail
 /// with `E0806` at that construct, never produce code.
 const GPU_ONLY: &[&str] = &["71_calls_atomics.co", "79_asm_inout_cpp.co"];
@@ -48,17 +77,7 @@ fn every_e2e_program_runs_on_the_cpu() {
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/e2e");
-    let mut programs = common::co_files(&dir, 70);
-    // E2E_FILTER=186_,187_ runs only the programs whose file names start with one of the
-    // comma-separated prefixes (a local shortcut; CI runs them all).
-    if let Ok(filter) = std::env::var("E2E_FILTER") {
-        let prefixes: Vec<&str> = filter.split(',').filter(|p| !p.is_empty()).collect();
-        programs.retain(|p| {
-            let name = p.file_name().and_then(|n| n.to_str()).unwrap_or_default();
-            prefixes.iter().any(|x| name.starts_with(x))
-        });
-        assert!(!programs.is_empty(), "E2E_FILTER={filter} selects no program");
-    }
+    let programs = selected(common::co_files(&dir, 70));
     let out_dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("e2e_cpu");
     std::fs::create_dir_all(&out_dir).expect("create the output folder");
     const FLAGS: &[&str] = &["-std=c++17", "-O1", "-g0", "-pthread", "-w"];

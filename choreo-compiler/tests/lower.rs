@@ -299,6 +299,48 @@ fn a_remainder_by_a_positive_extent_is_below_it() {
 }
 
 #[test]
+fn a_remainder_of_a_non_negative_product_is_below_its_divisor() {
+    // A ring slot `(it * (K / 64) + k) % 4`: not linear, but a sum of products of values that
+    // are never negative (loop indices from 0, a symbolic dimension divided by a positive
+    // constant). A difference that may be negative proves nothing.
+    let src = "__co__ void f(global f32 [4, 64] x, global f32 [K] y) {\n  parallel p by 1 : block, t by 64 : thread {\n    foreach {it} in [cdiv(K, 8)] {\n      foreach {k} in [K / 64] {\n        x.at((it * (K / 64) + k) % 4, t) = 1.0f;\n        x.at((it * (K / 64) - k) % 4, t) = 2.0f;\n      }\n    }\n  }\n}\n";
+    assert_eq!(
+        checks(src),
+        [vec![(false, false), (false, false)], vec![(true, true), (false, false)]]
+    );
+    // Through named locals: a host local `KT = K / 64` and a device local `stage`.
+    let src = "__co__ void f(global f32 [4, 64] x, global f32 [K] y) {\n  KT = K / 64;\n  parallel p by 1 : block, t by 64 : thread {\n    foreach {it} in [3] {\n      foreach {k} in [KT] {\n        stage = it * KT + k;\n        x.at(stage % 4, t) = 1.0f;\n      }\n    }\n  }\n}\n";
+    assert_eq!(checks(src), [vec![(false, false), (false, false)]]);
+}
+
+#[test]
+fn a_fact_proves_a_multiple_of_itself() {
+    // `w > 0` gives `w - 1 >= 0`, so `128 * (w - 1) >= 0`: the warpgroups of a consumer role
+    // (`w < 2` likewise bounds `(w + 1) * 128` from above); `w >= 0` does not help.
+    let src = "__co__ void f(global f32 [B, 256] y) {\n  parallel p by B : block {\n    parallel w by 3 : group-4, t by 128 : thread {\n      inthreads.async (w > 0) { y.at(p, (w - 1) * 128 + t) = 1.0f; }\n      inthreads.async (w < 2) { y.at(p, (w + 1) * 128 - t - 1) = 2.0f; }\n      inthreads.async (w >= 0) { y.at(p, (w - 1) * 128 + t) = 3.0f; }\n    }\n  }\n}\n";
+    assert_eq!(
+        checks(src),
+        [
+            vec![(false, false), (false, false)],
+            vec![(false, false), (false, false)],
+            vec![(false, false), (true, false)],
+        ]
+    );
+}
+
+#[test]
+fn event_orders_proven_non_negative_are_recorded() {
+    // A ring order from loop indices is never negative; one that subtracts may be, and a fixed
+    // slot index is recorded only when it is inside the event's slots.
+    let src = "__co__ void f(global f32 [8] x, int s) {\n  parallel p by 1 : block {\n    shared event e[4];\n    shared event g[2];\n    parallel t by 64 : thread {\n      foreach {k} in [8] {\n        trigger e.at(k * 3 + 1);\n        wait e.at(k * 3 + 1);\n        trigger e.at(k - s);\n        wait e.at(k - s);\n        trigger g[t / 32];\n        wait g[t / 32];\n        trigger g[t / 16];\n        wait g[t / 16];\n      }\n    }\n  }\n}\n";
+    let f = function(src);
+    let text = src;
+    let proven: Vec<&str> =
+        f.proven_slots.iter().map(|s| &text[s.start as usize..s.end as usize]).collect();
+    assert_eq!(proven, ["e.at(k * 3 + 1)", "e.at(k * 3 + 1)", "g[t / 32]", "g[t / 32]"]);
+}
+
+#[test]
 fn a_chosen_index_is_proven_arm_by_arm() {
     let src = "__co__ void f(global f32 [4] x) {\n  parallel t by 64 : thread { x.at(t < 4 ? t : 3) = 1.0f; x.at(t < 8 ? t : 0) = 2.0f; }\n}\n";
     assert_eq!(checks(src), [vec![(false, false)], vec![(false, true)]]);

@@ -23,7 +23,8 @@ use crate::diagnostics::{Diagnostic, Diagnostics};
 use crate::hir::visit::{self, Visitor, Walk};
 use crate::hir::{
     AccessId, BinOp, BufferRef, Check, CheckKind, Dim, ElemIndex, ElemTy, Function, HExpr,
-    HExprKind, LocalPlace, ParamId, ParamKind, Place, Stmt, StmtKind, SymId, Ty, UnOp, VarId,
+    HExprKind, LocalPlace, ParamId, ParamKind, Place, SlotIndex, Stmt, StmtKind, SymId, Ty, UnOp,
+    VarId,
 };
 use crate::source::Span;
 use std::collections::{BTreeMap, HashMap};
@@ -202,11 +203,15 @@ fn host_bound_text(f: &Function, bound: &HostBound) -> String {
 
 /// The plans of every access of `f`, indexed by [`AccessId`]; `E0712` for accesses that are
 /// out of bounds in every launch.
+///
+/// Also the spans of the event operands ([`crate::hir::EventSlot::span`]) whose index is
+/// proven valid: a ring order `e.at(k)` with `k >= 0`, a fixed slot index in `[0, slots)`;
+/// the backends select their slot without the run-time check (a trap).
 pub(super) fn analyse(
     f: &Function,
     entry_checks: bool,
     diags: &mut Diagnostics,
-) -> Vec<AccessPlan> {
+) -> (Vec<AccessPlan>, std::collections::BTreeSet<Span>) {
     let mut a = Analysis {
         f,
         diags,
@@ -215,16 +220,19 @@ pub(super) fn analyse(
         host_ranges: HashMap::new(),
         entry_facts: Vec::new(),
         inits: HashMap::new(),
+        host_inits: HashMap::new(),
         facts: Vec::new(),
         derived: std::cell::RefCell::new(HashMap::new()),
         derived_below: std::cell::RefCell::new(HashMap::new()),
         conditional: 0,
         checks: entry_checks,
+        proven_slots: std::collections::BTreeSet::new(),
+        unproven_slots: std::collections::BTreeSet::new(),
     };
     a.entry_facts = a.positive_facts(&f.entry_checks);
     a.host_stmts(&f.body);
-    let Analysis { plans, diags, .. } = a;
-    plans
+    let Analysis { plans, diags, proven_slots, .. } = a;
+    let plans = plans
         .into_iter()
         .enumerate()
         .map(|(i, plan)| {
@@ -239,7 +247,8 @@ pub(super) fn analyse(
                 }
             })
         })
-        .collect()
+        .collect();
+    (plans, proven_slots)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -353,6 +362,8 @@ struct Analysis<'a, 'd> {
     checks: bool,
     /// Immutable device locals with their initial values.
     inits: HashMap<VarId, &'a HExpr>,
+    /// Immutable host locals with their initial values (for [`Analysis::nonneg`]).
+    host_inits: HashMap<VarId, &'a HExpr>,
     /// Facts of the enclosing conditions, each `>= 0`.
     facts: Vec<Lin>,
     /// The numeric ranges `[lo, hi)` of the derived atoms met so far, by key.
@@ -363,6 +374,10 @@ struct Analysis<'a, 'd> {
     /// Enclosing contexts that may skip an access for some index values (branches, loops
     /// that may not run or may leave early).
     conditional: u32,
+    /// The event operands whose slot index is proven valid (see [`analyse`]).
+    proven_slots: std::collections::BTreeSet<Span>,
+    /// The event operands met whose slot index is not proven.
+    unproven_slots: std::collections::BTreeSet<Span>,
 }
 
 impl<'a> Analysis<'a, '_> {
@@ -404,6 +419,11 @@ impl<'a> Analysis<'a, '_> {
                 StmtKind::If { then_body, else_body, .. } => {
                     self.host_stmts(then_body);
                     self.host_stmts(else_body);
+                }
+                StmtKind::Let { var, init: Some(init) } => {
+                    if self.f.local(*var).is_some_and(|l| !l.mutable) {
+                        self.host_inits.insert(*var, init);
+                    }
                 }
                 StmtKind::Let { .. }
                 | StmtKind::DeclBuffer { .. }
@@ -607,9 +627,13 @@ impl<'a> Analysis<'a, '_> {
             StmtKind::Trigger(slots) | StmtKind::EventWait(slots) => {
                 for slot in slots {
                     self.expr(slot.index.expr());
+                    self.event_slot(slot);
                 }
             }
-            StmtKind::TriggerAfter(t) => self.expr(t.slot.index.expr()),
+            StmtKind::TriggerAfter(t) => {
+                self.expr(t.slot.index.expr());
+                self.event_slot(&t.slot);
+            }
             StmtKind::GlobalFlag { slot, .. } => self.expr(slot),
             StmtKind::Break
             | StmtKind::Continue
@@ -627,6 +651,26 @@ impl<'a> Analysis<'a, '_> {
             | StmtKind::Rotate { .. }
             | StmtKind::HostCopy { .. }
             | StmtKind::Cpp(_) => {}
+        }
+    }
+
+    /// Records an event operand whose slot index is proven valid: a ring order never
+    /// negative, a fixed index inside the event's slots.
+    fn event_slot(&mut self, slot: &'a crate::hir::EventSlot) {
+        let proven = match &slot.index {
+            SlotIndex::Order(k) => self.nonneg(k, 0),
+            SlotIndex::Fixed(i) => {
+                let Some(event) = self.f.events.get(slot.event.index()) else { return };
+                let slots = Lin::constant(i128::from(event.slots()));
+                self.sides_proven(i, Some(&slots), 0) == (true, true)
+            }
+        };
+        // Operands that share a span (a macro's expansions) are proven only if all are.
+        if proven && !self.unproven_slots.contains(&slot.span) {
+            self.proven_slots.insert(slot.span);
+        } else {
+            self.proven_slots.remove(&slot.span);
+            self.unproven_slots.insert(slot.span);
         }
     }
 
@@ -879,7 +923,13 @@ impl<'a> Analysis<'a, '_> {
     /// Whether `g >= 0` holds wherever the code runs.
     fn proves_nonneg(&self, g: &Lin) -> bool {
         self.lower_bound_nonneg(g)
-            || self.facts.iter().any(|f| g.minus(f).is_some_and(|d| self.lower_bound_nonneg(&d)))
+            || self.facts.iter().any(|f| {
+                fact_multiples(g, f).into_iter().any(|k| {
+                    f.scaled(k)
+                        .and_then(|kf| g.minus(&kf))
+                        .is_some_and(|d| self.lower_bound_nonneg(&d))
+                })
+            })
     }
 
     /// Whether `g >= 0` follows from the ranges of its indices and the signs of its atoms.
@@ -1079,11 +1129,20 @@ impl<'a> Analysis<'a, '_> {
                 }
                 // A device value divided by a positive constant: an atom with a range.
                 let divisor = divisor.as_constant().filter(|c| *c > 0)?;
-                let dividend = self.lin(lhs, depth + 1)?;
-                let (lo, hi) = (self.numeric_min(&dividend)?, self.numeric_max(&dividend));
-                if lo < 0 {
-                    return None;
-                }
+                let dividend = self.lin(lhs, depth + 1);
+                let ends = dividend.as_ref().and_then(|d| {
+                    Some((self.numeric_min(d)?, self.numeric_max(d))).filter(|(lo, _)| *lo >= 0)
+                });
+                let Some((lo, hi)) = ends else {
+                    // `x % c` of a value proven non-negative however it is computed (`(it *
+                    // (K / 64) + k) % 4`, a ring slot of a product of loop indices): `[0, c)`.
+                    if *op != BinOp::Rem || !self.nonneg(lhs, depth + 1) {
+                        return None;
+                    }
+                    let k = key(e);
+                    self.derived.borrow_mut().insert(k.clone(), (0, divisor));
+                    return Some(Lin::atom(Atom::Derived(k)));
+                };
                 let range = match op {
                     BinOp::Div => (lo / divisor, hi.map(|hi| hi / divisor + 1)),
                     _ => (0, Some(hi.map_or(divisor, |hi| (hi + 1).min(divisor)))),
@@ -1101,6 +1160,52 @@ impl<'a> Analysis<'a, '_> {
                 if from.int_bits() <= to.int_bits() { self.lin(operand, depth + 1) } else { host() }
             }
             _ => host(),
+        }
+    }
+
+    /// Whether the signed integer `e` is never negative, by its structure: a linear form proven
+    /// non-negative, or sums, products, quotients and remainders of such values (by positive
+    /// divisors), immutable (device or host) locals initialised with one, and choices between
+    /// two. Like the rest
+    /// of the analysis it assumes signed arithmetic does not overflow.
+    fn nonneg(&self, e: &HExpr, depth: u32) -> bool {
+        if depth > 32 || !signed(&e.ty) && !matches!(e.kind, HExprKind::Int(_)) {
+            return false;
+        }
+        if self.lin(e, depth + 1).is_some_and(|l| self.proves_nonneg(&l)) {
+            return true;
+        }
+        let sub = |x: &HExpr| self.nonneg(x, depth + 1);
+        // A positive divisor: at least 1.
+        let positive = |x: &HExpr| {
+            self.lin(x, depth + 1)
+                .and_then(|l| l.plus(&Lin::constant(-1)))
+                .is_some_and(|g| self.proves_nonneg(&g))
+        };
+        match &e.kind {
+            HExprKind::Binary { op: BinOp::Add | BinOp::Mul, lhs, rhs } => sub(lhs) && sub(rhs),
+            HExprKind::Binary { op: BinOp::Div | BinOp::Rem, lhs, rhs } => {
+                sub(lhs) && positive(rhs)
+            }
+            HExprKind::Cdiv(lhs, rhs) => sub(lhs) && positive(rhs),
+            HExprKind::Ternary { then_value, else_value, .. } => sub(then_value) && sub(else_value),
+            HExprKind::Cast { to, operand, .. }
+                if matches!(to, ElemTy::S32 | ElemTy::S64) && signed(&operand.ty) =>
+            {
+                let from = operand.ty.scalar().unwrap_or(ElemTy::S32);
+                from.int_bits() <= to.int_bits() && sub(operand)
+            }
+            HExprKind::Var(v) if !self.ranges.contains_key(v) => {
+                self.f.local(*v).is_some_and(|l| {
+                    let init = match l.place {
+                        LocalPlace::DeviceScalar => self.inits.get(v),
+                        LocalPlace::HostScalar => self.host_inits.get(v),
+                        _ => None,
+                    };
+                    !l.mutable && init.is_some_and(|init| sub(init))
+                })
+            }
+            _ => false,
         }
     }
 
@@ -1189,6 +1294,20 @@ fn host_bound(g: &Lin) -> Option<HostBound> {
     }
     terms.sort();
     Some(HostBound { constant: g.c as i64, terms })
+}
+
+/// The positive multiples `k` worth subtracting of a fact `f >= 0` from `g` (then `g >= k·f`
+/// proves `g >= 0`): 1, and `cg / cf` for each atom `g` and `f` share whose coefficients have
+/// the same sign and divide (`64·w - 64 >= 0` from `w - 1 >= 0` takes `k = 64`).
+fn fact_multiples(g: &Lin, f: &Lin) -> Vec<i128> {
+    let mut out = vec![1];
+    for (atom, cf) in &f.terms {
+        let Some(cg) = g.terms.get(atom) else { continue };
+        if *cf != 0 && cg % cf == 0 && cg / cf > 1 && !out.contains(&(cg / cf)) {
+            out.push(cg / cf);
+        }
+    }
+    out
 }
 
 /// The comparison that holds when `op` does not.

@@ -91,6 +91,10 @@ pub struct FunctionPlan {
     /// Every element access, indexed by [`hir::AccessId`]: which of its index bounds are
     /// proven and which are checked at run time.
     pub accesses: Vec<AccessPlan>,
+    /// The event operands ([`hir::EventSlot::span`]) whose slot index the bounds analysis
+    /// proved valid (a ring order `>= 0`, a fixed index below the slot count): selected
+    /// without the run-time check.
+    pub proven_slots: std::collections::BTreeSet<crate::source::Span>,
     /// Whether the function checks some access at run time: its kernels record the first
     /// violation in the call's bounds record (`AbiParam::BoundsRecord`), and the call fails
     /// with it.
@@ -490,7 +494,7 @@ fn lower_function(
         ReturnTy::Spanned { dims, .. } => Some(resolve_shape(f, dims, &inits, diags)),
         ReturnTy::Void | ReturnTy::Scalar(_) => None,
     };
-    let accesses = bounds::analyse(f, options.runtime_checks, diags);
+    let (accesses, proven_slots) = bounds::analyse(f, options.runtime_checks, diags);
     let any_guarded = accesses.iter().any(AccessPlan::guarded);
     let guards = options.bounds_checks && any_guarded;
     let mut kernels = kernels;
@@ -526,6 +530,7 @@ fn lower_function(
         entry,
         event_arrivals,
         accesses,
+        proven_slots,
         guards,
         unchecked: any_guarded && !options.bounds_checks,
         foreign: !f.foreign_code.is_empty(),

@@ -71,15 +71,42 @@ impl FnEmitter<'_, '_> {
 
     /// The slot index of an operand, checked against the slot count when it is not a
     /// constant (a wrong index traps instead of touching another barrier).
+    /// An index the bounds analysis proved valid (`FunctionPlan::proven_slots`) is used as
+    /// it is; a proven ring order is converted to an unsigned type ([`Self::ring_order`]).
     pub(super) fn event_slot_index(&mut self, slot: &EventSlot, slots: u32) -> String {
         let e = self.expr(slot.index.expr());
+        let proven = self.plan.proven_slots.contains(&slot.span);
         match (&slot.index, slot.index.expr().kind.clone()) {
             (SlotIndex::Fixed(_), crate::hir::HExprKind::Int(_)) => e,
+            (SlotIndex::Fixed(_), _) if proven => format!("static_cast<int>({e})"),
             (SlotIndex::Fixed(_), _) => {
                 format!("__choreo_event_slot(static_cast<long long>({e}), {slots})")
             }
-            (SlotIndex::Order(_), _) => format!("static_cast<long long>({e})"),
+            (SlotIndex::Order(_), _) => {
+                let (ty, _, _) = self.ring_order(slot);
+                format!("static_cast<{ty}>({e})")
+            }
         }
+    }
+
+    /// How a ring order `e.at(k)` selects its slot: `(the C++ type of k, the slot function,
+    /// the parity function)`. An order the bounds analysis proved non-negative uses the
+    /// unchecked unsigned functions (for a power-of-two ring a mask and a shift; the order's
+    /// own width when it is a 32-bit value), any other the checked ones (a negative order
+    /// traps).
+    pub(super) fn ring_order(
+        &self,
+        slot: &EventSlot,
+    ) -> (&'static str, &'static str, &'static str) {
+        if !self.plan.proven_slots.contains(&slot.span) {
+            return ("long long", "__choreo_event_ring_slot", "__choreo_event_ring_parity");
+        }
+        let narrow = matches!(
+            slot.index.expr().ty,
+            crate::hir::Ty::BoundedInt | crate::hir::Ty::Scalar(crate::hir::ElemTy::S32)
+        );
+        let ty = if narrow { "unsigned" } else { "unsigned long long" };
+        (ty, "__choreo_event_ring_slot_nn", "__choreo_event_ring_parity_nn")
     }
 
     /// The event of an operand, its mbarriers and the slot index text.
@@ -115,7 +142,8 @@ impl FnEmitter<'_, '_> {
             SlotIndex::Fixed(_) if slots == 1 => format!("{arrive}({bars});"),
             SlotIndex::Fixed(_) => format!("{arrive}({bars} + {index});"),
             SlotIndex::Order(_) => {
-                format!("{arrive}({bars} + __choreo_event_ring_slot({index}, {slots}));")
+                let (_, ring_slot, _) = self.ring_order(slot);
+                format!("{arrive}({bars} + {ring_slot}({index}, {slots}));")
             }
         };
         self.w.line(span, &format!("{text}  // {what} {}", e.name));
@@ -152,10 +180,11 @@ impl FnEmitter<'_, '_> {
                 // Slot k mod N, generation k / N: its parity, inverted for `ready` (whose
                 // generation 0 counts as complete).
                 let ready = u32::from(e.ready);
+                let (ty, ring_slot, parity) = self.ring_order(slot);
                 self.w.line(
                     span,
                     &format!(
-                        "{{ const long long __choreo_k = {index}; {wait}({bars} + __choreo_event_ring_slot(__choreo_k, {slots}), __choreo_event_ring_parity(__choreo_k, {slots}) ^ {ready}u); }}  // wait {}.at(…)",
+                        "{{ const {ty} __choreo_k = {index}; {wait}({bars} + {ring_slot}(__choreo_k, {slots}), {parity}(__choreo_k, {slots}) ^ {ready}u); }}  // wait {}.at(…)",
                         e.name
                     ),
                 );

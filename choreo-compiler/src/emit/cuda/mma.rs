@@ -412,10 +412,83 @@ impl FnEmitter<'_, '_> {
         let ks = self.expr(&o.k_stride);
         let n = o.tile.swizzle;
         let mn = o.mn_major;
-        Some(format!(
-            "{NS}::wg_desc<{n}, {mn}, {atom_k}>(&{sbase}, {base} + {kt} * {atom_k} * ({ks}), \
-             {rows}u, {cols}u)"
-        ))
+        let e = match kt {
+            "0" => base,
+            _ => format!("{base} + {kt} * {atom_k} * ({ks})"),
+        };
+        Some(format!("{NS}::wg_desc<{n}, {mn}, {atom_k}>(&{sbase}, {e}, {rows}u, {cols}u)"))
+    }
+
+    /// The descriptors of a direct operand's K atoms as the descriptor of atom 0 plus a
+    /// constant per atom, when the operand's layout makes the step constant (spec-tier3 §10.3:
+    /// the descriptor's address field is the unswizzled byte offset, `addr >> 4` in its low
+    /// bits, so adding `bytes >> 4` moves it by `bytes` while the address stays in shared
+    /// memory): `(atom 0's descriptor, the increment of atom kt as a C++ expression of kt)`.
+    /// An MN-major operand steps `atom_k` rows of `Swz` bytes per atom; a K-major one steps
+    /// `atom_k` elements along its row while its atoms stay in one column group (`Swz` bytes of
+    /// each row: always when the buffer's rows fit in one), and by a `constexpr` table of
+    /// per-atom offsets when they cross groups — both need the first column modulo the group
+    /// width, known when it is a constant or a multiple of the width. `None` otherwise (each
+    /// atom's descriptor is computed on its own).
+    fn wg_desc_steps(
+        &mut self,
+        span: Span,
+        o: &WgOperand,
+        atoms: u64,
+        atom_k: u64,
+        name: &str,
+    ) -> Option<(String, String)> {
+        let HExprKind::At { buffer, index, .. } = &o.tile.first.kind else { return None };
+        let (_, rows, cols) = self.swizzle_parts(span, *buffer);
+        let swz = u64::from(o.tile.swizzle);
+        let elem = o.tile.elem.size_bytes();
+        if swz == 0 || elem == 0 || swz % elem != 0 {
+            return None;
+        }
+        let w = swz / elem;
+        let ks = peel_int(&o.k_stride)?;
+        let step =
+            |bytes: u64| format!("static_cast<std::uint32_t>(__choreo_kt) * {}u", bytes >> 4);
+        let offsets = if o.mn_major {
+            // K runs along the buffer's rows: one atom is `atom_k` rows of `Swz` bytes.
+            if ks != i128::from(cols) {
+                return None;
+            }
+            let bytes = atom_k * swz;
+            (bytes % 16 == 0).then(|| step(bytes))?
+        } else {
+            if ks != 1 {
+                return None;
+            }
+            // The first column modulo the column group's width: every column is in the only
+            // group when the rows fit in one; else known when the column is a constant or a
+            // multiple of the width (`kb * 64`).
+            let r0 = if cols <= w { 0 } else { col_mod(index.exprs().last()?, w)? };
+            // Several column groups (Swz bytes wide, `rows · Swz` bytes apart): atom kt's
+            // offset from atom 0's, in elements.
+            let phys = |c: u64| (c % w) + (c / w) * rows * w;
+            let mut offsets = Vec::new();
+            for kt in 0..atoms {
+                let bytes = phys(r0 + kt * atom_k).checked_sub(phys(r0))? * elem;
+                if bytes % 16 != 0 {
+                    return None;
+                }
+                offsets.push(bytes >> 4);
+            }
+            if r0 + atoms * atom_k <= w || cols <= w {
+                // Inside one column group: consecutive (unswizzled) elements.
+                step(atom_k * elem)
+            } else {
+                let list = offsets.iter().map(|o| format!("{o}u")).collect::<Vec<_>>().join(", ");
+                self.w.line(
+                    span,
+                    &format!("constexpr std::uint32_t __choreo_{name}_step[{atoms}] = {{{list}}};"),
+                );
+                format!("__choreo_{name}_step[__choreo_kt]")
+            }
+        };
+        let d0 = self.wg_desc(span, o, atom_k, "0")?;
+        Some((d0, offsets))
     }
 
     /// An SS WGMMA (spec-tier3 §5.4, §10.3): fence the accumulator registers and the
@@ -437,7 +510,6 @@ impl FnEmitter<'_, '_> {
         let c = sel.config;
         let op = wgmma_op(&c);
         let l = self.frag_lvalue(acc);
-        let Some(db) = self.wg_desc(span, b, atom_k, "__choreo_kt") else { return };
         let mut guards = Vec::new();
         if let Some(g) = self.tile_guard(&b.tile) {
             guards.push(g);
@@ -445,15 +517,13 @@ impl FnEmitter<'_, '_> {
         let tb = u8::from(b.mn_major);
         let n = c.n;
         // SS: A's descriptor; RS: A's registers.
-        let (da, issue, mode) = match a {
+        let (issue, mode) = match a {
             WgA::Shared(a) => {
-                let Some(da) = self.wg_desc(span, a, atom_k, "__choreo_kt") else { return };
                 if let Some(g) = self.tile_guard(&a.tile) {
                     guards.push(g);
                 }
                 let ta = u8::from(a.mn_major);
                 (
-                    format!("  const std::uint64_t __choreo_da = {da};"),
                     format!(
                         "  {WG}::Mma<{op}, {n}>::ss<{ta}, {tb}>({l}.r, __choreo_da, __choreo_db, 1);"
                     ),
@@ -462,11 +532,7 @@ impl FnEmitter<'_, '_> {
             }
             WgA::Regs(f) => {
                 let fa = self.frag_lvalue(f);
-                (
-                    String::new(),
-                    format!("  {NS}::wg_rs<{tb}>({l}, {fa}, __choreo_kt, __choreo_db);"),
-                    "RS",
-                )
+                (format!("  {NS}::wg_rs<{tb}>({l}, {fa}, __choreo_kt, __choreo_db);"), "RS")
             }
         };
         let head = format!(
@@ -482,6 +548,28 @@ impl FnEmitter<'_, '_> {
             false => self.w.line(span, &format!("if ({}) {head}", guards.join(" && "))),
         }
         self.w.indent += 1;
+        // The descriptors of the K atoms: atom 0's once, then a constant step per atom where
+        // the layout allows (`wg_desc_steps`), else each atom's on its own.
+        let mut descs = Vec::new();
+        let operands: Vec<(&WgOperand, &str)> = match a {
+            WgA::Shared(a) => vec![(a, "da"), (b, "db")],
+            WgA::Regs(_) => vec![(b, "db")],
+        };
+        for (o, name) in operands {
+            match self.wg_desc_steps(span, o, atoms, atom_k, name) {
+                Some((d0, step)) => {
+                    self.w.line(span, &format!("const std::uint64_t __choreo_{name}0 = {d0};"));
+                    descs.push(format!(
+                        "  const std::uint64_t __choreo_{name} = {NS}::wg_desc_add(__choreo_\
+                         {name}0, {step});"
+                    ));
+                }
+                None => {
+                    let Some(d) = self.wg_desc(span, o, atom_k, "__choreo_kt") else { return };
+                    descs.push(format!("  const std::uint64_t __choreo_{name} = {d};"));
+                }
+            }
+        }
         // Generic-proxy writes of the operand tiles (a copy by threads) before the async proxy
         // reads them; tiles only the copy engine fills need no fence (`lower::proxy`).
         let operands = match a {
@@ -520,8 +608,7 @@ impl FnEmitter<'_, '_> {
                     )
                 }
             },
-            da,
-            format!("  const std::uint64_t __choreo_db = {db};"),
+            descs.join("\n"),
             issue,
             "}".to_string(),
             format!("{WG}::commit_group();"),
@@ -559,5 +646,35 @@ impl FnEmitter<'_, '_> {
             Some(g) => self.w.line(span, &format!("if ({g}) {line}")),
             None => self.w.line(span, &line),
         }
+    }
+}
+
+/// `c mod w` of a column index `c`, when it is known: a non-negative constant, or a multiple
+/// of `w` (a product with a constant factor that is one, sums of such).
+fn col_mod(c: &crate::hir::HExpr, w: u64) -> Option<u64> {
+    fn multiple(e: &crate::hir::HExpr, w: i128) -> bool {
+        use crate::hir::BinOp;
+        match &e.kind {
+            HExprKind::Int(v) => v % w == 0,
+            HExprKind::Cast { operand, .. } => multiple(operand, w),
+            HExprKind::Binary { op: BinOp::Mul, lhs, rhs } => multiple(lhs, w) || multiple(rhs, w),
+            HExprKind::Binary { op: BinOp::Add | BinOp::Sub, lhs, rhs } => {
+                multiple(lhs, w) && multiple(rhs, w)
+            }
+            _ => false,
+        }
+    }
+    match peel_int(c) {
+        Some(v) => u64::try_from(v).ok().map(|v| v % w),
+        None => multiple(c, i128::from(w)).then_some(0),
+    }
+}
+
+/// The value of an integer literal, through casts.
+fn peel_int(e: &crate::hir::HExpr) -> Option<i128> {
+    match &e.kind {
+        HExprKind::Int(v) => Some(*v),
+        HExprKind::Cast { operand, .. } => peel_int(operand),
+        _ => None,
     }
 }

@@ -726,6 +726,16 @@ __device__ __forceinline__ int __choreo_event_ring_slot(long long k, int n) {
 __device__ __forceinline__ unsigned __choreo_event_ring_parity(long long k, int n) {
   return static_cast<unsigned>((k / n) & 1);
 }
+// The same for an order the compiler proved non-negative (lower::bounds): no check, and
+// unsigned arithmetic (a mask and a shift for a power-of-two ring), in the order's width.
+template <typename K>
+__device__ __forceinline__ int __choreo_event_ring_slot_nn(K k, unsigned n) {
+  return static_cast<int>(k % n);
+}
+template <typename K>
+__device__ __forceinline__ unsigned __choreo_event_ring_parity_nn(K k, unsigned n) {
+  return static_cast<unsigned>((k / n) & 1u);
+}
 
 // The record of the first element access of a call that failed its run-time bounds check
 // (choreo-compiler's lower/abi.rs, BOUNDS_RECORD): zeroed by the caller, read when the call's

@@ -387,12 +387,16 @@ impl FnEmitter<'_, '_> {
         let index = self.expr(slot.index.expr());
         Some(match (&slot.index, slots) {
             (hir::SlotIndex::Fixed(_), 1) => bars,
+            (hir::SlotIndex::Fixed(_), _) if self.plan.proven_slots.contains(&slot.span) => {
+                format!("{bars} + static_cast<int>({index})")
+            }
             (hir::SlotIndex::Fixed(_), _) => {
                 format!("{bars} + __choreo_event_slot(static_cast<long long>({index}), {slots})")
             }
-            (hir::SlotIndex::Order(_), _) => format!(
-                "{bars} + __choreo_event_ring_slot(static_cast<long long>({index}), {slots})"
-            ),
+            (hir::SlotIndex::Order(_), _) => {
+                let (ty, ring_slot, _) = self.ring_order(slot);
+                format!("{bars} + {ring_slot}(static_cast<{ty}>({index}), {slots})")
+            }
         })
     }
 

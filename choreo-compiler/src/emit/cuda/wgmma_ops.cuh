@@ -127,13 +127,33 @@ __device__ __forceinline__ std::uint64_t wg_desc(const T* base, const T* e, unsi
   if (r % 8 != 0 || (MnMajor ? c % w != 0 : (c % w) % AtomK != 0)) __trap();
 #endif
   const unsigned phys = (c % w) + r * w + (c / w) * rows * w;
-  const std::uint32_t addr = CHOREO_WGMMA_NS::smem_address(base) +
-                             phys * static_cast<unsigned>(sizeof(T));
+  // Rows of exactly one column group (`cols` a constant after inlining): phys == k, the
+  // address is e's own (spelled out, since nvcc does not fold the sum above back into k).
+  const std::uint32_t addr =
+      cols == w ? CHOREO_WGMMA_NS::smem_address(e)
+                : CHOREO_WGMMA_NS::smem_address(base) + phys * static_cast<unsigned>(sizeof(T));
   if constexpr (MnMajor) {
     return CHOREO_WGMMA_NS::desc_mnmajor(addr, static_cast<int>(Swz), rows * Swz);
   } else {
     return CHOREO_WGMMA_NS::desc_kmajor(addr, static_cast<int>(Swz));
   }
+}
+
+// The descriptor `d` (from wg_desc) with its address advanced by `step` 16-byte units: the
+// descriptor of a later K atom whose offset from `d`'s is constant. The address field is the
+// low 14 bits and stays in shared memory (below 2^18 bytes), so the add never carries out of
+// the low word; on the GPU the high word (SBO, swizzle) is passed through untouched, which
+// keeps nvcc from widening the add to 64 bits.
+__device__ __forceinline__ std::uint64_t wg_desc_add(std::uint64_t d, std::uint32_t step) {
+#if defined(__CUDA_ARCH__) && !defined(__CHOREO_CPU__)
+  std::uint64_t r;
+  asm("{\n.reg .b32 lo, hi;\nmov.b64 {lo, hi}, %1;\nadd.u32 lo, lo, %2;\nmov.b64 %0, {lo, hi};\n}\n"
+      : "=l"(r)
+      : "l"(d), "r"(step));
+  return r;
+#else
+  return d + step;
+#endif
 }
 
 // RS mode (§10.3): operand A of 16-bit type in registers, a 64 x K tile (K a multiple of 16):
