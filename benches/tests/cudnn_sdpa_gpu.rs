@@ -54,17 +54,17 @@ fn check(sdpa: &CudnnSdpa, (bh, seq, d, scale): Case, causal: bool, seed: u64) {
         // SAFETY: q, k, v, o hold bh·seq·d bf16 each and live until the synchronize below.
         unsafe {
             sdpa.forward(
-            stream.as_raw(),
-            q.ptr(),
-            k.ptr(),
-            v.ptr(),
-            o.ptr(),
-            bh,
-            seq,
-            d,
-            causal,
-            scale,
-        )
+                stream.as_raw(),
+                q.ptr(),
+                k.ptr(),
+                v.ptr(),
+                o.ptr(),
+                bh,
+                seq,
+                d,
+                causal,
+                scale,
+            )
         }
         .unwrap_or_else(|e| panic!("{what}: forward, {call}:\n{e}"));
         stream.synchronize().unwrap_or_else(|e| panic!("{what}: running the {call}: {e}"));

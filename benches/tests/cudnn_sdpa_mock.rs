@@ -98,8 +98,8 @@ fn plans_fall_through_and_failures_are_named_against_a_mock_cudnn() {
     unsafe { sdpa.forward(stream, p, p, p, p, 2, 128, 128, false, 0.125) }.expect("cached plan");
 
     // SAFETY: refused before anything is enqueued (a null k).
-    let err =
-        unsafe { sdpa.forward(stream, p, std::ptr::null(), p, p, 2, 128, 128, false, 0.1) }.unwrap_err();
+    let err = unsafe { sdpa.forward(stream, p, std::ptr::null(), p, p, 2, 128, 128, false, 0.1) }
+        .unwrap_err();
     assert!(err.contains("k is a null pointer"), "{err}");
     let _ = std::fs::remove_dir_all(lib.parent().expect("directory"));
 }

@@ -314,6 +314,19 @@ fn a_remainder_of_a_non_negative_product_is_below_its_divisor() {
 }
 
 #[test]
+fn a_grid_of_whole_tiles_ends_inside_the_extent() {
+    // `p` in `[0, M / 128)`: `128 * p + 127 <= 128 * (M / 128) - 1 <= M - 1` (floor division
+    // of a non-negative M), so the tile's rows are in bounds without knowing M, and the k-loop
+    // to `K / 32 - 1` keeps `(k + 1) * 32 + 31` below K. Rows shifted by 64 on the same grid may
+    // overshoot (checked above), as may column 0 of an empty K (checked above).
+    let src = "__co__ void f(global f32 [M, K] x) {\n  parallel p by M / 128 : block, t by 128 : thread {\n    foreach {k} in [K / 32 - 1] {\n      x.at(p * 128 + t, (k + 1) * 32 + t % 32) = 1.0f;\n      x.at(p * 128 + t + 64, 0) = 2.0f;\n    }\n  }\n}\n";
+    assert_eq!(
+        checks(src),
+        [vec![(false, false), (false, false)], vec![(false, true), (false, true)]]
+    );
+}
+
+#[test]
 fn a_fact_proves_a_multiple_of_itself() {
     // `w > 0` gives `w - 1 >= 0`, so `128 * (w - 1) >= 0`: the warpgroups of a consumer role
     // (`w < 2` likewise bounds `(w + 1) * 128` from above); `w >= 0` does not help.

@@ -298,7 +298,6 @@ fn measure(
     }
     let summaries = interleaved(options, &mut timed)?;
     drop(timed);
-    drop(cudnn_run);
     let flops = attention::flops(bh, seq, causal);
     let t = flops / (summaries[0].median * 1e-3) / 1e12;
     point.ours_tflops = Some(t);
@@ -323,7 +322,8 @@ fn measure(
         &summaries[0],
         derived,
     ));
-    if let (Some((c, _)), Some(summary), Some(tc)) = (&theirs, summaries.get(1), point.cudnn_tflops) {
+    if let (Some((c, _)), Some(summary), Some(tc)) = (&theirs, summaries.get(1), point.cudnn_tflops)
+    {
         let plan = c.plan_name(bh, seq, HEAD_DIM, causal).unwrap_or_else(|| "cuDNN SDPA".into());
         outcome.rows.push(row(
             format!("{plan} BH {bh} S {seq} D 128 {kind}"),

@@ -226,7 +226,8 @@ fn measure(
     let s = Stream::new()?;
     let mut ops = Operands::new(&s, shape)?;
     let points = gemm::sample_points(m, n);
-    let mut kernels = vec![Kernel::Choreo, Kernel::Hand(Hand::Twin), Kernel::Hand(Hand::SyncCopies)];
+    let mut kernels =
+        vec![Kernel::Choreo, Kernel::Hand(Hand::Twin), Kernel::Hand(Hand::SyncCopies)];
     if with_cublas {
         kernels.push(Kernel::Cublas);
     }

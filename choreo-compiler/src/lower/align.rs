@@ -25,11 +25,15 @@ pub fn known_multiple(e: &HExpr) -> u64 {
                 BinOp::Add | BinOp::Sub => gcd(a, b),
                 BinOp::Mul => a.checked_mul(b).unwrap_or(1),
                 BinOp::Rem => match &rhs.kind {
-                    HExprKind::Int(c) if *c != 0 => gcd(a, u64::try_from(c.unsigned_abs()).unwrap_or(1)),
+                    HExprKind::Int(c) if *c != 0 => {
+                        gcd(a, u64::try_from(c.unsigned_abs()).unwrap_or(1))
+                    }
                     _ => 1,
                 },
                 BinOp::Shl => match &rhs.kind {
-                    HExprKind::Int(c) if (0..32).contains(c) => a.checked_shl(*c as u32).unwrap_or(1),
+                    HExprKind::Int(c) if (0..32).contains(c) => {
+                        a.checked_shl(*c as u32).unwrap_or(1)
+                    }
                     _ => 1,
                 },
                 _ => 1,
@@ -89,7 +93,8 @@ mod tests {
     #[test]
     fn sums_of_products_keep_the_common_factor() {
         // (k % 2) * 128 * 40 + wm * 64 * 40 + kk * 16: multiples of 16 elements.
-        let slot = bin(BinOp::Mul, bin(BinOp::Mul, bin(BinOp::Rem, var(0), int(2)), int(128)), int(40));
+        let slot =
+            bin(BinOp::Mul, bin(BinOp::Mul, bin(BinOp::Rem, var(0), int(2)), int(128)), int(40));
         let rows = bin(BinOp::Mul, bin(BinOp::Mul, var(1), int(64)), int(40));
         let cols = bin(BinOp::Mul, var(2), int(16));
         let offset = bin(BinOp::Add, bin(BinOp::Add, slot, rows), cols);

@@ -224,6 +224,7 @@ pub(super) fn analyse(
         facts: Vec::new(),
         derived: std::cell::RefCell::new(HashMap::new()),
         derived_below: std::cell::RefCell::new(HashMap::new()),
+        quotients: std::cell::RefCell::new(HashMap::new()),
         conditional: 0,
         checks: entry_checks,
         proven_slots: std::collections::BTreeSet::new(),
@@ -371,6 +372,10 @@ struct Analysis<'a, 'd> {
     /// Derived atoms in `[0, bound)` for a symbolic `bound` (`k % S` of a non-negative `k` and
     /// an extent `S >= 1`), by expression key.
     derived_below: std::cell::RefCell<HashMap<String, Lin>>,
+    /// Host-computable quotients `x / c` (opaque atoms) of a linear `x` by a positive constant
+    /// `c`, by expression key: `c · (x / c) <= x` where `x >= 0` (the last block of a grid of
+    /// `M / 128` blocks ends inside `M`).
+    quotients: std::cell::RefCell<HashMap<String, (Lin, i128)>>,
     /// Enclosing contexts that may skip an access for some index values (branches, loops
     /// that may not run or may leave early).
     conditional: u32,
@@ -930,6 +935,30 @@ impl<'a> Analysis<'a, '_> {
                         .is_some_and(|d| self.lower_bound_nonneg(&d))
                 })
             })
+            || self
+                .minimised(g)
+                .and_then(|m| self.quotients_bounded(&m))
+                .is_some_and(|r| self.lower_bound_nonneg(&r))
+    }
+
+    /// A lower bound of `g` without the quotients it subtracts: `-a · (x / c)` with `c`
+    /// dividing `a` is at least `-(a / c) · x` when `x >= 0` (floor division of a non-negative
+    /// value). `None` when `g` has no such term.
+    fn quotients_bounded(&self, g: &Lin) -> Option<Lin> {
+        let quotients = self.quotients.borrow();
+        let mut out = g.clone();
+        let mut changed = false;
+        for (atom, a) in &g.terms {
+            let Atom::Opaque(k) = atom else { continue };
+            let Some((x, c)) = quotients.get(k) else { continue };
+            if *a >= 0 || a % c != 0 || !self.lower_bound_nonneg(x) {
+                continue;
+            }
+            let term = Lin::atom(atom.clone()).scaled(*a)?;
+            out = out.minus(&term)?.plus(&x.scaled(a / c)?)?;
+            changed = true;
+        }
+        changed.then_some(out)
     }
 
     /// Whether `g >= 0` follows from the ranges of its indices and the signs of its atoms.
@@ -1110,6 +1139,14 @@ impl<'a> Analysis<'a, '_> {
             }
             HExprKind::Binary { op: op @ (BinOp::Div | BinOp::Rem), lhs, rhs } => {
                 if self.host_computable(e, 0) {
+                    if *op == BinOp::Div {
+                        let divisor = self.lin(rhs, depth + 1).and_then(|d| d.as_constant());
+                        if let (Some(c), Some(x)) = (divisor, self.lin(lhs, depth + 1)) {
+                            if c > 0 {
+                                self.quotients.borrow_mut().insert(key(e), (x, c));
+                            }
+                        }
+                    }
                     return host();
                 }
                 // A non-negative value modulo an extent of at least 1 (`k % S`): an atom in

@@ -21,7 +21,43 @@ struct CpAsync {
     element: Option<u64>,
 }
 
+/// Whether a statement of this kind writes no shared memory itself (its nested statements are
+/// looked at when they are emitted): MMA statements but stores (an operand load reads, an
+/// execution works in registers), scalar locals that are not shared, loops and blocks.
 impl FnEmitter<'_, '_> {
+    fn may_write_shared(&self, s: &Stmt) -> bool {
+        match &s.kind {
+            StmtKind::Mma(op) => matches!(**op, hir::mma::MmaOp::Store { .. }),
+            StmtKind::Let { var, .. } => {
+                self.f.local(*var).is_none_or(|l| l.place == LocalPlace::SharedScalar)
+            }
+            StmtKind::For { .. } | StmtKind::While { .. } | StmtKind::Block(_) => false,
+            _ => true,
+        }
+    }
+
+    /// Whether some statement of `body` (nested ones included) may write shared memory.
+    fn body_may_write_shared(&self, body: &[Stmt]) -> bool {
+        body.iter().any(|s| match &s.kind {
+            StmtKind::For { body, .. } | StmtKind::While { body, .. } | StmtKind::Block(body) => {
+                self.body_may_write_shared(body)
+            }
+            _ => self.may_write_shared(s),
+        })
+    }
+}
+
+impl FnEmitter<'_, '_> {
+    /// At the end of a loop body whose next iteration may write shared memory before it
+    /// reads: the pending ldmatrix reads converge before the back edge.
+    fn loop_end_converge(&mut self, span: Span, body: &[Stmt]) {
+        if self.warp_reads && self.body_may_write_shared(body) {
+            self.w.indent += 1;
+            self.converge_warp_reads(span);
+            self.w.indent -= 1;
+        }
+    }
+
     pub(super) fn stmts(&mut self, stmts: &[Stmt], region: Region) {
         for s in stmts {
             self.stmt(s, region);
@@ -49,6 +85,12 @@ impl FnEmitter<'_, '_> {
     pub(super) fn stmt(&mut self, s: &Stmt, region: Region) {
         let span = s.span;
         let host = region == Region::Host;
+        match &s.kind {
+            // A barrier orders the pending ldmatrix reads itself.
+            StmtKind::Barrier(_) => self.warp_reads = false,
+            _ if self.warp_reads && self.may_write_shared(s) => self.converge_warp_reads(span),
+            _ => {}
+        }
         match &s.kind {
             StmtKind::Let { var, init } => {
                 let Some(local) = self.f.local(*var) else {
@@ -144,6 +186,7 @@ impl FnEmitter<'_, '_> {
             StmtKind::While { cond, body } => {
                 let c = self.condition(cond);
                 self.block(span, &format!("while ({c}) "), body, region);
+                self.loop_end_converge(span, body);
                 self.w.line(span, "}");
             }
             StmtKind::For { var, start, end, step, reset, unroll, body } => {
@@ -174,6 +217,7 @@ impl FnEmitter<'_, '_> {
                     body,
                     region,
                 );
+                self.loop_end_converge(span, body);
                 self.w.line(span, "}");
                 if *reset && !declares {
                     self.w.line(span, &format!("{name} = 0;"));

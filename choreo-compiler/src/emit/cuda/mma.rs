@@ -345,9 +345,7 @@ impl FnEmitter<'_, '_> {
                 };
                 if tile.swizzle == 0 {
                     let aligned = self.ldsm_aligned(tile);
-                    format!(
-                        "{NS}::sync_load<{tf32}, 0, {aligned}>({l}, {LANE}, {base}, {x}, {y});"
-                    )
+                    format!("{NS}::sync_load<{tf32}, 0, {aligned}>({l}, {LANE}, {base}, {x}, {y});")
                 } else {
                     let HExprKind::At { buffer, .. } = &tile.first.kind else {
                         return self.bug(span, "an MMA tile without its first access");
@@ -369,9 +367,20 @@ impl FnEmitter<'_, '_> {
             }
             None => self.w.line(span, &line),
         }
-        // mma.sync's operand loads converge themselves, and only where they must (mma.cuh).
-        let converges = sel.family == MmaFamily::MmaSync && matches!(role, MmaRole::A | MmaRole::B);
-        if !converges {
+        // mma.sync's operand loads converge themselves where they gather element by element
+        // (mma.cuh); after ldmatrix the warp converges once, before the next statement that may
+        // write shared memory (`FnEmitter::warp_reads`), not after every load: a warp barrier
+        // waits for the loaded registers, so the k-step's loads could not overlap.
+        if sel.family == MmaFamily::MmaSync && matches!(role, MmaRole::A | MmaRole::B) {
+            self.warp_reads = true;
+        } else {
+            self.w.line(span, &format!("{NS}::converge();"));
+        }
+    }
+
+    /// Converges the warp if ldmatrix reads are pending (see [`FnEmitter::warp_reads`]).
+    pub(super) fn converge_warp_reads(&mut self, span: Span) {
+        if std::mem::take(&mut self.warp_reads) {
             self.w.line(span, &format!("{NS}::converge();"));
         }
     }

@@ -292,6 +292,7 @@ pub fn emit_cuda(
                         fence_triggers: false,
                         proxies: Default::default(),
                         kernel_warps: 32,
+                        warp_reads: false,
                     };
                     e.emit();
                 }
@@ -352,6 +353,10 @@ struct FnEmitter<'a, 'w> {
     /// The warps of a block of the kernel being emitted (32 when not a constant): the
     /// staging slots of masked WMMA stores.
     kernel_warps: u64,
+    /// Whether mma.sync operand loads through ldmatrix were emitted since the warp last
+    /// converged: before anything that may write shared memory (and at the end of a loop body
+    /// that may), a warp barrier orders those reads before the writes of the other lanes.
+    warp_reads: bool,
 }
 
 impl FnEmitter<'_, '_> {
