@@ -249,25 +249,13 @@ fn measure(
             return Ok(point);
         }
     };
-    let mut worst = 0f64;
-    for (r, &(h, i)) in rows.iter().enumerate() {
-        for c in 0..HEAD_DIM {
-            let g = f64::from(ho[(h * seq + i) * HEAD_DIM + c].to_f32());
-            let w = f64::from(want[r * HEAD_DIM + c]);
-            let ratio = (g - w).abs() / (ABS_TOL + REL_TOL * w.abs());
-            if ratio.is_nan() || ratio > 1.0 {
-                wrong(
-                    format!(
-                        "ours vs the check kernel, BH {bh}, S {seq}, {kind}: O[{h}][{i}][{c}] = \
-                         {g} vs {w:.6}"
-                    ),
-                    outcome,
-                );
-                return Ok(point);
-            }
-            worst = worst.max(ratio);
+    let worst = match within_tolerance(&ho, seq, (&rows, &want)) {
+        Ok(worst) => worst,
+        Err(at) => {
+            wrong(format!("ours vs the check kernel, BH {bh}, S {seq}, {kind}: {at}"), outcome);
+            return Ok(point);
         }
-    }
+    };
 
     // cuDNN on the same q, k, v into its own (poisoned) output, checked like ours.
     let mut theirs = match cudnn {
@@ -388,15 +376,27 @@ fn cudnn_check(
     };
     launch_cudnn(s, cudnn, qkv, o, causal).map_err(text)?;
     let ho = o.to_host(s).map_err(|e| text(e.into()))?.as_slice().to_vec();
+    within_tolerance(&ho, seq, (rows, want)).map(|_| ())
+}
+
+/// `o` (bf16 [BH, seq, 128]) on the sampled rows against the check kernel's `want`: the worst
+/// error as a fraction of the tolerance, or the first element outside it.
+fn within_tolerance(
+    o: &[bf16],
+    seq: usize,
+    (rows, want): (&[(usize, usize)], &[f32]),
+) -> Result<f64, String> {
+    let mut worst = 0f64;
     for (r, &(h, i)) in rows.iter().enumerate() {
         for c in 0..HEAD_DIM {
-            let g = f64::from(ho[(h * seq + i) * HEAD_DIM + c].to_f32());
+            let g = f64::from(o[(h * seq + i) * HEAD_DIM + c].to_f32());
             let w = f64::from(want[r * HEAD_DIM + c]);
             let ratio = (g - w).abs() / (ABS_TOL + REL_TOL * w.abs());
             if ratio.is_nan() || ratio > 1.0 {
                 return Err(format!("O[{h}][{i}][{c}] = {g} vs the check kernel's {w:.6}"));
             }
+            worst = worst.max(ratio);
         }
     }
-    Ok(())
+    Ok(worst)
 }
