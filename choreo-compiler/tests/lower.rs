@@ -327,6 +327,18 @@ fn a_grid_of_whole_tiles_ends_inside_the_extent() {
 }
 
 #[test]
+fn a_host_remainder_of_a_non_negative_value_is_in_range() {
+    // `(K / 32 + 1) % 2` is in `[0, 2)` (an extent is never negative), the slot of the last
+    // step of a two-slot pipeline; `(K / 32 - 1) % 2` is -1 when K < 32, an opaque host
+    // value whose both ends stay checked.
+    let src = "__co__ void f(global f32 [K] x) {\n  parallel p by 1 : block {\n    shared f32 [2, 32] s;\n    parallel t by 32 : thread {\n      s.at((K / 32 + 1) % 2, t) = 1.0f;\n      s.at((K / 32 - 1) % 2, t) = 2.0f;\n    }\n  }\n}\n";
+    assert_eq!(
+        checks(src),
+        [vec![(false, false), (false, false)], vec![(true, true), (false, false)]]
+    );
+}
+
+#[test]
 fn a_fact_proves_a_multiple_of_itself() {
     // `w > 0` gives `w - 1 >= 0`, so `128 * (w - 1) >= 0`: the warpgroups of a consumer role
     // (`w < 2` likewise bounds `(w + 1) * 128` from above); `w >= 0` does not help.

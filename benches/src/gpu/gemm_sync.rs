@@ -86,14 +86,14 @@ pub fn run(options: &Options) -> BenchResult<Outcome> {
         Ok(version) => eprintln!("choreo-bench: gemm-sync: cuBLAS {version} loaded"),
         Err(why) => eprintln!("choreo-bench: gemm-sync: {why}; no cuBLAS check or timing"),
     }
-    let sizes: &[usize] = if options.quick { &[1024, 2048] } else { &[4096, 8192] };
+    let sizes = super::sizes(options, &[4096, 8192], &[1024, 2048]);
     let mut outcome = Outcome {
         rows: Vec::new(),
         points: Vec::new(),
         cublas_missing: cublas.clone().err(),
         wrong: Vec::new(),
     };
-    for &size in sizes {
+    for size in sizes {
         let point = measure(options, size, cublas.is_ok(), &mut outcome)?;
         outcome.points.push(point);
     }

@@ -285,6 +285,19 @@ pub fn interleaved(
 }
 
 /// Host seconds of `f`.
+/// The matrix sizes a section runs: `CHOREO_BENCH_SIZES` (comma-separated, e.g. `8192` to
+/// profile one size with ncu), else `quick` with `--quick`, else `full`.
+pub fn sizes(options: &Options, full: &[usize], quick: &[usize]) -> Vec<usize> {
+    let chosen: Option<Vec<usize>> = std::env::var("CHOREO_BENCH_SIZES")
+        .ok()
+        .map(|v| v.split(',').filter_map(|s| s.trim().parse().ok()).collect());
+    match chosen {
+        Some(sizes) if !sizes.is_empty() => sizes,
+        _ if options.quick => quick.to_vec(),
+        _ => full.to_vec(),
+    }
+}
+
 pub fn host_seconds(f: impl FnOnce() -> BenchResult<()>) -> BenchResult<f64> {
     let start = Instant::now();
     f()?;

@@ -1139,6 +1139,19 @@ impl<'a> Analysis<'a, '_> {
             }
             HExprKind::Binary { op: op @ (BinOp::Div | BinOp::Rem), lhs, rhs } => {
                 if self.host_computable(e, 0) {
+                    // A host value never negative modulo a positive constant (`(K / 32 + 1) %
+                    // 2`, the slot of a pipeline's last step): `[0, c)`, which proves the
+                    // slot's accesses where an opaque host value would leave them checked.
+                    if *op == BinOp::Rem {
+                        let divisor = self.lin(rhs, depth + 1).and_then(|d| d.as_constant());
+                        if let Some(c) = divisor.filter(|c| *c > 0) {
+                            if self.nonneg(lhs, depth + 1) {
+                                let k = key(e);
+                                self.derived.borrow_mut().insert(k.clone(), (0, c));
+                                return Some(Lin::atom(Atom::Derived(k)));
+                            }
+                        }
+                    }
                     if *op == BinOp::Div {
                         let divisor = self.lin(rhs, depth + 1).and_then(|d| d.as_constant());
                         if let (Some(c), Some(x)) = (divisor, self.lin(lhs, depth + 1)) {

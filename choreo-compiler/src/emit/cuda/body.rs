@@ -819,25 +819,46 @@ impl FnEmitter<'_, '_> {
             }
             let origin = vec![hir::arith::int_lit(0, span); view.dims.len()];
             let first_index = view.element(origin, span);
+            let elem_bytes = view.elem.size_bytes();
             // Shared buffers start at aligned offsets of the pool (16 bytes or more), so their
-            // base needs no test, nor a first element at a constant offset.
+            // base needs no test, nor a first element at an offset that is provably a multiple
+            // of the vector (a constant, or `slot · 5120 + warp · 1280` elements).
             let shared = view.storage == hir::Storage::Shared;
             if shared {
                 match constant_offset(&first_index, &dims) {
-                    Some(offset) if (offset * view.elem.size_bytes()) % v.bytes == 0 => continue,
+                    Some(offset) if (offset * elem_bytes) % v.bytes == 0 => continue,
                     Some(_) => return None,
                     None => {}
                 }
+                let multiple = crate::lower::align::offset_multiple(&dims, &first_index);
+                if crate::lower::align::divides(multiple.saturating_mul(elem_bytes), v.bytes) {
+                    continue;
+                }
             }
+            // The rows are a multiple of the vector (tested above when symbolic), so every
+            // coordinate but the innermost adds a multiple of it: the first element is aligned
+            // with the base when its innermost coordinate provably is (`32 · (k + 1)`). Then
+            // only the base is tested, a test the same at every step of an enclosing loop.
+            let aligned_with_base = match &first_index {
+                hir::ElemIndex::Coords(coords) => coords.last().is_some_and(|last| {
+                    let m = crate::lower::align::known_multiple(last);
+                    crate::lower::align::divides(m.saturating_mul(elem_bytes), v.bytes)
+                }),
+                hir::ElemIndex::Flat(_) => false,
+            };
             let first = self.element(span, view.buffer, &first_index);
             let addresses = if shared {
                 format!("reinterpret_cast<std::uintptr_t>(&{first})")
             } else {
                 let zeros: Vec<HExpr> = vec![hir::arith::int_lit(0, span); dims.len()];
                 let base = self.element(span, view.buffer, &hir::ElemIndex::Coords(zeros));
-                format!(
-                    "(reinterpret_cast<std::uintptr_t>(&{base}) | reinterpret_cast<std::uintptr_t>(&{first}))"
-                )
+                if aligned_with_base {
+                    format!("reinterpret_cast<std::uintptr_t>(&{base})")
+                } else {
+                    format!(
+                        "(reinterpret_cast<std::uintptr_t>(&{base}) | reinterpret_cast<std::uintptr_t>(&{first}))"
+                    )
+                }
             };
             parts.push(format!("{addresses} % {} == 0", v.bytes));
         }
