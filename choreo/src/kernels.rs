@@ -748,6 +748,14 @@ impl BoundsRecord {
     pub(crate) fn slot_address(&self) -> usize {
         self.slot.as_ref().map_or(0, bounds_pool::Slot::host_address)
     }
+
+    /// The words of a record that was never handed out (for tests: a new record is zeroed).
+    #[cfg(test)]
+    pub(crate) fn unused_words(&self) -> Option<[u64; bounds_pool::RECORD_WORDS]> {
+        let slot = self.slot.as_ref().filter(|_| !self.handed_out)?;
+        // SAFETY: the slot was never handed out, so no device work can write it.
+        Some(unsafe { slot.read() })
+    }
 }
 
 impl Drop for BoundsRecord {
