@@ -142,3 +142,18 @@ fn a_record_is_not_reused_while_the_call_that_may_write_it_runs(dev: &TestDevice
     assert!(short.iter().all(|x| dev.download(x) == [1.0f32; 5]));
     assert!(!gate.timed_out());
 }
+
+device_tests!(a_check_the_host_cannot_decide_fails_the_call_beside_one_it_decided);
+fn a_check_the_host_cannot_decide_fails_the_call_beside_one_it_decided(dev: &TestDevice) {
+    let mut x = dev.zeros::<f32, 1>([16]);
+    let good: Vec<i32> = (0..16).collect();
+    let idx = dev.upload(&good);
+    bounds::fill_and_scatter(&mut x, &idx, 1.5).expect("all in bounds");
+    assert_eq!(dev.download(&x), vec![1.5f32; 16]);
+    // The host finds `x.at(p)` in bounds (16 elements); the scatter's index 99 is not.
+    let mut bad = good.clone();
+    bad[3] = 99;
+    let idx = dev.upload(&bad);
+    let (param, dim, index, extent, _) = out_of_bounds(bounds::fill_and_scatter(&mut x, &idx, 2.5));
+    assert_eq!((param, dim, index, extent), ("x", Some(0), 99, 16));
+}
