@@ -295,8 +295,8 @@ impl Pool {
             )
         };
         check(api, status, "cudaHostAlloc")?;
-        let base = NonNull::new(raw.cast::<u8>())
-            .ok_or(Error::OutOfHostMemory { bytes: BLOCK_BYTES })?;
+        let base =
+            NonNull::new(raw.cast::<u8>()).ok_or(Error::OutOfHostMemory { bytes: BLOCK_BYTES })?;
         if base.as_ptr().align_offset(SLOT_BYTES) != 0 {
             // SAFETY: the block came from this backend's cudaHostAlloc just now and is freed
             // once; nothing used it.
@@ -331,8 +331,7 @@ impl Pool {
         let mut mapped: *mut c_void = std::ptr::null_mut();
         // SAFETY: `mapped` is a valid, writable pointer slot; `host` is the start of a live
         // mapped allocation of this backend's runtime; the device is current.
-        let status =
-            unsafe { (api.host_get_device_pointer)(&mut mapped, host.as_ptr().cast(), 0) };
+        let status = unsafe { (api.host_get_device_pointer)(&mut mapped, host.as_ptr().cast(), 0) };
         check(api, status, "cudaHostGetDevicePointer")?;
         if mapped.is_null() {
             return Err(Error::InvalidArgument(

@@ -978,11 +978,16 @@ fn bounds_records_are_reused_only_after_their_calls(device: Device) {
     };
     // A failed check fails `wait()`; a call whose checks were all off (used flag 0) reads
     // nothing, even if the record was written; one that wrote nothing succeeds.
-    assert_eq!(bounds_call(&s, &failure, None, true, true).unwrap().0.wait(), Err(expected.clone()));
+    assert_eq!(
+        bounds_call(&s, &failure, None, true, true).unwrap().0.wait(),
+        Err(expected.clone())
+    );
     assert_eq!(bounds_call(&s, &failure, None, false, true).unwrap().0.wait(), Ok(()));
     assert_eq!(bounds_call(&s, &failure, None, true, false).unwrap().0.wait(), Ok(()));
-    assert!(block_on(bounds_call(&s, &failure, None, true, true).unwrap().0.into_future())
-        .is_err_and(|error| error == expected));
+    assert!(
+        block_on(bounds_call(&s, &failure, None, true, true).unwrap().0.into_future())
+            .is_err_and(|error| error == expected)
+    );
 
     // A call held at a gate, its `Pending` dropped: while it may still write its record, the
     // slot is given to no other record, however many are taken.

@@ -510,7 +510,8 @@ impl<'s> WorkStreams<'s> {
     /// Nothing is enqueued or waited for.
     pub fn record_bounds(&mut self, record: &mut BoundsRecord) {
         let result = self.call_events().map(|events| {
-            record.points = Some(events.iter().map(|recorded| Arc::clone(&recorded.point)).collect());
+            record.points =
+                Some(events.iter().map(|recorded| Arc::clone(&recorded.point)).collect());
         });
         self.keep(result);
     }

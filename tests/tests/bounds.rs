@@ -110,10 +110,8 @@ fn a_record_is_not_reused_while_the_call_that_may_write_it_runs(dev: &TestDevice
     let gate = dev.gate();
     let mut word = dev.zeroed::<u32>(1);
     wait_then_write(&held, &gate, &mut word, 1).expect("the gated kernel");
-    let held_calls: Vec<_> = short
-        .iter_mut()
-        .map(|x| bounds::fill16_async(x, 1.0, &held).expect("launched"))
-        .collect();
+    let held_calls: Vec<_> =
+        short.iter_mut().map(|x| bounds::fill16_async(x, 1.0, &held).expect("launched")).collect();
     for (index, call) in held_calls.into_iter().enumerate() {
         if index % 2 == 0 {
             drop(call);

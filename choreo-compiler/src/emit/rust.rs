@@ -1143,7 +1143,9 @@ impl<'f> FnEmitter<'f> {
         b.line("// in `wait()`.");
         if self.plan.guards {
             b.line("// A failed bounds check fails `wait()` (the record is read once the work is done).");
-            b.line("let __choreo_pending = __choreo_work.pending(move || __choreo_bounds.check())?;");
+            b.line(
+                "let __choreo_pending = __choreo_work.pending(move || __choreo_bounds.check())?;",
+            );
         } else {
             b.line("let __choreo_pending = __choreo_work.pending(|| Ok(()))?;");
         }
