@@ -25,10 +25,11 @@
 //! `__choreo_bounds_record* bounds`: the device address of a zeroed record (layout in
 //! [`BOUNDS_RECORD`]; the Rust wrappers pass mapped pinned host memory, the C++ `main` path
 //! device memory) where the kernels note the first access that failed its check; the caller
-//! reads it when the work is done and fails the call when its flag is set. It is followed by [`AbiParam::BoundsUsed`]
-//! `unsigned char* checked`: a host flag, zeroed by the caller, that the entry sets when it
-//! launched a kernel whose checks were on (not all of them decided on the host,
-//! `KernelPlan::host_proof`); when it stays 0 no kernel can have written the record and the
+//! reads it when the work is done and fails the call when its flag is set. It is followed by
+//! [`AbiParam::BoundsUsed`] `unsigned char* checked`: a host flag, zeroed by the caller, that
+//! the entry sets when it launched a kernel whose checks were on (not all of them decided on
+//! the host, `KernelPlan::host_proof`, or some never decided there,
+//! `KernelPlan::always_checked`); when it stays 0 no kernel can have written the record and the
 //! caller need not read it.
 //! Last come [`AbiParam::Message`] `char* err` and [`AbiParam::MessageCapacity`]
 //! `size_t err_cap`: a buffer that receives a NUL-terminated message (truncated to `err_cap`)
