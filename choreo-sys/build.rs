@@ -135,7 +135,7 @@ mod bindgen_check {
     const FUNCTIONS: &str = "cuda(GetDeviceCount|GetDevice|SetDevice|GetDeviceProperties|\
         DeviceGetAttribute|DeviceSynchronize|DeviceReset|RuntimeGetVersion|DriverGetVersion|\
         Malloc|Free|MallocAsync|FreeAsync|Memcpy|MemcpyAsync|Memset|MemsetAsync|MallocHost|\
-        HostAlloc|FreeHost|MemGetInfo|StreamCreate|StreamCreateWithFlags|StreamDestroy|\
+        HostAlloc|HostGetDevicePointer|FreeHost|MemGetInfo|StreamCreate|StreamCreateWithFlags|StreamDestroy|\
         StreamSynchronize|StreamQuery|StreamWaitEvent|EventCreate|EventCreateWithFlags|EventRecord|\
         EventSynchronize|EventQuery|EventElapsedTime|EventDestroy|LaunchHostFunc|GetLastError|\
         PeekAtLastError|GetErrorName|GetErrorString)";

@@ -412,6 +412,17 @@ fn checks_the_host_can_prove_before_the_launch_are_skipped_there() {
         ]
     );
     assert_eq!(f.kernels[0].host_proof.len(), 2);
+    // The gather's check is made in every launch, so every launch may write the record.
+    assert!(f.kernels[0].always_checked);
+}
+
+#[test]
+fn a_kernel_whose_checks_the_host_may_all_decide_is_not_always_checked() {
+    let src = "__co__ void f(global s32 [?] x, global s32 [?] y) {\n  parallel p by cdiv(x.span(0), 64) : block, t by 64 : thread {\n    i = p * 64 + t;\n    if (i < x.span(0)) y.at(i) = 1;\n  }\n}\n";
+    let f = function(src);
+    assert!(f.kernels[0].guards);
+    assert_eq!(f.kernels[0].host_proof.len(), 1);
+    assert!(!f.kernels[0].always_checked);
 }
 
 #[test]

@@ -368,6 +368,10 @@ cudart_status_functions! {
     pub fn cudaHostAlloc(pHost: *mut *mut c_void, size: usize, flags: c_uint);
     /// Frees page-locked host memory from [`cudaMallocHost`] / [`cudaHostAlloc`].
     pub fn cudaFreeHost(ptr: *mut c_void);
+    /// Writes to `*pDevice` the device address of the page-locked host memory `pHost` (from
+    /// [`cudaHostAlloc`] with [`cudaHostAllocMapped`]) for the current device; `flags` must
+    /// be 0.
+    pub fn cudaHostGetDevicePointer(pDevice: *mut *mut c_void, pHost: *mut c_void, flags: c_uint);
     /// Writes the free and total device memory in bytes to `*free` / `*total`.
     pub fn cudaMemGetInfo(free: *mut usize, total: *mut usize);
     /// Creates a blocking stream; the handle is written to `*pStream`.

@@ -57,7 +57,7 @@ macro_rules! same_signature {
                 assert_eq!(pair.len(), 2);
                 checked += 1;
             )*
-            assert_eq!(checked, 39, "every bound function is listed");
+            assert_eq!(checked, 40, "every bound function is listed");
         }
     };
 }
@@ -82,6 +82,7 @@ same_signature! {
     cudaMemsetAsync(_, _, _, _);
     cudaMallocHost(_, _);
     cudaHostAlloc(_, _, _);
+    cudaHostGetDevicePointer(_, _, _);
     cudaFreeHost(_);
     cudaMemGetInfo(_, _);
     cudaStreamCreate(_);

@@ -130,6 +130,34 @@ fn memory_round_trips_through_the_device() {
     }
 }
 
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn mapped_pinned_memory_is_written_by_the_device_through_its_device_pointer() {
+    device0();
+    const BYTES: usize = 4096;
+    let mut host: *mut c_void = ptr::null_mut();
+    let mut device: *mut c_void = ptr::null_mut();
+    let mut stream: cudaStream_t = ptr::null_mut();
+    // SAFETY: every out-pointer is a valid, writable slot; the memset stays within the
+    // `BYTES` allocated; the host reads the memory only after the stream is synchronized, and
+    // everything is freed once, after its last use.
+    unsafe {
+        check(cudaStreamCreateWithFlags(&mut stream, cudaStreamNonBlocking));
+        check(cudaHostAlloc(&mut host, BYTES, cudaHostAllocMapped | cudaHostAllocPortable));
+        ptr::write_bytes(host.cast::<u8>(), 0, BYTES);
+        check(cudaHostGetDevicePointer(&mut device, host, 0));
+        assert!(!device.is_null());
+        check(cudaMemsetAsync(device.cast::<u8>().add(64).cast(), 0x5a, 32, stream));
+        check(cudaStreamSynchronize(stream));
+        let bytes = std::slice::from_raw_parts(host.cast::<u8>(), BYTES);
+        assert!(bytes[..64].iter().all(|&b| b == 0));
+        assert!(bytes[64..96].iter().all(|&b| b == 0x5a));
+        assert!(bytes[96..].iter().all(|&b| b == 0));
+        check(cudaFreeHost(host));
+        check(cudaStreamDestroy(stream));
+    }
+}
+
 static HOST_FN_CALLS: AtomicU32 = AtomicU32::new(0);
 
 unsafe extern "C" fn count_call(user_data: *mut c_void) {

@@ -50,6 +50,7 @@ pub(crate) fn register() {
 extern "C" fn release_at_exit() {
     let _ = std::panic::catch_unwind(|| {
         crate::graveyard::drain_at_exit();
+        crate::bounds_pool::release_at_exit();
         crate::pinned_pool::release_at_exit();
     });
 }

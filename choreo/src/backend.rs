@@ -81,6 +81,9 @@ pub(crate) struct Api {
         unsafe extern "C" fn(*mut c_void, c_int, usize, cudaStream_t) -> cudaError_t,
     pub(crate) host_alloc: unsafe extern "C" fn(*mut *mut c_void, usize, c_uint) -> cudaError_t,
     pub(crate) free_host: unsafe extern "C" fn(*mut c_void) -> cudaError_t,
+    /// `cudaHostGetDevicePointer`: the device address of mapped pinned memory.
+    pub(crate) host_get_device_pointer:
+        unsafe extern "C" fn(*mut *mut c_void, *mut c_void, c_uint) -> cudaError_t,
     pub(crate) mem_get_info: unsafe extern "C" fn(*mut usize, *mut usize) -> cudaError_t,
     pub(crate) stream_create_with_flags:
         unsafe extern "C" fn(*mut cudaStream_t, c_uint) -> cudaError_t,
@@ -125,6 +128,7 @@ pub(crate) static CUDA: Api = {
         memset_async: sys::cudaMemsetAsync,
         host_alloc: sys::cudaHostAlloc,
         free_host: sys::cudaFreeHost,
+        host_get_device_pointer: sys::cudaHostGetDevicePointer,
         mem_get_info: sys::cudaMemGetInfo,
         stream_create_with_flags: sys::cudaStreamCreateWithFlags,
         stream_destroy: sys::cudaStreamDestroy,
@@ -233,6 +237,26 @@ mod cpu_ffi {
     }
 }
 
+/// `cudaHostGetDevicePointer` of the CPU runtime: its "device" addresses host memory
+/// directly, so the device address of pinned memory is its host address (its kernels get
+/// host pointers).
+///
+/// # Safety
+///
+/// `device` must be null or valid for one write; `host` is not dereferenced.
+unsafe extern "C" fn cpu_host_get_device_pointer(
+    device: *mut *mut c_void,
+    host: *mut c_void,
+    flags: c_uint,
+) -> cudaError_t {
+    if device.is_null() || host.is_null() || flags != 0 {
+        return cudaError_t::cudaErrorInvalidValue;
+    }
+    // SAFETY: `device` is non-null and, by the caller's contract, valid for one write.
+    unsafe { device.write(host) };
+    cudaError_t::cudaSuccess
+}
+
 /// The CPU runtime, through its C API.
 pub(crate) static CPU: Api = {
     use cpu_ffi::*;
@@ -249,6 +273,7 @@ pub(crate) static CPU: Api = {
         memset_async: choreo_cpu_cudaMemsetAsync,
         host_alloc: choreo_cpu_cudaHostAlloc,
         free_host: choreo_cpu_cudaFreeHost,
+        host_get_device_pointer: cpu_host_get_device_pointer,
         mem_get_info: choreo_cpu_cudaMemGetInfo,
         stream_create_with_flags: choreo_cpu_cudaStreamCreateWithFlags,
         stream_destroy: choreo_cpu_cudaStreamDestroy,

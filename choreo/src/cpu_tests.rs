@@ -891,3 +891,159 @@ fn gpu_lazy_points_survive_dropped_streams_and_forgotten_pendings() {
 fn gpu_lazy_points_with_threads_on_one_stream() {
     threads_share_a_stream(gpu());
 }
+
+// Bounds records (`crate::bounds_pool`): slots of mapped pinned memory that the host zeroes and
+// reads, reused only once the call that may write them has completed.
+
+/// The accesses of the bounds calls below.
+static BOUNDS_SITES: [crate::kernels::BoundsSite; 1] =
+    [crate::kernels::BoundsSite { param: "x", location: "t.co:3:5" }];
+
+/// What a generated wrapper with a bounds record does for one call on `stream`: the record,
+/// its device address to the "entry", which (behind `gate`, if given) copies `failure` into
+/// the record when `write`, and sets the used flag when `used`; the call recorded on the record;
+/// its `Pending` checks the record. Returns the `Pending` and the record's host address.
+fn bounds_call(
+    stream: &Stream,
+    failure: &DeviceBuffer<u64>,
+    gate: Option<&Gate>,
+    used: bool,
+    write: bool,
+) -> Result<(Pending<'static, ()>, usize)> {
+    let mut work = WorkStreams::for_backends(&[Backend::Cuda, Backend::Cpu], &[stream])?;
+    let mut record = crate::kernels::BoundsRecord::new(&work, "f", &BOUNDS_SITES)?;
+    let address = record.slot_address();
+    let from = work.read_param_ptr("failure", failure)?;
+    let to = record.device_ptr();
+    {
+        let _device = work.enter()?;
+        if let Some(gate) = gate {
+            let gate = gate.clone();
+            enqueue_host(stream, move || gate.pass())?;
+        }
+        if used {
+            // SAFETY: the flag is a byte of `record`, which lives (unmoved) until after this.
+            unsafe { record.used_flag().write(1) };
+        }
+        if write {
+            crate::buffer::enqueue_copy(
+                to.cast(),
+                from.cast(),
+                4 * size_of::<u64>(),
+                choreo_sys::cudaMemcpyKind::Default,
+                stream,
+            )?;
+        }
+    }
+    work.record_read(failure);
+    work.record_bounds(&mut record);
+    work.recorded()?;
+    Ok((work.pending(move || record.check())?, address))
+}
+
+/// Records held at once until one of them is the slot at `address`, or as many as the pool has
+/// free and retiring slots plus one (so every slot that may be given out is given out): whether
+/// `address` came, and the records (to be dropped by the caller).
+fn take_all_slots(
+    work: &WorkStreams<'_>,
+    address: usize,
+) -> (bool, Vec<crate::kernels::BoundsRecord>) {
+    let (free, retiring) = crate::bounds_pool::counts(work.backend());
+    let mut records = Vec::new();
+    for _ in 0..free + retiring + 1 {
+        let record = crate::kernels::BoundsRecord::new(work, "f", &BOUNDS_SITES).unwrap();
+        assert_eq!(record.unused_words(), Some([0; 4]), "a new record is not zeroed");
+        let found = record.slot_address() == address;
+        records.push(record);
+        if found {
+            return (true, records);
+        }
+    }
+    (false, records)
+}
+
+fn bounds_records_are_reused_only_after_their_calls(device: Device) {
+    let s = Stream::new_on_device(device).unwrap();
+    let t = Stream::new_on_device(device).unwrap();
+    // flag 1, access 0; dimension 0; index 20; extent 16.
+    let failure = DeviceBuffer::from_host(&s, &[1u64, 0, 20, 16]).unwrap();
+    failure.synchronize().unwrap();
+    let expected = Error::OutOfBounds {
+        function: "f",
+        param: "x",
+        dim: Some(0),
+        index: 20,
+        extent: 16,
+        location: "t.co:3:5",
+    };
+    // A failed check fails `wait()`; a call whose checks were all off (used flag 0) reads
+    // nothing, even if the record was written; one that wrote nothing succeeds.
+    assert_eq!(
+        bounds_call(&s, &failure, None, true, true).unwrap().0.wait(),
+        Err(expected.clone())
+    );
+    assert_eq!(bounds_call(&s, &failure, None, false, true).unwrap().0.wait(), Ok(()));
+    assert_eq!(bounds_call(&s, &failure, None, true, false).unwrap().0.wait(), Ok(()));
+    assert!(
+        block_on(bounds_call(&s, &failure, None, true, true).unwrap().0.into_future())
+            .is_err_and(|error| error == expected)
+    );
+
+    // A call held at a gate, its `Pending` dropped: while it may still write its record, the
+    // slot is given to no other record, however many are taken.
+    let gate = Gate::closed();
+    let (pending, held) = bounds_call(&s, &failure, Some(&gate), true, true).unwrap();
+    drop(pending);
+    let work = WorkStreams::for_backends(&[Backend::Cuda, Backend::Cpu], &[&t]).unwrap();
+    let (found, records) = take_all_slots(&work, held);
+    assert!(!found, "the slot of a running call was reused");
+    assert!(records.len() > crate::bounds_pool::SLOTS_PER_BLOCK, "{}", records.len());
+    drop(records);
+    // Once the call has completed (and written the slot), the slot comes back, zeroed.
+    gate.open();
+    s.synchronize().unwrap();
+    let (found, records) = take_all_slots(&work, held);
+    assert!(found, "the slot of a completed call was not reused");
+    drop(records);
+    assert!(!gate.timed_out());
+
+    // A forgotten `Pending`: its slot is never reused, even after its call completed.
+    let gate = Gate::closed();
+    let (pending, forgotten) = bounds_call(&s, &failure, Some(&gate), true, true).unwrap();
+    std::mem::forget(pending);
+    gate.open();
+    s.synchronize().unwrap();
+    let (found, records) = take_all_slots(&work, forgotten);
+    assert!(!found, "the slot of a forgotten call was reused");
+    drop(records);
+    // Calls in flight at once each have a record of their own.
+    let gate = Gate::closed();
+    let calls: Vec<_> = (0..8)
+        .map(|index| {
+            let gate = (index == 0).then_some(&gate);
+            bounds_call(&s, &failure, gate, true, index % 2 == 0).unwrap().0
+        })
+        .collect();
+    gate.open();
+    for (index, call) in calls.into_iter().enumerate() {
+        let want = if index % 2 == 0 { Err(expected.clone()) } else { Ok(()) };
+        assert_eq!(call.wait(), want, "call {index}");
+    }
+    assert!(!gate.timed_out());
+}
+
+#[test]
+fn bounds_records_are_reused_only_after_their_calls_on_the_cpu() {
+    // The pool is process-wide: no other unit test runs the runtime meanwhile.
+    let _exclusive =
+        crate::error::DEFERRED_SLOT_USERS.write().unwrap_or_else(PoisonError::into_inner);
+    bounds_records_are_reused_only_after_their_calls(Device::cpu());
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_bounds_records_are_reused_only_after_their_calls() {
+    let _exclusive =
+        crate::error::DEFERRED_SLOT_USERS.write().unwrap_or_else(PoisonError::into_inner);
+    bounds_records_are_reused_only_after_their_calls(gpu());
+}

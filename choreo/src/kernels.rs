@@ -16,14 +16,17 @@
 //! - [`return_tensor`], [`join_unit`] and [`join_value`] build results.
 
 use std::ffi::c_char;
+use std::sync::Arc;
 
 use choreo_sys as sys;
 
 use crate::backend::Backend;
+use crate::bounds_pool;
 use crate::device::DeviceGuard;
 use crate::elem::DeviceRepr;
 use crate::error::{check_deferred, check_status};
 use crate::one_or_many::{InlineList, OneOrMany};
+use crate::point::Point;
 use crate::stream::Stream;
 use crate::tracking::Recorded;
 use crate::{Device, DeviceBuffer, DeviceTensor, Error, Pending, Result};
@@ -501,6 +504,18 @@ impl<'s> WorkStreams<'s> {
         self.keep(result);
     }
 
+    /// Records that the work just enqueued on the work streams may write `record` (the call's
+    /// bounds record, whose [`BoundsRecord::device_ptr`] the entry got): the record keeps the
+    /// call's points, the end of the work after which it may be read and its memory reused.
+    /// Nothing is enqueued or waited for.
+    pub fn record_bounds(&mut self, record: &mut BoundsRecord) {
+        let result = self.call_events().map(|events| {
+            record.points =
+                Some(events.iter().map(|recorded| Arc::clone(&recorded.point)).collect());
+        });
+        self.keep(result);
+    }
+
     /// The first error of recording, if any (the accesses are then treated as unrecorded).
     pub fn recorded(&mut self) -> Result<()> {
         match self.error.take() {
@@ -617,31 +632,69 @@ pub struct BoundsSite {
     pub location: &'static str,
 }
 
-/// The bounds record of a call of a function with run-time bounds checks: 32 bytes of device
-/// memory, zeroed, in which its kernels note the first element access that failed its check
-/// (layout: `choreo_compiler::lower::abi::BOUNDS_RECORD` — flag and access number, dimension,
-/// index, extent). The wrapper passes [`BoundsRecord::buffer_mut`] through
-/// [`WorkStreams::write_param_ptr`] and reads the record once the call's work is done.
-/// The entry also sets [`BoundsRecord::used_flag`] when it launched a kernel whose checks were
+/// The bounds record of a call of a function with run-time bounds checks: 32 bytes in which
+/// its kernels note the first element access that failed its check (layout:
+/// `choreo_compiler::lower::abi::BOUNDS_RECORD` — flag and access number, dimension, index,
+/// extent).
+///
+/// The record lives in page-locked host memory mapped into the device's address space (a slot
+/// of a runtime pool; for the CPU device, plain host memory): the host zeroes it before the
+/// call, the kernels write it only when a check fails, and the host reads it once the call's
+/// work has completed. So a record puts no work on any stream (no allocation, memset or copy,
+/// no wait between streams), and a call costs the device nothing for it.
+///
+/// A wrapper makes the record with [`BoundsRecord::new`], passes [`BoundsRecord::device_ptr`]
+/// and [`BoundsRecord::used_flag`] to the entry, records the call with
+/// [`WorkStreams::record_bounds`] right after it, and then calls [`BoundsRecord::check`]:
+/// directly (a blocking wrapper), or in the finishing step of the call's [`Pending`] (an
+/// asynchronous one, so that `wait()` or `.await` fails with [`Error::OutOfBounds`]).
+///
+/// The entry sets the [`BoundsRecord::used_flag`] when it launched a kernel whose checks were
 /// on; while that flag is 0 no kernel can have written the record, so [`BoundsRecord::check`]
-/// does not read it (a launch whose checks the host proved redundant costs no copy back).
+/// neither waits nor reads (a launch whose checks the host proved redundant costs nothing).
+///
+/// # Reuse of the memory
+///
+/// The slot goes back to the pool only once no device work can write it: when
+/// [`BoundsRecord::check`] has waited for the call's work, when the record was never handed
+/// to an entry, or — for a record dropped unchecked (a `Pending` dropped without being waited
+/// for) — once the events of the call's work have completed (found by a later record's
+/// allocation, which never blocks). A record that is forgotten (`mem::forget` of its
+/// `Pending`), or whose call could not be recorded, is never reused (its memory leaks, a few
+/// bytes).
 #[derive(Debug)]
 pub struct BoundsRecord {
-    words: DeviceTensor<u64, 1>,
+    /// `None` once given back.
+    slot: Option<bounds_pool::Slot>,
+    /// Whether the slot's device address was handed out (to the entry).
+    handed_out: bool,
+    /// The end of the call's work, one point per work stream (see [`WorkStreams::record_bounds`]).
+    points: Option<OneOrMany<Arc<Point>>>,
+    /// Set once the call's work is known to have completed.
+    completed: bool,
     used: u8,
     function: &'static str,
     sites: &'static [BoundsSite],
 }
 
 impl BoundsRecord {
-    /// A zeroed record on `stream`, for a call of `function` whose checked accesses are `sites`.
+    /// A zeroed record for a call on `work`'s device, of `function`, whose checked accesses
+    /// are `sites`.
     pub fn new(
-        stream: &Stream,
+        work: &WorkStreams<'_>,
         function: &'static str,
         sites: &'static [BoundsSite],
     ) -> Result<BoundsRecord> {
-        let _device = stream.bind_device()?;
-        Ok(BoundsRecord { words: DeviceTensor::zeros_on(stream, [4])?, used: 0, function, sites })
+        let slot = bounds_pool::acquire(work.device())?;
+        Ok(BoundsRecord {
+            slot: Some(slot),
+            handed_out: false,
+            points: None,
+            completed: false,
+            used: 0,
+            function,
+            sites,
+        })
     }
 
     /// The host flag the entry sets (to 1) when a kernel ran with its checks on
@@ -651,32 +704,86 @@ impl BoundsRecord {
         &mut self.used
     }
 
-    /// The record's device memory.
-    pub fn buffer_mut(&mut self) -> &mut DeviceBuffer<u64> {
-        self.words.buffer_mut()
+    /// The record's address for the device work of the call (`AbiParam::BoundsRecord`): mapped
+    /// host memory that the call's kernels may write until its work has completed. Hand it to
+    /// one entry call only, and record that call with [`WorkStreams::record_bounds`].
+    pub fn device_ptr(&mut self) -> *mut u64 {
+        self.handed_out = true;
+        self.slot.as_ref().map_or(std::ptr::null_mut(), bounds_pool::Slot::device_ptr)
     }
 
-    /// Reads the record on `stream` (blocking; ordered after the call's work by the buffer's
-    /// tracking) and fails with [`Error::OutOfBounds`] when a check failed.
-    pub fn check(&self, stream: &Stream) -> Result<()> {
+    /// Fails with [`Error::OutOfBounds`] when a check of the call failed: waits for the call's
+    /// work (blocking, unless it has completed, as in the finishing step of its [`Pending`]),
+    /// then reads the record. Without a kernel launched with its checks on (the
+    /// [`BoundsRecord::used_flag`] is 0) it neither waits nor reads.
+    ///
+    /// [`Error::InvalidArgument`] when a kernel ran with its checks on but the call was not
+    /// recorded ([`WorkStreams::record_bounds`]): the end of its work is unknown.
+    pub fn check(mut self) -> Result<()> {
         if self.used == 0 {
             return Ok(());
         }
-        let words = self.words.to_host(stream)?;
-        decode_bounds(self.function, self.sites, words.as_slice())
+        let Some(points) = &self.points else {
+            return Err(Error::InvalidArgument(format!(
+                "the bounds record of a call of `{}` was not recorded with its work, so it \
+                 cannot be read",
+                self.function
+            )));
+        };
+        for point in points.as_slice() {
+            point.event()?.synchronize()?;
+        }
+        self.completed = true;
+        let Some(slot) = &self.slot else {
+            return Ok(());
+        };
+        // SAFETY: the work of the call the slot was handed to has completed (every point of
+        // the call was recorded after its work was enqueued, and waited for above); the slot
+        // is handed to no other call.
+        let words = unsafe { slot.read() };
+        decode_bounds(self.function, self.sites, &words)
     }
 
-    /// [`BoundsRecord::check`] without blocking: completes when the copy on `stream` has, with
-    /// the check's result.
-    pub fn check_async(&self, stream: &Stream) -> Result<Pending<'static, ()>> {
-        if self.used == 0 {
-            return Ok(Pending::ready(()));
+    /// The host address of the record's slot (for tests of the pool).
+    #[cfg(test)]
+    pub(crate) fn slot_address(&self) -> usize {
+        self.slot.as_ref().map_or(0, bounds_pool::Slot::host_address)
+    }
+
+    /// The words of a record that was never handed out (for tests: a new record is zeroed).
+    #[cfg(test)]
+    pub(crate) fn unused_words(&self) -> Option<[u64; bounds_pool::RECORD_WORDS]> {
+        let slot = self.slot.as_ref().filter(|_| !self.handed_out)?;
+        // SAFETY: the slot was never handed out, so no device work can write it.
+        Some(unsafe { slot.read() })
+    }
+}
+
+impl Drop for BoundsRecord {
+    fn drop(&mut self) {
+        let Some(slot) = self.slot.take() else {
+            return;
+        };
+        if !self.handed_out || self.completed {
+            // No device work can write the slot.
+            bounds_pool::release(slot);
+            return;
         }
-        let (function, sites) = (self.function, self.sites);
-        Ok(self
-            .words
-            .to_host_async(stream)?
-            .map(move |words| decode_bounds(function, sites, words.as_slice())))
+        // The events of the call's work (an open point is recorded now, at the end of its
+        // stream, which is at or after the end of the work: see `crate::point`); the slot is
+        // reused once they have completed. Without them (not recorded, or recording fails),
+        // the slot is never reused.
+        let events = self.points.take().and_then(|points| {
+            points
+                .as_slice()
+                .iter()
+                .map(|point| point.event().ok().map(Arc::clone))
+                .collect::<Option<Vec<_>>>()
+        });
+        match events {
+            Some(events) => bounds_pool::retire(slot, events),
+            None => bounds_pool::leak(slot),
+        }
     }
 }
 

@@ -60,6 +60,7 @@
 
 mod at_exit;
 mod backend;
+mod bounds_pool;
 mod buffer;
 #[cfg(test)]
 mod cpu_tests;

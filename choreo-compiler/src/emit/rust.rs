@@ -741,7 +741,7 @@ impl<'f> FnEmitter<'f> {
             b.line("__choreo_work.record_write(__choreo_ret.buffer_mut());");
         }
         if self.plan.guards {
-            b.line("__choreo_work.record_write(__choreo_bounds.buffer_mut());");
+            b.line("__choreo_work.record_bounds(&mut __choreo_bounds);");
         }
         b.line(&format!(
             "__choreo_message.result_for(__choreo_work.backend(), __choreo_status, {:?})?;",
@@ -898,7 +898,11 @@ impl<'f> FnEmitter<'f> {
                 "// The accesses checked at run time, by number, and the record where the \
                  kernels note",
             );
-            b.line("// the first one that fails (it is skipped, and the call fails).");
+            b.line(
+                "// the first one that fails (it is skipped, and the call fails): mapped pinned \
+                 host memory,",
+            );
+            b.line("// zeroed by the host, read by it once the call's work has completed.");
             let sites: Vec<String> = self
                 .plan
                 .accesses
@@ -922,7 +926,7 @@ impl<'f> FnEmitter<'f> {
             b.indent -= 1;
             b.line("];");
             b.line(&format!(
-                "let mut __choreo_bounds = ::choreo::kernels::BoundsRecord::new(__choreo_staging, {:?}, &__CHOREO_SITES)?;",
+                "let mut __choreo_bounds = ::choreo::kernels::BoundsRecord::new(&__choreo_work, {:?}, &__CHOREO_SITES)?;",
                 self.f.name
             ));
         }
@@ -984,10 +988,8 @@ impl<'f> FnEmitter<'f> {
             );
         }
         if self.plan.guards {
-            b.line(
-                "let __choreo_ptr_bounds = __choreo_work.write_param_ptr(\"bounds record\", \
-                 __choreo_bounds.buffer_mut())?;",
-            );
+            b.line("// The bounds record is the call's alone: nothing to order it after.");
+            b.line("let __choreo_ptr_bounds = __choreo_bounds.device_ptr();");
         }
     }
 
@@ -1048,6 +1050,14 @@ impl<'f> FnEmitter<'f> {
                 .push_str(", and `__choreo_value` is a writable local of the entry's return type");
         }
         safety.push('.');
+        if self.plan.guards {
+            safety.push_str(
+                " The bounds record's pointer is the device address of mapped pinned host memory \
+                 that the record owns, zeroed, and keeps from reuse until the call's work has \
+                 completed (the call is recorded on it right after); its used flag is a byte of \
+                 the record that the entry writes only during the call.",
+            );
+        }
         for line in wrap(&safety, 88) {
             b.line(&format!("// {line}"));
         }
@@ -1106,7 +1116,7 @@ impl<'f> FnEmitter<'f> {
     fn sync_results(&self, b: &mut Body) {
         if self.plan.guards {
             b.line("// A failed bounds check fails the call before anything is delivered.");
-            b.line("__choreo_bounds.check(__choreo_staging)?;");
+            b.line("__choreo_bounds.check()?;");
         }
         let copies: Vec<&ParamInfo<'_>> = self.copied_back().collect();
         if !copies.is_empty() {
@@ -1131,13 +1141,13 @@ impl<'f> FnEmitter<'f> {
         b.line("// Complete when the call's work is (the events recorded right after the call);");
         b.line("// copies back go to runtime-owned pinned staging now and into the caller's views");
         b.line("// in `wait()`.");
-        b.line("let __choreo_pending = __choreo_work.pending(|| Ok(()))?;");
         if self.plan.guards {
-            b.line("// A failed bounds check fails `wait()`.");
+            b.line("// A failed bounds check fails `wait()` (the record is read once the work is done).");
             b.line(
-                "let __choreo_pending = ::choreo::kernels::join_unit(__choreo_pending, \
-                 __choreo_bounds.check_async(__choreo_work.first())?);",
+                "let __choreo_pending = __choreo_work.pending(move || __choreo_bounds.check())?;",
             );
+        } else {
+            b.line("let __choreo_pending = __choreo_work.pending(|| Ok(()))?;");
         }
         for p in self.copied_back() {
             b.line(&format!(

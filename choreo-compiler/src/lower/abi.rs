@@ -22,12 +22,14 @@
 //! failed runtime check); for a scalar return, [`AbiParam::ResultScalar`]: `T* ret`, a host
 //! pointer that receives the value (`uint16_t*` bits for `f16`/`bf16`); nothing for `void`.
 //! Then, in functions with run-time bounds checks, [`AbiParam::BoundsRecord`]
-//! `__choreo_bounds_record* bounds`: a zeroed device record (layout in [`BOUNDS_RECORD`]) where
-//! the kernels note the first access that failed its check; the caller reads it when the work
-//! is done and fails the call when its flag is set. It is followed by [`AbiParam::BoundsUsed`]
-//! `unsigned char* checked`: a host flag, zeroed by the caller, that the entry sets when it
-//! launched a kernel whose checks were on (not all of them decided on the host,
-//! `KernelPlan::host_proof`); when it stays 0 no kernel can have written the record and the
+//! `__choreo_bounds_record* bounds`: the device address of a zeroed record (layout in
+//! [`BOUNDS_RECORD`]; the Rust wrappers pass mapped pinned host memory, the C++ `main` path
+//! device memory) where the kernels note the first access that failed its check; the caller
+//! reads it when the work is done and fails the call when its flag is set. It is followed by
+//! [`AbiParam::BoundsUsed`] `unsigned char* checked`: a host flag, zeroed by the caller, that
+//! the entry sets when it launched a kernel whose checks were on (not all of them decided on
+//! the host, `KernelPlan::host_proof`, or some never decided there,
+//! `KernelPlan::always_checked`); when it stays 0 no kernel can have written the record and the
 //! caller need not read it.
 //! Last come [`AbiParam::Message`] `char* err` and [`AbiParam::MessageCapacity`]
 //! `size_t err_cap`: a buffer that receives a NUL-terminated message (truncated to `err_cap`)
@@ -119,9 +121,9 @@ pub enum AbiParam {
     Message,
     /// `size_t`: the capacity of the message buffer.
     MessageCapacity,
-    /// `__choreo_bounds_record*`: a device record, zeroed by the caller, in which the kernels
-    /// note the first element access that failed its run-time bounds check (the access was
-    /// skipped). Only in functions with such checks ([`super::FunctionPlan::guards`]); the
+    /// `__choreo_bounds_record*`: the device address of a record, zeroed by the caller (mapped
+    /// pinned host memory in the Rust wrappers), in which the kernels note the first element
+    /// access that failed its run-time bounds check (the access was skipped). Only in functions with such checks ([`super::FunctionPlan::guards`]); the
     /// caller reads it when the call's device work has finished.
     BoundsRecord,
     /// `unsigned char*`: a host flag, zeroed by the caller, set by the entry when a kernel ran

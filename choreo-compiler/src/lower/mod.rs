@@ -184,6 +184,10 @@ pub struct KernelPlan {
     /// repeats): when every one holds (some alternative of each), the host launches the
     /// kernel's instance without those checks. Empty: one instance, checks as planned.
     pub host_proof: Vec<Vec<bounds::HostBound>>,
+    /// Whether some access the kernel checks has no host proof: it is checked in every launch
+    /// (whatever the host finds of the others), so every launch may write the bounds record and
+    /// the entry sets the used flag (`AbiParam::BoundsUsed`) for every launch.
+    pub always_checked: bool,
     /// The kernel's shared memory (spec §11.3).
     pub shared: SharedPool,
     /// Whether the kernel has asynchronous DMAs (each thread then counts the copy groups it
@@ -443,6 +447,7 @@ fn lower_function(
                     levels: Vec::new(),
                     guards: false,
                     host_proof: Vec::new(),
+                    always_checked: false,
                     shared: SharedPool::default(),
                     async_copies: false,
                     synchronises: false,
@@ -514,6 +519,7 @@ fn lower_function(
             if let Some(k) = kernels.get_mut(tree.id.index()) {
                 k.guards = !planned.is_empty();
                 k.host_proof = host_proof;
+                k.always_checked = planned.iter().any(|a| a.host_proof.is_none());
             }
         }
     }
@@ -783,6 +789,7 @@ impl HostWalk<'_, '_> {
             levels,
             guards: false,
             host_proof: Vec::new(),
+            always_checked: false,
             shared,
             async_copies: kernel.async_copies,
             // The cluster barriers at entry and exit make the blocks of a cluster wait for

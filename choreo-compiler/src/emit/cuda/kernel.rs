@@ -556,8 +556,9 @@ impl FnEmitter<'_, '_> {
             self.w.line(span, "__choreo_launch.numAttrs = 1;");
         }
         if k.guards {
-            // The caller reads the bounds record only after a launch with its checks on.
-            let used = if k.host_proof.is_empty() {
+            // The caller reads the bounds record only after a launch with its checks on (all of
+            // them, when some check is not decided on the host).
+            let used = if k.host_proof.is_empty() || k.always_checked {
                 "*__choreo_bounds_used = 1;".to_string()
             } else {
                 "if (!__choreo_in_bounds_on_host) *__choreo_bounds_used = 1;".to_string()
