@@ -450,6 +450,8 @@ impl Checker<'_> {
         self.scopes.truncate(depth);
         self.region = Region::Host;
         self.loop_depth = saved_loop;
+        let mut body = body;
+        self.resolve_placeholder_store_waits(&mut body);
         self.check_waits(&body, span);
         self.check_tma_stores(&body);
         match threads.as_const() {
