@@ -321,8 +321,7 @@ fn measure(
             if variant.is_choreo() {
                 return Box::new(move || {
                     per_launch_ms(s, batch, || ours_co.borrow_mut().launch(s, variant))
-                })
-                    as Box<dyn FnMut() -> BenchResult<f64> + '_>;
+                }) as Box<dyn FnMut() -> BenchResult<f64> + '_>;
             }
             Box::new(move || {
                 per_launch_ms(s, batch, || {
@@ -355,13 +354,15 @@ fn measure(
     let ours_count = variants.len();
     // The fastest right variant among the Choreo GEMMs and among the hand-written versions.
     let best = |choreo: bool| {
-        variants.iter().copied().zip(summaries.iter().copied()).filter(|(v, _)| v.is_choreo() == choreo).fold(
-            None,
-            |best: Option<(Variant, Summary)>, (v, s)| match best {
+        variants
+            .iter()
+            .copied()
+            .zip(summaries.iter().copied())
+            .filter(|(v, _)| v.is_choreo() == choreo)
+            .fold(None, |best: Option<(Variant, Summary)>, (v, s)| match best {
                 Some(b) if b.1.median <= s.median => Some(b),
                 _ => Some((v, s)),
-            },
-        )
+            })
     };
     let (best_choreo, best_hand) = (best(true), best(false));
     let cublas_tflops = summaries.get(ours_count).map(|s| tflops(size, s.median));
@@ -408,13 +409,7 @@ fn measure(
         eprintln!("choreo-bench: gemm: {name} {size}³: wrong variants: {}", names.join(", "));
     }
     let at = |b: Option<(Variant, Summary)>| b.map(|(v, s)| (v, tflops(size, s.median)));
-    Ok(Some(Point {
-        dtype,
-        size,
-        choreo: at(best_choreo),
-        hand: at(best_hand),
-        cublas_tflops,
-    }))
+    Ok(Some(Point { dtype, size, choreo: at(best_choreo), hand: at(best_hand), cublas_tflops }))
 }
 
 /// A row with only its first cell filled.
@@ -522,7 +517,9 @@ impl ChoreoOperands {
             ChoreoOperands::F16(x) if tma => {
                 x.run_checked(s, |s, a, b, c| k::gemm_f16_tma_store(s, a, b, c)?.wait())
             }
-            ChoreoOperands::F16(x) => x.run_checked(s, |s, a, b, c| k::gemm_f16(s, a, b, c)?.wait()),
+            ChoreoOperands::F16(x) => {
+                x.run_checked(s, |s, a, b, c| k::gemm_f16(s, a, b, c)?.wait())
+            }
             ChoreoOperands::Bf16(x) if tma => {
                 x.run_checked(s, |s, a, b, c| k::gemm_bf16_tma_store(s, a, b, c)?.wait())
             }

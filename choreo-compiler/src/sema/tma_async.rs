@@ -84,13 +84,8 @@ impl Checker<'_> {
         }
         for &g in &others {
             if self.kernel.as_ref().is_some_and(|k| k.tma_placeholders.contains(&g)) {
-                let w = PlaceholderWait {
-                    group: g,
-                    span,
-                    participants,
-                    role: here.clone(),
-                    uniform,
-                };
+                let w =
+                    PlaceholderWait { group: g, span, participants, role: here.clone(), uniform };
                 if let Some(k) = self.kernel.as_mut() {
                     k.placeholder_waits.push(w);
                 }
@@ -279,9 +274,7 @@ fn rewrite_waits(stmts: &mut [Stmt], waits: &[PlaceholderWait]) {
                 rewrite_waits(then_body, waits);
                 rewrite_waits(else_body, waits);
             }
-            StmtKind::For { body, .. } | StmtKind::While { body, .. } => {
-                rewrite_waits(body, waits)
-            }
+            StmtKind::For { body, .. } | StmtKind::While { body, .. } => rewrite_waits(body, waits),
             StmtKind::Wait { tma_groups, .. } => {
                 let mine: Vec<&PlaceholderWait> = waits
                     .iter()
