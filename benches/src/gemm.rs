@@ -87,11 +87,15 @@ pub enum Variant {
     /// `Wait0` written in Choreo. Not a version of the hand-written kernel: the `gemm` section
     /// runs it with choreo tensors, and [`launch_ours`] refuses it.
     Choreo,
+    /// The Choreo GEMM with the TMA-store epilogue (`gemm_f16_tma_store`,
+    /// `gemm_bf16_tma_store` of `kernels/gemm.co`): the accumulators staged in a shared C tile
+    /// and stored by one TMA bulk tensor store per tile. Run as [`Variant::Choreo`] is.
+    ChoreoTma,
 }
 
 impl Variant {
     /// Every version of the hand-written kernel, safest first (the order in which the `gemm`
-    /// section checks them; it checks [`Variant::Choreo`] first).
+    /// section checks them; it checks [`Variant::CHOREO`] first).
     pub const ALL: [Variant; 6] = [
         Variant::Single,
         Variant::Wait0,
@@ -100,6 +104,15 @@ impl Variant {
         Variant::Cluster2,
         Variant::Cluster2Group8,
     ];
+
+    /// The Choreo GEMMs (generated code, run through their wrappers), in the order the `gemm`
+    /// section checks them.
+    pub const CHOREO: [Variant; 2] = [Variant::Choreo, Variant::ChoreoTma];
+
+    /// Whether it is generated from Choreo (not a version of the hand-written kernel).
+    pub fn is_choreo(self) -> bool {
+        Variant::CHOREO.contains(&self)
+    }
 
     /// The variant code of the C entry.
     pub fn code(self) -> i32 {
@@ -110,7 +123,7 @@ impl Variant {
             Variant::Group8 => 3,
             Variant::Cluster2Group8 => 4,
             Variant::Stages3 => 5,
-            Variant::Choreo => -1,
+            Variant::Choreo | Variant::ChoreoTma => -1,
         }
     }
 
@@ -132,12 +145,13 @@ impl Variant {
             Variant::Cluster2Group8 => "cluster2-group8",
             Variant::Stages3 => "stages3",
             Variant::Choreo => "choreo",
+            Variant::ChoreoTma => "choreo-tma",
         }
     }
 
     /// The variant of short name `key`.
     pub fn from_key(key: &str) -> Option<Variant> {
-        Variant::ALL.into_iter().chain([Variant::Choreo]).find(|v| v.key() == key)
+        Variant::ALL.into_iter().chain(Variant::CHOREO).find(|v| v.key() == key)
     }
 
     /// The name in tables.
@@ -150,6 +164,7 @@ impl Variant {
             Variant::Cluster2Group8 => "gemm_wgmma cluster 2 (B multicast) group 8",
             Variant::Stages3 => "gemm_wgmma 3 stages",
             Variant::Choreo => "Choreo gemm.co",
+            Variant::ChoreoTma => "Choreo gemm.co TMA-store epilogue",
         }
     }
 }
@@ -339,7 +354,7 @@ pub unsafe fn launch_ours(
     (m, n, k): (usize, usize, usize),
 ) -> Result<(), String> {
     check_sizes((a, b, c), (m, n, k))?;
-    if variant == Variant::Choreo {
+    if variant.is_choreo() {
         return Err("the Choreo GEMM runs through its generated wrapper, not this entry".into());
     }
     #[cfg(choreo_bench_kernels)]

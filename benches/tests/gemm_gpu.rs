@@ -194,9 +194,10 @@ mod kernels {
     choreo::include_kernels!("gemm");
 }
 
-/// The Choreo GEMM (`kernels/gemm.co`, through its generated wrapper) on `(m, n, k)` against
-/// the float64 host reference, every element.
-fn check_choreo(dtype: Dtype, (m, n, k): (usize, usize, usize), exact: bool) {
+/// A Choreo GEMM (`kernels/gemm.co`, through its generated wrapper: `gemm_f16`/`gemm_bf16`, or
+/// with `tma` the TMA-store epilogue `gemm_f16_tma_store`/`gemm_bf16_tma_store`) on
+/// `(m, n, k)` against the float64 host reference, every element.
+fn check_choreo(dtype: Dtype, (m, n, k): (usize, usize, usize), exact: bool, tma: bool) {
     use choreo::{DeviceTensor, HostView};
     let (ha, hb) = if exact {
         (gemm::exact_matrix(dtype, m, k, 17), gemm::exact_matrix(dtype, n, k, 18))
@@ -212,7 +213,8 @@ fn check_choreo(dtype: Dtype, (m, n, k): (usize, usize, usize), exact: bool) {
                 DeviceTensor::from_host(&s, HostView::new(&v, shape).unwrap()).unwrap()
             };
             let (a, b, mut c) = (t(&ha, [m, k]), t(&hb, [n, k]), t(&nan, [m, n]));
-            kernels::gemm::gemm_f16(&s, &a, &b, &mut c).unwrap().wait().unwrap();
+            let run = if tma { kernels::gemm::gemm_f16_tma_store } else { kernels::gemm::gemm_f16 };
+            run(&s, &a, &b, &mut c).unwrap().wait().unwrap();
             c.to_host(&s).unwrap().as_slice().iter().map(|x| x.to_bits()).collect()
         }
         Dtype::Bf16 => {
@@ -222,11 +224,14 @@ fn check_choreo(dtype: Dtype, (m, n, k): (usize, usize, usize), exact: bool) {
                 DeviceTensor::from_host(&s, HostView::new(&v, shape).unwrap()).unwrap()
             };
             let (a, b, mut c) = (t(&ha, [m, k]), t(&hb, [n, k]), t(&nan, [m, n]));
-            kernels::gemm::gemm_bf16(&s, &a, &b, &mut c).unwrap().wait().unwrap();
+            let run =
+                if tma { kernels::gemm::gemm_bf16_tma_store } else { kernels::gemm::gemm_bf16 };
+            run(&s, &a, &b, &mut c).unwrap().wait().unwrap();
             c.to_host(&s).unwrap().as_slice().iter().map(|x| x.to_bits()).collect()
         }
     };
-    check_all("Choreo gemm.co", dtype, (&ha, &hb, &hc), (m, n, k), exact);
+    let what = if tma { "Choreo gemm.co TMA-store epilogue" } else { "Choreo gemm.co" };
+    check_all(what, dtype, (&ha, &hb, &hc), (m, n, k), exact);
 }
 
 #[test]
@@ -235,10 +240,24 @@ fn choreo_gemm_small_shapes() {
     // One tile; a few tiles (most of the 132 blocks idle); 144 tiles (a second round of the
     // persistent loop for 12 blocks), a K with 7 k-steps (ring slots wrap mid-tile).
     for dtype in [Dtype::F16, Dtype::Bf16] {
-        check_choreo(dtype, (128, 256, 64), true);
-        check_choreo(dtype, (256, 512, 448), true);
-        check_choreo(dtype, (256, 512, 448), false);
-        check_choreo(dtype, (1536, 3072, 128), true);
+        check_choreo(dtype, (128, 256, 64), true, false);
+        check_choreo(dtype, (256, 512, 448), true, false);
+        check_choreo(dtype, (256, 512, 448), false, false);
+        check_choreo(dtype, (1536, 3072, 128), true, false);
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU (sm_90)"]
+fn choreo_gemm_tma_store_small_shapes() {
+    // As above for the TMA-store epilogue (3-slot ring: 7 k-steps wrap it twice and a half);
+    // 144 tiles: 12 blocks store a second tile from the shared C tile the first one used.
+    for dtype in [Dtype::F16, Dtype::Bf16] {
+        check_choreo(dtype, (128, 256, 64), true, true);
+        check_choreo(dtype, (256, 512, 448), true, true);
+        check_choreo(dtype, (256, 512, 448), false, true);
+        check_choreo(dtype, (1536, 3072, 128), true, true);
+        check_choreo(dtype, (1536, 3072, 192), false, true);
     }
 }
 
@@ -249,12 +268,13 @@ fn choreo_gemm_refuses_shapes_that_are_not_tile_multiples() {
     let a = choreo::DeviceTensor::<choreo::f16, 2>::zeros_on(&s, [100, 64]).unwrap();
     let b = choreo::DeviceTensor::<choreo::f16, 2>::zeros_on(&s, [256, 64]).unwrap();
     let mut c = choreo::DeviceTensor::<choreo::f16, 2>::zeros_on(&s, [100, 256]).unwrap();
-    let result = kernels::gemm::gemm_f16(&s, &a, &b, &mut c).and_then(|p| p.wait());
-    match result {
-        Err(choreo::Error::RuntimeCheck { message, .. }) => {
-            assert!(message.contains("M must be a multiple of 128"), "{message}");
+    for run in [kernels::gemm::gemm_f16, kernels::gemm::gemm_f16_tma_store] {
+        match run(&s, &a, &b, &mut c).and_then(|p| p.wait()) {
+            Err(choreo::Error::RuntimeCheck { message, .. }) => {
+                assert!(message.contains("M must be a multiple of 128"), "{message}");
+            }
+            other => panic!("expected a failed run-time check, got {other:?}"),
         }
-        other => panic!("expected a failed run-time check, got {other:?}"),
     }
 }
 

@@ -2001,3 +2001,61 @@ fn sparse_wgmma_is_checked_and_needs_sm90a() {
     assert!(codes.contains(&"E1005"), "{}", render_human(&c.db, &c.diags));
     assert!(c.diags.iter().any(|d| d.message.contains("WGMMA requires sm_90a")));
 }
+
+struct StoreWaits<'w>(&'w mut Vec<(usize, bool)>);
+
+impl<'a> hir::visit::Visitor<'a> for StoreWaits<'_> {
+    fn stmt(&mut self, s: &'a hir::Stmt) -> hir::visit::Walk {
+        match &s.kind {
+            hir::StmtKind::TmaStoreWait { groups, role, .. } => {
+                self.0.push((groups.len(), role.is_some()));
+            }
+            hir::StmtKind::Wait { tma_groups, .. } => {
+                assert!(tma_groups.is_empty(), "an mbarrier wait on a store's future");
+            }
+            _ => {}
+        }
+        hir::visit::Walk::Continue
+    }
+}
+
+#[test]
+fn tma_any_placeholder_bound_to_a_store_in_a_role() {
+    // spec-tier3 §3.3, §7.1: `fo = tma.any;` then, in the loop, `wait fo;` before
+    // `fo = tma.copy.async …`: the wait (in source order before the binding) and the one after
+    // the loop are both store waits of the consumer role (no mbarrier wait), issued by it.
+    let program = |pre_wait: &str| {
+        format!(
+            "__co__ void f(f32 [M, 64] x, f32 [M, 64] &y) {{\n  parallel bm by cdiv(M, 64) : block {{\n    shared event full[2], empty[2] = ready;\n    shared f32 [32, 64] tin[2];\n    shared f32 [32, 64] tout;\n    parallel w by 2 : group-4, t by 128 : thread {{\n      inthreads.async (w == 0 && t == 0) {{\n        foreach {{k}} in [2] {{\n          wait empty.at(k);\n          f = tma.load.async x.subspan(32, 64).at(bm * 2 + k, 0) => tin[k % 2];\n          trigger full.at(k) after f;\n        }}\n      }}\n      inthreads.async (w == 1) {{\n        fo = tma.any;\n        foreach {{k}} in [2] {{\n          wait full.at(k);\n          {pre_wait}\n          foreach {{i}} in [16] {{ tout.at(t / 4, (t % 4) * 16 + i) = tin[k % 2].at(t / 4, (t % 4) * 16 + i) * 2.0f; }}\n          trigger empty.at(k);\n          fo = tma.copy.async tout => y.subspan(32, 64).at(bm * 2 + k, 0);\n        }}\n        wait fo;\n      }}\n    }}\n  }}\n}}\n"
+        )
+    };
+    let f = accept(&program("wait fo;"));
+    let mut waits = Vec::new();
+    hir::visit::walk_stmts(&mut StoreWaits(&mut waits), &f.body);
+    assert_eq!(waits, [(1, true), (1, true)]);
+    // Without the wait in the loop, the next iteration rewrites the store's source (E0463)
+    // and re-issues the store before it was waited for (E0453).
+    let c = run(&program(""));
+    let codes: Vec<&str> = c.diags.iter().filter(|d| d.is_error()).map(|d| d.code).collect();
+    assert!(codes.contains(&"E0463"), "{}", render_human(&c.db, &c.diags));
+    // A wait that only some threads of the role reach is refused (E0475).
+    let c = run(&program("if (t < 64) { wait fo; }"));
+    let codes: Vec<&str> = c.diags.iter().filter(|d| d.is_error()).map(|d| d.code).collect();
+    assert!(codes.contains(&"E0475"), "{}", render_human(&c.db, &c.diags));
+}
+
+#[test]
+fn a_tma_store_synchronises_an_async_mma_store() {
+    // W1046 is not given when a TMA store (which fences and synchronises its scope before the
+    // copy engine reads) reads the tile that `mma.store.async` wrote; a DMA copy out of it is.
+    let program = |copy: &str| {
+        format!(
+            "__co__ void f(f16 [16, 16] a, f16 [16, 8] b, f32 [16, 8] &o) {{\n  parallel p by 1 : block {{\n    shared f32 [16, 8] s;\n    parallel w by 1 : group {{\n      acc = mma.fill.f32 0.0f;\n      fa = mma.load a;\n      fb = mma.load b;\n      mma.row.col acc, fa, fb;\n      mma.store.async acc, s;\n    }}\n    {copy} s => o;\n  }}\n}}\n"
+        )
+    };
+    let c = accepted(&program("tma.copy"));
+    assert!(c.diags.is_empty(), "{}", render_human(&c.db, &c.diags));
+    let c = accepted(&program("dma.copy"));
+    let codes: Vec<&str> = c.diags.iter().map(|d| d.code).collect();
+    assert_eq!(codes, ["W1046"], "{}", render_human(&c.db, &c.diags));
+}

@@ -1733,6 +1733,9 @@ pub enum StmtKind {
         groups: Vec<VarId>,
         /// Who waits together.
         participants: Participants,
+        /// The warpgroup role that issued the stores and waits (as [`Tma::role`]): its first
+        /// thread waits, its named barrier follows; `None`: thread 0 and `participants`.
+        role: Option<Vec<HExpr>>,
     },
     /// `swap(a, b)` / `rotate(a, b, c, …)` (spec §14.3): `a` takes `b`'s data (and pending
     /// copy group), `b` takes `c`'s, …, the last takes `a`'s.

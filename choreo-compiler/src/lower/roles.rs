@@ -5,9 +5,10 @@
 //! Every thread of the block evaluates the predicates with its own intra-block indices (as
 //! for the arrival counts of events, `lower::events`). A role must be whole warpgroups (128
 //! consecutive threads from a multiple of 128) or a single thread; its barrier (the barriers
-//! the statements imply: the wait before a load overwrites its tile, the TMA-store prologue)
-//! is named barrier 15, reserved for it (sema rejects a user `__bar_*` on 15), so at most one
-//! role of a kernel may need it. Anything else is `E0475`.
+//! the statements imply: the wait before a load overwrites its tile, the TMA-store prologue,
+//! the wait for its asynchronous stores) is named barrier 15, reserved for it (sema rejects a
+//! user `__bar_*` on 15), so at most one role of a kernel may need it. Anything else is
+//! `E0475`.
 
 use super::KernelPlan;
 use super::events::{Env, level_indices};
@@ -64,6 +65,10 @@ pub(super) fn plan(
                     if let Some(c) = &t.role {
                         self.0.push(Use { conditions: c, span: s.span, barrier: false });
                     }
+                }
+                // The role's first thread waits for its stores, its barrier follows.
+                StmtKind::TmaStoreWait { role: Some(c), .. } => {
+                    self.0.push(Use { conditions: c, span: s.span, barrier: true });
                 }
                 _ => {}
             }

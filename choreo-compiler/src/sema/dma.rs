@@ -591,6 +591,15 @@ impl Checker<'_> {
             _ => None,
         };
         if let Some(f) = existing {
+            // An asynchronous TMA store bound to a `tma.any` placeholder (spec-tier3 §3.3): the
+            // future names the store's bulk group (no buffer, no mbarrier), so a loop can wait
+            // for the previous iteration's store before rewriting its source.
+            let tma_placeholder = f.group.filter(|g| self.is_tma_group(*g));
+            if let (None, true, Some(g)) = (site, is_async, tma_placeholder) {
+                if barrier.is_none() && matches!(dst.storage, Storage::Host | Storage::Global) {
+                    return Some((None, Some(g)));
+                }
+            }
             // Re-binding a placeholder: it must get a buffer of its type.
             let (FutureData::Pointer(ptr), Some(site)) = (&f.data, site) else {
                 self.error_label(
@@ -1039,6 +1048,7 @@ impl Checker<'_> {
             let g = self.new_group_local(&name.name, name.span, i128::from(b), out);
             if let Some(k) = self.kernel.as_mut() {
                 k.tma_groups.insert(g);
+                k.tma_placeholders.insert(g);
             }
             Some(g)
         } else {

@@ -5,7 +5,9 @@
 //! that synchronisation; this pass warns (`W1046`) when a statement after the store reads the
 //! stored buffer before any synchronising statement, in source order (a heuristic: it follows
 //! neither branches nor loop back edges, so it never warns about a read that a barrier on every
-//! path precedes).
+//! path precedes). A TMA store synchronises its issuing scope before the copy engine reads the
+//! tile, so it counts as the barrier (the staged epilogue: `mma.store.async acc, s; tma.copy s
+//! => …;`).
 
 use super::Checker;
 use crate::diagnostics::Diagnostic;
@@ -35,6 +37,10 @@ impl<'a> Visitor<'a> for AsyncStores {
             | StmtKind::NamedBarrier { .. }
             | StmtKind::EventWait(_)
             | StmtKind::Wait { .. } => self.pending.clear(),
+            // A TMA store (sync or `.async`) first fences every thread's shared writes and
+            // synchronises its issuing scope (the block, or the warpgroup role: spec-tier3
+            // §3.3, §10.2) before the copy engine reads its source.
+            StmtKind::Dma(d) if d.tma.as_ref().is_some_and(|t| t.store) => self.pending.clear(),
             StmtKind::Mma(op) => {
                 if let MmaOp::Store { tile, .. } = &**op {
                     if let (HExprKind::At { buffer, .. }, Storage::Shared) =

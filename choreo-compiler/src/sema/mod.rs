@@ -463,6 +463,12 @@ pub(crate) struct KernelFrame {
     /// The group locals of its asynchronous TMA stores (`tma.copy.async`, waited with
     /// `cp.async.bulk.wait_group`).
     pub(crate) tma_store_groups: std::collections::BTreeSet<VarId>,
+    /// The group locals of its `tma.any` placeholders.
+    pub(crate) tma_placeholders: std::collections::BTreeSet<VarId>,
+    /// Waits on `tma.any` placeholders that were not (yet) asynchronous stores' futures: a
+    /// store bound later (in a loop: `wait f` before `f = tma.copy.async …`) makes them store
+    /// waits (sema/tma_async.rs).
+    pub(crate) placeholder_waits: Vec<crate::sema::tma_async::PlaceholderWait>,
     /// Whether some TMA load of it multicasts (spec-tier3 §3.6).
     pub(crate) multicast: bool,
     /// The swizzle period (0: none) of the last copy into each shared buffer, and where it

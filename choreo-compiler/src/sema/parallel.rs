@@ -424,7 +424,7 @@ impl Checker<'_> {
         self.kernel =
             Some(KernelFrame { cooperative, cluster: cluster.is_some(), ..KernelFrame::default() });
         let depth = self.scopes.depth();
-        let (block, body, threads) = if first_level == Level::Block {
+        let (block, mut body, threads) = if first_level == Level::Block {
             self.scopes.push();
             let block = self.binder(first, Level::Block);
             self.region = Region::Device(Level::Block);
@@ -450,6 +450,7 @@ impl Checker<'_> {
         self.scopes.truncate(depth);
         self.region = Region::Host;
         self.loop_depth = saved_loop;
+        self.resolve_placeholder_store_waits(&mut body);
         self.check_waits(&body, span);
         self.check_tma_stores(&body);
         match threads.as_const() {
@@ -488,7 +489,6 @@ impl Checker<'_> {
             }
         }
         let mut frame = self.kernel.take().unwrap_or_default();
-        let mut body = body;
         super::swizzle_infer::patch(&mut body, &frame.swizzle_patches);
         let mut attrs = self.kernel_attrs(&p.attrs, &threads, span, &mut frame.launch_checks);
         attrs.cooperative = cooperative;

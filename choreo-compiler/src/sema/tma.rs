@@ -151,7 +151,7 @@ impl Checker<'_> {
             this.error_label("E0460", span, message, label.to_string());
             None
         };
-        let role = match self.tma_role(participants, [global, shared], span) {
+        let role = match self.tma_role(participants, &[global, shared], span) {
             Ok(role) => role,
             Err(true) => return None,
             Err(false) => {

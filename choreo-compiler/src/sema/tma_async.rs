@@ -20,6 +20,7 @@
 
 use super::Checker;
 use crate::diagnostics::Diagnostic;
+use crate::hir::mma::MmaOp;
 use crate::hir::visit::{self, Visitor, Walk};
 use crate::hir::{self, BufferRef, HExpr, HExprKind, Participants, Place, Stmt, StmtKind, VarId};
 use crate::source::Span;
@@ -31,6 +32,23 @@ fn stmt(kind: StmtKind, span: Span) -> Stmt {
 
 /// The pending asynchronous stores: group local → (shared source, the store).
 type Pending = BTreeMap<VarId, (BufferRef, Span)>;
+
+/// A `wait` on a `tma.any` placeholder that no asynchronous store was bound to yet: if one is
+/// bound to it later (a loop's `wait f` before its `f = tma.copy.async …`), the wait becomes a
+/// store wait, issued by the role the wait is in.
+#[derive(Debug, Clone)]
+pub(crate) struct PlaceholderWait {
+    /// The placeholder's group local.
+    group: VarId,
+    /// The `wait`.
+    span: Span,
+    /// Who waits together.
+    participants: Participants,
+    /// The warpgroup role at the wait (as [`hir::Tma::role`]), if in one.
+    role: Option<Vec<HExpr>>,
+    /// Whether every thread of that role reaches the wait.
+    uniform: bool,
+}
 
 impl Checker<'_> {
     /// The wait statements of `wait f, …` (or of `after f`): TMA stores, TMA loads and DMA
@@ -46,8 +64,32 @@ impl Checker<'_> {
             groups.iter().copied().filter(|g| k.tma_store_groups.contains(g)).collect()
         });
         let others: Vec<VarId> = groups.into_iter().filter(|g| !stores.contains(g)).collect();
+        // In a warpgroup role, the role's first thread waits for its stores and the role's
+        // named barrier follows (spec-tier3 §3.3, §7.1).
+        let role = || -> (Option<Vec<HExpr>>, bool) {
+            match self.tma_role_conditions(participants) {
+                Some(role) => (Some(role), self.role_uniform()),
+                None => (None, true),
+            }
+        };
+        let (here, uniform) = role();
         if !stores.is_empty() {
-            out.push(stmt(StmtKind::TmaStoreWait { groups: stores, participants }, span));
+            if !uniform {
+                self.report_role_not_uniform(span);
+            }
+            out.push(stmt(
+                StmtKind::TmaStoreWait { groups: stores, participants, role: here.clone() },
+                span,
+            ));
+        }
+        for &g in &others {
+            if self.kernel.as_ref().is_some_and(|k| k.tma_placeholders.contains(&g)) {
+                let w =
+                    PlaceholderWait { group: g, span, participants, role: here.clone(), uniform };
+                if let Some(k) = self.kernel.as_mut() {
+                    k.placeholder_waits.push(w);
+                }
+            }
         }
         if !others.is_empty() {
             let (tma_groups, groups) = others
@@ -96,6 +138,24 @@ impl Checker<'_> {
             k.multicast = true;
         }
         true
+    }
+
+    /// After a kernel body: a `wait` on a `tma.any` placeholder that an asynchronous store was
+    /// bound to after it (in source order) waits for the store ([`PlaceholderWait`]): the wait
+    /// statement's group moves from the mbarrier waits to a store wait before it.
+    pub(crate) fn resolve_placeholder_store_waits(&mut self, body: &mut [Stmt]) {
+        let Some(k) = self.kernel.as_mut() else { return };
+        let waits: Vec<PlaceholderWait> = std::mem::take(&mut k.placeholder_waits)
+            .into_iter()
+            .filter(|w| k.tma_store_groups.contains(&w.group))
+            .collect();
+        if waits.is_empty() {
+            return;
+        }
+        for w in waits.iter().filter(|w| !w.uniform) {
+            self.report_role_not_uniform(w.span);
+        }
+        rewrite_waits(body, &waits);
     }
 
     /// After a kernel body: the sources of asynchronous TMA stores are not rewritten before
@@ -203,6 +263,46 @@ impl Checker<'_> {
     }
 }
 
+/// Moves the placeholder groups of `waits` out of the matching `wait` statements of `stmts`
+/// (same span) into store waits just before them.
+fn rewrite_waits(stmts: &mut [Stmt], waits: &[PlaceholderWait]) {
+    for s in stmts.iter_mut() {
+        match &mut s.kind {
+            StmtKind::Block(body) => rewrite_waits(body, waits),
+            StmtKind::InnerParallel(inner) => rewrite_waits(&mut inner.body, waits),
+            StmtKind::If { then_body, else_body, .. } => {
+                rewrite_waits(then_body, waits);
+                rewrite_waits(else_body, waits);
+            }
+            StmtKind::For { body, .. } | StmtKind::While { body, .. } => rewrite_waits(body, waits),
+            StmtKind::Wait { tma_groups, .. } => {
+                let mine: Vec<&PlaceholderWait> = waits
+                    .iter()
+                    .filter(|w| w.span == s.span && tma_groups.contains(&w.group))
+                    .collect();
+                let Some(first) = mine.first() else { continue };
+                let groups: Vec<VarId> = mine.iter().map(|w| w.group).collect();
+                tma_groups.retain(|g| !groups.contains(g));
+                let store = StmtKind::TmaStoreWait {
+                    groups,
+                    participants: first.participants,
+                    role: first.role.clone(),
+                };
+                // `wait f` (store) first, then what else the statement waits for.
+                let rest = std::mem::replace(&mut s.kind, store);
+                let empty = matches!(&rest, StmtKind::Wait { groups, tma_groups, .. }
+                    if groups.is_empty() && tma_groups.is_empty());
+                if !empty {
+                    let span = s.span;
+                    let wait = std::mem::replace(&mut s.kind, StmtKind::Block(Vec::new()));
+                    s.kind = StmtKind::Block(vec![stmt(wait, span), stmt(rest, span)]);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
 /// Whether `body` has a TMA store.
 fn has_tma_store(body: &[Stmt]) -> bool {
     let mut found = false;
@@ -306,6 +406,14 @@ impl StoreWalk {
             StmtKind::Assign { target: Place::Elem { buffer, .. }, .. } => {
                 self.reads(s);
                 self.written(*buffer, s.span, pending);
+            }
+            // `mma.store[.async] acc, tile` into a shared tile rewrites it.
+            StmtKind::Mma(op) => {
+                if let MmaOp::Store { tile, .. } = &**op {
+                    if let HExprKind::At { buffer, .. } = &tile.first.kind {
+                        self.written(*buffer, s.span, pending);
+                    }
+                }
             }
             StmtKind::Asm(asm) => {
                 self.reads(s);

@@ -52,32 +52,21 @@ impl Checker<'_> {
     pub(crate) fn tma_role(
         &mut self,
         participants: Participants,
-        views: [&View; 2],
+        views: &[&View],
         span: Span,
     ) -> Result<Option<Vec<HExpr>>, bool> {
         let role = match participants {
             Participants::Block => None,
-            Participants::Thread
-                if self.kernel.as_ref().is_some_and(|k| k.group4_depth > 0)
-                    && self
-                        .inthreads_conditions
-                        .iter()
-                        .any(|c| self.selects_level_instances(c)) =>
-            {
-                Some(
-                    self.inthreads_conditions
-                        .iter()
-                        .map(|c| self.through_device_inits(c))
-                        .collect::<Vec<_>>(),
-                )
-            }
-            _ => return Err(false),
+            p => match self.tma_role_conditions(p) {
+                Some(role) => Some(role),
+                None => return Err(false),
+            },
         };
         if role.is_some() {
             if !self.role_uniform_here(span) {
                 return Err(true);
             }
-            for v in views {
+            for v in views.iter().copied() {
                 let Layout::Coords { origin, .. } = &v.layout else { continue };
                 if let Some(index) = origin.iter().find_map(|e| self.intra_block_index_in(e)) {
                     self.error_label(
@@ -96,15 +85,39 @@ impl Checker<'_> {
         Ok(role)
     }
 
+    /// The predicates of the warpgroup role that code with participants `participants` runs
+    /// in (thread-level code under a warpgroup-selecting `inthreads`, outermost first, through
+    /// immutable locals), if it is in one.
+    pub(crate) fn tma_role_conditions(&self, participants: Participants) -> Option<Vec<HExpr>> {
+        let in_role = participants == Participants::Thread
+            && self.kernel.as_ref().is_some_and(|k| k.group4_depth > 0)
+            && self.inthreads_conditions.iter().any(|c| self.selects_level_instances(c));
+        in_role.then(|| {
+            self.inthreads_conditions.iter().map(|c| self.through_device_inits(c)).collect()
+        })
+    }
+
     /// In a warpgroup role: whether every thread of the role reaches the statement at `span`,
     /// i.e. no `if`/`while` on an intra-block index encloses it inside the role's `inthreads`
     /// (its issuer might skip it while the others wait). `E0475` otherwise.
-    fn role_uniform_here(&mut self, span: Span) -> bool {
-        let selecting_inthreads =
-            self.inthreads_conditions.iter().filter(|c| self.selects_level_instances(c)).count();
-        if self.selecting_conditions as usize <= selecting_inthreads {
+    pub(crate) fn role_uniform_here(&mut self, span: Span) -> bool {
+        if self.role_uniform() {
             return true;
         }
+        self.report_role_not_uniform(span);
+        false
+    }
+
+    /// Whether no `if`/`while` on an intra-block index encloses the code being checked inside
+    /// its role's `inthreads` (as [`Checker::role_uniform_here`], without reporting).
+    pub(crate) fn role_uniform(&self) -> bool {
+        let selecting_inthreads =
+            self.inthreads_conditions.iter().filter(|c| self.selects_level_instances(c)).count();
+        self.selecting_conditions as usize <= selecting_inthreads
+    }
+
+    /// `E0475` at `span`: a role's TMA statement that only some of its threads reach.
+    pub(crate) fn report_role_not_uniform(&mut self, span: Span) {
         self.diags.push(
             Diagnostic::error(
                 "E0475",
@@ -118,7 +131,6 @@ impl Checker<'_> {
                  or select the threads with the role's `inthreads` predicate",
             ),
         );
-        false
     }
 
     /// The name and level of an intra-block parallel index `e` depends on (through immutable

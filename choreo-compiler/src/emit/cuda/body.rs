@@ -366,8 +366,10 @@ impl FnEmitter<'_, '_> {
             StmtKind::GlobalFlag { wait, flags, slot, slots, elected } => {
                 self.global_flag(span, *wait, *flags, slot, *slots, *elected, host)
             }
-            StmtKind::TmaStoreWait { groups: _, participants } => match region {
-                Region::Device(kernel) => self.tma_store_wait(span, *participants, kernel),
+            StmtKind::TmaStoreWait { groups: _, participants, role } => match region {
+                Region::Device(kernel) => {
+                    self.tma_store_wait(span, *participants, role.as_deref(), kernel)
+                }
                 Region::Host => self.bug(span, "a wait in host code"),
             },
             StmtKind::Rotate { futures, groups } => {

@@ -115,7 +115,15 @@ impl FnEmitter<'_, '_> {
         let map = format!("&__choreo_tmap_{}", t.index);
         let coord_list = coords.join(", ");
         if t.store && dma.is_async {
-            return self.tma_store_async(span, &map, &shared, dims, &coord_list);
+            return self.tma_store_async(
+                span,
+                &map,
+                &shared,
+                dims,
+                &coord_list,
+                &issuer,
+                scope_sync.as_deref(),
+            );
         }
         if t.multicast {
             if let Some(slot) = &t.event {

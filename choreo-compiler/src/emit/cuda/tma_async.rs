@@ -2,7 +2,8 @@
 //!
 //! A `tma.copy.async` store is fenced and issued like a synchronous one, then committed as a
 //! bulk group without waiting; its `wait` is the issuer's `cp.async.bulk.wait_group 0` and the
-//! scope's barrier. A multicast load waits for the whole cluster first (every block is done
+//! scope's barrier. In a warpgroup role (spec-tier3 §7.1) the issuer is the role's first
+//! thread and the barriers are the role's named barrier, for the store and for its wait. A multicast load waits for the whole cluster first (every block is done
 //! with the destination and has its mbarrier initialised: the ⚠ of §3.6), each block arms its
 //! own mbarrier with the tile's bytes, and cluster rank 0 issues with the mask of every block
 //! of the cluster. A multicast load bound to an event by `trigger.cluster e after f`
@@ -16,7 +17,9 @@ use crate::hir::{self, Participants};
 use crate::source::Span;
 
 impl FnEmitter<'_, '_> {
-    /// `f = tma.copy.async SRC => DST;`: fenced, synchronised, issued and committed.
+    /// `f = tma.copy.async SRC => DST;`: fenced, synchronised, issued and committed (by
+    /// `issuer`, after `scope_sync`: [`FnEmitter::tma_scope`]).
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn tma_store_async(
         &mut self,
         span: Span,
@@ -24,12 +27,16 @@ impl FnEmitter<'_, '_> {
         shared: &str,
         dims: usize,
         coords: &str,
+        issuer: &str,
+        scope_sync: Option<&str>,
     ) {
         self.w.line(span, "{  // TMA store (shared -> global), asynchronous");
         self.w.indent += 1;
         self.w.line(span, "::choreo::tma::fence_proxy_async();");
-        self.w.line(span, "__syncthreads();");
-        self.w.line(span, "if (threadIdx.x == 0) {");
+        if let Some(sync) = scope_sync {
+            self.w.line(span, sync);
+        }
+        self.w.line(span, &format!("if ({issuer}) {{"));
         self.w.line(span, &format!("  ::choreo::tma::store_{dims}d({map}, &{shared}, {coords});"));
         self.w.line(span, "  ::choreo::tma::store_commit();");
         self.w.line(span, "}");
@@ -38,10 +45,30 @@ impl FnEmitter<'_, '_> {
     }
 
     /// `wait f` of asynchronous TMA stores: the issuer's bulk copies have completed, then the
-    /// scope synchronises (spec-tier3 §3.3 ⚠).
-    pub(super) fn tma_store_wait(&mut self, span: Span, p: Participants, kernel: hir::KernelId) {
-        self.w.line(span, "if (threadIdx.x == 0) ::choreo::tma::store_wait_all();  // TMA stores");
-        self.participants_sync(span, p, kernel);
+    /// scope synchronises (spec-tier3 §3.3 ⚠): the block's first thread and `p`, or the
+    /// role's first thread and its named barrier.
+    pub(super) fn tma_store_wait(
+        &mut self,
+        span: Span,
+        p: Participants,
+        role: Option<&[hir::HExpr]>,
+        kernel: hir::KernelId,
+    ) {
+        if role.is_none() {
+            self.w.line(
+                span,
+                "if (threadIdx.x == 0) ::choreo::tma::store_wait_all();  // TMA stores",
+            );
+            return self.participants_sync(span, p, kernel);
+        }
+        let Some((issuer, sync)) = self.tma_scope(span, role, kernel) else { return };
+        self.w.line(
+            span,
+            &format!("if ({issuer}) ::choreo::tma::store_wait_all();  // the role's TMA stores"),
+        );
+        if let Some(sync) = sync {
+            self.w.line(span, &sync);
+        }
     }
 
     /// A multicast TMA load (sync or async).
