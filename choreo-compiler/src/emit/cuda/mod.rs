@@ -158,19 +158,20 @@ pub fn emit_cuda(
     // The MMA library costs nvcc time (and includes <mma.h>): only files with fragments get it.
     let uses_mma =
         program.items.iter().any(|i| matches!(i, hir::Item::Function(f) if !f.frags.is_empty()));
-    if uses_mma {
-        w.raw(&format!(
-            "#define CHOREO_MMA_NS {}\n",
-            mma::mma_namespace(options.dialect == Dialect::Cpu)
-        ));
-        w.raw(mma::MMA_SUPPORT);
-    }
-    // The WGMMA library (and the statements on top of it) only where a warpgroup executes MMA.
+    // The WGMMA library (and the statements on top of it) only where a warpgroup executes MMA
+    // (below).
     let uses_wgmma = program.items.iter().any(|i| {
         matches!(i, hir::Item::Function(f) if f.frags.iter().any(|g| {
             g.selected.is_some_and(|s| s.family == crate::target::mma::MmaFamily::Wgmma)
         }))
     });
+    if uses_mma {
+        w.raw(&format!(
+            "#define CHOREO_MMA_NS {}\n",
+            mma::mma_namespace(options.dialect == Dialect::Cpu, uses_wgmma)
+        ));
+        w.raw(mma::MMA_SUPPORT);
+    }
     if uses_wgmma {
         w.raw(&format!(
             "#define CHOREO_WGMMA_NS {}\n",

@@ -80,6 +80,26 @@ pub(super) fn tag_of(c: &MmaConfig) -> String {
     format!("{}{}{}", name(c.c), name(c.a), name(c.b))
 }
 
+/// The text of every instruction [`specialisation`] and [`sparse_specialisation`] can write
+/// (for the hash of the WGMMA namespace: a file whose instructions another translator wrote
+/// must not share it).
+pub(super) fn every_instruction() -> Vec<String> {
+    const TYPES: [&str; 7] = ["F16", "BF16", "TF32", "E4M3", "E5M2", "S8", "U8"];
+    let mut out = Vec::new();
+    for d in ["F32", "F16", "S32"] {
+        for a in TYPES {
+            for b in TYPES {
+                let tag = format!("{d}{a}{b}");
+                for n in (8..=256).step_by(8) {
+                    out.extend(specialisation(&tag, n));
+                    out.extend(sparse_specialisation(&tag, n));
+                }
+            }
+        }
+    }
+    out
+}
+
 /// `{%from, …, %to-1}`.
 fn reg_list(from: u64, to: u64) -> String {
     let regs: Vec<String> = (from..to).map(|i| format!("%{i}")).collect();
