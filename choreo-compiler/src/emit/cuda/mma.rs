@@ -699,3 +699,24 @@ fn peel_int(e: &crate::hir::HExpr) -> Option<i128> {
         _ => None,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_wgmma_namespaces_cover_the_sparse_library_and_the_generated_instructions() {
+        for cpu in [false, true] {
+            let libraries_only = fnv1a([WGMMA_LIBRARY, WGMMA_OPS]);
+            assert_ne!(wgmma_namespace(cpu), library_namespace("wgmma", libraries_only, cpu));
+            let with_sparse = fnv1a([WGMMA_LIBRARY, WGMMA_OPS, WGMMA_SPARSE]);
+            assert_ne!(wgmma_namespace(cpu), library_namespace("wgmma", with_sparse, cpu));
+            // The MMA namespace of a file with WGMMA is not the one of a file without.
+            assert_ne!(mma_namespace(cpu, true), mma_namespace(cpu, false));
+            assert_eq!(
+                mma_namespace(cpu, false),
+                library_namespace("mma", fnv1a([MMA_SUPPORT]), cpu)
+            );
+        }
+    }
+}
