@@ -848,12 +848,12 @@ impl Checker<'_> {
             );
             return false;
         }
-        if !self.acc_same_shape(&acc, span, [m, n]) {
+        if !self.acc_same_shape(acc, span, [m, n]) {
             return false;
         }
         let a_elem = self.frags[a.frag.index()].elem;
         let b_elem = self.frags[b.frag.index()].elem;
-        let c_elem = self.acc_elem_or(&acc, a_elem);
+        let c_elem = self.acc_elem_or(acc, a_elem);
         let config = MmaConfig {
             a: mma_type(a_elem, true),
             b: mma_type(b_elem, true),
