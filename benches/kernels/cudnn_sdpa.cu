@@ -54,6 +54,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #include <limits>
 #include <mutex>
 #include <string>
@@ -427,67 +428,86 @@ struct Builder {
     check(lib.finalize(desc), "cudnnBackendFinalize(" + what + ")");
   }
 
+  // A descriptor of `type` (`what` in messages) whose attributes `fill(desc)` sets, finalized.
+  template <class Fill>
+  Desc described(int type, const std::string& what, Fill fill) {
+    Desc desc = make(type, what);
+    fill(desc);
+    finalize(desc, what);
+    return desc;
+  }
+
+  // One operand of an operation: the descriptor `desc` as its attribute `name` (`suffix` in
+  // messages); an `optional` one is left out when null.
+  struct Operand {
+    int name;
+    Desc desc;
+    const char* suffix;
+    bool optional = false;
+  };
+
+  // The operation descriptor `type` called `name` with its `operands` in order, finalized.
+  Desc operation(int type, const std::string& name, std::initializer_list<Operand> operands) {
+    return described(type, "operation " + name, [&](Desc op) {
+      for (const Operand& o : operands)
+        if (!o.optional || o.desc != nullptr) set_desc(op, o.name, o.desc, name + o.suffix);
+    });
+  }
+
   // A 4-d tensor: `uid` 0 takes the next virtual id.
   Desc tensor(const std::string& name, std::int64_t uid, int dtype, const std::int64_t (&dims)[4],
               const std::int64_t (&strides)[4], bool is_virtual, bool by_value = false) {
-    Desc t = make(kTensorDesc, "tensor " + name);
-    if (uid == 0) uid = next_uid++;
-    const std::int64_t alignment = 16;
-    set(t, kTensorUid, kTypeInt64, 1, &uid, name + ".UNIQUE_ID");
-    set(t, kTensorDataType, kTypeDataType, 1, &dtype, name + ".DATA_TYPE");
-    set(t, kTensorDims, kTypeInt64, 4, dims, name + ".DIMENSIONS");
-    set(t, kTensorStrides, kTypeInt64, 4, strides, name + ".STRIDES");
-    set(t, kTensorAlignment, kTypeInt64, 1, &alignment, name + ".BYTE_ALIGNMENT");
-    set(t, kTensorVirtual, kTypeBoolean, 1, &is_virtual, name + ".IS_VIRTUAL");
-    if (by_value) set(t, kTensorByValue, kTypeBoolean, 1, &by_value, name + ".IS_BY_VALUE");
-    finalize(t, "tensor " + name);
-    return t;
+    return described(kTensorDesc, "tensor " + name, [&](Desc t) {
+      if (uid == 0) uid = next_uid++;
+      const std::int64_t alignment = 16;
+      set(t, kTensorUid, kTypeInt64, 1, &uid, name + ".UNIQUE_ID");
+      set(t, kTensorDataType, kTypeDataType, 1, &dtype, name + ".DATA_TYPE");
+      set(t, kTensorDims, kTypeInt64, 4, dims, name + ".DIMENSIONS");
+      set(t, kTensorStrides, kTypeInt64, 4, strides, name + ".STRIDES");
+      set(t, kTensorAlignment, kTypeInt64, 1, &alignment, name + ".BYTE_ALIGNMENT");
+      set(t, kTensorVirtual, kTypeBoolean, 1, &is_virtual, name + ".IS_VIRTUAL");
+      if (by_value) set(t, kTensorByValue, kTypeBoolean, 1, &by_value, name + ".IS_BY_VALUE");
+    });
   }
 
   // y = mode(x[, b][, t]) with math precision `prec` (and `axis` for GEN_INDEX).
   Desc pointwise(const std::string& name, int mode, int prec, Desc x, Desc b, Desc t, Desc y,
                  std::int64_t axis = -1) {
-    Desc pw = make(kPointwiseDesc, "pointwise " + name);
-    set(pw, kPointwiseMode, kTypePointwiseMode, 1, &mode, name + ".MODE");
-    set(pw, kPointwiseMathPrec, kTypeDataType, 1, &prec, name + ".MATH_PREC");
-    if (axis >= 0) set(pw, kPointwiseAxis, kTypeInt64, 1, &axis, name + ".AXIS");
-    finalize(pw, "pointwise " + name);
-    Desc op = make(kOpPointwiseDesc, "operation " + name);
-    set_desc(op, kOpPointwisePwDesc, pw, name + ".PW_DESCRIPTOR");
-    set_desc(op, kOpPointwiseX, x, name + ".XDESC");
-    if (b != nullptr) set_desc(op, kOpPointwiseB, b, name + ".BDESC");
-    if (t != nullptr) set_desc(op, kOpPointwiseT, t, name + ".TDESC");
-    set_desc(op, kOpPointwiseY, y, name + ".YDESC");
-    finalize(op, "operation " + name);
-    return op;
+    Desc pw = described(kPointwiseDesc, "pointwise " + name, [&](Desc d) {
+      set(d, kPointwiseMode, kTypePointwiseMode, 1, &mode, name + ".MODE");
+      set(d, kPointwiseMathPrec, kTypeDataType, 1, &prec, name + ".MATH_PREC");
+      if (axis >= 0) set(d, kPointwiseAxis, kTypeInt64, 1, &axis, name + ".AXIS");
+    });
+    return operation(kOpPointwiseDesc, name,
+                     {{kOpPointwisePwDesc, pw, ".PW_DESCRIPTOR"},
+                      {kOpPointwiseX, x, ".XDESC"},
+                      {kOpPointwiseB, b, ".BDESC", true},
+                      {kOpPointwiseT, t, ".TDESC", true},
+                      {kOpPointwiseY, y, ".YDESC"}});
   }
 
   Desc matmul(const std::string& name, Desc a, Desc b, Desc c) {
-    Desc mm = make(kMatmulDesc, "matmul " + name);
     const int comp = kFloat;
-    set(mm, kMatmulCompType, kTypeDataType, 1, &comp, name + ".COMP_TYPE");
-    finalize(mm, "matmul " + name);
-    Desc op = make(kOpMatmulDesc, "operation " + name);
-    set_desc(op, kOpMatmulA, a, name + ".ADESC");
-    set_desc(op, kOpMatmulB, b, name + ".BDESC");
-    set_desc(op, kOpMatmulC, c, name + ".CDESC");
-    set_desc(op, kOpMatmulDesc_, mm, name + ".DESC");
-    finalize(op, "operation " + name);
-    return op;
+    Desc mm = described(kMatmulDesc, "matmul " + name, [&](Desc d) {
+      set(d, kMatmulCompType, kTypeDataType, 1, &comp, name + ".COMP_TYPE");
+    });
+    return operation(kOpMatmulDesc, name,
+                     {{kOpMatmulA, a, ".ADESC"},
+                      {kOpMatmulB, b, ".BDESC"},
+                      {kOpMatmulC, c, ".CDESC"},
+                      {kOpMatmulDesc_, mm, ".DESC"}});
   }
 
   Desc reduction(const std::string& name, int reduce_op, Desc x, Desc y) {
-    Desc red = make(kReductionDesc, "reduction " + name);
     const int comp = kFloat;
-    set(red, kReductionOperator, kTypeReductionOp, 1, &reduce_op, name + ".OPERATOR");
-    set(red, kReductionCompType, kTypeDataType, 1, &comp, name + ".COMP_TYPE");
-    finalize(red, "reduction " + name);
-    Desc op = make(kOpReductionDesc, "operation " + name);
-    set_desc(op, kOpReductionX, x, name + ".XDESC");
-    set_desc(op, kOpReductionY, y, name + ".YDESC");
-    set_desc(op, kOpReductionDesc_, red, name + ".DESC");
-    finalize(op, "operation " + name);
-    return op;
+    Desc red = described(kReductionDesc, "reduction " + name, [&](Desc d) {
+      set(d, kReductionOperator, kTypeReductionOp, 1, &reduce_op, name + ".OPERATOR");
+      set(d, kReductionCompType, kTypeDataType, 1, &comp, name + ".COMP_TYPE");
+    });
+    return operation(kOpReductionDesc, name,
+                     {{kOpReductionX, x, ".XDESC"},
+                      {kOpReductionY, y, ".YDESC"},
+                      {kOpReductionDesc_, red, ".DESC"}});
   }
 };
 

@@ -126,6 +126,11 @@ fn gpu_main(args: &[String]) -> ExitCode {
     }
 }
 
+/// A summary row's verdict.
+fn met(ok: bool) -> String {
+    if ok { "yes" } else { "NO" }.to_owned()
+}
+
 /// What a GPU run has measured so far.
 struct GpuReport {
     header: Vec<String>,
@@ -135,6 +140,26 @@ struct GpuReport {
 }
 
 impl GpuReport {
+    /// A section's table rows, and its summary row that every variant was right: what was
+    /// wrong is listed on stderr and counted in the row; `claim` is the row's target.
+    fn checked_section(
+        &mut self,
+        section: &str,
+        rows: Vec<Vec<String>>,
+        wrong: &[String],
+        claim: &str,
+    ) {
+        gpu::section_rows(&mut self.table, section, rows);
+        for why in wrong {
+            eprintln!("choreo-bench: {section}: WRONG: {why}");
+        }
+        self.summary.row([
+            claim.to_owned(),
+            format!("{} wrong", wrong.len()),
+            met(wrong.is_empty()),
+        ]);
+    }
+
     /// The tables as text (what the terminal shows) or Markdown (`docs/performance.md`).
     fn render(&self, markdown: bool) -> String {
         let render = |table: &Table| if markdown { table.to_markdown() } else { table.to_text() };
@@ -189,7 +214,6 @@ fn run_gpu(args: &GpuArgs) -> gpu::BenchResult<()> {
 
 fn run_sections(args: &GpuArgs, report: &mut GpuReport) -> gpu::BenchResult<()> {
     let options = &args.options;
-    let met = |ok: bool| if ok { "yes" } else { "NO" }.to_owned();
     let wants = |name: &str| args.sections.iter().any(|s| s == name);
     if wants("overlap") {
         eprintln!("choreo-bench: overlap …");
@@ -315,15 +339,12 @@ fn run_sections(args: &GpuArgs, report: &mut GpuReport) -> gpu::BenchResult<()> 
     if wants("gemm") {
         eprintln!("choreo-bench: gemm …");
         let outcome = gpu::gemm::run(options)?;
-        gpu::section_rows(&mut report.table, "gemm", outcome.rows);
-        for why in &outcome.wrong {
-            eprintln!("choreo-bench: gemm: WRONG: {why}");
-        }
-        report.summary.row([
-            "GEMM: every variant right (host reference, cuBLAS)".to_owned(),
-            format!("{} wrong", outcome.wrong.len()),
-            met(outcome.wrong.is_empty()),
-        ]);
+        report.checked_section(
+            "gemm",
+            outcome.rows,
+            &outcome.wrong,
+            "GEMM: every variant right (host reference, cuBLAS)",
+        );
         for point in &outcome.points {
             let label = format!("{} {}³", point.dtype.name(), point.size);
             // The target is the generated code's: the fastest right Choreo GEMM against
@@ -364,15 +385,12 @@ fn run_sections(args: &GpuArgs, report: &mut GpuReport) -> gpu::BenchResult<()> 
     if wants("gemm-fp8") {
         eprintln!("choreo-bench: gemm-fp8 …");
         let outcome = gpu::gemm_fp8::run(options)?;
-        gpu::section_rows(&mut report.table, "gemm-fp8", outcome.rows);
-        for why in &outcome.wrong {
-            eprintln!("choreo-bench: gemm-fp8: WRONG: {why}");
-        }
-        report.summary.row([
-            "fp8 GEMM: gemm_e4m3 and cuBLASLt right (host reference, each other)".to_owned(),
-            format!("{} wrong", outcome.wrong.len()),
-            met(outcome.wrong.is_empty()),
-        ]);
+        report.checked_section(
+            "gemm-fp8",
+            outcome.rows,
+            &outcome.wrong,
+            "fp8 GEMM: gemm_e4m3 and cuBLASLt right (host reference, each other)",
+        );
         for point in &outcome.points {
             let size = point.size;
             let target = format!("fp8 GEMM e4m3 {size}³: ours ≥ 0.85 × cuBLASLt (fast accum)");
@@ -406,15 +424,12 @@ fn run_sections(args: &GpuArgs, report: &mut GpuReport) -> gpu::BenchResult<()> 
     if wants("gemm-sync") {
         eprintln!("choreo-bench: gemm-sync …");
         let outcome = gpu::gemm_sync::run(options)?;
-        gpu::section_rows(&mut report.table, "gemm-sync", outcome.rows);
-        for why in &outcome.wrong {
-            eprintln!("choreo-bench: gemm-sync: WRONG: {why}");
-        }
-        report.summary.row([
-            "mma.sync GEMM: Choreo and hand-written right (host reference, cuBLAS)".to_owned(),
-            format!("{} wrong", outcome.wrong.len()),
-            met(outcome.wrong.is_empty()),
-        ]);
+        report.checked_section(
+            "gemm-sync",
+            outcome.rows,
+            &outcome.wrong,
+            "mma.sync GEMM: Choreo and hand-written right (host reference, cuBLAS)",
+        );
         for point in &outcome.points {
             let size = point.size;
             let target = format!("mma.sync GEMM f16 {size}³: Choreo ≥ 0.95 × hand-written twin");
@@ -444,15 +459,12 @@ fn run_sections(args: &GpuArgs, report: &mut GpuReport) -> gpu::BenchResult<()> 
     if wants("attention") {
         eprintln!("choreo-bench: attention …");
         let outcome = gpu::attention::run(options)?;
-        gpu::section_rows(&mut report.table, "attention", outcome.rows);
-        for why in &outcome.wrong {
-            eprintln!("choreo-bench: attention: WRONG: {why}");
-        }
-        report.summary.row([
-            "attention forward: Choreo right (plain CUDA check kernel, host reference)".to_owned(),
-            format!("{} wrong", outcome.wrong.len()),
-            met(outcome.wrong.is_empty()),
-        ]);
+        report.checked_section(
+            "attention",
+            outcome.rows,
+            &outcome.wrong,
+            "attention forward: Choreo right (plain CUDA check kernel, host reference)",
+        );
         for point in &outcome.points {
             let kind = if point.causal { "causal" } else { "non-causal" };
             let target = format!(

@@ -6,34 +6,18 @@
 //! with the GPU's data layouts), so this checks the kernel's tiling, ring slots, masking and
 //! online softmax; only timing needs the GPU.
 
-use choreo::{DeviceTensor, HostView, Stream, bf16};
-use choreo_bench::attention::{self, HEAD_DIM};
+#[path = "support/attention_run.rs"]
+mod attention_run;
 
-mod kernels {
-    choreo::include_kernels!("attention");
-}
-use kernels::attention::{attn_fwd_bf16, attn_fwd_causal_bf16};
+use choreo::Stream;
 
 fn cpu_stream() -> Stream {
     Stream::new_on_device(choreo::Device::cpu()).expect("a CPU stream")
 }
 
+/// Every row of BH × S against the host reference.
 fn on_cpu(bh: usize, s: usize, causal: bool, seed: u64) {
-    let [hq, hk, hv] = attention::random_qkv(bh, s, seed);
-    let stream = cpu_stream();
-    let shape = [bh, s, HEAD_DIM];
-    let t =
-        |x: &[bf16]| DeviceTensor::from_host(&stream, HostView::new(x, shape).unwrap()).unwrap();
-    let (q, k, v) = (t(&hq), t(&hk), t(&hv));
-    let mut o = t(&vec![bf16::NAN; bh * s * HEAD_DIM]);
-    let run = if causal { attn_fwd_causal_bf16 } else { attn_fwd_bf16 };
-    run(&stream, &q, &k, &v, &mut o).unwrap().wait().unwrap();
-    let ho = o.to_host(&stream).unwrap().as_slice().to_vec();
-    let what = format!("attention on the CPU, BH {bh}, S {s}, causal {causal}");
-    let rows = attention::all_rows(bh, s);
-    if let Err(message) = attention::check_rows(&what, (&hq, &hk, &hv, &ho), s, &rows, causal) {
-        panic!("{message}");
-    }
+    attention_run::run_checked(&cpu_stream(), "CPU", [bh, s], causal, (seed, true));
 }
 
 #[test]
@@ -54,28 +38,5 @@ fn causal_attention_on_the_cpu() {
 
 #[test]
 fn sequences_that_are_not_tile_multiples_are_refused_on_the_cpu() {
-    let s = cpu_stream();
-    let shape = [1, 192, HEAD_DIM];
-    let q = DeviceTensor::<bf16, 3>::zeros_on(&s, shape).unwrap();
-    let mut o = DeviceTensor::<bf16, 3>::zeros_on(&s, shape).unwrap();
-    for run in [attn_fwd_bf16, attn_fwd_causal_bf16] {
-        match run(&s, &q, &q, &q, &mut o).and_then(|p| p.wait()) {
-            Err(choreo::Error::RuntimeCheck { message, .. }) => {
-                assert!(message.contains("S must be a multiple of 128"), "{message}");
-            }
-            other => panic!("expected a failed run-time check, got {other:?}"),
-        }
-    }
-    // K and V of another sequence length than Q: refused by the wrapper's shape check.
-    let q = DeviceTensor::<bf16, 3>::zeros_on(&s, [1, 256, HEAD_DIM]).unwrap();
-    let k = DeviceTensor::<bf16, 3>::zeros_on(&s, [1, 128, HEAD_DIM]).unwrap();
-    let mut o = DeviceTensor::<bf16, 3>::zeros_on(&s, [1, 256, HEAD_DIM]).unwrap();
-    match attn_fwd_bf16(&s, &q, &k, &k, &mut o).and_then(|p| p.wait()) {
-        Err(choreo::Error::Shape { param, dim: 1, expected: 256, got: 128 }) => {
-            assert_eq!(param, "k");
-        }
-        other => {
-            panic!("K [1, 128, 128] with Q [1, 256, 128]: expected a shape error, got {other:?}")
-        }
-    }
+    attention_run::refuses_bad_shapes(&cpu_stream(), 192);
 }

@@ -153,9 +153,7 @@ fn reference_rows(
     let d_rows = DeviceTensor::from_host(s, HostView::new(&flat, [2 * n])?)?;
     let mut scores = DeviceTensor::<f32, 2>::zeros_on(s, [n, seq])?;
     let mut out = DeviceTensor::<f32, 2>::zeros_on(s, [n, HEAD_DIM])?;
-    let pq = q.buffer().device_ptr_for_read(s)?;
-    let pk = k.buffer().device_ptr_for_read(s)?;
-    let pv = v.buffer().device_ptr_for_read(s)?;
+    let [pq, pk, pv] = qkv_for_read(s, [q, k, v])?;
     let pr = d_rows.buffer().device_ptr_for_read(s)?;
     let ps = scores.buffer_mut().device_ptr_for_write(s)?;
     let po = out.buffer_mut().device_ptr_for_write(s)?;
@@ -166,9 +164,9 @@ fn reference_rows(
     let err = unsafe {
         reference::ref_attention_rows(
             s.as_raw(),
-            pq.cast::<c_void>(),
-            pk.cast::<c_void>(),
-            pv.cast::<c_void>(),
+            pq,
+            pk,
+            pv,
             pr,
             n as i32,
             ps,
@@ -188,6 +186,16 @@ fn reference_rows(
     scores.buffer_mut().record_write(s)?;
     out.buffer_mut().record_write(s)?;
     Ok(out.to_host(s)?.as_slice().to_vec())
+}
+
+/// The device pointers of Q, K and V for a kernel that reads them on `s` (the caller tells
+/// their buffers of the read, `record_read`, after the launch).
+fn qkv_for_read(s: &Stream, qkv: [&DeviceTensor<bf16, 3>; 3]) -> BenchResult<[*const c_void; 3]> {
+    let mut out = [std::ptr::null(); 3];
+    for (p, t) in out.iter_mut().zip(qkv) {
+        *p = t.buffer().device_ptr_for_read(s)?.cast::<c_void>();
+    }
+    Ok(out)
 }
 
 fn measure(
@@ -331,27 +339,14 @@ fn launch_cudnn(
     causal: bool,
 ) -> BenchResult<()> {
     let [bh, seq, d] = q.shape();
-    let pq = q.buffer().device_ptr_for_read(s)?;
-    let pk = k.buffer().device_ptr_for_read(s)?;
-    let pv = v.buffer().device_ptr_for_read(s)?;
+    let [pq, pk, pv] = qkv_for_read(s, [q, k, v])?;
     let po = o.buffer_mut().device_ptr_for_write(s)?;
     let scale = 1.0 / (HEAD_DIM as f32).sqrt();
     // SAFETY: q, k, v, o are [bh, seq, d] bf16 tensors of this stream's device (the same shape:
     // `measure` made them so); they outlive the enqueued work, which their buffers are told of
     // right below, so no later use on another stream can overlap it.
     let result = unsafe {
-        cudnn.forward(
-            s.as_raw(),
-            pq.cast::<c_void>(),
-            pk.cast::<c_void>(),
-            pv.cast::<c_void>(),
-            po.cast::<c_void>(),
-            bh,
-            seq,
-            d,
-            causal,
-            scale,
-        )
+        cudnn.forward(s.as_raw(), pq, pk, pv, po.cast::<c_void>(), bh, seq, d, causal, scale)
     };
     for t in [q, k, v] {
         t.buffer().record_read(s)?;

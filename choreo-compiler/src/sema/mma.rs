@@ -703,6 +703,72 @@ impl Checker<'_> {
         }
     }
 
+    /// `E1005`: no instruction of the target has `config`; `label` and `help` say which
+    /// family was looked for.
+    pub(crate) fn no_mma_config(
+        &mut self,
+        config: &MmaConfig,
+        span: Span,
+        label: &str,
+        help: &str,
+    ) {
+        let arch = self.target.arch().map_or("cpu".to_string(), |a| a.sm().to_string());
+        self.diags.push(
+            Diagnostic::error(
+                "E1005",
+                span,
+                format!("MMA [{config}] is not support by current architecture(SM_{arch})."),
+            )
+            .with_label(label)
+            .with_help(help),
+        );
+    }
+
+    /// Whether the accumulator `acc` of an MMA of `[m, n]` has the shape of its earlier MMAs
+    /// (`E1002`).
+    pub(crate) fn acc_same_shape(&mut self, acc: &FragRef, span: Span, [m, n]: [u64; 2]) -> bool {
+        if let Some(s) = self.frag_states[acc.frag.index()].acc_shape {
+            if s != [m, n] {
+                self.error_label(
+                    "E1002",
+                    span,
+                    format!(
+                        "MMA: matrix shapes do not match: the accumulator was [{}, {}] in an \
+                         earlier MMA, here [{m}, {n}].",
+                        s[0], s[1]
+                    ),
+                    "accumulator shape",
+                );
+                return false;
+            }
+        }
+        true
+    }
+
+    /// `E1002` for operands A and B (extents `ad`, `bd`) of different K; `label` says how K was
+    /// read from them.
+    pub(crate) fn k_mismatch(&mut self, span: Span, [ad, bd]: [[u64; 2]; 2], label: String) {
+        self.error_label(
+            "E1002",
+            span,
+            format!(
+                "MMA: matrix shapes do not match: `a'([{}, {}]) v.s. `b'([{}, {}]).",
+                ad[0], ad[1], bd[0], bd[1]
+            ),
+            label,
+        );
+    }
+
+    /// The element type of an accumulator: the declared one, else (set here) A's.
+    pub(crate) fn acc_elem_or(&mut self, acc: &FragRef, a_elem: ElemTy) -> ElemTy {
+        let f = &mut self.frags[acc.frag.index()];
+        if !f.explicit_elem {
+            f.elem = a_elem;
+            f.explicit_elem = true;
+        }
+        f.elem
+    }
+
     /// `mma.<a>.<b> acc, a, b;`: shapes, types, selection, roles. Whether it is well formed.
     pub(crate) fn check_exec(
         &mut self,
@@ -748,15 +814,8 @@ impl Checker<'_> {
         let ka = if sparse { 2 * ka } else { ka };
         let (n, kb) = if b_row { (bd[0], bd[1]) } else { (bd[1], bd[0]) };
         if ka != kb {
-            self.error_label(
-                "E1002",
-                span,
-                format!(
-                    "MMA: matrix shapes do not match: `a'([{}, {}]) v.s. `b'([{}, {}]).",
-                    ad[0], ad[1], bd[0], bd[1]
-                ),
-                format!("K is {ka} for A and {kb} for B ({})", layout.as_str()),
-            );
+            let label = format!("K is {ka} for A and {kb} for B ({})", layout.as_str());
+            self.k_mismatch(span, [ad, bd], label);
             return false;
         }
         let acc_state = self.frag_states[acc.frag.index()].clone();
@@ -789,31 +848,12 @@ impl Checker<'_> {
             );
             return false;
         }
-        if let Some(s) = acc_state.acc_shape {
-            if s != [m, n] {
-                self.error_label(
-                    "E1002",
-                    span,
-                    format!(
-                        "MMA: matrix shapes do not match: the accumulator was [{}, {}] in an \
-                         earlier MMA, here [{m}, {n}].",
-                        s[0], s[1]
-                    ),
-                    "accumulator shape",
-                );
-                return false;
-            }
+        if !self.acc_same_shape(acc, span, [m, n]) {
+            return false;
         }
         let a_elem = self.frags[a.frag.index()].elem;
         let b_elem = self.frags[b.frag.index()].elem;
-        {
-            let accf = &mut self.frags[acc.frag.index()];
-            if !accf.explicit_elem {
-                accf.elem = a_elem;
-                accf.explicit_elem = true;
-            }
-        }
-        let c_elem = self.frags[acc.frag.index()].elem;
+        let c_elem = self.acc_elem_or(acc, a_elem);
         let config = MmaConfig {
             a: mma_type(a_elem, true),
             b: mma_type(b_elem, true),
@@ -848,19 +888,11 @@ impl Checker<'_> {
                 return false;
             }
             Selection::NoConfig => {
-                let arch = self.target.arch().map_or("cpu".to_string(), |a| a.sm().to_string());
-                self.diags.push(
-                    Diagnostic::error(
-                        "E1005",
-                        span,
-                        format!(
-                            "MMA [{config}] is not support by current architecture(SM_{arch})."
-                        ),
-                    )
-                    .with_label("no MMA instruction has this configuration")
-                    .with_help(
-                        "see spec-tier3 §5.3 for the configurations of WMMA, WGMMA and mma.sync",
-                    ),
+                self.no_mma_config(
+                    &config,
+                    span,
+                    "no MMA instruction has this configuration",
+                    "see spec-tier3 §5.3 for the configurations of WMMA, WGMMA and mma.sync",
                 );
                 return false;
             }

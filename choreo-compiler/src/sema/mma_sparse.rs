@@ -60,34 +60,7 @@ impl Checker<'_> {
         if self.in_warpgroup() {
             return self.check_wg_sparse_exec(x, future, [acc, a, b], meta, out);
         }
-        let ok = self.mma_place_ok(x.span);
-        if let Some(at) = x.schedule {
-            self.diags.push(
-                Diagnostic::error(
-                    "E1050",
-                    at,
-                    "[[schedule(k_tiles(...))]] does not apply to a sparse MMA (`.sp`)",
-                )
-                .with_label("a K schedule on a sparse execution")
-                .with_help("remove the attribute (spec-tier3 §5.4: not with `.sp`)"),
-            );
-            return;
-        }
-        let Some(meta) = meta else {
-            self.diags.push(
-                Diagnostic::error(
-                    "E1046",
-                    x.sp,
-                    "sparse MMA needs its metadata operand: `mma.row.row.sp acc, a, b, e;`",
-                )
-                .with_label("no metadata operand")
-                .with_help(
-                    "load the metadata (`u8 [M, K/8]`) with `e = mma.load META;` and pass it as \
-                     the fourth operand; the implicit `<A>_mdata` variable is not supported",
-                ),
-            );
-            return;
-        };
+        let Some((ok, meta)) = self.sparse_preamble(x, meta, false) else { return };
         if matches!(x.layout, MmaLayout::ColRow | MmaLayout::ColCol) {
             self.error_label(
                 "E1049",
@@ -108,13 +81,7 @@ impl Checker<'_> {
         // The logical K, from B.
         if let Some(bd) = self.frag_states[b.frag.index()].loaded {
             let k = if x.layout == MmaLayout::RowRow { bd[1] } else { bd[0] };
-            if k % 4 != 0 {
-                self.error_label(
-                    "E1048",
-                    x.span,
-                    "Sparse MMA requires K dimension to be a multiple of 4.",
-                    format!("K is {k}"),
-                );
+            if !self.sparse_k_ok(x.span, k) {
                 return;
             }
         }
@@ -138,25 +105,7 @@ impl Checker<'_> {
             );
         }
         // The metadata: u8 [M, K/8].
-        let want = [c.m, c.k / 8];
-        let (elem, dims) = {
-            let f = &self.frags[e.frag.index()];
-            (f.elem, self.frag_states[e.frag.index()].loaded)
-        };
-        if elem != ElemTy::U8 || dims != Some(want) {
-            let got = dims.map_or_else(String::new, |d| format!(" [{}, {}]", d[0], d[1]));
-            self.error_label(
-                "E1047",
-                meta.span,
-                format!(
-                    "the metadata of this sparse MMA must be loaded from a u8 [{}, {}] view, but \
-                     it is {}{got}",
-                    want[0],
-                    want[1],
-                    elem.as_str()
-                ),
-                "metadata of the wrong type or shape",
-            );
+        if !self.sparse_meta_ok(&e, meta, [c.m, c.k / 8]) {
             return;
         }
         let frag = &self.frags[e.frag.index()];
@@ -185,6 +134,88 @@ impl Checker<'_> {
             let op = MmaOp::SparseExec { acc, a, b, meta: e };
             out.push(Stmt { kind: StmtKind::Mma(Box::new(op)), span: x.span });
         }
+    }
+
+    /// What every sparse execution checks first, in a warp (`wg` false) or a warpgroup: its
+    /// place (reported by `mma_place_ok` / `wg_place_ok`), no `[[schedule]]` (`E1050`) and a
+    /// metadata operand (`E1046`). Whether it may be emitted and the metadata operand, `None`
+    /// after reporting.
+    pub(crate) fn sparse_preamble<'e>(
+        &mut self,
+        x: &SparseExec,
+        meta: Option<&'e ast::Expr>,
+        wg: bool,
+    ) -> Option<(bool, &'e ast::Expr)> {
+        let ok = if wg { self.wg_place_ok(x.span) } else { self.mma_place_ok(x.span) };
+        if let Some(at) = x.schedule {
+            self.diags.push(
+                Diagnostic::error(
+                    "E1050",
+                    at,
+                    "[[schedule(k_tiles(...))]] does not apply to a sparse MMA (`.sp`)",
+                )
+                .with_label("a K schedule on a sparse execution")
+                .with_help("remove the attribute (spec-tier3 §5.4: not with `.sp`)"),
+            );
+            return None;
+        }
+        let Some(meta) = meta else {
+            let rows = if wg { "64" } else { "M" };
+            self.diags.push(
+                Diagnostic::error(
+                    "E1046",
+                    x.sp,
+                    "sparse MMA needs its metadata operand: `mma.row.row.sp acc, a, b, e;`",
+                )
+                .with_label("no metadata operand")
+                .with_help(format!(
+                    "load the metadata (`u8 [{rows}, K/8]`) with `e = mma.load META;` and pass it \
+                     as the fourth operand; the implicit `<A>_mdata` variable is not supported"
+                )),
+            );
+            return None;
+        };
+        Some((ok, meta))
+    }
+
+    /// The logical K of a sparse execution is a multiple of 4 (`E1048`).
+    pub(crate) fn sparse_k_ok(&mut self, span: Span, k: u64) -> bool {
+        if k % 4 != 0 {
+            self.error_label(
+                "E1048",
+                span,
+                "Sparse MMA requires K dimension to be a multiple of 4.",
+                format!("K is {k}"),
+            );
+            return false;
+        }
+        true
+    }
+
+    /// The metadata fragment `e` (the operand `meta`) was loaded from a `u8 [want]` view
+    /// (`E1047`).
+    pub(crate) fn sparse_meta_ok(&mut self, e: &FragRef, meta: &ast::Expr, want: [u64; 2]) -> bool {
+        let (elem, dims) = {
+            let f = &self.frags[e.frag.index()];
+            (f.elem, self.frag_states[e.frag.index()].loaded)
+        };
+        if elem != ElemTy::U8 || dims != Some(want) {
+            let got = dims.map_or_else(String::new, |d| format!(" [{}, {}]", d[0], d[1]));
+            self.error_label(
+                "E1047",
+                meta.span,
+                format!(
+                    "the metadata of this sparse MMA must be loaded from a u8 [{}, {}] view, but \
+                     it is {}{got}",
+                    want[0],
+                    want[1],
+                    elem.as_str()
+                ),
+                "metadata of the wrong type or shape",
+            );
+            return false;
+        }
+        true
     }
 
     /// The metadata operand: a fragment that `mma.load` filled (`E1047`).

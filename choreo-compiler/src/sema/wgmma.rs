@@ -54,6 +54,18 @@ pub(crate) struct WgExec<'x> {
     pub(crate) schedule: Option<(&'x [(crate::token::IntLit, Span)], Span)>,
 }
 
+/// A role a fragment takes in a WGMMA, for `Checker::wg_role_ok`.
+pub(crate) struct WgRole<'w> {
+    /// The role.
+    pub(crate) role: MmaRole,
+    /// How the message names it ("the accumulator").
+    pub(crate) what: &'w str,
+    /// Whether what else the role needs agrees with the fragment's earlier use.
+    pub(crate) fits: bool,
+    /// The help's verb: how another fragment is made ("fill", "load").
+    pub(crate) make: &'w str,
+}
+
 /// The K of one WGMMA instruction for operands of `t` (16-bit: 16, tf32: 8, 8-bit: 32).
 fn atom_k(t: MmaType) -> u64 {
     match t {
@@ -284,58 +296,14 @@ impl Checker<'_> {
         let (m, ka) = if a_row { (ad[0], ad[1]) } else { (ad[1], ad[0]) };
         let (n, kb) = if b_row { (bd[0], bd[1]) } else { (bd[1], bd[0]) };
         if ka != kb {
-            self.error_label(
-                "E1002",
-                span,
-                format!(
-                    "MMA: matrix shapes do not match: `a'([{}, {}]) v.s. `b'([{}, {}]).",
-                    ad[0], ad[1], bd[0], bd[1]
-                ),
-                format!("K is {ka} for A and {kb} for B ({})", layout.as_str()),
-            );
-            return;
+            let label = format!("K is {ka} for A and {kb} for B ({})", layout.as_str());
+            return self.k_mismatch(span, [ad, bd], label);
         }
-        let st = self.frag_states[acc.frag.index()].clone();
-        if st.failed {
+        if !self.wg_acc_ready(&acc, span, [m, n]) {
             return;
-        }
-        if !st.filled {
-            let name = self.frags[acc.frag.index()].name.clone();
-            self.error_label(
-                "E1010",
-                span,
-                format!(
-                    "the accumulator `{name}' of a WGMMA must be made by `mma.fill` or `frag` \
-                     (WGMMA accumulators are not loaded from memory)"
-                ),
-                "not a filled accumulator",
-            );
-            return;
-        }
-        if let Some(s) = st.acc_shape {
-            if s != [m, n] {
-                self.error_label(
-                    "E1002",
-                    span,
-                    format!(
-                        "MMA: matrix shapes do not match: the accumulator was [{}, {}] in an \
-                         earlier MMA, here [{m}, {n}].",
-                        s[0], s[1]
-                    ),
-                    "accumulator shape",
-                );
-                return;
-            }
         }
         let b_elem = b.tile.elem;
-        {
-            let f = &mut self.frags[acc.frag.index()];
-            if !f.explicit_elem {
-                f.elem = a_elem;
-                f.explicit_elem = true;
-            }
-        }
-        let c_elem = self.frags[acc.frag.index()].elem;
+        let c_elem = self.acc_elem_or(&acc, a_elem);
         let at = atom_k(super::mma::mma_type(a_elem, true));
         let config = MmaConfig {
             a: super::mma::mma_type(a_elem, true),
@@ -346,43 +314,19 @@ impl Checker<'_> {
             k: if ka % at == 0 { at } else { ka },
             sparse: false,
         };
-        let arch = self.target.arch().map_or("cpu".to_string(), |a| a.sm().to_string());
-        match select(&config, self.target.arch()) {
-            Selection::Selected(MmaFamily::Wgmma) => {}
-            Selection::TooOld { family: MmaFamily::Wgmma, .. } => {
-                self.diags.push(
-                    Diagnostic::error(
-                        "E1005",
-                        span,
-                        format!("WGMMA requires sm_90a (MMA [{config}] on SM_{arch})"),
-                    )
-                    .with_label("a warpgroup MMA")
-                    .with_help("build for sm_90a (`--arch sm_90a`)"),
-                );
-                return;
-            }
-            _ => {
-                let wide_k = if ka % at == 0 && ka != at {
-                    format!(" (K {ka} splits into {} instructions of K {at})", ka / at)
-                } else {
-                    String::new()
-                };
-                self.diags.push(
-                    Diagnostic::error(
-                        "E1005",
-                        span,
-                        format!(
-                            "MMA [{config}] is not support by current architecture(SM_{arch})."
-                        ),
-                    )
-                    .with_label(format!("no WGMMA instruction has this configuration{wide_k}"))
-                    .with_help(
-                        "a warpgroup MMA is WGMMA: M = 64, the types and N of table G \
-                         (spec-tier3 §5.3)",
-                    ),
-                );
-                return;
-            }
+        let wide_k = if ka % at == 0 && ka != at {
+            format!(" (K {ka} splits into {} instructions of K {at})", ka / at)
+        } else {
+            String::new()
+        };
+        let none = format!("no WGMMA instruction has this configuration{wide_k}");
+        if !self.wg_select(
+            &config,
+            span,
+            ("a warpgroup MMA", &none),
+            "a warpgroup MMA is WGMMA: M = 64, the types and N of table G (spec-tier3 §5.3)",
+        ) {
+            return;
         }
         let sixteen = matches!(config.a, MmaType::F16 | MmaType::Bf16);
         if (!a_row || !b_row) && !sixteen {
@@ -438,62 +382,19 @@ impl Checker<'_> {
                 );
                 return;
             }
-            let frag = &self.frags[f.frag.index()];
-            if let (Some(r), Some(s)) = (frag.role, frag.selected) {
-                if r != MmaRole::A || s != selected || frag.k_major != a_row {
-                    let (name, decl) = (frag.name.clone(), frag.span);
-                    self.diags.push(
-                        Diagnostic::error(
-                            "E1006",
-                            span,
-                            format!(
-                                "fragment `{name}' is the {} of an MMA [{}] and here operand A \
-                                 of [{config}] ({})",
-                                r.name(),
-                                s.config,
-                                layout.as_str()
-                            ),
-                        )
-                        .with_label("a second role or configuration")
-                        .with_secondary(decl, "declared here")
-                        .with_help("a fragment has one role and configuration: load another one"),
-                    );
-                    return;
-                }
-            }
-            let frag = &mut self.frags[f.frag.index()];
-            frag.role = Some(MmaRole::A);
-            frag.selected = Some(selected);
-            frag.k_major = a_row;
-            frag.extent_k = ka;
-        }
-        let frag = &self.frags[acc.frag.index()];
-        if let (Some(r), Some(s)) = (frag.role, frag.selected) {
-            if r != MmaRole::C || s != selected {
-                let (name, decl) = (frag.name.clone(), frag.span);
-                self.diags.push(
-                    Diagnostic::error(
-                        "E1006",
-                        span,
-                        format!(
-                            "fragment `{name}' is the {} of an MMA [{}] and here the accumulator \
-                             of [{config}]",
-                            r.name(),
-                            s.config
-                        ),
-                    )
-                    .with_label("a second role or configuration")
-                    .with_secondary(decl, "declared here")
-                    .with_help("a fragment has one role and configuration: fill another one"),
-                );
+            let fits = self.frags[f.frag.index()].k_major == a_row;
+            let a_role = WgRole { role: MmaRole::A, what: "operand A", fits, make: "load" };
+            let note = format!(" ({})", layout.as_str());
+            if !self.wg_role_ok(f, span, selected, &a_role, &note) {
                 return;
             }
+            self.take_role(f, MmaRole::A, selected, a_row, Some(ka));
         }
-        let frag = &mut self.frags[acc.frag.index()];
-        frag.role = Some(MmaRole::C);
-        frag.selected = Some(selected);
-        frag.k_major = true;
-        self.frag_states[acc.frag.index()].acc_shape = Some([m, n]);
+        let c_role = WgRole { role: MmaRole::C, what: "the accumulator", fits: true, make: "fill" };
+        if !self.wg_role_ok(&acc, span, selected, &c_role, "") {
+            return;
+        }
+        self.wg_take_acc(&acc, selected, [m, n]);
         if wg.is_async {
             let seq = self.wg_asyncs.len();
             let scope = self.scopes.current_id();
@@ -528,6 +429,124 @@ impl Checker<'_> {
             };
             out.push(Stmt { kind: StmtKind::Mma(Box::new(op)), span });
         }
+    }
+
+    /// Whether the accumulator of a WGMMA of `[m, n]` may execute: made by `mma.fill` or
+    /// `frag` (`E1010`), of the shape of its earlier MMAs (`E1002`), and not failed before
+    /// (then nothing is reported).
+    pub(crate) fn wg_acc_ready(&mut self, acc: &FragRef, span: Span, [m, n]: [u64; 2]) -> bool {
+        let st = self.frag_states[acc.frag.index()].clone();
+        if st.failed {
+            return false;
+        }
+        if !st.filled {
+            let name = self.frags[acc.frag.index()].name.clone();
+            self.error_label(
+                "E1010",
+                span,
+                format!(
+                    "the accumulator `{name}' of a WGMMA must be made by `mma.fill` or `frag` \
+                     (WGMMA accumulators are not loaded from memory)"
+                ),
+                "not a filled accumulator",
+            );
+            return false;
+        }
+        self.acc_same_shape(acc, span, [m, n])
+    }
+
+    /// Whether `config` selects a WGMMA instruction on the target (`E1005`): `what` labels a
+    /// target older than sm_90a, `none` a configuration that no instruction has, with `help`.
+    pub(crate) fn wg_select(
+        &mut self,
+        config: &MmaConfig,
+        span: Span,
+        (what, none): (&str, &str),
+        help: &str,
+    ) -> bool {
+        let arch = self.target.arch().map_or("cpu".to_string(), |a| a.sm().to_string());
+        match select(config, self.target.arch()) {
+            Selection::Selected(MmaFamily::Wgmma) => true,
+            Selection::TooOld { family: MmaFamily::Wgmma, .. } => {
+                self.diags.push(
+                    Diagnostic::error(
+                        "E1005",
+                        span,
+                        format!("WGMMA requires sm_90a (MMA [{config}] on SM_{arch})"),
+                    )
+                    .with_label(what)
+                    .with_help("build for sm_90a (`--arch sm_90a`)"),
+                );
+                false
+            }
+            _ => {
+                self.no_mma_config(config, span, none, help);
+                false
+            }
+        }
+    }
+
+    /// Whether fragment `f` may be `role.what` of an MMA `selected` (`E1006`): it has no role
+    /// yet, or this one of this configuration and `role.fits` (what else must agree with its
+    /// earlier use). `note` follows the message's configuration.
+    pub(crate) fn wg_role_ok(
+        &mut self,
+        f: &FragRef,
+        span: Span,
+        selected: MmaSelected,
+        role: &WgRole<'_>,
+        note: &str,
+    ) -> bool {
+        let frag = &self.frags[f.frag.index()];
+        let (Some(r), Some(s)) = (frag.role, frag.selected) else { return true };
+        if r == role.role && s == selected && role.fits {
+            return true;
+        }
+        let (name, decl) = (frag.name.clone(), frag.span);
+        let (what, config) = (role.what, selected.config);
+        self.diags.push(
+            Diagnostic::error(
+                "E1006",
+                span,
+                format!(
+                    "fragment `{name}' is the {} of an MMA [{}] and here {what} of \
+                     [{config}]{note}",
+                    r.name(),
+                    s.config
+                ),
+            )
+            .with_label("a second role or configuration")
+            .with_secondary(decl, "declared here")
+            .with_help(format!(
+                "a fragment has one role and configuration: {} another one",
+                role.make
+            )),
+        );
+        false
+    }
+
+    /// Fragment `f` is from now on `role` of `selected` (`k_major`; its K extent if given).
+    pub(crate) fn take_role(
+        &mut self,
+        f: &FragRef,
+        role: MmaRole,
+        selected: MmaSelected,
+        k_major: bool,
+        extent_k: Option<u64>,
+    ) {
+        let frag = &mut self.frags[f.frag.index()];
+        frag.role = Some(role);
+        frag.selected = Some(selected);
+        frag.k_major = k_major;
+        if let Some(k) = extent_k {
+            frag.extent_k = k;
+        }
+    }
+
+    /// The accumulator `acc` of a WGMMA `selected` of `[m, n]` is from now on its C.
+    pub(crate) fn wg_take_acc(&mut self, acc: &FragRef, selected: MmaSelected, mn: [u64; 2]) {
+        self.take_role(acc, MmaRole::C, selected, true, None);
+        self.frag_states[acc.frag.index()].acc_shape = Some(mn);
     }
 
     /// A register A operand (RS mode): a fragment that `mma.load` filled (its extents and

@@ -10,11 +10,12 @@
 
 use super::Checker;
 use super::mma_sparse::SparseExec;
+use super::wgmma::WgRole;
 use crate::ast::{self, MmaLayout};
 use crate::diagnostics::Diagnostic;
 use crate::hir::mma::{MmaOp, MmaRole, MmaSelected};
-use crate::hir::{ElemTy, Stmt, StmtKind};
-use crate::target::mma::{MmaConfig, MmaFamily, MmaType, Selection, select};
+use crate::hir::{Stmt, StmtKind};
+use crate::target::mma::{MmaConfig, MmaFamily, MmaType};
 
 /// The logical K of one sparse WGMMA instruction for operands of `t` (16-bit: 32, fp8: 64).
 fn sparse_atom_k(t: MmaType) -> u64 {
@@ -42,34 +43,7 @@ impl Checker<'_> {
                 3,
             );
         }
-        let ok = self.wg_place_ok(x.span);
-        if let Some(at) = x.schedule {
-            self.diags.push(
-                Diagnostic::error(
-                    "E1050",
-                    at,
-                    "[[schedule(k_tiles(...))]] does not apply to a sparse MMA (`.sp`)",
-                )
-                .with_label("a K schedule on a sparse execution")
-                .with_help("remove the attribute (spec-tier3 §5.4: not with `.sp`)"),
-            );
-            return;
-        }
-        let Some(meta) = meta else {
-            self.diags.push(
-                Diagnostic::error(
-                    "E1046",
-                    x.sp,
-                    "sparse MMA needs its metadata operand: `mma.row.row.sp acc, a, b, e;`",
-                )
-                .with_label("no metadata operand")
-                .with_help(
-                    "load the metadata (`u8 [64, K/8]`) with `e = mma.load META;` and pass it as \
-                     the fourth operand; the implicit `<A>_mdata` variable is not supported",
-                ),
-            );
-            return;
-        };
+        let Some((ok, meta)) = self.sparse_preamble(x, meta, true) else { return };
         if x.layout != MmaLayout::RowRow {
             self.diags.push(
                 Diagnostic::error(
@@ -108,67 +82,17 @@ impl Checker<'_> {
         let (m, ka) = (ad[0], 2 * ad[1]);
         let (n, kb) = (bd[0], bd[1]);
         if ka != kb {
-            self.error_label(
-                "E1002",
-                x.span,
-                format!(
-                    "MMA: matrix shapes do not match: `a'([{}, {}]) v.s. `b'([{}, {}]).",
-                    ad[0], ad[1], bd[0], bd[1]
-                ),
-                format!("K is {ka} for the compressed A ([M, K/2]) and {kb} for B"),
-            );
+            let label = format!("K is {ka} for the compressed A ([M, K/2]) and {kb} for B");
+            return self.k_mismatch(x.span, [ad, bd], label);
+        }
+        if !self.sparse_k_ok(x.span, kb) {
             return;
         }
-        if kb % 4 != 0 {
-            self.error_label(
-                "E1048",
-                x.span,
-                "Sparse MMA requires K dimension to be a multiple of 4.",
-                format!("K is {kb}"),
-            );
+        if !self.wg_acc_ready(&acc, x.span, [m, n]) {
             return;
-        }
-        let st = self.frag_states[acc.frag.index()].clone();
-        if st.failed {
-            return;
-        }
-        if !st.filled {
-            let name = self.frags[acc.frag.index()].name.clone();
-            self.error_label(
-                "E1010",
-                x.span,
-                format!(
-                    "the accumulator `{name}' of a WGMMA must be made by `mma.fill` or `frag` \
-                     (WGMMA accumulators are not loaded from memory)"
-                ),
-                "not a filled accumulator",
-            );
-            return;
-        }
-        if let Some(s) = st.acc_shape {
-            if s != [m, n] {
-                self.error_label(
-                    "E1002",
-                    x.span,
-                    format!(
-                        "MMA: matrix shapes do not match: the accumulator was [{}, {}] in an \
-                         earlier MMA, here [{m}, {n}].",
-                        s[0], s[1]
-                    ),
-                    "accumulator shape",
-                );
-                return;
-            }
         }
         let (a_elem, b_elem) = (ao.tile.elem, bo.tile.elem);
-        {
-            let f = &mut self.frags[acc.frag.index()];
-            if !f.explicit_elem {
-                f.elem = a_elem;
-                f.explicit_elem = true;
-            }
-        }
-        let c_elem = self.frags[acc.frag.index()].elem;
+        let c_elem = self.acc_elem_or(&acc, a_elem);
         let ta = super::mma::mma_type(a_elem, true);
         let at = sparse_atom_k(ta);
         if matches!(ta, MmaType::E4m3 | MmaType::E5m2) {
@@ -189,39 +113,15 @@ impl Checker<'_> {
             k: if ka % at == 0 { at } else { ka },
             sparse: true,
         };
-        let arch = self.target.arch().map_or("cpu".to_string(), |a| a.sm().to_string());
-        match select(&config, self.target.arch()) {
-            Selection::Selected(MmaFamily::Wgmma) => {}
-            Selection::TooOld { family: MmaFamily::Wgmma, .. } => {
-                self.diags.push(
-                    Diagnostic::error(
-                        "E1005",
-                        x.span,
-                        format!("WGMMA requires sm_90a (MMA [{config}] on SM_{arch})"),
-                    )
-                    .with_label("a sparse warpgroup MMA")
-                    .with_help("build for sm_90a (`--arch sm_90a`)"),
-                );
-                return;
-            }
-            _ => {
-                self.diags.push(
-                    Diagnostic::error(
-                        "E1005",
-                        x.span,
-                        format!(
-                            "MMA [{config}] is not support by current architecture(SM_{arch})."
-                        ),
-                    )
-                    .with_label("no sparse WGMMA instruction has this configuration")
-                    .with_help(
-                        "a sparse warpgroup MMA is `wgmma.mma_async.sp`: M = 64, f16 → f16/f32 \
-                         or bf16 → f32 with K 32, e4m3 → f16/f32 with K 64 per instruction, N ∈ \
-                         {8, 16, 32, 64, 96, 128, 192, 256} (spec-tier3 §5.3 table G)",
-                    ),
-                );
-                return;
-            }
+        if !self.wg_select(
+            &config,
+            x.span,
+            ("a sparse warpgroup MMA", "no sparse WGMMA instruction has this configuration"),
+            "a sparse warpgroup MMA is `wgmma.mma_async.sp`: M = 64, f16 → f16/f32 or bf16 → f32 \
+             with K 32, e4m3 → f16/f32 with K 64 per instruction, N ∈ {8, 16, 32, 64, 96, 128, \
+             192, 256} (spec-tier3 §5.3 table G)",
+        ) {
+            return;
         }
         // One instruction reads `at` elements of K from each row of B: they must lie in one
         // swizzle row (the descriptor has no K stride for a swizzled K-major operand).
@@ -244,65 +144,20 @@ impl Checker<'_> {
             return;
         }
         // The metadata: u8 [64, K/8] over the whole logical K.
-        let want = [m, ka / 8];
-        let (elem, dims) = {
-            let f = &self.frags[e.frag.index()];
-            (f.elem, self.frag_states[e.frag.index()].loaded)
-        };
-        if elem != ElemTy::U8 || dims != Some(want) {
-            let got = dims.map_or_else(String::new, |d| format!(" [{}, {}]", d[0], d[1]));
-            self.error_label(
-                "E1047",
-                meta.span,
-                format!(
-                    "the metadata of this sparse MMA must be loaded from a u8 [{}, {}] view, but \
-                     it is {}{got}",
-                    want[0],
-                    want[1],
-                    elem.as_str()
-                ),
-                "metadata of the wrong type or shape",
-            );
+        if !self.sparse_meta_ok(&e, meta, [m, ka / 8]) {
             return;
         }
         let selected = MmaSelected { family: MmaFamily::Wgmma, config };
-        for (f, role, what) in
-            [(&e, MmaRole::E, "the sparse metadata"), (&acc, MmaRole::C, "the accumulator")]
+        let fits = self.frags[e.frag.index()].extent_k == ka;
+        let e_role = WgRole { role: MmaRole::E, what: "the sparse metadata", fits, make: "make" };
+        let c_role = WgRole { role: MmaRole::C, what: "the accumulator", fits: true, make: "make" };
+        if !self.wg_role_ok(&e, x.span, selected, &e_role, "")
+            || !self.wg_role_ok(&acc, x.span, selected, &c_role, "")
         {
-            let frag = &self.frags[f.frag.index()];
-            let same_k = role != MmaRole::E || frag.extent_k == ka;
-            if let (Some(r), Some(s)) = (frag.role, frag.selected) {
-                if r != role || s != selected || !same_k {
-                    let (name, decl) = (frag.name.clone(), frag.span);
-                    self.diags.push(
-                        Diagnostic::error(
-                            "E1006",
-                            x.span,
-                            format!(
-                                "fragment `{name}' is the {} of an MMA [{}] and here {what} of \
-                                 [{config}]",
-                                r.name(),
-                                s.config
-                            ),
-                        )
-                        .with_label("a second role or configuration")
-                        .with_secondary(decl, "declared here")
-                        .with_help("a fragment has one role and configuration: make another one"),
-                    );
-                    return;
-                }
-            }
+            return;
         }
-        let frag = &mut self.frags[e.frag.index()];
-        frag.role = Some(MmaRole::E);
-        frag.selected = Some(selected);
-        frag.k_major = true;
-        frag.extent_k = ka;
-        let frag = &mut self.frags[acc.frag.index()];
-        frag.role = Some(MmaRole::C);
-        frag.selected = Some(selected);
-        frag.k_major = true;
-        self.frag_states[acc.frag.index()].acc_shape = Some([m, n]);
+        self.take_role(&e, MmaRole::E, selected, true, Some(ka));
+        self.wg_take_acc(&acc, selected, [m, n]);
         if ok {
             let op = MmaOp::WgSparseExec {
                 acc,

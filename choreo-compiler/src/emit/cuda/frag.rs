@@ -14,16 +14,7 @@ pub(super) const FRAG_OPS: &str = include_str!("frag_ops.cuh");
 
 /// `__choreo_frag_<hash of the library text>`, `_cpu` for the CPU dialect.
 pub(super) fn frag_namespace(cpu: bool) -> String {
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in FRAG_OPS.bytes() {
-        hash ^= u64::from(b);
-        hash = hash.wrapping_mul(0x0100_0000_01b3);
-    }
-    if cpu {
-        format!("__choreo_frag_{hash:016x}_cpu")
-    } else {
-        format!("__choreo_frag_{hash:016x}")
-    }
+    super::support::library_namespace("frag", super::support::fnv1a([FRAG_OPS]), cpu)
 }
 
 /// Whether statements use the library: a fragment operation, or a layout coordinate (`apply`).

@@ -3,12 +3,13 @@
 //! that use MMA). Both dialects render the same calls; the library has a GPU and a CPU body.
 
 use super::FnEmitter;
+use super::support::{fnv1a, library_namespace};
 use super::types::cpp_elem;
 use crate::hir::mma::{Frag, FragRef, MmaOp, MmaRole, MmaTile, WgA, WgOperand};
 use crate::hir::{AssignOp, ElemTy, HExprKind, Storage};
 use crate::lower::align;
 use crate::source::Span;
-use crate::target::mma::{MmaConfig, MmaFamily, MmaType};
+use crate::target::mma::{MmaConfig, MmaFamily};
 
 /// The MMA support library (pasted only into files that use MMA).
 pub(super) const MMA_SUPPORT: &str = include_str!("mma.cuh");
@@ -22,45 +23,38 @@ pub(super) const WGMMA_OPS: &str = include_str!("wgmma_ops.cuh");
 /// The sparse WGMMA library (pasted only into files that execute a sparse WGMMA).
 pub(super) const WGMMA_SPARSE: &str = include_str!("wgmma_sp.cuh");
 
-/// `__choreo_wgmma_<hash of the library texts>`, `_cpu` for the CPU dialect.
+/// The hash of everything a file that executes WGMMA may paste into the WGMMA namespace (and,
+/// by `wgmma_ops.cuh` and `wgmma_sp.cuh`, the MMA one): the three library texts and every
+/// instruction `wgmma_n` can write.
+fn wgmma_hash() -> u64 {
+    static HASH: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *HASH.get_or_init(|| {
+        let generated = super::wgmma_n::every_instruction();
+        let libraries = [WGMMA_LIBRARY, WGMMA_OPS, WGMMA_SPARSE];
+        fnv1a(libraries.into_iter().chain(generated.iter().map(String::as_str)))
+    })
+}
+
+/// `__choreo_wgmma_<hash of the library texts and instructions>`, `_cpu` for the CPU dialect.
 pub(super) fn wgmma_namespace(cpu: bool) -> String {
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in WGMMA_LIBRARY.bytes().chain(WGMMA_OPS.bytes()) {
-        hash ^= u64::from(b);
-        hash = hash.wrapping_mul(0x0100_0000_01b3);
-    }
-    if cpu {
-        format!("__choreo_wgmma_{hash:016x}_cpu")
-    } else {
-        format!("__choreo_wgmma_{hash:016x}")
-    }
+    library_namespace("wgmma", wgmma_hash(), cpu)
 }
 
 /// The WGMMA library's operation tag of a configuration (`F32F16F16`: `dtype.atype.btype`).
 fn wgmma_op(c: &MmaConfig) -> String {
-    let name = |t: MmaType| match t {
-        MmaType::F16 => "F16",
-        MmaType::Bf16 => "BF16",
-        MmaType::Tf32 => "TF32",
-        MmaType::F32 => "F32",
-        MmaType::S8 => "S8",
-        MmaType::U8 => "U8",
-        MmaType::S32 => "S32",
-        MmaType::E4m3 => "E4M3",
-        MmaType::E5m2 => "E5M2",
-        MmaType::F64 | MmaType::Other => "?",
-    };
-    format!("{WG}::{}{}{}", name(c.c), name(c.a), name(c.b))
+    format!("{WG}::{}", super::wgmma_n::tag_of(c))
 }
 
-/// `__choreo_mma_<hash of the library text>` (FNV-1a, 64 bits), `_cpu` for the CPU dialect.
-pub(super) fn mma_namespace(cpu: bool) -> String {
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in MMA_SUPPORT.bytes() {
-        hash ^= u64::from(b);
-        hash = hash.wrapping_mul(0x0100_0000_01b3);
-    }
-    if cpu { format!("__choreo_mma_{hash:016x}_cpu") } else { format!("__choreo_mma_{hash:016x}") }
+/// `__choreo_mma_<hash of the library text>`, `_cpu` for the CPU dialect. A file that executes
+/// WGMMA (`wgmma`) adds to the namespace what the WGMMA libraries define in it: its hash covers
+/// theirs.
+pub(super) fn mma_namespace(cpu: bool, wgmma: bool) -> String {
+    let hash = if wgmma {
+        fnv1a([MMA_SUPPORT, &format!("{:016x}", wgmma_hash())])
+    } else {
+        fnv1a([MMA_SUPPORT])
+    };
+    library_namespace("mma", hash, cpu)
 }
 
 const NS: &str = "CHOREO_MMA_NS";
@@ -552,11 +546,7 @@ impl FnEmitter<'_, '_> {
             c.a.name(),
             c.b.name()
         );
-        match guards.is_empty() {
-            true => self.w.line(span, &head),
-            false => self.w.line(span, &format!("if ({}) {head}", guards.join(" && "))),
-        }
-        self.w.indent += 1;
+        self.wg_open(span, &guards, &head);
         // The descriptors of the K atoms: atom 0's once, then a constant step per atom where
         // the layout allows (`wg_desc_steps`), else each atom's on its own.
         let mut descs = Vec::new();
@@ -579,22 +569,12 @@ impl FnEmitter<'_, '_> {
                 }
             }
         }
-        // Generic-proxy writes of the operand tiles (a copy by threads) before the async proxy
-        // reads them; tiles only the copy engine fills need no fence (`lower::proxy`).
         let operands = match a {
             WgA::Shared(a) => vec![a, b],
             WgA::Regs(_) => vec![b],
         };
-        if operands.iter().any(|o| match &o.tile.first.kind {
-            HExprKind::At { buffer, .. } => self.proxies.generic(*buffer),
-            _ => true,
-        }) {
-            self.w.line(span, "::choreo::tma::fence_proxy_async();");
-        }
+        self.wg_fence_operands(span, &operands, &l);
         for line in [
-            format!("{WG}::fence_operands({l}.r);"),
-            format!("{WG}::fence();"),
-            "#pragma unroll".to_string(),
             match order {
                 None => {
                     format!("for (int __choreo_kt = 0; __choreo_kt < {atoms}; ++__choreo_kt) {{")
@@ -620,13 +600,45 @@ impl FnEmitter<'_, '_> {
             descs.join("\n"),
             issue,
             "}".to_string(),
-            format!("{WG}::commit_group();"),
-            format!("{WG}::fence_operands({l}.r);"),
         ] {
             for l in line.lines() {
                 self.w.line(span, l);
             }
         }
+        self.wg_close(span, &l, wait);
+    }
+
+    /// Opens the block of a WGMMA execution: `head` (a `{` and its comment), under the operand
+    /// tiles' `guards` if any.
+    pub(super) fn wg_open(&mut self, span: Span, guards: &[String], head: &str) {
+        match guards.is_empty() {
+            true => self.w.line(span, head),
+            false => self.w.line(span, &format!("if ({}) {head}", guards.join(" && "))),
+        }
+        self.w.indent += 1;
+    }
+
+    /// Before a WGMMA reads `operands` and writes the accumulator `l`: the proxy fence for
+    /// generic-proxy writes of the operand tiles (a copy by threads; tiles only the copy engine
+    /// fills need none, `lower::proxy`), the accumulator registers' fence, `wgmma.fence`, and
+    /// the unroll pragma of the instruction loop that follows.
+    pub(super) fn wg_fence_operands(&mut self, span: Span, operands: &[&WgOperand], l: &str) {
+        if operands.iter().any(|o| match &o.tile.first.kind {
+            HExprKind::At { buffer, .. } => self.proxies.generic(*buffer),
+            _ => true,
+        }) {
+            self.w.line(span, "::choreo::tma::fence_proxy_async();");
+        }
+        self.w.line(span, &format!("{WG}::fence_operands({l}.r);"));
+        self.w.line(span, &format!("{WG}::fence();"));
+        self.w.line(span, "#pragma unroll");
+    }
+
+    /// Closes the block of a WGMMA execution after its instruction loop: commit the group and,
+    /// for a synchronous one (`wait`), wait for it, fencing the accumulator `l` after each.
+    pub(super) fn wg_close(&mut self, span: Span, l: &str, wait: bool) {
+        self.w.line(span, &format!("{WG}::commit_group();"));
+        self.w.line(span, &format!("{WG}::fence_operands({l}.r);"));
         if wait {
             self.w.line(span, &format!("{WG}::wait_group<0>();"));
             self.w.line(span, &format!("{WG}::fence_operands({l}.r);"));
@@ -685,5 +697,26 @@ fn peel_int(e: &crate::hir::HExpr) -> Option<i128> {
         HExprKind::Int(v) => Some(*v),
         HExprKind::Cast { operand, .. } => peel_int(operand),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_wgmma_namespaces_cover_the_sparse_library_and_the_generated_instructions() {
+        for cpu in [false, true] {
+            let libraries_only = fnv1a([WGMMA_LIBRARY, WGMMA_OPS]);
+            assert_ne!(wgmma_namespace(cpu), library_namespace("wgmma", libraries_only, cpu));
+            let with_sparse = fnv1a([WGMMA_LIBRARY, WGMMA_OPS, WGMMA_SPARSE]);
+            assert_ne!(wgmma_namespace(cpu), library_namespace("wgmma", with_sparse, cpu));
+            // The MMA namespace of a file with WGMMA is not the one of a file without.
+            assert_ne!(mma_namespace(cpu, true), mma_namespace(cpu, false));
+            assert_eq!(
+                mma_namespace(cpu, false),
+                library_namespace("mma", fnv1a([MMA_SUPPORT]), cpu)
+            );
+        }
     }
 }

@@ -136,6 +136,52 @@ pub fn wgmma_instruction(tag: &str, n: u64) -> Option<String> {
     wgmma_n::specialisation(tag, n)
 }
 
+/// The (operation tag, N) pairs of the WGMMA fragments of `program` that `keep`, each with the
+/// first fragment's span, sorted.
+fn wgmma_pairs(
+    program: &hir::Program,
+    keep: impl Fn(&hir::mma::Frag, &hir::mma::MmaSelected) -> bool,
+) -> Vec<(String, u64, Span)> {
+    let mut pairs: Vec<(String, u64, Span)> = Vec::new();
+    for item in &program.items {
+        let hir::Item::Function(f) = item else { continue };
+        for g in &f.frags {
+            let Some(s) = g.selected else { continue };
+            if s.family != crate::target::mma::MmaFamily::Wgmma || !keep(g, &s) {
+                continue;
+            }
+            let (tag, n) = (wgmma_n::tag_of(&s.config), s.config.n);
+            if !pairs.iter().any(|(t, m, _)| *t == tag && *m == n) {
+                pairs.push((tag, n, g.span));
+            }
+        }
+    }
+    pairs.sort_by(|x, y| (&x.0, x.1).cmp(&(&y.0, y.1)));
+    pairs
+}
+
+/// The instructions `make` writes for `pairs`, in the WGMMA namespace (nothing for none); a
+/// pair it has none for is an internal error naming `what<tag, n>`.
+fn write_instructions(
+    w: &mut Writer<'_>,
+    diags: &mut Diagnostics,
+    pairs: &[(String, u64, Span)],
+    make: fn(&str, u64) -> Option<String>,
+    what: &str,
+) {
+    if pairs.is_empty() {
+        return;
+    }
+    w.raw("namespace CHOREO_WGMMA_NS {\n");
+    for (tag, n, span) in pairs {
+        match make(tag, *n) {
+            Some(text) => w.raw(&text),
+            None => diags.push(internal(*span, &format!("no {what}<{tag}, {n}>"))),
+        }
+    }
+    w.raw("}  // namespace CHOREO_WGMMA_NS\n");
+}
+
 /// Writes the `.cu` text of a checked, lowered file. Internal inconsistencies (which a correct
 /// `sema` and `lower` never produce) are reported as `E0801` errors; the text is then not
 /// usable.
@@ -158,19 +204,20 @@ pub fn emit_cuda(
     // The MMA library costs nvcc time (and includes <mma.h>): only files with fragments get it.
     let uses_mma =
         program.items.iter().any(|i| matches!(i, hir::Item::Function(f) if !f.frags.is_empty()));
-    if uses_mma {
-        w.raw(&format!(
-            "#define CHOREO_MMA_NS {}\n",
-            mma::mma_namespace(options.dialect == Dialect::Cpu)
-        ));
-        w.raw(mma::MMA_SUPPORT);
-    }
-    // The WGMMA library (and the statements on top of it) only where a warpgroup executes MMA.
+    // The WGMMA library (and the statements on top of it) only where a warpgroup executes MMA
+    // (below).
     let uses_wgmma = program.items.iter().any(|i| {
         matches!(i, hir::Item::Function(f) if f.frags.iter().any(|g| {
             g.selected.is_some_and(|s| s.family == crate::target::mma::MmaFamily::Wgmma)
         }))
     });
+    if uses_mma {
+        w.raw(&format!(
+            "#define CHOREO_MMA_NS {}\n",
+            mma::mma_namespace(options.dialect == Dialect::Cpu, uses_wgmma)
+        ));
+        w.raw(mma::MMA_SUPPORT);
+    }
     if uses_wgmma {
         w.raw(&format!(
             "#define CHOREO_WGMMA_NS {}\n",
@@ -187,67 +234,21 @@ pub fn emit_cuda(
         w.raw(&mma::WGMMA_LIBRARY.replacen("#pragma once\n", "", 1));
         w.raw(mma::WGMMA_OPS);
         // The instructions of an N outside the library's list, for the pairs used here only.
-        let mut extra: Vec<(String, u64, Span)> = Vec::new();
-        for item in &program.items {
-            let hir::Item::Function(f) = item else { continue };
-            for g in &f.frags {
-                let Some(s) = g.selected else { continue };
-                if s.family != crate::target::mma::MmaFamily::Wgmma
-                    || wgmma_n::LIBRARY_N.contains(&s.config.n)
-                {
-                    continue;
-                }
-                let (tag, n) = (wgmma_n::tag_of(&s.config), s.config.n);
-                if !extra.iter().any(|(t, m, _)| *t == tag && *m == n) {
-                    extra.push((tag, n, g.span));
-                }
-            }
-        }
-        extra.sort_by(|x, y| (&x.0, x.1).cmp(&(&y.0, y.1)));
-        if !extra.is_empty() {
-            w.raw("namespace CHOREO_WGMMA_NS {\n");
-            for (tag, n, span) in &extra {
-                match wgmma_n::specialisation(tag, *n) {
-                    Some(text) => w.raw(&text),
-                    None => diags
-                        .push(internal(*span, &format!("no WGMMA instruction Mma<{tag}, {n}>"))),
-                }
-            }
-            w.raw("}  // namespace CHOREO_WGMMA_NS\n");
-        }
+        let extra = wgmma_pairs(program, |_, s| !wgmma_n::LIBRARY_N.contains(&s.config.n));
+        write_instructions(&mut w, diags, &extra, wgmma_n::specialisation, "WGMMA instruction Mma");
         // Sparse WGMMA: its library and the instructions of the (operation, N) pairs used.
-        let mut sparse: Vec<(String, u64, Span)> = Vec::new();
-        for item in &program.items {
-            let hir::Item::Function(f) = item else { continue };
-            for g in &f.frags {
-                let Some(s) = g.selected else { continue };
-                if s.family != crate::target::mma::MmaFamily::Wgmma
-                    || !s.config.sparse
-                    || g.role != Some(hir::mma::MmaRole::C)
-                {
-                    continue;
-                }
-                let (tag, n) = (wgmma_n::tag_of(&s.config), s.config.n);
-                if !sparse.iter().any(|(t, m, _)| *t == tag && *m == n) {
-                    sparse.push((tag, n, g.span));
-                }
-            }
-        }
-        sparse.sort_by(|x, y| (&x.0, x.1).cmp(&(&y.0, y.1)));
+        let sparse =
+            wgmma_pairs(program, |g, s| s.config.sparse && g.role == Some(hir::mma::MmaRole::C));
         if !sparse.is_empty() {
             w.raw(mma::WGMMA_SPARSE);
-            w.raw("namespace CHOREO_WGMMA_NS {\n");
-            for (tag, n, span) in &sparse {
-                match wgmma_n::sparse_specialisation(tag, *n) {
-                    Some(text) => w.raw(&text),
-                    None => diags.push(internal(
-                        *span,
-                        &format!("no sparse WGMMA instruction SpMma<{tag}, {n}>"),
-                    )),
-                }
-            }
-            w.raw("}  // namespace CHOREO_WGMMA_NS\n");
         }
+        write_instructions(
+            &mut w,
+            diags,
+            &sparse,
+            wgmma_n::sparse_specialisation,
+            "sparse WGMMA instruction SpMma",
+        );
     }
     // The fragment operations (spec-tier3 §6) only where shaped fragments or `apply` are used.
     let uses_frag = program

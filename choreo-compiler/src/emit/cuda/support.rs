@@ -60,16 +60,28 @@ pub(super) fn prelude(
     text
 }
 
-/// `__choreo_support_<hash of the support library text>` (FNV-1a, 64 bits), `_cpu` appended
-/// for the CPU dialect (the same text compiles to different code there).
+/// `__choreo_support_<hash of the support library text>`, `_cpu` for the CPU dialect.
 fn support_namespace(dialect: Dialect) -> String {
+    library_namespace("support", fnv1a([SUPPORT]), dialect == Dialect::Cpu)
+}
+
+/// FNV-1a (64 bits) of the concatenated `texts`.
+pub(super) fn fnv1a<'t>(texts: impl IntoIterator<Item = &'t str>) -> u64 {
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in SUPPORT.bytes() {
+    for b in texts.into_iter().flat_map(str::bytes) {
         hash ^= u64::from(b);
         hash = hash.wrapping_mul(0x0100_0000_01b3);
     }
-    match dialect {
-        Dialect::Cuda => format!("__choreo_support_{hash:016x}"),
-        Dialect::Cpu => format!("__choreo_support_{hash:016x}_cpu"),
+    hash
+}
+
+/// The namespace of a library pasted into generated files: `__choreo_<lib>_<hash>` with the
+/// hash of its text (a file that pastes another version of it must not link against this one),
+/// `_cpu` appended for the CPU dialect (the same text compiles to different code there).
+pub(super) fn library_namespace(lib: &str, hash: u64, cpu: bool) -> String {
+    if cpu {
+        format!("__choreo_{lib}_{hash:016x}_cpu")
+    } else {
+        format!("__choreo_{lib}_{hash:016x}")
     }
 }

@@ -405,8 +405,11 @@ inline const unsigned char* operand(std::uint64_t desc, bool mn_major, int mn, i
          swizzle_address(s, addr);
 }
 
-template <class Op, int N, int TA, int TB, class Acc, int R>
-inline void ss_fallback(Acc (&d)[R], std::uint64_t da, std::uint64_t db, int scale_d) {
+// d (+)= one instruction's products on the CPU, for the accumulator elements of the calling
+// thread: dot(row, col) is the sum of element (row, col) over the instruction's K (a long long
+// for an s32 accumulator, else a float); scale_d 0 discards d's previous values.
+template <class Op, class Acc, int R, class Dot>
+inline void accumulate_cpu(Acc (&d)[R], int scale_d, Dot dot) {
   using T = Traits<Op>;
   const int t = CHOREO_WGMMA_CPU_THREAD();
   constexpr int per = T::acc == AccKind::F16 ? 2 : 1;
@@ -414,34 +417,22 @@ inline void ss_fallback(Acc (&d)[R], std::uint64_t da, std::uint64_t db, int sca
     std::uint16_t halves[2] = {0, 0};
     for (int h = 0; h < per; ++h) {
       const int r = j * per + h;
-      const int row = acc_row(t, r), col = acc_col(t, r);
-      if (T::acc == AccKind::S32) {
-        long long sum = 0;
-        for (int k = 0; k < T::k; ++k) {
-          sum += load_int(T::a, operand(da, TA != 0, row, k, T::a)) *
-                 load_int(T::b, operand(db, TB != 0, col, k, T::b));
-        }
+      const auto sum = dot(acc_row(t, r), acc_col(t, r));
+      if constexpr (T::acc == AccKind::S32) {
         std::int32_t prev;
         std::memcpy(&prev, &d[j], 4);
         const std::int32_t out = static_cast<std::int32_t>((scale_d ? prev : 0) + sum);
         std::memcpy(&d[j], &out, 4);
+      } else if constexpr (T::acc == AccKind::F32) {
+        float prev;
+        std::memcpy(&prev, &d[j], 4);
+        const float out = (scale_d ? prev : 0.0f) + sum;
+        std::memcpy(&d[j], &out, 4);
       } else {
-        float sum = 0.0f;
-        for (int k = 0; k < T::k; ++k) {
-          sum += load_elem(T::a, operand(da, TA != 0, row, k, T::a)) *
-                 load_elem(T::b, operand(db, TB != 0, col, k, T::b));
-        }
-        if (T::acc == AccKind::F32) {
-          float prev;
-          std::memcpy(&prev, &d[j], 4);
-          const float out = (scale_d ? prev : 0.0f) + sum;
-          std::memcpy(&d[j], &out, 4);
-        } else {
-          std::uint32_t packed;
-          std::memcpy(&packed, &d[j], 4);
-          const float prev = half_bits_to_float(static_cast<std::uint16_t>(packed >> (16 * h)));
-          halves[h] = float_to_half_bits((scale_d ? prev : 0.0f) + sum);
-        }
+        std::uint32_t packed;
+        std::memcpy(&packed, &d[j], 4);
+        const float prev = half_bits_to_float(static_cast<std::uint16_t>(packed >> (16 * h)));
+        halves[h] = float_to_half_bits((scale_d ? prev : 0.0f) + sum);
       }
     }
     if (T::acc == AccKind::F16) {
@@ -450,6 +441,28 @@ inline void ss_fallback(Acc (&d)[R], std::uint64_t da, std::uint64_t db, int sca
       std::memcpy(&d[j], &packed, 4);
     }
   }
+}
+
+template <class Op, int N, int TA, int TB, class Acc, int R>
+inline void ss_fallback(Acc (&d)[R], std::uint64_t da, std::uint64_t db, int scale_d) {
+  using T = Traits<Op>;
+  accumulate_cpu<Op>(d, scale_d, [&](int row, int col) {
+    if constexpr (T::acc == AccKind::S32) {
+      long long sum = 0;
+      for (int k = 0; k < T::k; ++k) {
+        sum += load_int(T::a, operand(da, TA != 0, row, k, T::a)) *
+               load_int(T::b, operand(db, TB != 0, col, k, T::b));
+      }
+      return sum;
+    } else {
+      float sum = 0.0f;
+      for (int k = 0; k < T::k; ++k) {
+        sum += load_elem(T::a, operand(da, TA != 0, row, k, T::a)) *
+               load_elem(T::b, operand(db, TB != 0, col, k, T::b));
+      }
+      return sum;
+    }
+  });
 }
 
 template <class Op, int N, int TB, class Acc, int R>

@@ -80,6 +80,26 @@ pub(super) fn tag_of(c: &MmaConfig) -> String {
     format!("{}{}{}", name(c.c), name(c.a), name(c.b))
 }
 
+/// The text of every instruction [`specialisation`] and [`sparse_specialisation`] can write
+/// for the library's operations (those of `wgmma.cuh`, table G's), for the hash of the WGMMA
+/// namespace: a file whose instructions another translator wrote must not share it.
+pub(super) fn every_instruction() -> Vec<String> {
+    let lib = include_str!("wgmma.cuh");
+    // `template <> struct Mma<TAG, 8>`: one per operation.
+    let tags = lib.split("template <> struct Mma<").skip(1).filter_map(|rest| {
+        let (args, _) = rest.split_once('>')?;
+        args.strip_suffix(", 8")
+    });
+    let mut out = Vec::new();
+    for tag in tags {
+        for n in (8..=256).step_by(8) {
+            out.extend(specialisation(tag, n));
+            out.extend(sparse_specialisation(tag, n));
+        }
+    }
+    out
+}
+
 /// `{%from, …, %to-1}`.
 fn reg_list(from: u64, to: u64) -> String {
     let regs: Vec<String> = (from..to).map(|i| format!("%{i}")).collect();
@@ -253,5 +273,18 @@ mod tests {
         );
         assert!(sparse_specialisation("S32S8S8", 64).is_none());
         assert!(specialisation("X", 8).is_none());
+    }
+
+    #[test]
+    fn every_instruction_has_the_dense_and_sparse_ones_of_every_n() {
+        let all = every_instruction();
+        // 16 operations (wgmma_gen.py), 32 N each; sparse for the 3 16-bit and 8 fp8 ones.
+        assert_eq!(all.len(), 16 * 32 + 11 * 32);
+        for (tag, n) in [("F32F16F16", 40), ("F16E4M3E5M2", 256), ("S32U8S8", 8)] {
+            assert!(all.contains(&specialisation(tag, n).expect("dense")), "{tag} {n}");
+        }
+        for (tag, n) in [("F32BF16BF16", 136), ("F32F16F16", 8)] {
+            assert!(all.contains(&sparse_specialisation(tag, n).expect("sparse")), "{tag} {n}");
+        }
     }
 }

@@ -41,40 +41,18 @@ inline void sp_ss_cpu(Acc (&d)[R], std::uint64_t da, std::uint64_t db, const std
                       int pitch, int scale_d) {
   using T = Traits<Op>;
   constexpr int K = 2 * T::k;
-  const int t = CHOREO_WGMMA_CPU_THREAD();
-  constexpr int per = T::acc == AccKind::F16 ? 2 : 1;
-  for (int j = 0; j < R; ++j) {
-    std::uint16_t halves[2] = {0, 0};
-    for (int h = 0; h < per; ++h) {
-      const int r = j * per + h;
-      const int row = acc_row(t, r), col = acc_col(t, r);
-      float sum = 0.0f;
-      for (int g = 0; g < K / 4; ++g) {
-        const int nib = (meta[row * pitch + g / 2] >> (4 * (g % 2))) & 0xF;
-        const int i0 = nib & 3, i1 = nib >> 2;
-        sum += load_elem(T::a, operand(da, false, row, 2 * g, T::a)) *
-               load_elem(T::b, operand(db, false, col, 4 * g + i0, T::b));
-        sum += load_elem(T::a, operand(da, false, row, 2 * g + 1, T::a)) *
-               load_elem(T::b, operand(db, false, col, 4 * g + i1, T::b));
-      }
-      if (T::acc == AccKind::F32) {
-        float prev;
-        std::memcpy(&prev, &d[j], 4);
-        const float out = (scale_d ? prev : 0.0f) + sum;
-        std::memcpy(&d[j], &out, 4);
-      } else {
-        std::uint32_t packed;
-        std::memcpy(&packed, &d[j], 4);
-        const float prev = half_bits_to_float(static_cast<std::uint16_t>(packed >> (16 * h)));
-        halves[h] = float_to_half_bits((scale_d ? prev : 0.0f) + sum);
-      }
+  accumulate_cpu<Op>(d, scale_d, [&](int row, int col) {
+    float sum = 0.0f;
+    for (int g = 0; g < K / 4; ++g) {
+      const int nib = (meta[row * pitch + g / 2] >> (4 * (g % 2))) & 0xF;
+      const int i0 = nib & 3, i1 = nib >> 2;
+      sum += load_elem(T::a, operand(da, false, row, 2 * g, T::a)) *
+             load_elem(T::b, operand(db, false, col, 4 * g + i0, T::b));
+      sum += load_elem(T::a, operand(da, false, row, 2 * g + 1, T::a)) *
+             load_elem(T::b, operand(db, false, col, 4 * g + i1, T::b));
     }
-    if (T::acc == AccKind::F16) {
-      const std::uint32_t packed = static_cast<std::uint32_t>(halves[0]) |
-                                   static_cast<std::uint32_t>(halves[1]) << 16;
-      std::memcpy(&d[j], &packed, 4);
-    }
-  }
+    return sum;
+  });
 }
 #endif
 // Another architecture than sm_90a (and the host pass; the CPU takes sp_ss_cpu instead).

@@ -9,8 +9,6 @@ use crate::source::Span;
 
 /// The library's operation namespace (`mma.cuh`, `wgmma_ops.cuh`, `wgmma_sp.cuh`).
 const NS: &str = "CHOREO_MMA_NS";
-/// The WGMMA device library's namespace.
-const WG: &str = "CHOREO_WGMMA_NS";
 
 impl FnEmitter<'_, '_> {
     /// `e = mma.load META…;` of a sparse WGMMA's metadata (`u8 [64, K/8]`).
@@ -66,34 +64,17 @@ impl FnEmitter<'_, '_> {
             c.a.name(),
             c.b.name()
         );
-        match guards.is_empty() {
-            true => self.w.line(span, &head),
-            false => self.w.line(span, &format!("if ({}) {head}", guards.join(" && "))),
-        }
-        self.w.indent += 1;
-        if [a, b].iter().any(|o| match &o.tile.first.kind {
-            HExprKind::At { buffer, .. } => self.proxies.generic(*buffer),
-            _ => true,
-        }) {
-            self.w.line(span, "::choreo::tma::fence_proxy_async();");
-        }
+        self.wg_open(span, &guards, &head);
+        self.wg_fence_operands(span, &[a, b], &l);
         for line in [
-            format!("{WG}::fence_operands({l}.r);"),
-            format!("{WG}::fence();"),
-            "#pragma unroll".to_string(),
             format!("for (int __choreo_kt = 0; __choreo_kt < {atoms}; ++__choreo_kt) {{"),
             format!("  const std::uint64_t __choreo_da = {da};"),
             format!("  const std::uint64_t __choreo_db = {db};"),
             format!("  {NS}::wg_sp_mma({l}, __choreo_da, __choreo_db, {e}, __choreo_kt);"),
             "}".to_string(),
-            format!("{WG}::commit_group();"),
-            format!("{WG}::fence_operands({l}.r);"),
-            format!("{WG}::wait_group<0>();"),
-            format!("{WG}::fence_operands({l}.r);"),
         ] {
             self.w.line(span, &line);
         }
-        self.w.indent -= 1;
-        self.w.line(span, "}");
+        self.wg_close(span, &l, true);
     }
 }
