@@ -657,7 +657,7 @@ pub struct BoundsSite {
 ///
 /// The slot goes back to the pool only once no device work can write it: when
 /// [`BoundsRecord::check`] has waited for the call's work, when the record was never handed
-/// to an entry, or — for a record dropped unchecked (a `Pending` dropped without being waited
+/// to an entry or no kernel of the call ran with its checks on (the used flag is 0), or — for a record dropped unchecked (a `Pending` dropped without being waited
 /// for) — once the events of the call's work have completed (found by a later record's
 /// allocation, which never blocks). A record that is forgotten (`mem::forget` of its
 /// `Pending`), or whose call could not be recorded, is never reused (its memory leaks, a few
@@ -764,8 +764,11 @@ impl Drop for BoundsRecord {
         let Some(slot) = self.slot.take() else {
             return;
         };
-        if !self.handed_out || self.completed {
-            // No device work can write the slot.
+        if !self.handed_out || self.completed || self.used == 0 {
+            // No device work can write the slot: it was never handed out, the call's work has
+            // completed, or no kernel of the call ran with its checks on (the entry sets the
+            // flag before such a launch, and has returned), so nothing writes the record —
+            // no event needs recording for it.
             bounds_pool::release(slot);
             return;
         }
