@@ -1033,7 +1033,7 @@ fn bounds_records_are_reused_only_after_their_calls(device: Device) {
 }
 
 #[test]
-fn bounds_records_are_reused_only_after_their_calls_never_when_forgotten_on_the_cpu() {
+fn bounds_records_are_reused_only_after_their_calls_never_after_forget_on_the_cpu() {
     // The pool is process-wide: no other unit test runs the runtime meanwhile.
     let _exclusive =
         crate::error::DEFERRED_SLOT_USERS.write().unwrap_or_else(PoisonError::into_inner);
@@ -1042,7 +1042,7 @@ fn bounds_records_are_reused_only_after_their_calls_never_when_forgotten_on_the_
 
 #[test]
 #[ignore = "needs a CUDA GPU"]
-fn gpu_bounds_records_are_reused_only_after_their_calls_never_when_forgotten() {
+fn gpu_bounds_records_are_reused_only_after_their_calls_never_after_forget() {
     let _exclusive =
         crate::error::DEFERRED_SLOT_USERS.write().unwrap_or_else(PoisonError::into_inner);
     bounds_records_are_reused_only_after_their_calls(gpu());

@@ -89,8 +89,8 @@ fn calls_in_flight_at_once_report_their_own_violations(dev: &TestDevice) {
     }
 }
 
-device_tests!(a_record_is_not_reused_while_a_dropped_or_forgotten_call_may_write_it);
-fn a_record_is_not_reused_while_a_dropped_or_forgotten_call_may_write_it(dev: &TestDevice) {
+device_tests!(a_record_is_not_reused_while_a_dropped_call_may_write_it_nor_after_forget);
+fn a_record_is_not_reused_while_a_dropped_call_may_write_it_nor_after_forget(dev: &TestDevice) {
     let (held, other) = (dev.stream(), dev.stream());
     let src: Vec<f32> = (0..32).map(|i| i as f32).collect();
     let src = dev.upload(&src);
