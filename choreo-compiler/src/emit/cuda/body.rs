@@ -632,8 +632,10 @@ impl FnEmitter<'_, '_> {
         let vector = if swizzle.is_some() {
             None
         } else {
-            crate::lower::vector::dma_vector(dma, cp_async.is_some())
-                .and_then(|v| self.vector_condition(span, dma, v).map(|c| (v, c)))
+            crate::lower::vector::dma_vector(dma, cp_async.is_some()).and_then(|v| {
+                let test = self.vector_condition(span, dma, v)?;
+                Some((v, self.versioned_condition(test)))
+            })
         };
         let element = |this: &mut Self| match (&swizzle, cp_async.and_then(|c| c.element)) {
             (Some((into, base, rows, cols, n)), bytes) => {
@@ -789,19 +791,38 @@ impl FnEmitter<'_, '_> {
     /// `lower::vector`): both buffers and the box's first elements aligned to the vector, and
     /// the rows of both buffers (their innermost extents, and the strides of flat views) a
     /// multiple of it. `None` when a row is statically not such a multiple.
+    /// The condition to emit for a wide copy's `test`: in a versioned kernel (see
+    /// `FnEmitter::vector_tests`), a test of launch arguments only is `__choreo_vec ||
+    /// (test)`, constant `true` in the instantiation the host launches when it holds.
+    fn versioned_condition(&mut self, test: VectorTest) -> String {
+        match &mut self.vector_tests {
+            Some(tests) if test.invariant && !test.condition.is_empty() => {
+                if !tests.contains(&test.condition) {
+                    tests.push(test.condition.clone());
+                }
+                format!("__choreo_vec || ({})", test.condition)
+            }
+            _ => test.condition,
+        }
+    }
+
     fn vector_condition(
         &mut self,
         span: Span,
         dma: &hir::Dma,
         v: crate::lower::vector::VectorCopy,
-    ) -> Option<String> {
+    ) -> Option<VectorTest> {
         let mut parts = Vec::new();
+        // Whether every part reads only launch arguments: extents of parameters and their base
+        // addresses, never a thread's coordinates or a loop's variable.
+        let mut invariant = true;
         for view in [&dma.src, &dma.dst] {
             let dims = self.dims_of_buffer(view.buffer);
             match dims.last() {
                 Some(Dim::Const(c)) if c % v.elems != 0 => return None,
                 Some(Dim::Const(_)) => {}
                 Some(d) => {
+                    invariant &= matches!(d, Dim::Sym(_) | Dim::Dynamic { .. });
                     let d = self.dim_raw(d);
                     parts.push(format!("static_cast<unsigned>({d}) % {}u == 0", v.elems));
                 }
@@ -813,6 +834,7 @@ impl FnEmitter<'_, '_> {
                         Some(c) if c % i128::from(v.elems as u32) != 0 => return None,
                         Some(_) => {}
                         None => {
+                            invariant = false;
                             let s = self.expr(s);
                             parts.push(format!("({s}) % {} == 0", v.elems));
                         }
@@ -849,6 +871,10 @@ impl FnEmitter<'_, '_> {
                 hir::ElemIndex::Flat(_) => false,
             };
             let first = self.element(span, view.buffer, &first_index);
+            invariant &= !shared
+                && aligned_with_base
+                && matches!(view.buffer, hir::BufferRef::Param(_))
+                && dims.iter().all(|d| !matches!(d, Dim::Expr(_)));
             let addresses = if shared {
                 format!("reinterpret_cast<std::uintptr_t>(&{first})")
             } else {
@@ -864,7 +890,7 @@ impl FnEmitter<'_, '_> {
             };
             parts.push(format!("{addresses} % {} == 0", v.bytes));
         }
-        Some(parts.join(" && "))
+        Some(VectorTest { condition: parts.join(" && "), invariant })
     }
 
     /// One wide copy: `v.elems` elements from the source element's address on, to the
@@ -1269,6 +1295,13 @@ fn positional_operands(template: &str, names: &[Option<&str>]) -> String {
     hir::rewrite_named_operands(template, |name| {
         names.iter().position(|n| *n == Some(name)).map(|k| format!("%{k}"))
     })
+}
+
+/// The run-time test of a wide copy (empty: none needed) and whether it reads only launch
+/// arguments.
+struct VectorTest {
+    condition: String,
+    invariant: bool,
 }
 
 #[cfg(test)]

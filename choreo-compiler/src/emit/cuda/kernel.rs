@@ -128,6 +128,11 @@ impl FnEmitter<'_, '_> {
             span,
             &format!("static __global__ void{qualifiers} {symbol}({}) {{", params.join(", ")),
         );
+        let signature_at = self.w.last_line_start();
+        // Versioned only where it pays: a copy in a loop (one test per launch instead of one
+        // per step, and loops nvcc can optimise); otherwise one instantiation and its tests.
+        self.vector_tests =
+            (self.options.dialect == Dialect::Cuda && copies_in_loops(&tree.body)).then(Vec::new);
         self.w.indent += 1;
         // The launch uses exactly this many threads: telling nvcc lets it count the trips of
         // the loops that threads share (DMA loops) and drop their remainder code.
@@ -201,6 +206,10 @@ impl FnEmitter<'_, '_> {
         }
         self.w.indent -= 1;
         self.w.line(span, "}");
+        if let Some(tests) = self.vector_tests.take().filter(|t| !t.is_empty()) {
+            self.w.insert_in_line(signature_at, "template <bool __choreo_vec> ");
+            self.versioned.insert(tree.id.index(), tests);
+        }
     }
 
     /// The cluster barrier (`barrier.cluster.arrive.release` + `wait.acquire`): every thread
@@ -493,6 +502,22 @@ impl FnEmitter<'_, '_> {
                 &format!("const bool __choreo_in_bounds_on_host = {};", all.join(" && ")),
             );
         }
+        // A versioned kernel: the instantiation whose wide copies need no run-time test when
+        // the launch's arguments pass them all (the same tests, on the same values).
+        let symbol = match self.versioned.get(&tree.id.index()) {
+            Some(tests) => {
+                let all: Vec<String> = tests.iter().map(|t| format!("({t})")).collect();
+                self.w.line(span, &format!("const bool __choreo_vec = {};", all.join(" && ")));
+                self.w.line(
+                    span,
+                    &format!(
+                        "auto* const __choreo_kernel = __choreo_vec ? &{symbol}<true> : &{symbol}<false>;"
+                    ),
+                );
+                "__choreo_kernel".to_string()
+            }
+            None => symbol,
+        };
         let stream = self.stream_name(k.stream);
         let maps = self.tma_encode(tree);
         let pool = k.shared.used();
@@ -604,6 +629,36 @@ impl FnEmitter<'_, '_> {
         self.w.indent -= 1;
         self.w.line(span, "}");
     }
+}
+
+/// Whether some DMA of `body` is inside a loop (`for` / `while`, at any depth).
+fn copies_in_loops(body: &[hir::Stmt]) -> bool {
+    struct Finder {
+        in_loop: bool,
+        found: bool,
+    }
+    impl<'a> crate::hir::visit::Visitor<'a> for Finder {
+        fn stmt(&mut self, stmt: &'a hir::Stmt) -> crate::hir::visit::Walk {
+            match &stmt.kind {
+                hir::StmtKind::For { body, .. } | hir::StmtKind::While { body, .. }
+                    if !self.in_loop =>
+                {
+                    self.in_loop = true;
+                    crate::hir::visit::walk_stmts(self, body);
+                    self.in_loop = false;
+                    crate::hir::visit::Walk::Skip
+                }
+                hir::StmtKind::Dma(_) if self.in_loop => {
+                    self.found = true;
+                    crate::hir::visit::Walk::Continue
+                }
+                _ => crate::hir::visit::Walk::Continue,
+            }
+        }
+    }
+    let mut finder = Finder { in_loop: false, found: false };
+    crate::hir::visit::walk_stmts(&mut finder, body);
+    finder.found
 }
 
 /// Whether `body` has a `yield` (in any nested statement).

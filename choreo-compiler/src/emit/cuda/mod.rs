@@ -294,6 +294,8 @@ pub fn emit_cuda(
                         proxies: Default::default(),
                         kernel_warps: 32,
                         warp_reads: false,
+                        vector_tests: None,
+                        versioned: std::collections::HashMap::new(),
                     };
                     e.emit();
                 }
@@ -358,6 +360,14 @@ struct FnEmitter<'a, 'w> {
     /// converged: before anything that may write shared memory (and at the end of a loop body
     /// that may), a warp barrier orders those reads before the writes of the other lanes.
     warp_reads: bool,
+    /// While a CUDA kernel's body is emitted: the alignment tests of its wide copies that read
+    /// only launch arguments (a parameter's base address, its extents). The kernel becomes a
+    /// template on `bool __choreo_vec`, the host evaluates these tests once per launch and
+    /// launches `<true>` when all hold: that instantiation has no element-by-element fallback
+    /// inside its loops, which otherwise keeps nvcc from strength-reducing their addresses.
+    vector_tests: Option<Vec<String>>,
+    /// The tests of each versioned kernel (by [`hir::KernelId`] index), for its launch.
+    versioned: std::collections::HashMap<usize, Vec<String>>,
 }
 
 impl FnEmitter<'_, '_> {

@@ -109,6 +109,20 @@ impl<'a> Writer<'a> {
         self.next_line = self.next_line.map(|n| n + newlines);
     }
 
+    /// Where the text of the last generated line starts (after its indentation): a place for
+    /// [`Writer::insert_in_line`].
+    pub(super) fn last_line_start(&self) -> usize {
+        let body = self.out.strip_suffix('\n').unwrap_or(&self.out);
+        body.rfind('\n').map_or(0, |i| i + 1) + 2 * self.indent
+    }
+
+    /// Inserts `text` (no line break: the `#line` numbering stays right) at `at`, an offset
+    /// from [`Writer::last_line_start`].
+    pub(super) fn insert_in_line(&mut self, at: usize, text: &str) {
+        debug_assert!(!text.contains('\n'));
+        self.out.insert_str(at, text);
+    }
+
     pub(super) fn finish(mut self) -> String {
         self.ensure_line_start();
         self.out
