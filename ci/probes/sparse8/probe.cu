@@ -365,6 +365,58 @@ __global__ void __launch_bounds__(128) wg_probe(Sink s) {
 
 // ---- host ---------------------------------------------------------------------------------------
 
+// Runs one probe kernel and prints its records (sorted); false when the kernel failed (the
+// context is then lost: no later kernel can run, but what was printed stays).
+template <typename Launch>
+bool run(FILE* out, const char* name, Launch launch, Rec* recs, unsigned* count, unsigned cap,
+         unsigned& total) {
+  cudaEvent_t e0, e1;
+  CHECK(cudaEventCreate(&e0));
+  CHECK(cudaEventCreate(&e1));
+  CHECK(cudaMemset(count, 0, sizeof(unsigned)));
+  CHECK(cudaEventRecord(e0));
+  launch(Sink{recs, count, cap});
+  cudaError_t err = cudaGetLastError();
+  if (err == cudaSuccess) err = cudaDeviceSynchronize();
+  if (err != cudaSuccess) {
+    std::fprintf(out, "# error %s: %s\n", name, cudaGetErrorString(err));
+    std::fprintf(stderr, "probe: %s failed: %s\n", name, cudaGetErrorString(err));
+    return false;
+  }
+  CHECK(cudaEventRecord(e1));
+  CHECK(cudaEventSynchronize(e1));
+  float ms = 0;
+  CHECK(cudaEventElapsedTime(&ms, e0, e1));
+  unsigned n = 0;
+  CHECK(cudaMemcpy(&n, count, sizeof(unsigned), cudaMemcpyDeviceToHost));
+  if (n > cap) {
+    std::fprintf(out, "# error %s: %u records, only %u kept\n", name, n, cap);
+    n = cap;
+  }
+  std::vector<Rec> h(n);
+  CHECK(cudaMemcpy(h.data(), recs, sizeof(Rec) * n, cudaMemcpyDeviceToHost));
+  std::sort(h.begin(), h.end(), [](const Rec& x, const Rec& y) {
+    if (x.kind != y.kind) return x.kind < y.kind;
+    if (x.unit != y.unit) return x.unit < y.unit;
+    if (x.p1 != y.p1) return x.p1 < y.p1;
+    return x.p2 < y.p2;
+  });
+  std::fprintf(out, "# run %s records %u time_ms %.3f\n", name, n, ms);
+  static const char* kinds[] = {"L", "M"};
+  static const char* instrs[] = {"mma", "wg", "mma16"};
+  for (const Rec& r : h) {
+    std::fprintf(out, "%s %s %d %d %d %d", kinds[r.kind], instrs[r.instr], r.unit, r.p1, r.p2,
+                 r.count);
+    for (int i = 0; i < std::min(r.count, kMaxHits); ++i)
+      std::fprintf(out, " %d,%d,%.9g", r.m[i], r.n[i], r.v[i]);
+    std::fprintf(out, "\n");
+  }
+  std::fflush(out);
+  std::fprintf(stderr, "probe: %s: %u records in %.1f ms\n", name, n, ms);
+  total += n;
+  return true;
+}
+
 int main(int argc, char** argv) {
   const char* path = argc > 1 ? argv[1] : nullptr;
   FILE* out = path ? std::fopen(path, "w") : stdout;
@@ -379,59 +431,20 @@ int main(int argc, char** argv) {
   unsigned* count = nullptr;
   CHECK(cudaMalloc(&recs, sizeof(Rec) * cap));
   CHECK(cudaMalloc(&count, sizeof(unsigned)));
-  CHECK(cudaMemset(count, 0, sizeof(unsigned)));
-  Sink s{recs, count, cap};
-  cudaEvent_t e0, e1;
-  CHECK(cudaEventCreate(&e0));
-  CHECK(cudaEventCreate(&e1));
-  CHECK(cudaEventRecord(e0));
-  mma_probe<<<512 / 4, 128>>>(s);
-  CHECK(cudaGetLastError());
-  CHECK(cudaDeviceSynchronize());
-  mma16_probe<<<256 / 4, 128>>>(s);
-  CHECK(cudaGetLastError());
-  CHECK(cudaDeviceSynchronize());
-  wg_probe<<<kA, 128>>>(s);
-  CHECK(cudaGetLastError());
-  CHECK(cudaDeviceSynchronize());
-  CHECK(cudaEventRecord(e1));
-  CHECK(cudaEventSynchronize(e1));
-  float ms = 0;
-  CHECK(cudaEventElapsedTime(&ms, e0, e1));
-  unsigned n = 0;
-  CHECK(cudaMemcpy(&n, count, sizeof(unsigned), cudaMemcpyDeviceToHost));
-  if (n > cap) {
-    std::fprintf(stderr, "probe: %u records, only %u kept\n", n, cap);
-    n = cap;
-  }
-  std::vector<Rec> h(n);
-  CHECK(cudaMemcpy(h.data(), recs, sizeof(Rec) * n, cudaMemcpyDeviceToHost));
-  std::sort(h.begin(), h.end(), [](const Rec& x, const Rec& y) {
-    if (x.instr != y.instr) return x.instr < y.instr;
-    if (x.kind != y.kind) return x.kind < y.kind;
-    if (x.unit != y.unit) return x.unit < y.unit;
-    if (x.p1 != y.p1) return x.p1 < y.p1;
-    return x.p2 < y.p2;
-  });
   std::fprintf(out, "# probe8 sparse8 raw v1\n");
   std::fprintf(out, "# device %s sm_%d%d\n", prop.name, prop.major, prop.minor);
   std::fprintf(out, "# instr mma %s selector 0\n", PROBE_MMA_INS);
   std::fprintf(out, "# instr mma16 %s selector 0 (control: the known 16-bit layout)\n",
                PROBE_MMA16_INS);
-  std::fprintf(out, "# instr wg %s SS kmajor A(swizzle 32, sbo 256) B(swizzle 64, sbo 512) spsel 0\n",
-               PROBE_WG_INS);
-  std::fprintf(out, "# time_ms %.3f\n", ms);
-  static const char* kinds[] = {"L", "M"};
-  static const char* instrs[] = {"mma", "wg", "mma16"};
-  for (const Rec& r : h) {
-    std::fprintf(out, "%s %s %d %d %d %d", kinds[r.kind], instrs[r.instr], r.unit,
-                 r.p1, r.p2, r.count);
-    for (int i = 0; i < std::min(r.count, kMaxHits); ++i)
-      std::fprintf(out, " %d,%d,%.9g", r.m[i], r.n[i], r.v[i]);
-    std::fprintf(out, "\n");
-  }
-  std::fprintf(out, "# end %u\n", n);
+  std::fprintf(out, "# instr wg %s SS kmajor A(swizzle 32, sbo 256) B(swizzle 64, sbo 512) "
+               "spsel 0\n", PROBE_WG_INS);
+  unsigned total = 0;
+  const bool ok =
+      run(out, "mma16", [](Sink s) { mma16_probe<<<256 / 4, 128>>>(s); }, recs, count, cap,
+          total) &&
+      run(out, "mma", [](Sink s) { mma_probe<<<512 / 4, 128>>>(s); }, recs, count, cap, total) &&
+      run(out, "wg", [](Sink s) { wg_probe<<<kA, 128>>>(s); }, recs, count, cap, total);
+  std::fprintf(out, "# end %u\n", total);
   if (path) std::fclose(out);
-  std::fprintf(stderr, "probe: %u records in %.1f ms\n", n, ms);
-  return 0;
+  return ok ? 0 : 1;
 }
