@@ -178,8 +178,11 @@ __device__ __forceinline__ void mma_regs(unsigned (&a)[4], unsigned (&b)[4], int
   }
 }
 
-// One warp per A unit: the L series, then the M series.
-__global__ void mma_probe(Sink s) {
+// One warp per A unit: the L series, then the M series, of the warp-level form `Form` (its
+// `regs` fills the operands of one experiment, its `exec` runs the instruction; `kId` names it
+// in the records).
+template <class Form>
+__global__ void warp_probe(Sink s) {
   __shared__ float sd_all[4][16 * 8];
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int alpha = blockIdx.x * 4 + warp;
@@ -187,31 +190,43 @@ __global__ void mma_probe(Sink s) {
   unsigned a[4], b[4];
   float d[4];
   for (int mode = 0; mode < 3; ++mode) {
-    mma_regs(a, b, lane, alpha, mode);
+    Form::regs(a, b, lane, alpha, mode);
     for (int p = 0; p < 6; ++p) {
-      mma_sp<0>(d, a, b, replicate(kPatterns[p]));
+      Form::exec(d, a, b, replicate(kPatterns[p]));
       mma_store_d(sd, d, lane);
       __syncwarp();
-      if (lane == 0) emit(s, 0, 0, alpha, static_cast<int>(kPatterns[p]), mode, sd, 16);
+      if (lane == 0) emit(s, 0, Form::kId, alpha, static_cast<int>(kPatterns[p]), mode, sd, 16);
       __syncwarp();
     }
   }
-  mma_regs(a, b, lane, alpha, 1);
+  Form::regs(a, b, lane, alpha, 1);
   float base[4];
-  mma_sp<0>(base, a, b, meta_field(lane, -1, 0));
+  Form::exec(base, a, b, meta_field(lane, -1, 0));
   for (int te = 0; te < 32; ++te)
     for (int f = 0; f < 16; ++f) {
-      mma_sp<0>(d, a, b, meta_field(lane, te, f));
+      Form::exec(d, a, b, meta_field(lane, te, f));
       bool diff = false;
       for (int i = 0; i < 4; ++i) diff |= d[i] != base[i];
       if (__any_sync(0xffffffffu, diff)) {
         mma_store_d(sd, d, lane);
         __syncwarp();
-        if (lane == 0) emit(s, 1, 0, alpha, te, f, sd, 16);
+        if (lane == 0) emit(s, 1, Form::kId, alpha, te, f, sd, 16);
         __syncwarp();
       }
     }
 }
+
+// mma.sp m16n8k64 e4m3 (record id 0).
+struct Fp8Form {
+  static constexpr int kId = 0;
+  __device__ static void regs(unsigned (&a)[4], unsigned (&b)[4], int lane, int alpha, int mode) {
+    mma_regs(a, b, lane, alpha, mode);
+  }
+  __device__ static void exec(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[4],
+                              unsigned e) {
+    mma_sp<0>(d, a, b, e);
+  }
+};
 
 // ---- control: mma.sp m16n8k32 f16 (the layout the compiler uses, confirmed on the H200) ------
 
@@ -244,41 +259,18 @@ __device__ __forceinline__ void mma16_regs(unsigned (&a)[4], unsigned (&b)[4], i
   }
 }
 
-// The same L and M series as mma_probe, for the 16-bit form whose layout is known: it checks
-// the probe and the decoder on the device (the decoder must find the compiler's layout).
-__global__ void mma16_probe(Sink s) {
-  __shared__ float sd_all[4][16 * 8];
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int alpha = blockIdx.x * 4 + warp;
-  float* sd = sd_all[warp];
-  unsigned a[4], b[4];
-  float d[4];
-  for (int mode = 0; mode < 3; ++mode) {
+// The 16-bit form whose layout is known (record id 2): it checks the probe and the decoder on
+// the device (the decoder must find the compiler's layout).
+struct F16Form {
+  static constexpr int kId = 2;
+  __device__ static void regs(unsigned (&a)[4], unsigned (&b)[4], int lane, int alpha, int mode) {
     mma16_regs(a, b, lane, alpha, mode);
-    for (int p = 0; p < 6; ++p) {
-      mma16_sp(d, a, b, replicate(kPatterns[p]));
-      mma_store_d(sd, d, lane);
-      __syncwarp();
-      if (lane == 0) emit(s, 0, 2, alpha, static_cast<int>(kPatterns[p]), mode, sd, 16);
-      __syncwarp();
-    }
   }
-  mma16_regs(a, b, lane, alpha, 1);
-  float base[4];
-  mma16_sp(base, a, b, meta_field(lane, -1, 0));
-  for (int te = 0; te < 32; ++te)
-    for (int f = 0; f < 16; ++f) {
-      mma16_sp(d, a, b, meta_field(lane, te, f));
-      bool diff = false;
-      for (int i = 0; i < 4; ++i) diff |= d[i] != base[i];
-      if (__any_sync(0xffffffffu, diff)) {
-        mma_store_d(sd, d, lane);
-        __syncwarp();
-        if (lane == 0) emit(s, 1, 2, alpha, te, f, sd, 16);
-        __syncwarp();
-      }
-    }
-}
+  __device__ static void exec(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[4],
+                              unsigned e) {
+    mma16_sp(d, a, b, e);
+  }
+};
 
 // ---- wgmma.mma_async.sp m64n8k64 (SS) ---------------------------------------------------------
 
@@ -440,9 +432,9 @@ int main(int argc, char** argv) {
                "spsel 0\n", PROBE_WG_INS);
   unsigned total = 0;
   const bool ok =
-      run(out, "mma16", [](Sink s) { mma16_probe<<<256 / 4, 128>>>(s); }, recs, count, cap,
+      run(out, "mma16", [](Sink s) { warp_probe<F16Form><<<256 / 4, 128>>>(s); }, recs, count, cap,
           total) &&
-      run(out, "mma", [](Sink s) { mma_probe<<<512 / 4, 128>>>(s); }, recs, count, cap, total) &&
+      run(out, "mma", [](Sink s) { warp_probe<Fp8Form><<<512 / 4, 128>>>(s); }, recs, count, cap, total) &&
       run(out, "wg", [](Sink s) { wg_probe<<<kA, 128>>>(s); }, recs, count, cap, total);
   std::fprintf(out, "# end %u\n", total);
   if (path) std::fclose(out);
