@@ -642,6 +642,39 @@ impl FnEmitter<'_, '_> {
             let text = e.expr(i);
             if t.is_int() { text } else { conv(&text, t, ElemTy::S32) }
         };
+        // Constant extents: a sum of coordinate × constant stride. nvcc then keeps the terms of
+        // coordinates a loop does not change out of the loop (a shared tile's row and column
+        // of a copy or fragment load, with only the slot's term left inside); the nested
+        // form `(slot · 128 + row) · 40 + col` hides them in one product.
+        let strides: Option<Vec<u64>> = dims
+            .iter()
+            .rev()
+            .map(Dim::as_const)
+            .scan(1u64, |stride, d| {
+                let here = *stride;
+                *stride = d.map_or(0, |d| here.saturating_mul(d));
+                Some(d.map(|_| here))
+            })
+            .collect::<Option<Vec<u64>>>()
+            .map(|mut v| {
+                v.reverse();
+                v
+            });
+        if let (true, Some(strides)) = (narrow, strides) {
+            let mut terms = Vec::new();
+            for (i, stride) in indices.iter().zip(strides) {
+                let i = index(self, i);
+                match (i.as_str(), stride) {
+                    ("0", _) => {}
+                    (_, 1) => terms.push(i),
+                    (_, s) => terms.push(format!("{i} * {s}")),
+                }
+            }
+            if terms.is_empty() {
+                terms.push("0".to_string());
+            }
+            return format!("{name}[{}]", terms.join(" + "));
+        }
         let first = index(self, &indices[0]);
         let mut offset = if narrow { first } else { format!("static_cast<long long>({first})") };
         for (k, (d, i)) in dims.iter().zip(indices).enumerate().skip(1) {
