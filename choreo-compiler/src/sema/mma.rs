@@ -699,9 +699,8 @@ impl Checker<'_> {
                     if storage == Storage::Shared && !is_async {
                         // The block's barrier, or the role's in an `inthreads` role
                         // (`sema::mma_store_role`).
-                        if let Some(barrier) = self.mma_store_barrier(stored, span) {
-                            out.push(barrier);
-                        }
+                        let barrier = self.mma_store_barrier(stored, span);
+                        out.push(barrier);
                     }
                 }
             }

@@ -23,7 +23,7 @@ use super::Checker;
 use crate::diagnostics::Diagnostic;
 use crate::hir::mma::MmaOp;
 use crate::hir::visit::{self, Visitor, Walk};
-use crate::hir::{BarrierScope, BufferRef, HExpr, Stmt, StmtKind};
+use crate::hir::{BarrierScope, BufferRef, HExpr, HExprKind, Stmt, StmtKind};
 use crate::source::Span;
 
 /// A plain `mma.store` to shared memory in a warpgroup role.
@@ -43,11 +43,11 @@ const HELP: &str = "store with `mma.store.async` and synchronise the threads tha
 
 impl Checker<'_> {
     /// The barrier that follows a plain `mma.store` of `buffer` to shared memory at `span`:
-    /// the block's, or the role's inside a warpgroup role; `None` after `E1066`.
-    pub(crate) fn mma_store_barrier(&mut self, buffer: Option<BufferRef>, span: Span) -> Option<Stmt> {
+    /// the block's, or the role's inside a warpgroup role (`E1066` where neither fits).
+    pub(crate) fn mma_store_barrier(&mut self, buffer: Option<BufferRef>, span: Span) -> Stmt {
         let barrier = |kind| Stmt { kind, span };
         if self.selecting_conditions == 0 {
-            return Some(barrier(StmtKind::Barrier(BarrierScope::Block)));
+            return barrier(StmtKind::Barrier(BarrierScope::Block));
         }
         let in_role = self.inthreads_conditions.iter().any(|c| self.selects_level_instances(c));
         if !in_role || !self.role_uniform() {
@@ -65,7 +65,8 @@ impl Checker<'_> {
                      index inside it), whose threads the barrier then counts"
                 )),
             );
-            return None;
+            // Never emitted (the program has an error); keeps `W1046` quiet.
+            return barrier(StmtKind::Barrier(BarrierScope::Block));
         }
         if let Some(buffer) = buffer {
             self.role_stores.push(RoleStore {
@@ -75,7 +76,7 @@ impl Checker<'_> {
             });
         }
         let role = self.inthreads_conditions.iter().map(|c| self.through_device_inits(c)).collect();
-        Some(barrier(StmtKind::RoleBarrier { role }))
+        barrier(StmtKind::RoleBarrier { role })
     }
 
     /// `E1067`: a tile that a plain `mma.store` wrote in a role, accessed by other threads.
@@ -92,6 +93,7 @@ impl Checker<'_> {
             keys: &keys,
             conds: Vec::new(),
             span: None,
+            access: None,
             found: vec![None; stores.len()],
         };
         visit::walk_stmts(&mut walk, body);
@@ -144,6 +146,8 @@ struct Accesses<'c, 'k> {
     conds: Vec<(String, bool, bool)>,
     /// The statement walked.
     span: Option<Span>,
+    /// The element access walked (its `buffer` hook comes right after its `expr` hook).
+    access: Option<Span>,
     /// Per store: the first access by other threads.
     found: Vec<Option<Span>>,
 }
@@ -151,6 +155,7 @@ struct Accesses<'c, 'k> {
 impl<'a> Visitor<'a> for Accesses<'_, '_> {
     fn stmt(&mut self, s: &'a Stmt) -> Walk {
         self.span = Some(s.span);
+        self.access = None;
         match &s.kind {
             StmtKind::If { cond, then_body, else_body } => {
                 visit::walk_expr(self, cond);
@@ -182,7 +187,16 @@ impl<'a> Visitor<'a> for Accesses<'_, '_> {
         }
     }
 
+    fn expr(&mut self, e: &'a HExpr) -> Walk {
+        if let HExprKind::At { .. } | HExprKind::Address { .. } | HExprKind::Atomic { .. } = e.kind
+        {
+            self.access = Some(e.span);
+        }
+        Walk::Continue
+    }
+
     fn buffer(&mut self, buffer: BufferRef) {
+        let here = self.access.take().or(self.span);
         let selected = self.conds.iter().any(|(_, selects, _)| *selects);
         if !selected {
             return;
@@ -195,7 +209,7 @@ impl<'a> Visitor<'a> for Accesses<'_, '_> {
                 .iter()
                 .all(|k| self.conds.iter().any(|(c, _, then)| *then && c == k));
             if !inside {
-                self.found[i] = self.span;
+                self.found[i] = here;
             }
         }
     }
