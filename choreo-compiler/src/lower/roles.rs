@@ -217,13 +217,14 @@ pub(super) fn plan(
                         Diagnostic::error(
                             "E1068",
                             u.span,
-                            "two warpgroup roles of one kernel synchronise their role (a plain \
-                             `mma.store` to shared memory, a synchronous or unbound TMA load, a \
-                             TMA store): only one role may, on the reserved named barrier 15",
+                            "two `inthreads` roles of one kernel, of different threads, \
+                             synchronise their role (a plain `mma.store` to shared memory, a \
+                             synchronous or unbound TMA load, a TMA store): only one role may, \
+                             on the reserved named barrier 15",
                         )
                         .with_label("a second role's barrier")
                         .with_secondary(other_span, "the first role's")
-                        .with_help(STORE_HELP)
+                        .with_help(format!("run both in one role, or {STORE_HELP}"))
                     });
                     return roles;
                 }

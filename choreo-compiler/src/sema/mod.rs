@@ -280,6 +280,8 @@
 //!   that come (`sema::mma_store_role`)
 //! - `E1067` the tile of a plain `mma.store` to shared memory in an `inthreads` role accessed
 //!   by threads outside the role (the role's barrier does not order them)
+//! - `E1069` a synchronous `inthreads` under an `if`/`while` on an intra-block index (its block
+//!   barrier would wait for the threads the condition leaves out)
 //!
 //! Not supported:
 //! - `E0901` construct of tier 2 or 3, not supported yet
