@@ -240,7 +240,7 @@ pub(super) fn plan(
 /// of `size` consecutive threads from a multiple of `size`.
 fn whole(selected: &[u64], size: u64) -> bool {
     !selected.is_empty()
-        && (selected.len() as u64).is_multiple_of(size)
+        && (selected.len() as u64) % size == 0
         && selected
             .chunks(size as usize)
             .all(|c| c[0] % size == 0 && c.windows(2).all(|w| w[1] == w[0] + 1))

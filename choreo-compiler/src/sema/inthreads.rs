@@ -15,12 +15,12 @@
 
 use super::{Checker, Region};
 use crate::ast;
+use crate::diagnostics::Diagnostic;
 use crate::hir::visit::{self, Walk};
 use crate::hir::{
     BarrierScope, BinOp, ElemTy, HExpr, HExprKind, Level, LocalOrigin, LocalPlace, Stmt, StmtKind,
     Ty, UnOp,
 };
-use crate::diagnostics::Diagnostic;
 use crate::source::Span;
 
 /// What an operand of a predicate comparison depends on.

@@ -15,8 +15,7 @@ use crate::ast::{self, ExprKind, MmaExecVariant, MmaKind, MmaLayout, MmaStoreVar
 use crate::diagnostics::Diagnostic;
 use crate::hir::mma::{Frag, FragId, FragRef, MmaOp, MmaRole, MmaSelected, MmaTile};
 use crate::hir::{
-    AssignOp, BinOp, ElemTy, HExpr, HExprKind, Level, Stmt, StmtKind, Storage, Ty,
-    View,
+    AssignOp, BinOp, ElemTy, HExpr, HExprKind, Level, Stmt, StmtKind, Storage, Ty, View,
 };
 use crate::source::Span;
 use crate::target::mma::{MmaConfig, MmaFamily, MmaType, Selection, select};

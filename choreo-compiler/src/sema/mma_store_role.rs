@@ -205,9 +205,8 @@ impl<'a> Visitor<'a> for Accesses<'_, '_> {
             if store.buffer != buffer || self.found[i].is_some() {
                 continue;
             }
-            let inside = self.keys[i]
-                .iter()
-                .all(|k| self.conds.iter().any(|(c, _, then)| *then && c == k));
+            let inside =
+                self.keys[i].iter().all(|k| self.conds.iter().any(|(c, _, then)| *then && c == k));
             if !inside {
                 self.found[i] = here;
             }
