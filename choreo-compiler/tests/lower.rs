@@ -877,3 +877,62 @@ fn tma_roles_that_are_not_whole_warpgroups_are_rejected() {
     assert_eq!(codes, ["E0475"], "{text}");
     insta::assert_snapshot!("e0475_two_roles_with_barriers", text);
 }
+
+/// A kernel of 4 warps whose roles (`inthreads.async (pred)`) run an mma.sync, `store` its
+/// accumulator, and read row 0 of the shared buffer `read`.
+fn mma_store_roles(roles: &[(&str, &str, &str)]) -> String {
+    let mut body = String::new();
+    for (pred, store, read) in roles {
+        body.push_str(&format!(
+            "      inthreads.async ({pred}) {{\n        acc = mma.fill.f32 0.0f;\n        \
+             fa = mma.load a;\n        fb = mma.load b;\n        mma.row.col acc, fa, fb;\n        \
+             {store}\n        \
+             parallel l by 32 : thread {{ if (l < 16) {{ s.at(l) = {read}.at(l, 0); }} }}\n      }}\n"
+        ));
+    }
+    format!(
+        "__co__ void f(f16 [16, 16] a, f16 [16, 8] b, f32 [16] &s, int n) {{\n  \
+         parallel p by 1 : block {{\n    shared f32 [16, 8] t;\n    shared f32 [16, 8] u;\n    \
+         parallel w by 4 : group {{\n{body}    }}\n  }}\n}}\n"
+    )
+}
+
+#[test]
+fn a_plain_mma_store_to_shared_in_a_role_plans_the_role_and_its_barrier() {
+    // Warps 1 and 2: a role of 64 threads from thread 32.
+    let f = function(&mma_store_roles(&[("w >= 1 && w < 3", "mma.store acc, t;", "t")]));
+    let roles: Vec<(u64, u64)> = f.kernels[0].roles.iter().map(|r| (r.first, r.threads)).collect();
+    assert_eq!(roles, [(32, 64)]);
+    // Two `inthreads` with the same predicate are one role: they share the barrier (the same
+    // warps, the same count), and the second may read what the first stored.
+    let f = function(&mma_store_roles(&[
+        ("w == 3", "mma.store acc, t;", "t"),
+        ("w == 3", "mma.store acc, u;", "t"),
+    ]));
+    let roles: Vec<(u64, u64)> = f.kernels[0].roles.iter().map(|r| (r.first, r.threads)).collect();
+    assert_eq!(roles, [(96, 32), (96, 32)]);
+    // `.async` has no barrier, so no role.
+    let f = function(&mma_store_roles(&[(
+        "w == 3",
+        "mma.store.async acc, t; __bar_sync(1, 32);",
+        "t",
+    )]));
+    assert!(f.kernels[0].roles.is_empty());
+}
+
+#[test]
+fn a_role_barrier_for_mma_store_that_cannot_be_planned_is_e1068() {
+    // Two roles of different threads on barrier 15.
+    let src = mma_store_roles(&[
+        ("w == 1", "mma.store acc, t;", "t"),
+        ("w == 2", "mma.store acc, u;", "u"),
+    ]);
+    let (codes, text) = error_codes(&src, Target::default());
+    assert_eq!(codes, ["E1068"], "{text}");
+    insta::assert_snapshot!("e1068_two_roles_store_to_shared", text);
+    // A predicate on a parameter: the role's threads are unknown at compile time.
+    let src = mma_store_roles(&[("w == n", "mma.store acc, t;", "t")]);
+    let (codes, text) = error_codes(&src, Target::default());
+    assert_eq!(codes, ["E1068"], "{text}");
+    assert!(text.contains("cannot tell which threads run this `mma.store`"), "{text}");
+}

@@ -1793,6 +1793,15 @@ pub enum StmtKind {
     },
     /// An MMA statement of a warp (spec-tier3 §5): the warp's threads execute it together.
     Mma(Box<mma::MmaOp>),
+    /// The barrier of a warpgroup role (the threads an enclosing `inthreads` selects, spec-tier3
+    /// §7.1): named barrier [`crate::lower::roles::ROLE_BARRIER`] over the role's threads, as
+    /// lowering planned the role ([`crate::lower::roles`]). Sema puts it after a plain
+    /// `mma.store` to shared memory inside a role, where a block barrier would wait for
+    /// threads that never come.
+    RoleBarrier {
+        /// The role's predicates, as [`Tma::role`].
+        role: Vec<HExpr>,
+    },
     /// `croq::cuda::setreg_inc(n)` / `setreg_dec(n)` (spec-tier3 §7.2): `setmaxnreg.inc|dec`
     /// with `regs` registers per thread, device code. Only made where the target has the
     /// instruction ([`crate::target::Target::setmaxnreg`]).

@@ -133,6 +133,7 @@ pub fn walk_stmt<'a, V: Visitor<'a> + ?Sized>(v: &mut V, s: &'a Stmt) {
         }
         StmtKind::Wait { groups: _, tma_groups: _, participants: _ }
         | StmtKind::TmaStoreWait { groups: _, participants: _, role: _ }
+        | StmtKind::RoleBarrier { role: _ }
         | StmtKind::Rotate { futures: _, groups: _ } => {}
         StmtKind::HostCopy { src, dst, count } => {
             v.buffer(*src);

@@ -447,6 +447,7 @@ impl<'a> Analysis<'a, '_> {
                 | StmtKind::Dma(_)
                 | StmtKind::Wait { .. }
                 | StmtKind::TmaStoreWait { .. }
+                | StmtKind::RoleBarrier { .. }
                 | StmtKind::Rotate { .. }
                 | StmtKind::HostCopy { .. }
                 | StmtKind::Eval(_)
@@ -653,6 +654,7 @@ impl<'a> Analysis<'a, '_> {
             | StmtKind::Parallel(_)
             | StmtKind::Wait { .. }
             | StmtKind::TmaStoreWait { .. }
+            | StmtKind::RoleBarrier { .. }
             | StmtKind::Rotate { .. }
             | StmtKind::HostCopy { .. }
             | StmtKind::Cpp(_) => {}
@@ -1403,6 +1405,7 @@ fn leaves_early(body: &[Stmt]) -> bool {
         | StmtKind::Dma(_)
         | StmtKind::Wait { .. }
         | StmtKind::TmaStoreWait { .. }
+        | StmtKind::RoleBarrier { .. }
         | StmtKind::Rotate { .. }
         | StmtKind::HostCopy { .. }
         | StmtKind::Eval(_)

@@ -29,6 +29,7 @@
 //! | E0809 | a kernel whose local buffers need more memory per thread than the target allows |
 //! | E0810 | a DMA or `wait` inside an `inthreads` (or `if`/`while`) that selects instances of a level, whose participants (one instance) cannot be synchronised apart from the other instances ([`instances`]) |
 //! | E0475 | a TMA statement in a warpgroup role whose `inthreads` predicates do not select whole warpgroups (or one thread), cannot be evaluated (block shape or predicates not constant), or a second role of the kernel whose TMA statements need the role barrier (named barrier 15) ([`roles`]) |
+//! | E1068 | the barrier after a plain `mma.store` to shared memory in a warpgroup role cannot be planned: the role's predicates cannot be evaluated or do not select whole warps, or a second role of the kernel needs the role barrier (named barrier 15) ([`roles`]) |
 //! | E0811 | a host-level DMA whose box has more elements than its kernel's loop counts (`HOST_DMA_MAX_ELEMENTS`) |
 
 pub mod abi;
@@ -889,6 +890,7 @@ impl<'a> Visitor<'a> for KernelWalk<'a> {
             | StmtKind::NamedBarrier { .. }
             | StmtKind::Wait { .. }
             | StmtKind::TmaStoreWait { .. }
+            | StmtKind::RoleBarrier { .. }
             | StmtKind::GlobalFlag { .. }
             | StmtKind::Dma(_)
             | StmtKind::TriggerAfter(_)

@@ -15,6 +15,7 @@
 
 use super::{Checker, Region};
 use crate::ast;
+use crate::diagnostics::Diagnostic;
 use crate::hir::visit::{self, Walk};
 use crate::hir::{
     BarrierScope, BinOp, ElemTy, HExpr, HExprKind, Level, LocalOrigin, LocalPlace, Stmt, StmtKind,
@@ -101,7 +102,26 @@ impl Checker<'_> {
         // Only the outermost `inthreads` synchronises the block: an inner one runs in the
         // threads the outer one selected, so a block barrier there would wait for threads
         // that never come (the outer one's barrier, if any, covers the inner one's writes).
+        // Under an `if`/`while` on an intra-block index, though, the block barrier would wait
+        // for the threads the condition leaves out (`E1069`).
         if is_async.is_none() && self.inthreads_depth == 0 {
+            if self.selecting_conditions > 0 {
+                self.diags.push(
+                    Diagnostic::error(
+                        "E1069",
+                        pred.span,
+                        "a synchronous `inthreads` ends with a barrier of the whole block, but \
+                         an `if`/`while` on an intra-block index around it lets only some \
+                         threads of the block get here",
+                    )
+                    .with_label("the block barrier after this `inthreads` would wait for threads that never come")
+                    .with_help(
+                        "write `inthreads.async` and synchronise the threads that read its \
+                         results yourself (an event, or a `__bar_sync` with a barrier number of \
+                         your own), or make the enclosing condition the `inthreads` predicate",
+                    ),
+                );
+            }
             out.push(Stmt { kind: StmtKind::Barrier(BarrierScope::Block), span });
         }
     }

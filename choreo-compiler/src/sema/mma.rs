@@ -15,8 +15,7 @@ use crate::ast::{self, ExprKind, MmaExecVariant, MmaKind, MmaLayout, MmaStoreVar
 use crate::diagnostics::Diagnostic;
 use crate::hir::mma::{Frag, FragId, FragRef, MmaOp, MmaRole, MmaSelected, MmaTile};
 use crate::hir::{
-    AssignOp, BarrierScope, BinOp, ElemTy, HExpr, HExprKind, Level, Stmt, StmtKind, Storage, Ty,
-    View,
+    AssignOp, BinOp, ElemTy, HExpr, HExprKind, Level, Stmt, StmtKind, Storage, Ty, View,
 };
 use crate::source::Span;
 use crate::target::mma::{MmaConfig, MmaFamily, MmaType, Selection, select};
@@ -680,6 +679,10 @@ impl Checker<'_> {
                     return;
                 };
                 let unit = fold::const_int(&tile.strides[1]) == Some(1);
+                let stored = match &tile.first.kind {
+                    HExprKind::At { buffer, .. } => Some(*buffer),
+                    _ => None,
+                };
                 self.frag_states[f.frag.index()].stores.push(StoreCheck {
                     dims: tile.dims,
                     transpose,
@@ -693,7 +696,10 @@ impl Checker<'_> {
                         span,
                     ));
                     if storage == Storage::Shared && !is_async {
-                        out.push(stmt(StmtKind::Barrier(BarrierScope::Block), span));
+                        // The block's barrier, or the role's in an `inthreads` role
+                        // (`sema::mma_store_role`).
+                        let barrier = self.mma_store_barrier(stored, span);
+                        out.push(barrier);
                     }
                 }
             }

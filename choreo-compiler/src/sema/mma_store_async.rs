@@ -34,6 +34,7 @@ impl<'a> Visitor<'a> for AsyncStores {
         }
         match &s.kind {
             StmtKind::Barrier(_)
+            | StmtKind::RoleBarrier { .. }
             | StmtKind::NamedBarrier { .. }
             | StmtKind::EventWait(_)
             | StmtKind::Wait { .. } => self.pending.clear(),

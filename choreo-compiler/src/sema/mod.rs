@@ -275,6 +275,13 @@
 //! - `E1055` block-scaled MMA on an accumulator that is not a float WGMMA accumulator
 //! - `E1056` a sparse WGMMA whose operands are not K-major (`mma.row.row.sp`)
 //! - `E1057` operand B of a sparse WGMMA with a swizzle narrower than one instruction's K
+//! - `E1066` a plain `mma.store` to shared memory under an `if`/`while` on an intra-block
+//!   index (outside an `inthreads` role, or inside one): its barrier cannot count the threads
+//!   that come (`sema::mma_store_role`)
+//! - `E1067` the tile of a plain `mma.store` to shared memory in an `inthreads` role accessed
+//!   by threads outside the role (the role's barrier does not order them)
+//! - `E1069` a synchronous `inthreads` under an `if`/`while` on an intra-block index (its block
+//!   barrier would wait for the threads the condition leaves out)
 //!
 //! Not supported:
 //! - `E0901` construct of tier 2 or 3, not supported yet
@@ -318,6 +325,7 @@ mod mma;
 mod mma_scale;
 mod mma_sparse;
 mod mma_store_async;
+mod mma_store_role;
 use crate::hir::arith as fold;
 mod parallel;
 mod scope;
@@ -581,6 +589,9 @@ pub(crate) struct Checker<'a> {
     /// The predicates of the `inthreads` enclosing the statements being checked, outermost
     /// first (where a `trigger` records which threads execute it).
     pub(crate) inthreads_conditions: Vec<HExpr>,
+    /// The plain `mma.store`s to shared memory in warpgroup roles (`E1067` checks who else
+    /// accesses their tiles).
+    pub(crate) role_stores: Vec<mma_store_role::RoleStore>,
     /// Whether an event order or slot index is being checked (an increment there is
     /// misplaced, `E0471`, rather than unsupported).
     pub(crate) in_event_order: bool,
@@ -643,6 +654,7 @@ impl<'a> Checker<'a> {
             waited_events: BTreeSet::new(),
             events_with_errors: BTreeSet::new(),
             inthreads_conditions: Vec::new(),
+            role_stores: Vec::new(),
             in_event_order: false,
             order_updates: Vec::new(),
             frags: Vec::new(),
@@ -665,6 +677,7 @@ impl<'a> Checker<'a> {
         self.finish_mma();
         self.finish_frags();
         self.check_async_mma_stores(&body);
+        self.check_role_mma_stores(&body);
         let ret = match &self.ret {
             RetState::Void => ReturnTy::Void,
             RetState::Declared(t) => t.clone(),

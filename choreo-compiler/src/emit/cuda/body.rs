@@ -87,7 +87,7 @@ impl FnEmitter<'_, '_> {
         let host = region == Region::Host;
         match &s.kind {
             // A barrier orders the pending ldmatrix reads itself.
-            StmtKind::Barrier(_) => self.warp_reads = false,
+            StmtKind::Barrier(_) | StmtKind::RoleBarrier { .. } => self.warp_reads = false,
             _ if self.warp_reads && self.may_write_shared(s) => self.converge_warp_reads(span),
             _ => {}
         }
@@ -366,6 +366,10 @@ impl FnEmitter<'_, '_> {
             StmtKind::GlobalFlag { wait, flags, slot, slots, elected } => {
                 self.global_flag(span, *wait, *flags, slot, *slots, *elected, host)
             }
+            StmtKind::RoleBarrier { role } => match region {
+                Region::Device(kernel) => self.role_barrier(span, role, kernel),
+                Region::Host => self.bug(span, "a role barrier in host code"),
+            },
             StmtKind::TmaStoreWait { groups: _, participants, role } => match region {
                 Region::Device(kernel) => {
                     self.tma_store_wait(span, *participants, role.as_deref(), kernel)

@@ -355,28 +355,62 @@ impl FnEmitter<'_, '_> {
         let Some(conditions) = role else {
             return Some(("threadIdx.x == 0".to_string(), Some("__syncthreads();".to_string())));
         };
+        let r = self.role_plan(span, conditions, kernel)?;
+        let sync = (r.threads > 1).then(|| {
+            format!(
+                "{}  // the issuing role's barrier ({} threads)",
+                self.role_barrier_line(r.threads),
+                r.threads
+            )
+        });
+        Some((format!("threadIdx.x == {}", r.first), sync))
+    }
+
+    /// The plan of the role whose predicates are `conditions` (`None` after reporting a bug:
+    /// lowering plans every role a statement names, or rejects it).
+    fn role_plan(
+        &mut self,
+        span: Span,
+        conditions: &[hir::HExpr],
+        kernel: hir::KernelId,
+    ) -> Option<crate::lower::roles::RolePlan> {
         let plan = self
             .plan
             .kernels
             .get(kernel.index())
             .and_then(|k| k.roles.iter().find(|r| r.conditions == conditions))
             .cloned();
-        let Some(r) = plan else {
-            self.bug(span, "a TMA role lowering did not plan");
-            return None;
-        };
-        let sync = (r.threads > 1).then(|| {
-            format!(
-                "{}  // the issuing role's barrier ({} threads)",
-                self.named_barrier(
-                    true,
-                    &crate::lower::roles::ROLE_BARRIER.to_string(),
-                    &r.threads.to_string()
-                ),
-                r.threads
-            )
-        });
-        Some((format!("threadIdx.x == {}", r.first), sync))
+        if plan.is_none() {
+            self.bug(span, "a warpgroup role lowering did not plan");
+        }
+        plan
+    }
+
+    /// The role barrier (`bar.sync 15, threads`) of a role of `threads` threads.
+    fn role_barrier_line(&self, threads: u64) -> String {
+        self.named_barrier(
+            true,
+            &crate::lower::roles::ROLE_BARRIER.to_string(),
+            &threads.to_string(),
+        )
+    }
+
+    /// [`hir::StmtKind::RoleBarrier`]: the threads of a role (whole warps) wait for each
+    /// other, e.g. after a plain `mma.store` to shared memory in the role, so that every
+    /// thread of the role then reads the tile the others stored.
+    pub(super) fn role_barrier(
+        &mut self,
+        span: Span,
+        conditions: &[hir::HExpr],
+        kernel: hir::KernelId,
+    ) {
+        let Some(r) = self.role_plan(span, conditions, kernel) else { return };
+        let line = format!(
+            "{}  // the role's barrier ({} threads)",
+            self.role_barrier_line(r.threads),
+            r.threads
+        );
+        self.w.line(span, &line);
     }
 
     fn scope_sync_line(&mut self, span: Span, sync: &Option<String>) {
