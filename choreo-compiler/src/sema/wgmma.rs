@@ -258,7 +258,12 @@ impl Checker<'_> {
     /// its future joins the scope's FIFO (`wait q` = `wgmma.wait_group n`), is declared as
     /// `future` (without a name nothing can wait for it: `E1027` at the end of the function),
     /// and the accumulator is pending until the wait (`E1028`).
-    pub(crate) fn wg_issue_async(&mut self, future: Option<&ast::Ident>, span: Span, acc: &FragRef) {
+    pub(crate) fn wg_issue_async(
+        &mut self,
+        future: Option<&ast::Ident>,
+        span: Span,
+        acc: &FragRef,
+    ) {
         let seq = self.wg_asyncs.len();
         let scope = self.scopes.current_id();
         self.wg_asyncs.push((scope, seq));
