@@ -752,10 +752,12 @@ pub enum MmaExecVariant {
     Plain,
     /// `.async` (needs a future name).
     Async(Span),
-    /// `.sp`: sparse, with an optional metadata fragment.
+    /// `.sp[.async]`: sparse, with an optional metadata fragment.
     Sparse {
         /// The `.sp` keyword.
         span: Span,
+        /// `.async` after `.sp` (needs a future name), if written.
+        is_async: Option<Span>,
         /// The metadata fragment.
         metadata: Option<Expr>,
     },

@@ -726,8 +726,9 @@ impl Dumper<'_> {
                 let variant = match variant {
                     MmaExecVariant::Plain => None,
                     MmaExecVariant::Async(s) => Some(Sx::Atom(self.word("async", *s))),
-                    MmaExecVariant::Sparse { span, metadata } => Some(
+                    MmaExecVariant::Sparse { span, is_async, metadata } => Some(
                         self.node("sp", *span)
+                            .with_opt(self.opt_word("async", is_async))
                             .with_opt(metadata.as_ref().map(|m| self.expr(m)))
                             .into(),
                     ),

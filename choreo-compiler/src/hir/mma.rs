@@ -261,7 +261,8 @@ pub enum MmaOp {
     /// `mma.row.row.sp acc, A, B, e;` of a warpgroup (sparse WGMMA, `wgmma.mma_async.sp`,
     /// spec-tier3 §5.4 "Sparse", §10.3): `atoms` instructions of logical K `atom_k`, A the
     /// 2:4-compressed `[64, K/2]` direct shared view, B the `[N, K]` one (both K-major, SS
-    /// mode), the metadata fragment `meta` (role [`MmaRole::E`], `u8 [64, K/8]`); synchronous.
+    /// mode), the metadata fragment `meta` (role [`MmaRole::E`], `u8 [64, K/8]`); synchronous,
+    /// or asynchronous (`q = mma.row.row.sp.async …`, waited by [`MmaOp::WgWait`]).
     WgSparseExec {
         /// The accumulator (64×N, WGMMA_ACC layout).
         acc: FragRef,
@@ -275,6 +276,8 @@ pub enum MmaOp {
         atoms: u64,
         /// The logical K of one instruction (32 for 16-bit types, 64 for fp8).
         atom_k: u64,
+        /// Whether the statement waits for its instructions (a synchronous execution).
+        wait: bool,
     },
     /// The block scale of spec-tier3 §5.4 (`mma.row.row.scale acc, a, b, SA, sb;` after its
     /// execution into `tmp`, or `mma.scale acc, SA, sb;`): `acc[i][j] += tmp[i][j]·SA(i)·sb`,

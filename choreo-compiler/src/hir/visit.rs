@@ -207,7 +207,7 @@ pub fn walk_mma<'a, V: Visitor<'a> + ?Sized>(v: &mut V, op: &'a MmaOp) {
             frag(v, b);
             frag(v, meta);
         }
-        MmaOp::WgSparseExec { acc, a, b, meta, atoms: _, atom_k: _ } => {
+        MmaOp::WgSparseExec { acc, a, b, meta, atoms: _, atom_k: _, wait: _ } => {
             frag(v, acc);
             frag(v, meta);
             for o in [a.as_ref(), b.as_ref()] {

@@ -421,7 +421,7 @@ impl Parser<'_, '_> {
         }
     }
 
-    /// `mma.<layout>[.async|.sp|.scale] acc, a, b[, …]`.
+    /// `mma.<layout>[.async|.sp[.async]|.scale] acc, a, b[, …]`.
     fn mma_exec(&mut self, future: Option<Ident>) -> PResult<MmaKind> {
         let start = self.span();
         let first = self.bump();
@@ -447,14 +447,14 @@ impl Parser<'_, '_> {
         enum V {
             Plain,
             Async(Span),
-            Sparse,
+            Sparse(Option<Span>),
             Scale,
         }
         let v = match self.kind() {
             TokenKind::Dotted(Dotted::Async) => V::Async(self.bump().span),
             TokenKind::Dotted(Dotted::Sp) => {
                 self.bump();
-                V::Sparse
+                V::Sparse(self.eat_dotted(Dotted::Async))
             }
             TokenKind::Dotted(Dotted::Scale) => {
                 self.bump();
@@ -462,7 +462,7 @@ impl Parser<'_, '_> {
             }
             _ => V::Plain,
         };
-        if let (V::Async(span), None) = (&v, &future) {
+        if let (V::Async(span) | V::Sparse(Some(span)), None) = (&v, &future) {
             let span = *span;
             return Err(self.fail(
                 "E0334",
@@ -479,13 +479,13 @@ impl Parser<'_, '_> {
         let variant = match v {
             V::Plain => MmaExecVariant::Plain,
             V::Async(span) => MmaExecVariant::Async(span),
-            V::Sparse => {
+            V::Sparse(is_async) => {
                 let metadata = if self.eat_punct(Punct::Comma).is_some() {
                     Some(self.plain_expr()?)
                 } else {
                     None
                 };
-                MmaExecVariant::Sparse { span: variant_span, metadata }
+                MmaExecVariant::Sparse { span: variant_span, is_async, metadata }
             }
             V::Scale => {
                 self.expect_punct(Punct::Comma)?;

@@ -466,11 +466,12 @@ impl Checker<'_> {
             self.unsupported(span, "`[[schedule(k_tiles(…))]]` outside a WGMMA execution", 3);
         }
         if let (MmaKind::Exec { future, layout, variant, acc, a, b }, true) = (&m.kind, sparse) {
-            let MmaExecVariant::Sparse { span: sp, metadata } = variant else { return };
+            let MmaExecVariant::Sparse { span: sp, is_async, metadata } = variant else { return };
             let exec = super::mma_sparse::SparseExec {
                 layout: *layout,
                 span,
                 sp: *sp,
+                is_async: *is_async,
                 schedule: m.schedule.as_ref().map(|a| a.span),
             };
             return self.check_sparse_exec(

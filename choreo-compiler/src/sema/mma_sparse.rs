@@ -25,6 +25,8 @@ pub(crate) struct SparseExec {
     pub(crate) span: Span,
     /// The `.sp` keyword.
     pub(crate) sp: Span,
+    /// `.async` after it, if written (a sparse WGMMA only).
+    pub(crate) is_async: Option<Span>,
     /// The span of a `[[schedule(…)]]` attribute on it, if any.
     pub(crate) schedule: Option<Span>,
 }
@@ -54,11 +56,30 @@ impl Checker<'_> {
         meta: Option<&ast::Expr>,
         out: &mut Vec<Stmt>,
     ) {
+        if self.in_warpgroup() {
+            // An asynchronous one declares its future (a synchronous one's name is poisoned,
+            // as for a dense WGMMA).
+            let future = match (x.is_async, future) {
+                (Some(_), f) => f,
+                (None, Some(f)) => {
+                    self.declare_poisoned(f);
+                    None
+                }
+                (None, None) => None,
+            };
+            let before = self.diags.error_count();
+            self.check_wg_sparse_exec(x, future, [acc, a, b], meta, out);
+            return self.wg_future_after(future, before);
+        }
         if let Some(f) = future {
             self.declare_poisoned(f);
         }
-        if self.in_warpgroup() {
-            return self.check_wg_sparse_exec(x, future, [acc, a, b], meta, out);
+        if let Some(s) = x.is_async {
+            return self.unsupported(
+                s,
+                "an asynchronous sparse MMA of a warp (only a sparse WGMMA may be `.async`)",
+                3,
+            );
         }
         let Some((ok, meta)) = self.sparse_preamble(x, meta, false) else { return };
         if matches!(x.layout, MmaLayout::ColRow | MmaLayout::ColCol) {

@@ -19,7 +19,8 @@ use crate::target::mma::{MmaConfig, MmaFamily, MmaType, Selection, select};
 use super::Region;
 use super::fold;
 
-/// The future of an asynchronous WGMMA (`q = mma.row.row.async acc, a, b;`).
+/// The future of an asynchronous WGMMA (`q = mma.row.row.async acc, a, b;`, or sparse:
+/// `q = mma.row.row.sp.async acc, a, b, e;`).
 #[derive(Debug, Clone)]
 pub(crate) struct WgFuture {
     /// Its name.
@@ -238,13 +239,49 @@ impl Checker<'_> {
     ) {
         let before = self.diags.error_count();
         self.check_wg_exec_inner(wg, acc, a, b, out);
+        self.wg_future_after(wg.future.as_ref(), before);
+    }
+
+    /// After an asynchronous WGMMA that reported errors (more than `before`): its future, if
+    /// named and not declared by it, is declared poisoned (its `wait` reports nothing more).
+    pub(crate) fn wg_future_after(&mut self, future: Option<&ast::Ident>, before: usize) {
         if self.diags.error_count() > before {
-            if let Some(f) = wg.future {
+            if let Some(f) = future {
                 if self.scopes.declared_here(&f.name).is_none() {
                     self.declare_poisoned(f);
                 }
             }
         }
+    }
+
+    /// An asynchronous WGMMA (dense or sparse) on `acc` is issued by the statement at `span`:
+    /// its future joins the scope's FIFO (`wait q` = `wgmma.wait_group n`), is declared as
+    /// `future` (without a name nothing can wait for it: `E1027` at the end of the function),
+    /// and the accumulator is pending until the wait (`E1028`).
+    pub(crate) fn wg_issue_async(
+        &mut self,
+        future: Option<&ast::Ident>,
+        span: Span,
+        acc: &FragRef,
+    ) {
+        let seq = self.wg_asyncs.len();
+        let scope = self.scopes.current_id();
+        self.wg_asyncs.push((scope, seq));
+        let q = self.wg_futures.len();
+        let name = future.map_or_else(|| "(unnamed)".to_string(), |f| f.name.clone());
+        self.wg_futures.push(WgFuture {
+            name,
+            span,
+            acc: acc.clone(),
+            scope,
+            seq,
+            loop_depth: self.loop_depth,
+            waited: None,
+        });
+        if let Some(f) = future {
+            self.declare_symbol(f, Symbol::MmaFuture(q));
+        }
+        self.frag_states[acc.frag.index()].pending = Some(q);
     }
 
     fn check_wg_exec_inner(
@@ -396,26 +433,7 @@ impl Checker<'_> {
         }
         self.wg_take_acc(&acc, selected, [m, n]);
         if wg.is_async {
-            let seq = self.wg_asyncs.len();
-            let scope = self.scopes.current_id();
-            self.wg_asyncs.push((scope, seq));
-            let q = self.wg_futures.len();
-            let name =
-                wg.future.as_ref().map_or_else(|| "(unnamed)".to_string(), |f| f.name.clone());
-            self.wg_futures.push(WgFuture {
-                name,
-                span,
-                acc: acc.clone(),
-                scope,
-                seq,
-                loop_depth: self.loop_depth,
-                waited: None,
-            });
-            // Without a name nothing can wait for it: reported at the end of the function.
-            if let Some(f) = wg.future {
-                self.declare_symbol(f, Symbol::MmaFuture(q));
-            }
-            self.frag_states[acc.frag.index()].pending = Some(q);
+            self.wg_issue_async(wg.future.as_ref(), span, &acc);
         }
         if ok {
             let op = MmaOp::WgExec {

@@ -4,7 +4,9 @@
 //! (SS mode, K-major), and `e = mma.load META…;` the metadata, a `u8 [64, K/8]` nibble stream
 //! (the layout of `sema::mma_sparse`). f16 → f16/f32 and bf16 → f32 have a logical K of 32 per
 //! instruction, e4m3 → f16/f32 64; a K that is a multiple of it is split into several
-//! instructions. Synchronous only (no `.async`, no `[[schedule]]`).
+//! instructions. `q = mma.row.row.sp.async acc, A, B, e;` is asynchronous: the future
+//! bookkeeping of a dense one (`Checker::wg_issue_async`, waited by `wait q;` =
+//! `wgmma.wait_group n`). No `[[schedule]]`.
 //!
 //! Codes: `E1056` (not `row.row`), `E1057` (B's swizzle narrower than one instruction's K).
 
@@ -27,7 +29,8 @@ fn sparse_atom_k(t: MmaType) -> u64 {
 }
 
 impl Checker<'_> {
-    /// `mma.row.row.sp acc, A, B, e;` in a warpgroup.
+    /// `[q =] mma.row.row.sp[.async] acc, A, B, e;` in a warpgroup (`future`: q of an
+    /// asynchronous one).
     pub(crate) fn check_wg_sparse_exec(
         &mut self,
         x: &SparseExec,
@@ -36,13 +39,6 @@ impl Checker<'_> {
         meta: Option<&ast::Expr>,
         out: &mut Vec<Stmt>,
     ) {
-        if future.is_some() {
-            return self.unsupported(
-                x.span,
-                "an asynchronous sparse WGMMA (a sparse WGMMA waits for its instructions)",
-                3,
-            );
-        }
         let Some((ok, meta)) = self.sparse_preamble(x, meta, true) else { return };
         if x.layout != MmaLayout::RowRow {
             self.diags.push(
@@ -158,6 +154,9 @@ impl Checker<'_> {
         }
         self.take_role(&e, MmaRole::E, selected, true, Some(ka));
         self.wg_take_acc(&acc, selected, [m, n]);
+        if x.is_async.is_some() {
+            self.wg_issue_async(future, x.span, &acc);
+        }
         if ok {
             let op = MmaOp::WgSparseExec {
                 acc,
@@ -166,6 +165,7 @@ impl Checker<'_> {
                 meta: e,
                 atoms: ka / at,
                 atom_k: at,
+                wait: x.is_async.is_none(),
             };
             out.push(Stmt { kind: StmtKind::Mma(Box::new(op)), span: x.span });
         }

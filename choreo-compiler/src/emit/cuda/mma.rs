@@ -207,8 +207,8 @@ impl FnEmitter<'_, '_> {
             MmaOp::Scale { acc, tmp, scale, m_dim, sb } => {
                 self.wg_scale(span, acc, tmp, scale, *m_dim, sb)
             }
-            MmaOp::WgSparseExec { acc, a, b, meta, atoms, atom_k } => {
-                self.wg_sparse_exec(span, acc, (a, b), meta, [*atoms, *atom_k]);
+            MmaOp::WgSparseExec { acc, a, b, meta, atoms, atom_k, wait } => {
+                self.wg_sparse_exec(span, acc, (a, b), meta, [*atoms, *atom_k], *wait);
             }
             MmaOp::WgExec { acc, a, b, atoms, atom_k, wait, order } => {
                 self.wg_exec(span, acc, (a, b), [*atoms, *atom_k], *wait, order.as_deref());

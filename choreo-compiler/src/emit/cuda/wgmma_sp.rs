@@ -37,7 +37,8 @@ impl FnEmitter<'_, '_> {
 
     /// A sparse WGMMA: fence the accumulator registers (and the operands' generic writes),
     /// issue one `wgmma.mma_async.sp` per K atom (A's descriptor advanced by K/2 compressed
-    /// elements, B's by K, the atom's metadata register), commit and wait for all.
+    /// elements, B's by K, the atom's metadata register), commit and, for a synchronous one
+    /// (`wait`), wait for all (an asynchronous one is waited by its `wait q;`, `MmaOp::WgWait`).
     pub(super) fn wg_sparse_exec(
         &mut self,
         span: Span,
@@ -45,6 +46,7 @@ impl FnEmitter<'_, '_> {
         (a, b): (&WgOperand, &WgOperand),
         meta: &FragRef,
         [atoms, atom_k]: [u64; 2],
+        wait: bool,
     ) {
         let f = self.f.frags[acc.frag.index()].clone();
         let Some(sel) = f.selected else {
@@ -58,8 +60,9 @@ impl FnEmitter<'_, '_> {
         let guards: Vec<String> =
             [&a.tile, &b.tile].into_iter().filter_map(|t| self.tile_guard(t)).collect();
         let head = format!(
-            "{{  // sparse WGMMA m64n{}k{atom_k} x {atoms} (SS), {}(c) += {}(a, 2:4) * {}(b)",
+            "{{  // sparse WGMMA m64n{}k{atom_k} x {atoms} (SS{}), {}(c) += {}(a, 2:4) * {}(b)",
             c.n,
+            if wait { "" } else { ", async" },
             c.c.name(),
             c.a.name(),
             c.b.name()
@@ -75,6 +78,6 @@ impl FnEmitter<'_, '_> {
         ] {
             self.w.line(span, &line);
         }
-        self.wg_close(span, &l, true);
+        self.wg_close(span, &l, wait);
     }
 }
