@@ -131,8 +131,7 @@ impl FnEmitter<'_, '_> {
         let signature_at = self.w.last_line_start();
         // Versioned only where it pays: a copy in a loop (one test per launch instead of one
         // per step, and loops nvcc can optimise); otherwise one instantiation and its tests.
-        self.vector_tests =
-            (self.options.dialect == Dialect::Cuda && copies_in_loops(&tree.body)).then(Vec::new);
+        self.vector_tests = copies_in_loops(&tree.body).then(Vec::new);
         self.w.indent += 1;
         // The launch uses exactly this many threads: telling nvcc lets it count the trips of
         // the loops that threads share (DMA loops) and drop their remainder code.
@@ -502,8 +501,11 @@ impl FnEmitter<'_, '_> {
                 &format!("const bool __choreo_in_bounds_on_host = {};", all.join(" && ")),
             );
         }
-        // A versioned kernel: the instantiation whose wide copies need no run-time test when
-        // the launch's arguments pass them all (the same tests, on the same values).
+        // A versioned kernel: the instantiation whose wide copies need no run-time test and
+        // whose parameters are indexed in 32 bits when the launch's arguments pass all its
+        // tests (the same tests, on the same values).
+        let versioned = self.versioned.contains_key(&tree.id.index());
+        let instance = symbol.clone();
         let symbol = match self.versioned.get(&tree.id.index()) {
             Some(tests) => {
                 let all: Vec<String> = tests.iter().map(|t| format!("({t})")).collect();
@@ -614,7 +616,14 @@ impl FnEmitter<'_, '_> {
                 }
                 let flags = if flags.is_empty() { "0u".to_string() } else { flags.join(" | ") };
                 args.splice(0..0, ["&__choreo_launch".to_string(), flags]);
-                format!("::choreo::cpu::launch<{symbol}>({})", args.join(", "))
+                let args = args.join(", ");
+                if versioned {
+                    format!(
+                        "__choreo_vec ? ::choreo::cpu::launch<{instance}<true>>({args}) : ::choreo::cpu::launch<{instance}<false>>({args})"
+                    )
+                } else {
+                    format!("::choreo::cpu::launch<{symbol}>({args})")
+                }
             }
         };
         self.w.line(span, &format!("__CHOREO_TRY({launch});"));

@@ -675,19 +675,49 @@ impl FnEmitter<'_, '_> {
             }
             return format!("{name}[{}]", terms.join(" + "));
         }
-        let first = index(self, &indices[0]);
-        let mut offset = if narrow { first } else { format!("static_cast<long long>({first})") };
-        for (k, (d, i)) in dims.iter().zip(indices).enumerate().skip(1) {
-            let d = self.dim_raw(d);
-            let i = index(self, i);
-            offset = if k == 1 {
-                format!("{offset} * {d} + {i}")
-            } else {
-                format!("({offset}) * {d} + {i}")
-            };
+        let coords: Vec<String> = indices.iter().map(|i| index(self, i)).collect();
+        if coords.iter().all(|c| c == "0") {
+            return format!("{name}[0]");
         }
-        format!("{name}[{offset}]")
+        let extents: Vec<String> = dims.iter().map(|d| self.dim_raw(d)).collect();
+        // In a versioned kernel (`FnEmitter::vector_tests`), a parameter's index is computed
+        // in 32 bits by the `<true>` instantiation, which the host launches only when the
+        // parameter has at most INT32_MAX elements: every in-bounds index fits an `int` then
+        // (accesses are proven in bounds or made only after their check). nvcc folds 32-bit
+        // address arithmetic better in loops (one wide multiply-add per address).
+        let versioned = self.vector_tests.is_some()
+            && matches!(buffer, BufferRef::Param(_))
+            && dims.iter().all(|d| !matches!(d, Dim::Expr(_)));
+        let wide = horner(&coords, &extents, |first| format!("static_cast<long long>({first})"));
+        if !versioned {
+            let offset =
+                if narrow { horner(&coords, &extents, |first| first.to_string()) } else { wide };
+            return format!("{name}[{offset}]");
+        }
+        let test = format!("::__choreo_indices_fit_int({})", extents.join(", "));
+        if let Some(tests) = &mut self.vector_tests {
+            if !tests.contains(&test) {
+                tests.push(test);
+            }
+        }
+        let ints: Vec<String> = extents.iter().map(|d| format!("static_cast<int>({d})")).collect();
+        let narrow = horner(&coords, &ints, |first| first.to_string());
+        format!("{name}[__choreo_vec ? {narrow} : {wide}]")
     }
+}
+
+/// The row-major offset of `coords` in a buffer of `extents`, nested:
+/// `(first · d1 + c1) · d2 + c2 …`, the first coordinate written by `first`.
+fn horner(coords: &[String], extents: &[String], first: impl Fn(&str) -> String) -> String {
+    let mut offset = first(&coords[0]);
+    for (k, (d, i)) in extents.iter().zip(coords).enumerate().skip(1) {
+        offset = if k == 1 {
+            format!("{offset} * {d} + {i}")
+        } else {
+            format!("({offset}) * {d} + {i}")
+        };
+    }
+    offset
 }
 
 #[cfg(test)]

@@ -416,6 +416,27 @@ __host__ __device__ inline T __choreo_alignup(T x, T a) { return (x + a - 1) / a
 template <typename T>
 __host__ __device__ inline T __choreo_aligndown(T x, T a) { return x / a * a; }
 
+// Whether a buffer of these extents has at most INT32_MAX elements, so that the index of any
+// of its elements fits an `int` (the host's choice of a versioned kernel's `<true>`
+// instantiation, which indexes such buffers in 32 bits). Overflow-safe for any rank.
+template <typename... Extents>
+constexpr bool __choreo_indices_fit_int(Extents... extents) {
+  const unsigned long long e[] = {static_cast<unsigned long long>(extents)...};
+  unsigned long long count = 1;
+  for (unsigned long long d : e)
+    if (d == 0) return true;
+  for (unsigned long long d : e) {
+    if (count > 2147483647ull / d) return false;
+    count *= d;
+  }
+  return true;
+}
+static_assert(__choreo_indices_fit_int(8192u, 8192u) && __choreo_indices_fit_int(2147483647ull) &&
+                  !__choreo_indices_fit_int(65536u, 32768u) &&
+                  !__choreo_indices_fit_int(4294967295u, 4294967295u, 4294967295u) &&
+                  __choreo_indices_fit_int(4294967295u, 0u, 4294967295u),
+              "__choreo_indices_fit_int");
+
 // Asynchronous copies global -> shared (`dma.copy.async`, sm_80+): one `cp.async` of 4, 8 or
 // 16 bytes per call; a DMA commits its copies as one group, and `wait` waits until the groups
 // committed after the waited one are the only ones that may still be pending.
