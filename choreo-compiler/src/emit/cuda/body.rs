@@ -796,17 +796,14 @@ impl FnEmitter<'_, '_> {
     /// the rows of both buffers (their innermost extents, and the strides of flat views) a
     /// multiple of it. `None` when a row is statically not such a multiple.
     /// The condition to emit for a wide copy's `test`: in a versioned kernel (see
-    /// `FnEmitter::vector_tests`), a test of launch arguments only is `__choreo_vec ||
+    /// `FnEmitter::launch_tests`), a test of launch arguments only is `__choreo_vec ||
     /// (test)`, constant `true` in the instantiation the host launches when it holds.
     fn versioned_condition(&mut self, test: VectorTest) -> String {
-        match &mut self.vector_tests {
-            Some(tests) if test.invariant && !test.condition.is_empty() => {
-                if !tests.contains(&test.condition) {
-                    tests.push(test.condition.clone());
-                }
-                format!("__choreo_vec || ({})", test.condition)
-            }
-            _ => test.condition,
+        if test.invariant && !test.condition.is_empty() && self.launch_test(test.condition.clone())
+        {
+            format!("__choreo_vec || ({})", test.condition)
+        } else {
+            test.condition
         }
     }
 

@@ -131,7 +131,7 @@ impl FnEmitter<'_, '_> {
         let signature_at = self.w.last_line_start();
         // Versioned only where it pays: a copy in a loop (one test per launch instead of one
         // per step, and loops nvcc can optimise); otherwise one instantiation and its tests.
-        self.vector_tests = copies_in_loops(&tree.body).then(Vec::new);
+        self.launch_tests = copies_in_loops(&tree.body).then(Vec::new);
         self.w.indent += 1;
         // The launch uses exactly this many threads: telling nvcc lets it count the trips of
         // the loops that threads share (DMA loops) and drop their remainder code.
@@ -205,7 +205,7 @@ impl FnEmitter<'_, '_> {
         }
         self.w.indent -= 1;
         self.w.line(span, "}");
-        if let Some(tests) = self.vector_tests.take().filter(|t| !t.is_empty()) {
+        if let Some(tests) = self.launch_tests.take().filter(|t| !t.is_empty()) {
             self.w.insert_in_line(signature_at, "template <bool __choreo_vec> ");
             self.versioned.insert(tree.id.index(), tests);
         }
@@ -504,9 +504,8 @@ impl FnEmitter<'_, '_> {
         // A versioned kernel: the instantiation whose wide copies need no run-time test and
         // whose parameters are indexed in 32 bits when the launch's arguments pass all its
         // tests (the same tests, on the same values).
-        let versioned = self.versioned.contains_key(&tree.id.index());
-        let instance = symbol.clone();
-        let symbol = match self.versioned.get(&tree.id.index()) {
+        // `instance` is the template's name (`Some` when versioned), `symbol` what is launched.
+        let (instance, symbol) = match self.versioned.get(&tree.id.index()) {
             Some(tests) => {
                 let all: Vec<String> = tests.iter().map(|t| format!("({t})")).collect();
                 self.w.line(span, &format!("const bool __choreo_vec = {};", all.join(" && ")));
@@ -516,9 +515,9 @@ impl FnEmitter<'_, '_> {
                         "auto* const __choreo_kernel = __choreo_vec ? &{symbol}<true> : &{symbol}<false>;"
                     ),
                 );
-                "__choreo_kernel".to_string()
+                (Some(symbol), "__choreo_kernel".to_string())
             }
-            None => symbol,
+            None => (None, symbol),
         };
         let stream = self.stream_name(k.stream);
         let maps = self.tma_encode(tree);
@@ -617,12 +616,11 @@ impl FnEmitter<'_, '_> {
                 let flags = if flags.is_empty() { "0u".to_string() } else { flags.join(" | ") };
                 args.splice(0..0, ["&__choreo_launch".to_string(), flags]);
                 let args = args.join(", ");
-                if versioned {
-                    format!(
+                match &instance {
+                    Some(instance) => format!(
                         "__choreo_vec ? ::choreo::cpu::launch<{instance}<true>>({args}) : ::choreo::cpu::launch<{instance}<false>>({args})"
-                    )
-                } else {
-                    format!("::choreo::cpu::launch<{symbol}>({args})")
+                    ),
+                    None => format!("::choreo::cpu::launch<{symbol}>({args})"),
                 }
             }
         };

@@ -294,7 +294,7 @@ pub fn emit_cuda(
                         proxies: Default::default(),
                         kernel_warps: 32,
                         warp_reads: false,
-                        vector_tests: None,
+                        launch_tests: None,
                         versioned: std::collections::HashMap::new(),
                     };
                     e.emit();
@@ -360,12 +360,13 @@ struct FnEmitter<'a, 'w> {
     /// converged: before anything that may write shared memory (and at the end of a loop body
     /// that may), a warp barrier orders those reads before the writes of the other lanes.
     warp_reads: bool,
-    /// While a CUDA kernel's body is emitted: the alignment tests of its wide copies that read
-    /// only launch arguments (a parameter's base address, its extents). The kernel becomes a
+    /// While a CUDA kernel's body is emitted: the tests that read only launch arguments (a
+    /// parameter's base address, its extents): alignment tests of its wide copies, and that
+    /// each parameter's elements fit 32-bit indices. The kernel becomes a
     /// template on `bool __choreo_vec`, the host evaluates these tests once per launch and
     /// launches `<true>` when all hold: that instantiation has no element-by-element fallback
     /// inside its loops, which otherwise keeps nvcc from strength-reducing their addresses.
-    vector_tests: Option<Vec<String>>,
+    launch_tests: Option<Vec<String>>,
     /// The tests of each versioned kernel (by [`hir::KernelId`] index), for its launch.
     versioned: std::collections::HashMap<usize, Vec<String>>,
 }
@@ -680,29 +681,34 @@ impl FnEmitter<'_, '_> {
             return format!("{name}[0]");
         }
         let extents: Vec<String> = dims.iter().map(|d| self.dim_raw(d)).collect();
-        // In a versioned kernel (`FnEmitter::vector_tests`), a parameter's index is computed
+        // In a versioned kernel (`FnEmitter::launch_tests`), a parameter's index is computed
         // in 32 bits by the `<true>` instantiation, which the host launches only when the
         // parameter has at most INT32_MAX elements: every in-bounds index fits an `int` then
         // (accesses are proven in bounds or made only after their check). nvcc folds 32-bit
         // address arithmetic better in loops (one wide multiply-add per address).
-        let versioned = self.vector_tests.is_some()
-            && matches!(buffer, BufferRef::Param(_))
-            && dims.iter().all(|d| !matches!(d, Dim::Expr(_)));
-        let wide = horner(&coords, &extents, |first| format!("static_cast<long long>({first})"));
+        let versioned = matches!(buffer, BufferRef::Param(_))
+            && dims.iter().all(|d| !matches!(d, Dim::Expr(_)))
+            && self.launch_test(format!("::__choreo_indices_fit_int({})", extents.join(", ")));
+        let wide = || horner(&coords, &extents, |first| format!("static_cast<long long>({first})"));
         if !versioned {
             let offset =
-                if narrow { horner(&coords, &extents, |first| first.to_string()) } else { wide };
+                if narrow { horner(&coords, &extents, |first| first.to_string()) } else { wide() };
             return format!("{name}[{offset}]");
         }
-        let test = format!("::__choreo_indices_fit_int({})", extents.join(", "));
-        if let Some(tests) = &mut self.vector_tests {
-            if !tests.contains(&test) {
-                tests.push(test);
-            }
-        }
+        let wide = wide();
         let ints: Vec<String> = extents.iter().map(|d| format!("static_cast<int>({d})")).collect();
         let narrow = horner(&coords, &ints, |first| first.to_string());
         format!("{name}[__choreo_vec ? {narrow} : {wide}]")
+    }
+
+    /// In a versioned kernel (see `FnEmitter::launch_tests`), records `test` (once) for the
+    /// launch to evaluate and returns true; outside one, returns false and records nothing.
+    pub(super) fn launch_test(&mut self, test: String) -> bool {
+        let Some(tests) = &mut self.launch_tests else { return false };
+        if !tests.contains(&test) {
+            tests.push(test);
+        }
+        true
     }
 }
 
