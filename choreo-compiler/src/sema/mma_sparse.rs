@@ -15,7 +15,7 @@ use crate::diagnostics::Diagnostic;
 use crate::hir::mma::{FragRef, MmaOp, MmaRole};
 use crate::hir::{ElemTy, Stmt, StmtKind};
 use crate::source::Span;
-use crate::target::mma::{MmaFamily, MmaType};
+use crate::target::mma::MmaFamily;
 
 /// What a sparse execution statement says besides its operands.
 pub(crate) struct SparseExec {
@@ -114,16 +114,6 @@ impl Checker<'_> {
         if sel.family != MmaFamily::MmaSync {
             // check_exec reports every other family (WGMMA in a warp: E1020).
             return;
-        }
-        if matches!(c.a, MmaType::E4m3 | MmaType::E5m2) {
-            // The operand and metadata layouts of m16n8k64 did not match the hardware on an
-            // H200 (e2e 186, kept in tests/pending/).
-            return self.unsupported(
-                x.span,
-                "sparse mma.sync of fp8 operands (m16n8k64; f16 and bf16 sparse mma.sync are \
-                 supported)",
-                3,
-            );
         }
         // The metadata: u8 [M, K/8].
         if !self.sparse_meta_ok(&e, meta, [c.m, c.k / 8]) {

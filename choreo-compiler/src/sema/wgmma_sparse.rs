@@ -91,15 +91,6 @@ impl Checker<'_> {
         let c_elem = self.acc_elem_or(&acc, a_elem);
         let ta = super::mma::mma_type(a_elem, true);
         let at = sparse_atom_k(ta);
-        if matches!(ta, MmaType::E4m3 | MmaType::E5m2) {
-            // The register layout of 8-bit metadata (one K-64 chunk per instruction) did not
-            // match the hardware on an H200 (e2e 189, kept in tests/pending/).
-            return self.unsupported(
-                x.span,
-                "sparse WGMMA of fp8 operands (f16 and bf16 sparse WGMMA are supported)",
-                3,
-            );
-        }
         let config = MmaConfig {
             a: ta,
             b: super::mma::mma_type(b_elem, true),

@@ -121,12 +121,17 @@ def guess_a(instr, u):
 
 
 def guess_meta(instr, t, f):
-    # thread (g, q): K chunk q (groups 4q..4q+3); bits 0..15 row g, 16..31 row g + 8
     # (nibble = group, low field i0, high field i1); wg: warp w adds 16 w to the row.
     lane = t % 32
     g, q = lane // 4, lane % 4
-    row = 16 * (t // 32) + g + 8 * (f // 8)
-    return row, 4 * q + (f % 8) // 2, f % 2
+    if instr == "mma16":
+        # thread (g, q): K chunk q (groups 4q..4q+3); bits 0..15 row g, 16..31 row g + 8
+        row = 16 * (t // 32) + g + 8 * (f // 8)
+        return row, 4 * q + (f % 8) // 2, f % 2
+    # 8-bit (measured on an H200 by this probe, 2026-12-03): thread (g, q) holds one row,
+    # g + 8 (q & 1), and groups 8 (q >> 1) .. 8 (q >> 1) + 7
+    row = 16 * (t // 32) + g + 8 * (q & 1)
+    return row, 8 * (q >> 1) + f // 2, f % 2
 
 
 # ---- decoding ---------------------------------------------------------------------------------

@@ -527,6 +527,10 @@ __device__ __forceinline__ void sync_mma(sync_frag<2, M, N, K, TC>& c,
 // metadata of K chunk q (logical k 16q..16q+15): bits 0..15 for row g, bits 16..31 for row
 // g + 8 (group j of the chunk at bits 4j..4j+3 of its half) -- the nibble stream of rows g and
 // g + 8, two bytes each. The other threads' registers are not read.
+// fp8 m16n8k64 (K 64) is different, as measured on an H200 (`ci/probes/sparse8/`): all four
+// threads hold metadata, thread q ONE row, g + 8 (q & 1), and half its groups, 8 (q >> 1) ..
+// 8 (q >> 1) + 7 (group 8 (q >> 1) + j at bits 4j..4j+3): the four bytes
+// META[g + 8 (q & 1)][4 (q >> 1) + b], b = 0..3.
 // CPU: every lane holds the whole META tile.
 template <int M, int K>
 struct sp_meta {
@@ -552,7 +556,12 @@ __device__ __forceinline__ void sp_meta_load(sp_meta<M, K>& f, int lane, const S
   static_assert(M == 16, "sparse mma.sync is m16n8");
   const int g = lane >> 2, q = lane & 3;
   std::uint32_t v = 0;
-  if (q < K / 16) {
+  if constexpr (K == 64) {
+    const int r = g + 8 * (q & 1);
+    for (int b = 0; b < 4; ++b)
+      v |= static_cast<std::uint32_t>(static_cast<std::uint8_t>(p[r * sm + (4 * (q >> 1) + b) * sc]))
+           << (8 * b);
+  } else if (q < K / 16) {
     for (int b = 0; b < 2; ++b) {
       v |= static_cast<std::uint32_t>(static_cast<std::uint8_t>(p[g * sm + (2 * q + b) * sc]))
            << (8 * b);
@@ -656,9 +665,9 @@ CHOREO_SP_F16(32, __half, __half,
               CHOREO_MMA_SP ".sync.aligned.m16n8k32.row.col.f16.f16.f16.f16", 4)
 // fp8 m16n8k64 (sm_90 per spec-tier3 §5.3 table S; any mix of e4m3 and e5m2): A is the
 // compressed [16, 32] (4 registers, the layout of the dense m16n8k32 fp8 A), B [64, 8] (4
-// registers: register j holds k 16j + 4q .. 16j + 4q + 3 of column g). Metadata: all four
-// threads of a group contribute (selector 0): thread q holds K chunk q (logical k 16q..16q+15)
-// of rows g (bits 0..15) and g + 8 (bits 16..31) -- sp_meta_load with K / 16 = 4 chunks.
+// registers: register j holds k 16j + 4q .. 16j + 4q + 3 of column g; both confirmed by
+// ci/probes/sparse8). Metadata: all four threads of a group contribute (selector 0), in the
+// layout sp_meta_load describes (measured, not the 16-bit one).
 // f32 accumulators only: ptxas rejects an f16 accumulator with fp8 operands on sm_90a.
 #define CHOREO_SP_FP8(TA, TB, SA, SB)                                                           \
   CHOREO_SP_F32(64, TA, TB,                                                                    \

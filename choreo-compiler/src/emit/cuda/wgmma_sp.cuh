@@ -15,14 +15,18 @@
 // - each warp w (threads 32w..32w+31) of the warpgroup covers rows 16w..16w+15 of A, like its
 //   accumulator rows (WGMMA_ACC); in it, thread lane (g = lane / 4, q = lane % 4) serves rows
 //   16w + g and 16w + g + 8 -- exactly the m16 rows of an mma.sp of that warp;
-// - one instruction covers a logical K of 32 (16-bit types) or 64 (fp8), that is K / 4 groups
-//   of 4 bits per row: 2 or 4 chunks of 16 logical k (16 bits per row); with sparsity selector
-//   0, thread q < K / 16 holds chunk q: bits 0..15 the 16 bits of row 16w + g (group j of the
-//   chunk at bits 4j..4j+3), bits 16..31 those of row 16w + g + 8. For 16-bit types that is the
-//   thread pair q = 0, 1 (the "thread pair" that selector 0 names), for fp8 all four threads
-//   of the group (selector 0 is the only one);
-// - the bytes of a chunk are META[row][K/8 · kt + 2q] (low) and META[row][K/8 · kt + 2q + 1]
-//   (high) for instruction kt of the execution.
+// - 16-bit types: one instruction covers a logical K of 32, K / 4 = 8 groups of 4 bits per
+//   row, 2 chunks of 16 logical k (16 bits per row); with sparsity selector 0, thread q < 2
+//   (the "thread pair" that selector 0 names) holds chunk q: bits 0..15 the 16 bits of row
+//   16w + g (group j of the chunk at bits 4j..4j+3), bits 16..31 those of row 16w + g + 8; the
+//   bytes of a chunk are META[row][K/8 · kt + 2q] (low) and META[row][K/8 · kt + 2q + 1] (high)
+//   for instruction kt of the execution;
+// - fp8: one instruction covers a logical K of 64, 16 groups per row, and all four threads of a
+//   group hold metadata (selector 0 is the only one). Measured on an H200
+//   (`ci/probes/sparse8/`, not derived): thread q holds ONE row, 16w + g + 8 (q & 1), and half
+//   of its groups, 8 (q >> 1) .. 8 (q >> 1) + 7, in order (group 8 (q >> 1) + j at bits
+//   4j..4j+3): the four bytes META[16w + g + 8 (q & 1)][K/8 · kt + 4 (q >> 1) + b], b = 0..3.
+//   (The 16-bit-style guess, rows g and g + 8 in one register, gave wrong sums.)
 // The CPU backend computes the same sums from the same META (each thread its own accumulator
 // elements), so a wrong GPU mapping shows as a GPU/CPU mismatch in the e2e cross-check.
 namespace CHOREO_WGMMA_NS {
@@ -96,7 +100,11 @@ __device__ __forceinline__ void wg_sp_meta_load(wg_sp_meta<K, AK>& f, int t, con
   const int r0 = 16 * w + g, r1 = r0 + 8;
   for (int kt = 0; kt < K / AK; ++kt) {
     std::uint32_t v = 0;
-    if (q < AK / 16) {
+    if constexpr (AK == 64) {
+      // fp8 (the layout measured by ci/probes/sparse8): one row, four consecutive bytes.
+      const int r = (q & 1) ? r1 : r0, c = kt * (AK / 8) + 4 * (q >> 1);
+      v = byte(r, c) | byte(r, c + 1) << 8 | byte(r, c + 2) << 16 | byte(r, c + 3) << 24;
+    } else if (q < AK / 16) {
       const int c = kt * (AK / 8) + 2 * q;
       v = byte(r0, c) | byte(r0, c + 1) << 8 | byte(r1, c) << 16 | byte(r1, c + 1) << 24;
     }
