@@ -168,7 +168,8 @@ pub enum WgA {
     /// A direct shared view (SS mode).
     Shared(Box<WgOperand>),
     /// A fragment that `mma.load` filled (RS mode, spec-tier3 §10.3): four registers per K
-    /// atom in the layout of `a_frag_row`/`a_frag_col` (16-bit types).
+    /// atom in the layout of `a_frag_row`/`a_frag_col` (the mma.sync A layout per warp), for
+    /// 16-bit, tf32 and 8-bit types.
     Regs(FragRef),
 }
 

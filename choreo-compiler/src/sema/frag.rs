@@ -1076,8 +1076,10 @@ impl Checker<'_> {
                     self,
                     a.span,
                     format!(
-                        "fragment `{}' ({} {:?}) cannot be the register A operand of a WGMMA: it \
-                         must be a 16-bit [64, N] fragment",
+                        "fragment `{}' ({} {:?}) cannot be the register A operand of a WGMMA: an \
+                         A operand from a fragment must be a 16-bit (f16 or bf16) [64, N] \
+                         fragment; RS mode of tf32 and 8-bit types takes only an operand that \
+                         `mma.load` filled from memory",
                         sh.name,
                         super::types::ty_name(&Ty::Scalar(sh.elem)),
                         sh.shape

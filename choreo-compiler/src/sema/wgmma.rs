@@ -406,19 +406,9 @@ impl Checker<'_> {
         };
         let selected = MmaSelected { family: MmaFamily::Wgmma, config };
         if let WgA::Regs(f) = &a {
-            if !sixteen {
-                self.error_label(
-                    "E0901",
-                    span,
-                    format!(
-                        "WGMMA with a register A operand (RS mode) of {} is not supported yet \
-                         (tier 3): only f16 and bf16",
-                        config.a.name()
-                    ),
-                    "RS mode of an 8-bit or tf32 WGMMA",
-                );
-                return;
-            }
+            // RS mode: every type (16-bit, tf32, 8-bit) has it; the operand is K-major for
+            // tf32 and 8-bit types (E1022 above), its registers in the mma.sync A layout per
+            // warp (wgmma.cuh's a_frag_row / a_frag_col).
             let fits = self.frags[f.frag.index()].k_major == a_row;
             let a_role = WgRole { role: MmaRole::A, what: "operand A", fits, make: "load" };
             let note = format!(" ({})", layout.as_str());

@@ -153,15 +153,14 @@ __device__ __forceinline__ void all_reduce_sum(D* v) {
   }
 }
 
-// RS mode from a fragment (spec-tier3 §5.4, §10.3): operand A (`wg_afrag<K>`, 16-bit) from
+// RS mode from a fragment (spec-tier3 §5.4, §10.3): operand A (`wg_afrag<K, 2>`, 16-bit) from
 // columns c0 .. c0 + K of a 64 x N fragment of 16-bit elements in WGMMA_ACC layout. Operand
-// register j of K atom kt holds (row 16(t/32) + (t%32)/4 + 8(j%2), columns
-// c0 + 16kt + 8(j/2) + 2(t%4) + {0, 1}): the fragment's registers 4(c0/8 + 2kt + j/2) + 2(j%2)
-// + {0, 1} of the same thread. The CPU's operand also keeps the rows of the thread's warp in x
-// (what wg_rs reads there), gathered from the warp's lanes.
+// register j of K atom kt holds (a_frag_row(t, j), columns c0 + 16kt + a_frag_col(t, j, {0, 1}))
+// = (row 16(t/32) + (t%32)/4 + 8(j%2), columns c0 + 16kt + 8(j/2) + 2(t%4) + {0, 1}): the
+// fragment's registers 4(c0/8 + 2kt + j/2) + 2(j%2) + {0, 1} of the same thread.
 template <int K, typename A, typename B>
 __device__ __forceinline__ void to_afrag(A& a, const B* buf, int c0) {
-  static_assert(sizeof(B) == 2, "RS-mode operands are 16-bit");
+  static_assert(sizeof(B) == 2, "RS-mode operands from an accumulator are 16-bit");
   const auto bits = [&](int r) {
     std::uint16_t h;
     std::memcpy(&h, &buf[r], 2);
@@ -173,20 +172,6 @@ __device__ __forceinline__ void to_afrag(A& a, const B* buf, int c0) {
       a.r[kt][j] = bits(r) | bits(r + 1) << 16;
     }
   }
-#if defined(__CHOREO_CPU__)
-  const int w = (static_cast<int>(threadIdx.x) & 127) / 32;
-  for (int s = 0; s < 32; ++s) {
-    for (int kt = 0; kt < K / 16; ++kt) {
-      for (int j = 0; j < 4; ++j) {
-        const std::uint32_t v = __shfl_sync(0xffffffffu, a.r[kt][j], s);
-        const int m = 16 * w + s / 4 + 8 * (j % 2);
-        const int k = 16 * kt + 8 * (j / 2) + 2 * (s % 4);
-        a.x[m * K + k] = static_cast<std::uint16_t>(v & 0xffffu);
-        a.x[m * K + k + 1] = static_cast<std::uint16_t>(v >> 16);
-      }
-    }
-  }
-#endif
 }
 
 }  // namespace CHOREO_FRAG_NS

@@ -122,7 +122,9 @@ impl FnEmitter<'_, '_> {
             (MmaFamily::Wmma, MmaRole::B) => format!("{NS}::wmma_b<{m}, {n}, {k}, {t}, {km}>"),
             (MmaFamily::Wmma, MmaRole::C) => format!("{NS}::wmma_c<{m}, {n}, {k}, {t}>"),
             (MmaFamily::Wgmma, MmaRole::C) => format!("{NS}::wg_acc<{}, {n}>", wgmma_op(&c)),
-            (MmaFamily::Wgmma, MmaRole::A) => format!("{NS}::wg_afrag<{}>", f.extent_k),
+            (MmaFamily::Wgmma, MmaRole::A) => {
+                format!("{NS}::wg_afrag<{}, {}>", f.extent_k, f.elem.size_bytes())
+            }
             (MmaFamily::Wgmma, MmaRole::E) => format!("{NS}::wg_sp_meta<{}, {k}>", f.extent_k),
             _ => {
                 self.bug(span, "an MMA fragment of an unsupported family or role");

@@ -236,13 +236,21 @@ CHOREO_WGMMA_HD constexpr int acc_row(int t, int r) {
   return 16 * (t / 32) + (t % 32) / 4 + 8 * ((r % 4) / 2);
 }
 CHOREO_WGMMA_HD constexpr int acc_col(int t, int r) { return 8 * (r / 4) + 2 * (t % 4) + r % 2; }
-// RS-mode A register j (two 16-bit elements, the low one at acc_col) of thread t, k16 atoms;
-// for 8-bit types each register holds 4 elements (cols 4(t%4)+16(j/2) .. +3) and for tf32 one
-// (col (t%4) + 4(j/2)).
+// The RS-mode A operand layout (§10.3), the one place that defines it: one K atom of a 64 x K
+// tile over the warpgroup's 128 threads, 4 `.b32` registers per thread. It is the mma.sync A
+// fragment layout per warp (m16n8k16 for 16-bit, m16n8k8 for tf32, m16n8k32 for 8-bit
+// elements), warp w = t/32 holding rows 16w .. 16w + 15. Element b (0 .. 4/bytes - 1, from the
+// low bits) of register j of thread t, for elements of `bytes` bytes (g = (t%32)/4, q = t%4):
+//   row 16(t/32) + g + 8(j%2); column, per = 4/bytes elements per register:
+//   per·q + b + 4·per·(j/2), i.e. 16-bit (k16): 2q + b + 8(j/2); tf32 (k8): q + 4(j/2);
+//   8-bit (k32): 4q + b + 16(j/2).
+CHOREO_WGMMA_HD constexpr int a_atom_k(int bytes) { return 8 * (4 / bytes); }
 CHOREO_WGMMA_HD constexpr int a_frag_row(int t, int j) {
   return 16 * (t / 32) + (t % 32) / 4 + 8 * (j % 2);
 }
-CHOREO_WGMMA_HD constexpr int a_frag_col(int t, int j) { return 2 * (t % 4) + 8 * (j / 2); }
+CHOREO_WGMMA_HD constexpr int a_frag_col(int t, int j, int b = 0, int bytes = 2) {
+  return (4 / bytes) * (t % 4) + b + 4 * (4 / bytes) * (j / 2);
+}
 
 // ---- synchronisation -------------------------------------------------------------------------
 

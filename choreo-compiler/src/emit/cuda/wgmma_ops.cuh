@@ -156,65 +156,88 @@ __device__ __forceinline__ std::uint64_t wg_desc_add(std::uint64_t d, std::uint3
 #endif
 }
 
-// RS mode (§10.3): operand A of 16-bit type in registers, a 64 x K tile (K a multiple of 16):
-// per K atom kt, 4 registers of thread t, register j holding elements (a_frag_row(t, j),
-// a_frag_col(t, j) + 16·kt) (low half) and the next column (high half). The CPU keeps the
-// whole tile's bits in every thread too (what the warpgroup's registers hold together), so
-// that each thread computes its own accumulator elements.
-template <int K>
+// RS mode (§10.3): operand A in registers, a 64 x K tile of B-byte elements (16-bit: K a
+// multiple of 16, tf32: of 8, 8-bit: of 32, the K of one instruction): per K atom kt, 4 `.b32`
+// registers per thread in the layout of wgmma.cuh's a_frag_row / a_frag_col (the mma.sync A
+// fragment layout per warp), 4 / B elements each. Only the registers hold the operand, on the
+// CPU too: its wg_rs gathers the rows of the thread's warp from the warp's lanes.
+template <int K, int B = 2>
 struct wg_afrag {
-  static constexpr int atoms = K / 16;
+  static_assert(B == 1 || B == 2 || B == 4, "RS-mode operands have 1, 2 or 4-byte elements");
+  static constexpr int atom_k = CHOREO_WGMMA_NS::a_atom_k(B);
+  static_assert(K % atom_k == 0, "the tile's K is a multiple of the instruction's");
+  static constexpr int atoms = K / atom_k;
   std::uint32_t r[atoms][4];
-#if defined(__CHOREO_CPU__)
-  std::uint16_t x[64 * K];
-#endif
 };
 
 // `mma.load` of A: element (m, k) at p[m * sm + k * sk] (through the swizzle Swz of a shared
-// buffer of rows x cols elements at `base`, if any), 16-bit.
-template <unsigned Swz, int K, typename S>
-__device__ __forceinline__ void wg_load_a(wg_afrag<K>& f, int t, const S* p, long long sm,
+// buffer of rows x cols elements at `base`, if any); register j of atom kt packs elements
+// (a_frag_row(t, j), a_frag_col(t, j, b, B) + atom_k·kt), element b in bits 8Bb .. 8B(b+1)-1
+// (tf32: the f32 bits, of which the tensor cores read 19, as from shared memory).
+template <unsigned Swz, int K, int B, typename S>
+__device__ __forceinline__ void wg_load_a(wg_afrag<K, B>& f, int t, const S* p, long long sm,
                                           long long sk, const S* base, unsigned rows,
                                           unsigned cols) {
-  static_assert(sizeof(S) == 2, "RS-mode WGMMA operands are 16-bit");
-  const auto bits = [&](int m, int k) {
-    std::uint16_t h;
-    std::memcpy(&h, at<Swz>(p + m * sm + k * sk, base, rows, cols), 2);
-    return h;
-  };
-  for (int kt = 0; kt < wg_afrag<K>::atoms; ++kt) {
+  static_assert(sizeof(S) == B, "the fragment's element size is the source's");
+  constexpr int per = 4 / B;
+  for (int kt = 0; kt < wg_afrag<K, B>::atoms; ++kt) {
     for (int j = 0; j < 4; ++j) {
-      const int m = CHOREO_WGMMA_NS::a_frag_row(t, j);
-      const int k = CHOREO_WGMMA_NS::a_frag_col(t, j) + 16 * kt;
-      f.r[kt][j] = static_cast<std::uint32_t>(bits(m, k)) |
-                   static_cast<std::uint32_t>(bits(m, k + 1)) << 16;
+      std::uint32_t v = 0;
+      for (int b = 0; b < per; ++b) {
+        const int m = CHOREO_WGMMA_NS::a_frag_row(t, j);
+        const int k = CHOREO_WGMMA_NS::a_frag_col(t, j, b, B) + wg_afrag<K, B>::atom_k * kt;
+        std::uint32_t e = 0;
+        std::memcpy(&e, at<Swz>(p + m * sm + k * sk, base, rows, cols), B);
+        v |= e << (8 * B * b);
+      }
+      f.r[kt][j] = v;
     }
   }
-#if defined(__CHOREO_CPU__)
-  for (int m = 0; m < 64; ++m)
-    for (int k = 0; k < K; ++k) f.x[m * K + k] = bits(m, k);
-#endif
 }
 
 // One RS instruction: d += A(atom kt) · B(the atom at descriptor db).
-template <int TB, class Op, int N, int K>
-__device__ __forceinline__ void wg_rs(wg_acc<Op, N>& d, const wg_afrag<K>& a, int kt,
+template <int TB, class Op, int N, int K, int B>
+__device__ __forceinline__ void wg_rs(wg_acc<Op, N>& d, const wg_afrag<K, B>& a, int kt,
                                       std::uint64_t db) {
 #if defined(__CHOREO_CPU__)
+  // The warp's 16 rows of the atom, from its lanes' registers through the RS layout (all 128
+  // threads of the warpgroup execute this, so every lane of the warp shuffles).
   using Tr = CHOREO_WGMMA_NS::Traits<Op>;
+  constexpr bool integral = wg_acc<Op, N>::integral;
+  using W = typename std::conditional<integral, long long, float>::type;
+  constexpr int ak = wg_afrag<K, B>::atom_k;
+  static_assert(ak == Tr::k, "the operand's atom is the instruction's K");
+  W rows[16][ak];
+  for (int s = 0; s < 32; ++s) {
+    for (int j = 0; j < 4; ++j) {
+      const std::uint32_t v = __shfl_sync(0xffffffffu, a.r[kt][j], s);
+      for (int b = 0; b < 4 / B; ++b) {
+        const std::uint32_t e = B == 4 ? v : (v >> (8 * B * b)) & ((1u << (8 * B)) - 1u);
+        const auto* bytes = reinterpret_cast<const unsigned char*>(&e);
+        W x;
+        if constexpr (integral) {
+          x = CHOREO_WGMMA_NS::detail::load_int(Tr::a, bytes);
+        } else {
+          x = CHOREO_WGMMA_NS::detail::load_elem(Tr::a, bytes);
+        }
+        rows[CHOREO_WGMMA_NS::a_frag_row(s, j)][CHOREO_WGMMA_NS::a_frag_col(s, j, b, B)] = x;
+      }
+    }
+  }
   const int t = wg_thread();
   for (int e = 0; e < wg_acc<Op, N>::num_elements; ++e) {
     const int m = CHOREO_WGMMA_NS::acc_row(t, e), n = CHOREO_WGMMA_NS::acc_col(t, e);
-    float sum = 0.0f;
-    for (int k = 0; k < 16; ++k) {
-      const std::uint16_t h = a.x[m * K + 16 * kt + k];
-      const float av = CHOREO_WGMMA_NS::detail::load_elem(
-          Tr::a, reinterpret_cast<const unsigned char*>(&h));
-      const float bv = CHOREO_WGMMA_NS::detail::load_elem(
-          Tr::b, CHOREO_WGMMA_NS::detail::operand(db, TB != 0, n, k, Tr::b));
-      sum += av * bv;
+    W sum = 0;
+    for (int k = 0; k < ak; ++k) {
+      const auto* bp = CHOREO_WGMMA_NS::detail::operand(db, TB != 0, n, k, Tr::b);
+      if constexpr (integral) {
+        sum += rows[m % 16][k] * CHOREO_WGMMA_NS::detail::load_int(Tr::b, bp);
+      } else {
+        sum += rows[m % 16][k] * CHOREO_WGMMA_NS::detail::load_elem(Tr::b, bp);
+      }
     }
-    d.set(e, static_cast<typename wg_acc<Op, N>::value>(static_cast<float>(d.get(e)) + sum));
+    using V = typename wg_acc<Op, N>::value;
+    d.set(e, static_cast<V>(static_cast<W>(d.get(e)) + sum));
   }
 #else
   CHOREO_WGMMA_NS::Mma<Op, N>::template rs<TB>(d.r, a.r[kt], db, 1);
