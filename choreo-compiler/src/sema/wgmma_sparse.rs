@@ -169,7 +169,7 @@ impl Checker<'_> {
             let frag = &self.frags[f.frag.index()];
             let fits = frag.k_major && (frag.role.is_none() || frag.extent_k == ad[1]);
             let a_role = WgRole { role: MmaRole::A, what: "operand A", fits, make: "load" };
-            if !self.wg_role_ok(f, x.span, selected, &a_role, " (compressed, sparse)") {
+            if !self.wg_role_ok(f, x.span, selected, &a_role, "") {
                 return;
             }
             self.take_role(f, MmaRole::A, selected, true, Some(ad[1]));

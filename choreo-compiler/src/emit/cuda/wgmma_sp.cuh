@@ -57,8 +57,8 @@ inline void sp_ss_cpu(Acc (&d)[R], std::uint64_t da, std::uint64_t db, const std
     return sum;
   });
 }
-// The same with A in registers (RS): the compressed atom is a.x[row * pitch_a + kc0 + c],
-// c < K/2.
+// The same with A in registers (RS): compressed element (row, c) of the atom, c < K/2, is
+// ax[row * pitch_a + c] (ax: the atom's first column in the fragment's whole tile).
 template <class Op, int N, class Acc, int R>
 inline void sp_rs_cpu(Acc (&d)[R], const std::uint16_t* ax, int pitch_a, std::uint64_t db,
                       const std::uint8_t* meta, int pitch, int scale_d) {

@@ -97,7 +97,11 @@ impl FnEmitter<'_, '_> {
         if let Some(da) = da {
             self.w.line(span, &format!("  const std::uint64_t __choreo_da = {da};"));
         }
-        for line in [format!("  const std::uint64_t __choreo_db = {db};"), format!("  {issue}"), "}".to_string()] {
+        for line in [
+            format!("  const std::uint64_t __choreo_db = {db};"),
+            format!("  {issue}"),
+            "}".to_string(),
+        ] {
             self.w.line(span, &line);
         }
         self.wg_close(span, &l, wait);
