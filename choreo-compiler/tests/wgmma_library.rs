@@ -191,3 +191,54 @@ fn every_legal_n_compiles_for_sm90a() {
         .expect("run nvcc");
     assert!(output.status.success(), "nvcc failed on every N:\n{}", common::cxx::describe(&output));
 }
+
+/// Every sparse instruction of the 16-bit operations (`SpMma<tag, N>::ss` and `::rs`, the
+/// latter for A in registers) for every N of table G's `.sp` row, compiled by nvcc for sm_90a:
+/// ptxas validates the operand order of both forms. Nothing runs on a GPU here.
+#[test]
+fn every_sparse_n_compiles_for_sm90a() {
+    use choreo_compiler::emit::cuda::wgmma_sparse_instruction;
+    let mut cu = String::from(
+        "#include \"wgmma.cuh\"\nnamespace CHOREO_WGMMA_NS {\ntemplate <class Op, int N> struct \
+         SpMma;\nnamespace detail {\nCHOREO_WGMMA_DEVICE void sp_unavailable() {}\n}\n",
+    );
+    let mut calls = String::new();
+    for tag in ["F32F16F16", "F16F16F16", "F32BF16BF16"] {
+        for n in [8, 16, 32, 64, 96, 128, 192, 256] {
+            let text = wgmma_sparse_instruction(tag, n).unwrap_or_else(|| panic!("{tag} {n}"));
+            assert!(text.contains("static void rs("), "{tag} {n}: no RS form");
+            cu.push_str(&text);
+            calls.push_str(&format!(
+                "  {{ using M = CHOREO_WGMMA_NS::SpMma<CHOREO_WGMMA_NS::{tag}, {n}>; \
+                 M::Acc d[M::kRegs] = {{}}; M::ss(d, da, db, e, s); M::rs(d, a, db, e, 1); \
+                 for (int i = 0; i < M::kRegs; ++i) out[i] += static_cast<std::uint32_t>(d[i]); }}\n"
+            ));
+        }
+    }
+    assert!(wgmma_sparse_instruction("F32E4M3E4M3", 64).is_some_and(|t| !t.contains("rs(")));
+    cu.push_str("}  // namespace CHOREO_WGMMA_NS\n");
+    cu.push_str(
+        "__global__ void every_sparse_n(std::uint64_t da, std::uint64_t db, std::uint32_t e, int s, \
+         std::uint32_t* out) {\n const std::uint32_t a[4] = {out[0], out[1], out[2], out[3]};\n",
+    );
+    cu.push_str(&calls);
+    cu.push_str("}\n");
+    let source = out_dir().join("wgmma_every_sparse_n.cu");
+    std::fs::write(&source, cu).expect("write the .cu");
+    let toolkit = find_toolkit();
+    let object = out_dir().join("wgmma_every_sparse_n.o");
+    let output = Command::new(&toolkit.nvcc)
+        .args(["-std=c++17", "-gencode", "arch=compute_90a,code=sm_90a", "-c"])
+        .arg("-I")
+        .arg(library_dir())
+        .arg(&source)
+        .arg("-o")
+        .arg(&object)
+        .output()
+        .expect("run nvcc");
+    assert!(
+        output.status.success(),
+        "nvcc failed on the sparse instructions:\n{}",
+        common::cxx::describe(&output)
+    );
+}

@@ -261,14 +261,16 @@ pub enum MmaOp {
     },
     /// `mma.row.row.sp acc, A, B, e;` of a warpgroup (sparse WGMMA, `wgmma.mma_async.sp`,
     /// spec-tier3 §5.4 "Sparse", §10.3): `atoms` instructions of logical K `atom_k`, A the
-    /// 2:4-compressed `[64, K/2]` direct shared view, B the `[N, K]` one (both K-major, SS
-    /// mode), the metadata fragment `meta` (role [`MmaRole::E`], `u8 [64, K/8]`); synchronous,
-    /// or asynchronous (`q = mma.row.row.sp.async …`, waited by [`MmaOp::WgWait`]).
+    /// 2:4-compressed `[64, K/2]` values (a direct shared view, SS mode, or a fragment that
+    /// `mma.load` filled from one, RS mode: per instruction the 4 registers of a dense 16-bit
+    /// RS atom over 16 compressed columns), B the `[N, K]` direct view (both K-major), the
+    /// metadata fragment `meta` (role [`MmaRole::E`], `u8 [64, K/8]`); synchronous, or
+    /// asynchronous (`q = mma.row.row.sp.async …`, waited by [`MmaOp::WgWait`]).
     WgSparseExec {
         /// The accumulator (64×N, WGMMA_ACC layout).
         acc: FragRef,
-        /// Operand A: the compressed values (`[64, K/2]`).
-        a: Box<WgOperand>,
+        /// Operand A: the compressed values (`[64, K/2]`), in shared memory or registers.
+        a: WgA,
         /// Operand B (`[N, K]`, logical K).
         b: Box<WgOperand>,
         /// The metadata fragment.

@@ -210,7 +210,14 @@ pub fn walk_mma<'a, V: Visitor<'a> + ?Sized>(v: &mut V, op: &'a MmaOp) {
         MmaOp::WgSparseExec { acc, a, b, meta, atoms: _, atom_k: _, wait: _ } => {
             frag(v, acc);
             frag(v, meta);
-            for o in [a.as_ref(), b.as_ref()] {
+            let ops = match a {
+                crate::hir::mma::WgA::Shared(o) => vec![o.as_ref(), b.as_ref()],
+                crate::hir::mma::WgA::Regs(f) => {
+                    frag(v, f);
+                    vec![b.as_ref()]
+                }
+            };
+            for o in ops {
                 tile(v, &o.tile);
                 walk_expr(v, &o.k_stride);
             }

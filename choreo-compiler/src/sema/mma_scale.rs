@@ -49,7 +49,10 @@ fn names(op: &MmaOp, f: FragId) -> bool {
         MmaOp::Load { frag, .. } | MmaOp::Store { frag, .. } => vec![frag],
         MmaOp::Exec { acc, a, b } => vec![acc, a, b],
         MmaOp::SparseExec { acc, a, b, meta } => vec![acc, a, b, meta],
-        MmaOp::WgSparseExec { acc, meta, .. } => vec![acc, meta],
+        MmaOp::WgSparseExec { acc, a, meta, .. } => match a {
+            crate::hir::mma::WgA::Regs(r) => vec![acc, r, meta],
+            crate::hir::mma::WgA::Shared(_) => vec![acc, meta],
+        },
         MmaOp::WgExec { acc, a, .. } => match a {
             crate::hir::mma::WgA::Regs(r) => vec![acc, r],
             crate::hir::mma::WgA::Shared(_) => vec![acc],

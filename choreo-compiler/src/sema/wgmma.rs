@@ -559,7 +559,11 @@ impl Checker<'_> {
 
     /// A register A operand (RS mode): a fragment that `mma.load` filled (its extents and
     /// element type). `None` after reporting.
-    fn wg_register_a(&mut self, e: &ast::Expr, span: Span) -> Option<([u64; 2], ElemTy, WgA)> {
+    pub(crate) fn wg_register_a(
+        &mut self,
+        e: &ast::Expr,
+        span: Span,
+    ) -> Option<([u64; 2], ElemTy, WgA)> {
         let f = self.frag_ref(e, false, "operand A")?;
         let st = self.frag_states[f.frag.index()].clone();
         match st.loaded {

@@ -1,22 +1,27 @@
 //! Sparse WGMMA (spec-tier3 §5.3 table G's `.sp` rows, §5.4 "Sparse", §10.3): in a warpgroup,
 //! `mma.row.row.sp acc, A, B, e;` is `wgmma.mma_async.sp`: A the 2:4-compressed `[64, K/2]`
 //! values and B the `[N, K]` operand, both direct shared views that a swizzled copy filled
-//! (SS mode, K-major), and `e = mma.load META…;` the metadata, a `u8 [64, K/8]` nibble stream
+//! (SS mode, K-major), or A in registers (RS mode, f16/bf16 only): a fragment `mma.load`ed
+//! from the compressed `[64, K/2]` view (or a 16-bit accumulator-layout one), whose 16
+//! compressed columns per instruction have the dense 16-bit RS layout (spec-tier3 §10.3), and
+//! `e = mma.load META…;` the metadata, a `u8 [64, K/8]` nibble stream
 //! (the layout of `sema::mma_sparse`). f16 → f16/f32 and bf16 → f32 have a logical K of 32 per
 //! instruction, e4m3 → f16/f32 64; a K that is a multiple of it is split into several
 //! instructions. `q = mma.row.row.sp.async acc, A, B, e;` is asynchronous: the future
 //! bookkeeping of a dense one (`Checker::wg_issue_async`, waited by `wait q;` =
 //! `wgmma.wait_group n`). No `[[schedule]]`.
 //!
-//! Codes: `E1056` (not `row.row`), `E1057` (B's swizzle narrower than one instruction's K).
+//! Codes: `E1056` (not `row.row`), `E1057` (B's swizzle narrower than one instruction's K),
+//! `E1073` (a register A operand that is not `[64, 16·n]`).
 
 use super::Checker;
 use super::mma_sparse::SparseExec;
 use super::wgmma::WgRole;
 use crate::ast::{self, MmaLayout};
 use crate::diagnostics::Diagnostic;
-use crate::hir::mma::{MmaOp, MmaRole, MmaSelected};
+use crate::hir::mma::{FragRef, MmaOp, MmaRole, MmaSelected, WgA};
 use crate::hir::{Stmt, StmtKind};
+use crate::source::Span;
 use crate::target::mma::{MmaConfig, MmaFamily, MmaType};
 
 /// The logical K of one sparse WGMMA instruction for operands of `t` (16-bit: 32, fp8: 64).
@@ -60,21 +65,28 @@ impl Checker<'_> {
             return;
         }
         let accr = self.frag_ref(acc, false, "the accumulator");
-        let ar = if self.names_frag(a) {
-            let _ = self.frag_ref(a, false, "operand A");
-            self.unsupported(
-                a.span,
-                "a sparse WGMMA with A in registers (RS mode): name the compressed shared view",
-                3,
-            );
-            None
+        // A: the compressed values as a direct shared view (SS) or in registers (RS: a
+        // fragment `mma.load`ed from the compressed view, or a 16-bit accumulator-layout one),
+        // with its extents and element type.
+        let ar = if let Some(shaped) = self.wg_shaped_a(a, true, out) {
+            shaped
+        } else if self.names_frag(a) {
+            self.wg_register_a(a, x.span)
         } else {
             self.wg_operand(a, "A", false)
+                .map(|o| (o.tile.dims, o.tile.elem, WgA::Shared(Box::new(o))))
         };
         let br = self.wg_operand(b, "B", false);
         let er = self.meta_ref(meta);
-        let (Some(acc), Some(ao), Some(bo), Some(e)) = (accr, ar, br, er) else { return };
-        let (ad, bd) = (ao.tile.dims, bo.tile.dims);
+        let (Some(acc), Some((ad, a_elem, ao)), Some(bo), Some(e)) = (accr, ar, br, er) else {
+            return;
+        };
+        if let WgA::Regs(f) = &ao {
+            if !self.sparse_rs_shape_ok(f, a.span, ad) {
+                return;
+            }
+        }
+        let bd = bo.tile.dims;
         let (m, ka) = (ad[0], 2 * ad[1]);
         let (n, kb) = (bd[0], bd[1]);
         if ka != kb {
@@ -87,10 +99,26 @@ impl Checker<'_> {
         if !self.wg_acc_ready(&acc, x.span, [m, n]) {
             return;
         }
-        let (a_elem, b_elem) = (ao.tile.elem, bo.tile.elem);
+        let b_elem = bo.tile.elem;
         let c_elem = self.acc_elem_or(&acc, a_elem);
         let ta = super::mma::mma_type(a_elem, true);
         let at = sparse_atom_k(ta);
+        let regs = matches!(ao, WgA::Regs(_));
+        if regs && !matches!(ta, MmaType::F16 | MmaType::Bf16) {
+            // The RS form exists in PTX for the other types too, but its register layout for
+            // them is not the dense 16-bit one that `wg_afrag` holds.
+            self.error_label(
+                "E0901",
+                a.span,
+                format!(
+                    "not supported yet (tier 3): a sparse WGMMA with a register A operand (RS \
+                     mode) of {}: only f16 and bf16 (name the compressed shared view instead)",
+                    ta.name()
+                ),
+                "an 8-bit or tf32 sparse A operand in registers",
+            );
+            return;
+        }
         let config = MmaConfig {
             a: ta,
             b: super::mma::mma_type(b_elem, true),
@@ -135,6 +163,17 @@ impl Checker<'_> {
             return;
         }
         let selected = MmaSelected { family: MmaFamily::Wgmma, config };
+        if let WgA::Regs(f) = &ao {
+            // Each instruction reads the 4 registers of a dense 16-bit RS atom: 16 compressed
+            // columns (K 32).
+            let frag = &self.frags[f.frag.index()];
+            let fits = frag.k_major && (frag.role.is_none() || frag.extent_k == ad[1]);
+            let a_role = WgRole { role: MmaRole::A, what: "operand A", fits, make: "load" };
+            if !self.wg_role_ok(f, x.span, selected, &a_role, "") {
+                return;
+            }
+            self.take_role(f, MmaRole::A, selected, true, Some(ad[1]));
+        }
         let fits = self.frags[e.frag.index()].extent_k == ka;
         let e_role = WgRole { role: MmaRole::E, what: "the sparse metadata", fits, make: "make" };
         let c_role = WgRole { role: MmaRole::C, what: "the accumulator", fits: true, make: "make" };
@@ -151,7 +190,7 @@ impl Checker<'_> {
         if ok {
             let op = MmaOp::WgSparseExec {
                 acc,
-                a: Box::new(ao),
+                a: ao,
                 b: Box::new(bo),
                 meta: e,
                 atoms: ka / at,
@@ -160,5 +199,32 @@ impl Checker<'_> {
             };
             out.push(Stmt { kind: StmtKind::Mma(Box::new(op)), span: x.span });
         }
+    }
+
+    /// The register A operand of a sparse WGMMA holds `[64, 16·n]` compressed values: n
+    /// instructions of 4 registers each (`E1073`).
+    fn sparse_rs_shape_ok(&mut self, f: &FragRef, span: Span, [m, kc]: [u64; 2]) -> bool {
+        if m == 64 && kc > 0 && kc % 16 == 0 {
+            return true;
+        }
+        let name = self.frags[f.frag.index()].name.clone();
+        let decl = self.frags[f.frag.index()].span;
+        self.diags.push(
+            Diagnostic::error(
+                "E1073",
+                span,
+                format!(
+                    "the register A operand `{name}' of a sparse WGMMA must hold [64, 16·n] \
+                     compressed values (16 per instruction of logical K 32), but it is [{m}, {kc}]"
+                ),
+            )
+            .with_label("a register A operand of the wrong shape")
+            .with_secondary(decl, "loaded here")
+            .with_help(
+                "load the compressed view [64, K/2] of A (K a multiple of 32), e.g. \
+                 `fa = mma.load sa.chunkat(_, k);` with chunks of 16·n columns",
+            ),
+        );
+        false
     }
 }

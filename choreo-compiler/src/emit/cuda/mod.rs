@@ -136,6 +136,14 @@ pub fn wgmma_instruction(tag: &str, n: u64) -> Option<String> {
     wgmma_n::specialisation(tag, n)
 }
 
+/// The sparse WGMMA instruction `SpMma<tag, n>` (`ss`, and `rs` for the 16-bit tags) that
+/// generated code gets for a sparse execution of that operation and N; `None` as for
+/// [`wgmma_instruction`] and for the tags without a sparse form. Public for the library tests,
+/// which compile every N with nvcc.
+pub fn wgmma_sparse_instruction(tag: &str, n: u64) -> Option<String> {
+    wgmma_n::sparse_specialisation(tag, n)
+}
+
 /// The (operation tag, N) pairs of the WGMMA fragments of `program` that `keep`, each with the
 /// first fragment's span, sorted.
 fn wgmma_pairs(

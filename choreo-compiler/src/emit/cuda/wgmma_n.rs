@@ -180,9 +180,10 @@ pub(super) fn specialisation(tag: &str, n: u64) -> Option<String> {
     Some(s)
 }
 
-/// The sparse instruction `SpMma<tag, n>` (`wgmma.mma_async.sp`, SS mode, both operands
-/// K-major; `wgmma_sp.cuh`): logical K twice the dense tag's, the metadata register and the
-/// sparsity selector 0 after the descriptors. `None` as for [`specialisation`], and for the
+/// The sparse instruction `SpMma<tag, n>` (`wgmma.mma_async.sp`, both operands K-major;
+/// `wgmma_sp.cuh`): `ss` (SS mode), and for the 16-bit tags `rs` (A's 4 registers instead of
+/// its descriptor, no imm-trans-a); logical K twice the dense tag's, the metadata register and
+/// the sparsity selector 0 after B's descriptor. `None` as for [`specialisation`], and for the
 /// integer and tf32 tags (no sparse WGMMA of theirs is selected).
 pub(super) fn sparse_specialisation(tag: &str, n: u64) -> Option<String> {
     let op = op_info(tag)?;
@@ -219,7 +220,32 @@ pub(super) fn sparse_specialisation(tag: &str, n: u64) -> Option<String> {
     s.push_str("#else\n");
     s.push_str("    (void)d, (void)da, (void)db, (void)e, (void)scale_d;\n");
     s.push_str("    detail::sp_unavailable();\n");
-    s.push_str("#endif\n  }\n};\n");
+    s.push_str("#endif\n  }\n");
+    if op.form == Form::T16 {
+        // RS (16-bit types): d, {a0, a1, a2, a3}, desc-b, sp-meta, sp-sel, scale-d,
+        // imm-scale-a, imm-scale-b, imm-trans-b (no imm-trans-a).
+        let pad = " ".repeat(17);
+        s.push_str(&format!(
+            "  CHOREO_WGMMA_DEVICE static void rs(Acc (&d)[{r}], const std::uint32_t (&a)[4], \
+             std::uint64_t db, std::uint32_t e, int scale_d) {{\n"
+        ));
+        s.push_str("#if CHOREO_WGMMA_SM90A\n");
+        s.push_str(&format!(
+            "    asm volatile(\"{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{}, 0;\\n\"\n                 \
+             \"{ins} {regs}, {}, %{}, %{}, 0, p, 1, 1, 0;\\n}}\\n\"\n                 : {outs}\n\
+             {pad}: \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"l\"(db), \"r\"(e), \
+             \"r\"(scale_d));\n",
+            r + 6,
+            reg_list(r, r + 4),
+            r + 4,
+            r + 5
+        ));
+        s.push_str("#else\n");
+        s.push_str("    (void)d, (void)a, (void)db, (void)e, (void)scale_d;\n");
+        s.push_str("    detail::sp_unavailable();\n");
+        s.push_str("#endif\n  }\n");
+    }
+    s.push_str("};\n");
     Some(s)
 }
 
@@ -267,6 +293,16 @@ mod tests {
         let sp = sparse_specialisation("F32F16F16", 64).expect("sparse f16");
         assert!(sp.contains("wgmma.mma_async.sp.sync.aligned.m64n64k32.f32.f16.f16 {%0,"));
         assert!(sp.contains("%32, %33, %34, 0, p, 1, 1, 0, 0;") && sp.contains("p, %35, 0;"));
+        // RS: the 4 A registers after the 32 accumulator ones, then B, the metadata, selector
+        // 0, the scale-d predicate (%38) and only imm-trans-b.
+        assert!(sp.contains(
+            "m64n64k32.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, \
+             %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, \
+             %30, %31}, {%32, %33, %34, %35}, %36, %37, 0, p, 1, 1, 0;"
+        ));
+        assert!(sp.contains("setp.ne.b32 p, %38, 0;"));
+        let rs = sparse_specialisation("F16F16F16", 8).expect("sparse f16 acc");
+        assert!(rs.contains("k32.f16.f16.f16 {%0, %1}, {%2, %3, %4, %5}, %6, %7, 0, p, 1, 1, 0;"));
         let sp = sparse_specialisation("F16E4M3E4M3", 256).expect("sparse fp8");
         assert!(
             sp.contains("m64n256k64.f16.e4m3.e4m3") && sp.contains("%64, %65, %66, 0, p, 1, 1;")

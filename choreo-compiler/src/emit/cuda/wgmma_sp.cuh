@@ -1,6 +1,7 @@
 // Sparse WGMMA (choreo-compiler, emit::cuda; spec-tier3 §5.3 table G `.sp`, §5.4 "Sparse",
-// §10.3): `wgmma.mma_async.sp` with A the 2:4-compressed [64, K/2] tile and B the [N, K] tile
-// (shared-memory descriptors, K-major), and the metadata of A in one 32-bit register per thread
+// §10.3): `wgmma.mma_async.sp` with A the 2:4-compressed [64, K/2] tile (a shared-memory
+// descriptor, SS, or for 16-bit types registers, RS: a wg_afrag of wgmma_ops.cuh) and B the
+// [N, K] tile (a descriptor; both K-major), and the metadata of A in one 32-bit register per thread
 // and instruction. Pasted after wgmma.cuh and wgmma_ops.cuh into files that execute a sparse
 // WGMMA; the translator writes the instruction `SpMma<Op, N>` of each (operation, N) pair the
 // file uses (emit::cuda::wgmma_n).
@@ -31,8 +32,10 @@
 // elements), so a wrong GPU mapping shows as a GPU/CPU mismatch in the e2e cross-check.
 namespace CHOREO_WGMMA_NS {
 
-// One sparse instruction: `SpMma<Op, N>::ss(d, desc_a, desc_b, e, scale_d)`, Op the dense tag
-// (its Traits::k is half the sparse instruction's logical K).
+// One sparse instruction: `SpMma<Op, N>::ss(d, desc_a, desc_b, e, scale_d)`, or with A in
+// registers `SpMma<Op, N>::rs(d, a[4], desc_b, e, scale_d)` (16-bit types: the 4 registers of a
+// dense k16 RS atom, over 16 compressed columns), Op the dense tag (its Traits::k is half the
+// sparse instruction's logical K).
 template <class Op, int N>
 struct SpMma;
 
@@ -54,6 +57,28 @@ inline void sp_ss_cpu(Acc (&d)[R], std::uint64_t da, std::uint64_t db, const std
              load_elem(T::b, operand(db, false, col, 4 * g + i0, T::b));
       sum += load_elem(T::a, operand(da, false, row, 2 * g + 1, T::a)) *
              load_elem(T::b, operand(db, false, col, 4 * g + i1, T::b));
+    }
+    return sum;
+  });
+}
+// The same with A in registers (RS): compressed element (row, c) of the atom, c < K/2, is
+// ax[row * pitch_a + c] (ax: the atom's compressed columns, row-major over the 64 rows).
+template <class Op, int N, class Acc, int R>
+inline void sp_rs_cpu(Acc (&d)[R], const std::uint16_t* ax, int pitch_a, std::uint64_t db,
+                      const std::uint8_t* meta, int pitch, int scale_d) {
+  using T = Traits<Op>;
+  constexpr int K = 2 * T::k;
+  const auto a = [&](int row, int c) {
+    const std::uint16_t h = ax[row * pitch_a + c];
+    return load_elem(T::a, reinterpret_cast<const unsigned char*>(&h));
+  };
+  accumulate_cpu<Op>(d, scale_d, [&](int row, int col) {
+    float sum = 0.0f;
+    for (int g = 0; g < K / 4; ++g) {
+      const int nib = (meta[row * pitch + g / 2] >> (4 * (g % 2))) & 0xF;
+      const int i0 = nib & 3, i1 = nib >> 2;
+      sum += a(row, 2 * g) * load_elem(T::b, operand(db, false, col, 4 * g + i0, T::b));
+      sum += a(row, 2 * g + 1) * load_elem(T::b, operand(db, false, col, 4 * g + i1, T::b));
     }
     return sum;
   });
@@ -134,6 +159,34 @@ __device__ __forceinline__ void wg_sp_mma(wg_acc<Op, N>& acc, std::uint64_t da, 
   CHOREO_WGMMA_NS::detail::sp_ss_cpu<Op, N>(acc.r, da, db, e.x + kt * (AK / 8), K / 8, 1);
 #else
   CHOREO_WGMMA_NS::SpMma<Op, N>::ss(acc.r, da, db, e.r[kt], 1);
+#endif
+}
+
+// Instruction kt of a sparse execution with A in registers (RS): A's compressed atom kt (16
+// columns of the [64, K/2] fragment, the dense 16-bit RS layout) and the metadata register kt.
+template <class Op, int N, int KA, int K, int AK>
+__device__ __forceinline__ void wg_sp_rs(wg_acc<Op, N>& acc, const wg_afrag<KA>& a, int kt,
+                                         std::uint64_t db, const wg_sp_meta<K, AK>& e) {
+  static_assert(2 * CHOREO_WGMMA_NS::Traits<Op>::k == AK, "one instruction per metadata atom");
+  static_assert(2 * KA == K && AK == 32, "16 compressed columns of A per instruction");
+#if defined(__CHOREO_CPU__)
+  // The warp's 16 rows of the atom's 16 compressed columns, rebuilt from its lanes' registers
+  // through the RS layout (all 128 threads of the warpgroup execute this, so every lane of the
+  // warp shuffles): the CPU checks what `mma.load` put in the registers. This thread's
+  // accumulator elements read only its own warp's rows.
+  std::uint16_t ax[64][16] = {};
+  const int w = wg_thread() / 32;
+  for (int s = 0; s < 32; ++s)
+    for (int j = 0; j < 4; ++j) {
+      const std::uint32_t v = __shfl_sync(0xffffffffu, a.r[kt][j], s);
+      for (int b = 0; b < 2; ++b)
+        ax[16 * w + CHOREO_WGMMA_NS::a_frag_row(s, j)][CHOREO_WGMMA_NS::a_frag_col(s, j, b, 2)] =
+            static_cast<std::uint16_t>(v >> (16 * b));
+    }
+  CHOREO_WGMMA_NS::detail::sp_rs_cpu<Op, N>(acc.r, &ax[0][0], 16, db, e.x + kt * (AK / 8), K / 8,
+                                            1);
+#else
+  CHOREO_WGMMA_NS::SpMma<Op, N>::rs(acc.r, a.r[kt], db, e.r[kt], 1);
 #endif
 }
 

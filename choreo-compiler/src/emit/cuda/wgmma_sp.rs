@@ -1,10 +1,11 @@
 //! Sparse WGMMA statements (spec-tier3 §5.4 "Sparse", §10.3): the metadata load and the
-//! execution, rendered as calls of `wgmma_sp.cuh` (pasted into files that execute a sparse
-//! WGMMA) and of the per-(operation, N) instructions `SpMma<Op, N>` that `wgmma_n` writes.
+//! execution (SS, or RS with A's compressed values in a `wg_afrag`), rendered as calls of
+//! `wgmma_sp.cuh` (pasted into files that execute a sparse WGMMA) and of the per-(operation,
+//! N) instructions `SpMma<Op, N>` that `wgmma_n` writes.
 
 use super::FnEmitter;
 use crate::hir::HExprKind;
-use crate::hir::mma::{FragRef, MmaTile, WgOperand};
+use crate::hir::mma::{FragRef, MmaTile, WgA, WgOperand};
 use crate::source::Span;
 
 /// The library's operation namespace (`mma.cuh`, `wgmma_ops.cuh`, `wgmma_sp.cuh`).
@@ -36,14 +37,15 @@ impl FnEmitter<'_, '_> {
     }
 
     /// A sparse WGMMA: fence the accumulator registers (and the operands' generic writes),
-    /// issue one `wgmma.mma_async.sp` per K atom (A's descriptor advanced by K/2 compressed
-    /// elements, B's by K, the atom's metadata register), commit and, for a synchronous one
-    /// (`wait`), wait for all (an asynchronous one is waited by its `wait q;`, `MmaOp::WgWait`).
+    /// issue one `wgmma.mma_async.sp` per K atom (SS: A's descriptor advanced by K/2
+    /// compressed elements; RS: the atom's 4 registers of A; B's descriptor advanced by K, the
+    /// atom's metadata register), commit and, for a synchronous one (`wait`), wait for all (an
+    /// asynchronous one is waited by its `wait q;`, `MmaOp::WgWait`).
     pub(super) fn wg_sparse_exec(
         &mut self,
         span: Span,
         acc: &FragRef,
-        (a, b): (&WgOperand, &WgOperand),
+        (a, b): (&WgA, &WgOperand),
         meta: &FragRef,
         [atoms, atom_k]: [u64; 2],
         wait: bool,
@@ -55,12 +57,31 @@ impl FnEmitter<'_, '_> {
         let c = sel.config;
         let l = self.frag_lvalue(acc);
         let e = self.frag_lvalue(meta);
-        let Some(da) = self.wg_desc(span, a, atom_k / 2, "__choreo_kt") else { return };
         let Some(db) = self.wg_desc(span, b, atom_k, "__choreo_kt") else { return };
+        let (operands, mode, da, issue) = match a {
+            WgA::Shared(a) => {
+                let Some(da) = self.wg_desc(span, a, atom_k / 2, "__choreo_kt") else { return };
+                (
+                    vec![a.as_ref(), b],
+                    "SS",
+                    Some(da),
+                    format!("{NS}::wg_sp_mma({l}, __choreo_da, __choreo_db, {e}, __choreo_kt);"),
+                )
+            }
+            WgA::Regs(fa) => {
+                let fa = self.frag_lvalue(fa);
+                (
+                    vec![b],
+                    "RS",
+                    None,
+                    format!("{NS}::wg_sp_rs({l}, {fa}, __choreo_kt, __choreo_db, {e});"),
+                )
+            }
+        };
         let guards: Vec<String> =
-            [&a.tile, &b.tile].into_iter().filter_map(|t| self.tile_guard(t)).collect();
+            operands.iter().filter_map(|o| self.tile_guard(&o.tile)).collect();
         let head = format!(
-            "{{  // sparse WGMMA m64n{}k{atom_k} x {atoms} (SS{}), {}(c) += {}(a, 2:4) * {}(b)",
+            "{{  // sparse WGMMA m64n{}k{atom_k} x {atoms} ({mode}{}), {}(c) += {}(a, 2:4) * {}(b)",
             c.n,
             if wait { "" } else { ", async" },
             c.c.name(),
@@ -68,12 +89,17 @@ impl FnEmitter<'_, '_> {
             c.b.name()
         );
         self.wg_open(span, &guards, &head);
-        self.wg_fence_operands(span, &[a, b], &l);
+        self.wg_fence_operands(span, &operands, &l);
+        self.w.line(
+            span,
+            &format!("for (int __choreo_kt = 0; __choreo_kt < {atoms}; ++__choreo_kt) {{"),
+        );
+        if let Some(da) = da {
+            self.w.line(span, &format!("  const std::uint64_t __choreo_da = {da};"));
+        }
         for line in [
-            format!("for (int __choreo_kt = 0; __choreo_kt < {atoms}; ++__choreo_kt) {{"),
-            format!("  const std::uint64_t __choreo_da = {da};"),
             format!("  const std::uint64_t __choreo_db = {db};"),
-            format!("  {NS}::wg_sp_mma({l}, __choreo_da, __choreo_db, {e}, __choreo_kt);"),
+            format!("  {issue}"),
             "}".to_string(),
         ] {
             self.w.line(span, &line);
