@@ -192,9 +192,10 @@ fn every_legal_n_compiles_for_sm90a() {
     assert!(output.status.success(), "nvcc failed on every N:\n{}", common::cxx::describe(&output));
 }
 
-/// Every sparse instruction of the 16-bit operations (`SpMma<tag, N>::ss` and `::rs`, the
-/// latter for A in registers) for every N of table G's `.sp` row, compiled by nvcc for sm_90a:
-/// ptxas validates the operand order of both forms. Nothing runs on a GPU here.
+/// Every sparse instruction of the 16-bit operations and of two 8-bit ones (`SpMma<tag, N>::ss`
+/// and `::rs`, the latter for A in registers) for every N of table G's `.sp` row, compiled by
+/// nvcc for sm_90a: ptxas validates the operand order of both forms (the 8-bit RS one without
+/// any transpose immediate). Nothing runs on a GPU here.
 #[test]
 fn every_sparse_n_compiles_for_sm90a() {
     use choreo_compiler::emit::cuda::wgmma_sparse_instruction;
@@ -203,7 +204,7 @@ fn every_sparse_n_compiles_for_sm90a() {
          SpMma;\nnamespace detail {\nCHOREO_WGMMA_DEVICE void sp_unavailable() {}\n}\n",
     );
     let mut calls = String::new();
-    for tag in ["F32F16F16", "F16F16F16", "F32BF16BF16"] {
+    for tag in ["F32F16F16", "F16F16F16", "F32BF16BF16", "F32E4M3E4M3", "F16E5M2E4M3"] {
         for n in [8, 16, 32, 64, 96, 128, 192, 256] {
             let text = wgmma_sparse_instruction(tag, n).unwrap_or_else(|| panic!("{tag} {n}"));
             assert!(text.contains("static void rs("), "{tag} {n}: no RS form");
@@ -215,7 +216,7 @@ fn every_sparse_n_compiles_for_sm90a() {
             ));
         }
     }
-    assert!(wgmma_sparse_instruction("F32E4M3E4M3", 64).is_some_and(|t| !t.contains("rs(")));
+    assert!(wgmma_sparse_instruction("S32S8S8", 64).is_none());
     cu.push_str("}  // namespace CHOREO_WGMMA_NS\n");
     cu.push_str(
         "__global__ void every_sparse_n(std::uint64_t da, std::uint64_t db, std::uint32_t e, int s, \

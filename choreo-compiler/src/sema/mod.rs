@@ -283,6 +283,7 @@
 //! - `E1069` a synchronous `inthreads` under an `if`/`while` on an intra-block index (its block
 //!   barrier would wait for the threads the condition leaves out)
 //! - `E1073` a register A operand of a sparse WGMMA (RS mode) that is not `[64, 16·n]`
+//!   (8-bit: `[64, 32·n]`)
 //!
 //! Not supported:
 //! - `E0901` construct of tier 2 or 3, not supported yet

@@ -1,9 +1,10 @@
 //! Sparse WGMMA (spec-tier3 §5.3 table G's `.sp` rows, §5.4 "Sparse", §10.3): in a warpgroup,
 //! `mma.row.row.sp acc, A, B, e;` is `wgmma.mma_async.sp`: A the 2:4-compressed `[64, K/2]`
 //! values and B the `[N, K]` operand, both direct shared views that a swizzled copy filled
-//! (SS mode, K-major), or A in registers (RS mode, f16/bf16 only): a fragment `mma.load`ed
-//! from the compressed `[64, K/2]` view (or a 16-bit accumulator-layout one), whose 16
-//! compressed columns per instruction have the dense 16-bit RS layout (spec-tier3 §10.3), and
+//! (SS mode, K-major), or A in registers (RS mode, f16/bf16/e4m3/e5m2): a fragment
+//! `mma.load`ed from the compressed `[64, K/2]` view (or a 16-bit accumulator-layout one),
+//! whose compressed columns per instruction (16 of a 16-bit type, 32 of an 8-bit one) have the
+//! dense RS layout of their element size (spec-tier3 §10.3), and
 //! `e = mma.load META…;` the metadata, a `u8 [64, K/8]` nibble stream
 //! (the layout of `sema::mma_sparse`). f16 → f16/f32 and bf16 → f32 have a logical K of 32 per
 //! instruction, e4m3 → f16/f32 64; a K that is a multiple of it is split into several
@@ -12,7 +13,7 @@
 //! `wgmma.wait_group n`). No `[[schedule]]`.
 //!
 //! Codes: `E1056` (not `row.row`), `E1057` (B's swizzle narrower than one instruction's K),
-//! `E1073` (a register A operand that is not `[64, 16·n]`).
+//! `E1073` (a register A operand that is not `[64, 16·n]`, 8-bit: `[64, 32·n]`).
 
 use super::Checker;
 use super::mma_sparse::SparseExec;
@@ -82,7 +83,7 @@ impl Checker<'_> {
             return;
         };
         if let WgA::Regs(f) = &ao {
-            if !self.sparse_rs_shape_ok(f, a.span, ad) {
+            if !self.sparse_rs_shape_ok(f, a.span, ad, a_elem.size_bytes()) {
                 return;
             }
         }
@@ -104,18 +105,19 @@ impl Checker<'_> {
         let ta = super::mma::mma_type(a_elem, true);
         let at = sparse_atom_k(ta);
         let regs = matches!(ao, WgA::Regs(_));
-        if regs && !matches!(ta, MmaType::F16 | MmaType::Bf16) {
-            // The RS form exists in PTX for the other types too, but its register layout for
-            // them is not the dense 16-bit one that `wg_afrag` holds.
+        if regs && !matches!(ta, MmaType::F16 | MmaType::Bf16 | MmaType::E4m3 | MmaType::E5m2) {
+            // The RS form exists in PTX for tf32 (and integer types have no sparse WGMMA
+            // here at all): say so before the selection would. e5m2 goes on to the selection,
+            // which rejects it as it does in SS mode.
             self.error_label(
                 "E0901",
                 a.span,
                 format!(
                     "not supported yet (tier 3): a sparse WGMMA with a register A operand (RS \
-                     mode) of {}: only f16 and bf16 (name the compressed shared view instead)",
+                     mode) of {}: only f16, bf16 and e4m3",
                     ta.name()
                 ),
-                "an 8-bit or tf32 sparse A operand in registers",
+                "a sparse A operand in registers of an unsupported type",
             );
             return;
         }
@@ -164,8 +166,8 @@ impl Checker<'_> {
         }
         let selected = MmaSelected { family: MmaFamily::Wgmma, config };
         if let WgA::Regs(f) = &ao {
-            // Each instruction reads the 4 registers of a dense 16-bit RS atom: 16 compressed
-            // columns (K 32).
+            // Each instruction reads the 4 registers of a dense RS atom: 16 compressed columns
+            // (K 32) of a 16-bit type, 32 (K 64) of an 8-bit one.
             let frag = &self.frags[f.frag.index()];
             let fits = frag.k_major && (frag.role.is_none() || frag.extent_k == ad[1]);
             let a_role = WgRole { role: MmaRole::A, what: "operand A", fits, make: "load" };
@@ -201,10 +203,18 @@ impl Checker<'_> {
         }
     }
 
-    /// The register A operand of a sparse WGMMA holds `[64, 16·n]` compressed values: n
-    /// instructions of 4 registers each (`E1073`).
-    fn sparse_rs_shape_ok(&mut self, f: &FragRef, span: Span, [m, kc]: [u64; 2]) -> bool {
-        if m == 64 && kc > 0 && kc % 16 == 0 {
+    /// The register A operand of a sparse WGMMA holds `[64, atom·n]` compressed values: n
+    /// instructions of 4 registers each, atom = 16 columns of 16-bit elements or 32 of 8-bit ones
+    /// (`E1073`).
+    fn sparse_rs_shape_ok(
+        &mut self,
+        f: &FragRef,
+        span: Span,
+        [m, kc]: [u64; 2],
+        bytes: u64,
+    ) -> bool {
+        let (atom, k) = if bytes == 1 { (32, 64) } else { (16, 32) };
+        if m == 64 && kc > 0 && kc % atom == 0 {
             return true;
         }
         let name = self.frags[f.frag.index()].name.clone();
@@ -214,16 +224,18 @@ impl Checker<'_> {
                 "E1073",
                 span,
                 format!(
-                    "the register A operand `{name}' of a sparse WGMMA must hold [64, 16·n] \
-                     compressed values (16 per instruction of logical K 32), but it is [{m}, {kc}]"
+                    "the register A operand `{name}' of a sparse WGMMA must hold [64, {atom}·n] \
+                     compressed values ({atom} per instruction of logical K {k} for {}-bit \
+                     elements), but it is [{m}, {kc}]",
+                    8 * bytes
                 ),
             )
             .with_label("a register A operand of the wrong shape")
             .with_secondary(decl, "loaded here")
-            .with_help(
-                "load the compressed view [64, K/2] of A (K a multiple of 32), e.g. \
-                 `fa = mma.load sa.chunkat(_, k);` with chunks of 16·n columns",
-            ),
+            .with_help(format!(
+                "load the compressed view [64, K/2] of A (K a multiple of {k}), e.g. \
+                 `fa = mma.load sa.chunkat(_, k);` with chunks of {atom}·n columns"
+            )),
         );
         false
     }

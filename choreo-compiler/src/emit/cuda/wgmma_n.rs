@@ -181,8 +181,8 @@ pub(super) fn specialisation(tag: &str, n: u64) -> Option<String> {
 }
 
 /// The sparse instruction `SpMma<tag, n>` (`wgmma.mma_async.sp`, both operands K-major;
-/// `wgmma_sp.cuh`): `ss` (SS mode), and for the 16-bit tags `rs` (A's 4 registers instead of
-/// its descriptor, no imm-trans-a); logical K twice the dense tag's, the metadata register and
+/// `wgmma_sp.cuh`): `ss` (SS mode) and `rs` (A's 4 registers instead of its descriptor, no
+/// imm-trans-a; for the 8-bit tags the 4 registers of a dense k32 RS atom); logical K twice the dense tag's, the metadata register and
 /// the sparsity selector 0 after B's descriptor. `None` as for [`specialisation`], and for the
 /// integer and tf32 tags (no sparse WGMMA of theirs is selected).
 pub(super) fn sparse_specialisation(tag: &str, n: u64) -> Option<String> {
@@ -221,30 +221,29 @@ pub(super) fn sparse_specialisation(tag: &str, n: u64) -> Option<String> {
     s.push_str("    (void)d, (void)da, (void)db, (void)e, (void)scale_d;\n");
     s.push_str("    detail::sp_unavailable();\n");
     s.push_str("#endif\n  }\n");
-    if op.form == Form::T16 {
-        // RS (16-bit types): d, {a0, a1, a2, a3}, desc-b, sp-meta, sp-sel, scale-d,
-        // imm-scale-a, imm-scale-b, imm-trans-b (no imm-trans-a).
-        let pad = " ".repeat(17);
-        s.push_str(&format!(
-            "  CHOREO_WGMMA_DEVICE static void rs(Acc (&d)[{r}], const std::uint32_t (&a)[4], \
-             std::uint64_t db, std::uint32_t e, int scale_d) {{\n"
-        ));
-        s.push_str("#if CHOREO_WGMMA_SM90A\n");
-        s.push_str(&format!(
-            "    asm volatile(\"{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{}, 0;\\n\"\n                 \
-             \"{ins} {regs}, {}, %{}, %{}, 0, p, 1, 1, 0;\\n}}\\n\"\n                 : {outs}\n\
-             {pad}: \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"l\"(db), \"r\"(e), \
-             \"r\"(scale_d));\n",
-            r + 6,
-            reg_list(r, r + 4),
-            r + 4,
-            r + 5
-        ));
-        s.push_str("#else\n");
-        s.push_str("    (void)d, (void)a, (void)db, (void)e, (void)scale_d;\n");
-        s.push_str("    detail::sp_unavailable();\n");
-        s.push_str("#endif\n  }\n");
-    }
+    // RS: d, {a0, a1, a2, a3}, desc-b, sp-meta, sp-sel, scale-d, imm-scale-a, imm-scale-b
+    // and, for the 16-bit types, imm-trans-b (no imm-trans-a; the 8-bit types have none).
+    let rs_tail = if op.form == Form::T16 { ", p, 1, 1, 0;" } else { ", p, 1, 1;" };
+    let pad = " ".repeat(17);
+    s.push_str(&format!(
+        "  CHOREO_WGMMA_DEVICE static void rs(Acc (&d)[{r}], const std::uint32_t (&a)[4], \
+         std::uint64_t db, std::uint32_t e, int scale_d) {{\n"
+    ));
+    s.push_str("#if CHOREO_WGMMA_SM90A\n");
+    s.push_str(&format!(
+        "    asm volatile(\"{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{}, 0;\\n\"\n                 \
+         \"{ins} {regs}, {}, %{}, %{}, 0{rs_tail}\\n}}\\n\"\n                 : {outs}\n\
+         {pad}: \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"l\"(db), \"r\"(e), \
+         \"r\"(scale_d));\n",
+        r + 6,
+        reg_list(r, r + 4),
+        r + 4,
+        r + 5
+    ));
+    s.push_str("#else\n");
+    s.push_str("    (void)d, (void)a, (void)db, (void)e, (void)scale_d;\n");
+    s.push_str("    detail::sp_unavailable();\n");
+    s.push_str("#endif\n  }\n");
     s.push_str("};\n");
     Some(s)
 }
@@ -307,6 +306,9 @@ mod tests {
         assert!(
             sp.contains("m64n256k64.f16.e4m3.e4m3") && sp.contains("%64, %65, %66, 0, p, 1, 1;")
         );
+        // RS of an 8-bit type: no transpose immediate at all.
+        assert!(sp.contains("{%64, %65, %66, %67}, %68, %69, 0, p, 1, 1;\\n"));
+        assert!(sp.contains("setp.ne.b32 p, %70, 0;"));
         assert!(sparse_specialisation("S32S8S8", 64).is_none());
         assert!(specialisation("X", 8).is_none());
     }

@@ -1,10 +1,10 @@
 // Sparse WGMMA (choreo-compiler, emit::cuda; spec-tier3 §5.3 table G `.sp`, §5.4 "Sparse",
 // §10.3): `wgmma.mma_async.sp` with A the 2:4-compressed [64, K/2] tile (a shared-memory
-// descriptor, SS, or for 16-bit types registers, RS: a wg_afrag of wgmma_ops.cuh) and B the
-// [N, K] tile (a descriptor; both K-major), and the metadata of A in one 32-bit register per thread
-// and instruction. Pasted after wgmma.cuh and wgmma_ops.cuh into files that execute a sparse
-// WGMMA; the translator writes the instruction `SpMma<Op, N>` of each (operation, N) pair the
-// file uses (emit::cuda::wgmma_n).
+// descriptor, SS, or registers, RS: a wg_afrag of wgmma_ops.cuh, 16 or 8-bit elements) and
+// B the [N, K] tile (a descriptor; both K-major), and the metadata of A in one 32-bit register
+// per thread and instruction. Pasted after wgmma.cuh and wgmma_ops.cuh into files that
+// execute a sparse WGMMA; the translator writes the instruction `SpMma<Op, N>` of each
+// (operation, N) pair the file uses (emit::cuda::wgmma_n).
 //
 // Metadata in memory (and in Choreo): META u8 [64, K/8] (K the logical K of the execution),
 // byte k/8 of row m, low nibble for the group of four k mod 8 in 0..3, high nibble for 4..7;
@@ -33,9 +33,9 @@
 namespace CHOREO_WGMMA_NS {
 
 // One sparse instruction: `SpMma<Op, N>::ss(d, desc_a, desc_b, e, scale_d)`, or with A in
-// registers `SpMma<Op, N>::rs(d, a[4], desc_b, e, scale_d)` (16-bit types: the 4 registers of a
-// dense k16 RS atom, over 16 compressed columns), Op the dense tag (its Traits::k is half the
-// sparse instruction's logical K).
+// registers `SpMma<Op, N>::rs(d, a[4], desc_b, e, scale_d)` (the 4 registers of a dense RS
+// atom over the compressed columns: k16 for 16-bit types, k32 for 8-bit ones), Op the dense
+// tag (its Traits::k is half the sparse instruction's logical K).
 template <class Op, int N>
 struct SpMma;
 
@@ -61,15 +61,25 @@ inline void sp_ss_cpu(Acc (&d)[R], std::uint64_t da, std::uint64_t db, const std
     return sum;
   });
 }
+// The raw bits of one B-byte element of a register A operand.
+template <int B>
+struct sp_bits {
+  using type = std::uint16_t;
+};
+template <>
+struct sp_bits<1> {
+  using type = std::uint8_t;
+};
 // The same with A in registers (RS): compressed element (row, c) of the atom, c < K/2, is
-// ax[row * pitch_a + c] (ax: the atom's compressed columns, row-major over the 64 rows).
-template <class Op, int N, class Acc, int R>
-inline void sp_rs_cpu(Acc (&d)[R], const std::uint16_t* ax, int pitch_a, std::uint64_t db,
+// ax[row * pitch_a + c] (ax: the atom's compressed columns, row-major over the 64 rows; E the
+// raw bits of one element, 16 or 8 of them).
+template <class Op, int N, class E, class Acc, int R>
+inline void sp_rs_cpu(Acc (&d)[R], const E* ax, int pitch_a, std::uint64_t db,
                       const std::uint8_t* meta, int pitch, int scale_d) {
   using T = Traits<Op>;
   constexpr int K = 2 * T::k;
   const auto a = [&](int row, int c) {
-    const std::uint16_t h = ax[row * pitch_a + c];
+    const E h = ax[row * pitch_a + c];
     return load_elem(T::a, reinterpret_cast<const unsigned char*>(&h));
   };
   accumulate_cpu<Op>(d, scale_d, [&](int row, int col) {
@@ -162,28 +172,32 @@ __device__ __forceinline__ void wg_sp_mma(wg_acc<Op, N>& acc, std::uint64_t da, 
 #endif
 }
 
-// Instruction kt of a sparse execution with A in registers (RS): A's compressed atom kt (16
-// columns of the [64, K/2] fragment, the dense 16-bit RS layout) and the metadata register kt.
-template <class Op, int N, int KA, int K, int AK>
-__device__ __forceinline__ void wg_sp_rs(wg_acc<Op, N>& acc, const wg_afrag<KA>& a, int kt,
+// Instruction kt of a sparse execution with A in registers (RS): A's compressed atom kt (the
+// columns of one dense RS atom of the [64, K/2] fragment, in its layout: 16 of 16-bit elements,
+// 32 of 8-bit ones) and the metadata register kt.
+template <class Op, int N, int KA, int B, int K, int AK>
+__device__ __forceinline__ void wg_sp_rs(wg_acc<Op, N>& acc, const wg_afrag<KA, B>& a, int kt,
                                          std::uint64_t db, const wg_sp_meta<K, AK>& e) {
   static_assert(2 * CHOREO_WGMMA_NS::Traits<Op>::k == AK, "one instruction per metadata atom");
-  static_assert(2 * KA == K && AK == 32, "16 compressed columns of A per instruction");
+  constexpr int C = wg_afrag<KA, B>::atom_k;  // compressed columns per instruction
+  static_assert(2 * KA == K && 2 * C == AK, "one dense RS atom of A per sparse instruction");
+  static_assert(B == 1 || B == 2, "sparse RS operands have 8 or 16-bit elements");
 #if defined(__CHOREO_CPU__)
-  // The warp's 16 rows of the atom's 16 compressed columns, rebuilt from its lanes' registers
+  // The warp's 16 rows of the atom's C compressed columns, rebuilt from its lanes' registers
   // through the RS layout (all 128 threads of the warpgroup execute this, so every lane of the
   // warp shuffles): the CPU checks what `mma.load` put in the registers. This thread's
   // accumulator elements read only its own warp's rows.
-  std::uint16_t ax[64][16] = {};
+  using E = typename CHOREO_WGMMA_NS::detail::sp_bits<B>::type;
+  E ax[64][C] = {};
   const int w = wg_thread() / 32;
   for (int s = 0; s < 32; ++s)
     for (int j = 0; j < 4; ++j) {
       const std::uint32_t v = __shfl_sync(0xffffffffu, a.r[kt][j], s);
-      for (int b = 0; b < 2; ++b)
-        ax[16 * w + CHOREO_WGMMA_NS::a_frag_row(s, j)][CHOREO_WGMMA_NS::a_frag_col(s, j, b, 2)] =
-            static_cast<std::uint16_t>(v >> (16 * b));
+      for (int b = 0; b < 4 / B; ++b)
+        ax[16 * w + CHOREO_WGMMA_NS::a_frag_row(s, j)][CHOREO_WGMMA_NS::a_frag_col(s, j, b, B)] =
+            static_cast<E>(v >> (8 * B * b));
     }
-  CHOREO_WGMMA_NS::detail::sp_rs_cpu<Op, N>(acc.r, &ax[0][0], 16, db, e.x + kt * (AK / 8), K / 8,
+  CHOREO_WGMMA_NS::detail::sp_rs_cpu<Op, N>(acc.r, &ax[0][0], C, db, e.x + kt * (AK / 8), K / 8,
                                             1);
 #else
   CHOREO_WGMMA_NS::SpMma<Op, N>::rs(acc.r, a.r[kt], db, e.r[kt], 1);
