@@ -176,20 +176,25 @@ fn every_legal_n_compiles_for_sm90a() {
     );
     cu.push_str(&calls);
     cu.push_str("}\n");
-    let source = out_dir().join("wgmma_every_n.cu");
+    compile_generated("wgmma_every_n", &cu, "every N");
+}
+
+/// Compiles the generated `cu` (written as `<name>.cu` in the test's output folder) for sm_90a
+/// against the library, failing with nvcc's log on an error (`what`: what it holds).
+fn compile_generated(name: &str, cu: &str, what: &str) {
+    let source = out_dir().join(format!("{name}.cu"));
     std::fs::write(&source, cu).expect("write the .cu");
     let toolkit = find_toolkit();
-    let object = out_dir().join("wgmma_every_n.o");
     let output = Command::new(&toolkit.nvcc)
         .args(["-std=c++17", "-gencode", "arch=compute_90a,code=sm_90a", "-c"])
         .arg("-I")
         .arg(library_dir())
         .arg(&source)
         .arg("-o")
-        .arg(&object)
+        .arg(out_dir().join(format!("{name}.o")))
         .output()
         .expect("run nvcc");
-    assert!(output.status.success(), "nvcc failed on every N:\n{}", common::cxx::describe(&output));
+    assert!(output.status.success(), "nvcc failed on {what}:\n{}", common::cxx::describe(&output));
 }
 
 /// Every sparse instruction of the 16-bit operations and of two 8-bit ones (`SpMma<tag, N>::ss`
@@ -224,22 +229,5 @@ fn every_sparse_n_compiles_for_sm90a() {
     );
     cu.push_str(&calls);
     cu.push_str("}\n");
-    let source = out_dir().join("wgmma_every_sparse_n.cu");
-    std::fs::write(&source, cu).expect("write the .cu");
-    let toolkit = find_toolkit();
-    let object = out_dir().join("wgmma_every_sparse_n.o");
-    let output = Command::new(&toolkit.nvcc)
-        .args(["-std=c++17", "-gencode", "arch=compute_90a,code=sm_90a", "-c"])
-        .arg("-I")
-        .arg(library_dir())
-        .arg(&source)
-        .arg("-o")
-        .arg(&object)
-        .output()
-        .expect("run nvcc");
-    assert!(
-        output.status.success(),
-        "nvcc failed on the sparse instructions:\n{}",
-        common::cxx::describe(&output)
-    );
+    compile_generated("wgmma_every_sparse_n", &cu, "the sparse instructions");
 }
