@@ -179,6 +179,10 @@ fn generated_modules_compile_without_warnings() {
         workspace.join("choreo").display().to_string()
     );
     std::fs::write(root.join("Cargo.toml"), manifest).expect("write Cargo.toml");
+    // The workspace's lock file pins the dependencies to the versions the workspace builds
+    // with (already downloaded): resolved afresh offline, cargo would pick the newest versions
+    // its index knows, which need not be on disk.
+    std::fs::copy(workspace.join("Cargo.lock"), root.join("Cargo.lock")).expect("copy Cargo.lock");
     let mut lib = String::from(
         "//! Generated wrappers of the emit_rust fixtures, compiled to check them.\n\
          #![deny(warnings, missing_docs, unsafe_op_in_unsafe_fn)]\n\

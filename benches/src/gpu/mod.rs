@@ -258,7 +258,8 @@ impl Random {
 }
 
 /// Runs `variants` round-robin: `warmup` untimed rounds, then `trials` timed rounds, each
-/// variant once per round (so slow drifts of clocks or temperature hit all variants alike).
+/// variant once per round, each round starting with the next variant (so slow drifts of clocks
+/// or temperature, and what a variant leaves behind for the next, hit all variants alike).
 /// Each variant returns its own measurement (seconds, or ms from events). Returns one summary
 /// per variant.
 pub fn interleaved(
@@ -270,10 +271,15 @@ pub fn interleaved(
             variant()?;
         }
     }
-    let mut samples = vec![Vec::with_capacity(options.trials); variants.len()];
-    for _ in 0..options.trials {
-        for (variant, samples) in variants.iter_mut().zip(&mut samples) {
-            samples.push(variant()?);
+    // Each trial starts one variant later than the one before: no variant always runs right
+    // after the same neighbour (a cuBLAS batch at full power leaves the clocks lower for
+    // whatever follows it).
+    let n = variants.len();
+    let mut samples = vec![Vec::with_capacity(options.trials); n];
+    for trial in 0..options.trials {
+        for j in 0..n {
+            let i = (trial + j) % n;
+            samples[i].push(variants[i]()?);
         }
     }
     samples

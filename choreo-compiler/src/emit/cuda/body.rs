@@ -16,16 +16,16 @@ use crate::source::Span;
 /// of 4, 8 or 16 bytes and otherwise stores narrower elements synchronously, so the copy's
 /// group is committed either way and a later `wait` means the same thing.
 #[derive(Clone, Copy)]
-struct CpAsync {
+pub(super) struct CpAsync {
     /// The bytes of one element's `cp.async`, when the element type has a `cp.async` width.
-    element: Option<u64>,
+    pub(super) element: Option<u64>,
 }
 
 /// Whether a statement of this kind writes no shared memory itself (its nested statements are
 /// looked at when they are emitted): MMA statements but stores (an operand load reads, an
 /// execution works in registers), scalar locals that are not shared, loops and blocks.
 impl FnEmitter<'_, '_> {
-    fn may_write_shared(&self, s: &Stmt) -> bool {
+    pub(super) fn may_write_shared(&self, s: &Stmt) -> bool {
         match &s.kind {
             StmtKind::Mma(op) => matches!(**op, hir::mma::MmaOp::Store { .. }),
             StmtKind::Let { var, .. } => {
@@ -59,8 +59,18 @@ impl FnEmitter<'_, '_> {
     }
 
     pub(super) fn stmts(&mut self, stmts: &[Stmt], region: Region) {
-        for s in stmts {
-            self.stmt(s, region);
+        let mut at = 0;
+        while at < stmts.len() {
+            // Consecutive `cp.async` copies issued as one (see `dma_fuse`).
+            if let Region::Device(kernel) = region {
+                let fused = self.fused_dmas(&stmts[at..], kernel);
+                if fused > 0 {
+                    at += fused;
+                    continue;
+                }
+            }
+            self.stmt(&stmts[at], region);
+            at += 1;
         }
     }
 
@@ -584,10 +594,88 @@ impl FnEmitter<'_, '_> {
             return self.tma_statement(span, dma, t, kernel);
         }
         self.bind_future(span, dma);
+        let (tid, threads) = self.dma_participants(dma, kernel);
+        let (extents, count) = self.dma_box(dma);
+        let cp_async = if dma.is_async { self.cp_async_plan(dma) } else { None };
+        // A swizzled copy (tier 3 §4.3) moves element by element to (or from) the swizzled
+        // address of the shared side.
+        let swizzle = (dma.swizzle != 0).then(|| {
+            let into = dma.dst.storage == hir::Storage::Shared;
+            let buffer = if into { dma.dst.buffer } else { dma.src.buffer };
+            let (base, rows, cols) = self.swizzle_parts(span, buffer);
+            (into, base, rows, cols, dma.swizzle)
+        });
+        let vector = if swizzle.is_some() {
+            None
+        } else {
+            crate::lower::vector::dma_vector(dma, cp_async.is_some()).and_then(|v| {
+                let test = self.vector_condition(span, dma, v)?;
+                Some((v, self.versioned_condition(test)))
+            })
+        };
+        let element = |this: &mut Self, _| match (&swizzle, cp_async.and_then(|c| c.element)) {
+            (Some((into, base, rows, cols, n)), bytes) => {
+                this.copy_element(&dma.element, |dst, from| {
+                    let at = |e: &str| {
+                        format!("::choreo::tma::swizzled<{n}>(&{base}, &{e}, {rows}u, {cols}u)")
+                    };
+                    match (into, bytes) {
+                        (true, Some(b)) => {
+                            format!("::__choreo_cp_async<{b}>({}, &{from});", at(dst))
+                        }
+                        (true, None) => format!("*{} = {from};", at(dst)),
+                        (false, _) => format!("{dst} = *{};", at(from)),
+                    }
+                })
+            }
+            (None, Some(bytes)) => this.cp_async_element(&dma.element, bytes),
+            (None, None) => this.stmt(&dma.element, Region::Device(kernel)),
+        };
+        match vector {
+            Some((v, condition)) => {
+                // Whole rows, 8 or 16 bytes at a time, when the run time allows it (always,
+                // when the condition is known at compile time).
+                let (wide, wide_count) = wide_box(dma, &extents, &count, v);
+                let tested = !condition.is_empty();
+                if tested {
+                    self.w.line(span, &format!("if ({condition}) {{"));
+                    self.w.indent += 1;
+                }
+                self.dma_loop(
+                    span,
+                    &[dma],
+                    &tid,
+                    &threads,
+                    &wide,
+                    &wide_count,
+                    Some(v.elems),
+                    |this, _| this.vector_element(&dma.element, v, cp_async.is_some()),
+                );
+                if tested {
+                    self.w.indent -= 1;
+                    self.w.line(span, "} else {");
+                    self.w.indent += 1;
+                    self.dma_loop(span, &[dma], &tid, &threads, &extents, &count, None, element);
+                    self.w.indent -= 1;
+                    self.w.line(span, "}");
+                }
+            }
+            None => self.dma_loop(span, &[dma], &tid, &threads, &extents, &count, None, element),
+        }
+        self.dma_epilogue(span, dma, kernel, cp_async.is_some());
+    }
+
+    /// The participants' thread index and count of a DMA's loop (`threadIdx.x`-based C++
+    /// expressions; the count a constant when the plan knows it).
+    pub(super) fn dma_participants(
+        &mut self,
+        dma: &hir::Dma,
+        kernel: hir::KernelId,
+    ) -> (String, String) {
         // The block's thread count when it is a constant (else read from `blockDim`).
         let block_threads =
             self.plan.kernels.get(kernel.index()).and_then(|k| k.threads_per_block.as_const());
-        let (tid, threads) = match dma.participants {
+        match dma.participants {
             Participants::Block => {
                 let threads = block_threads
                     .map_or("static_cast<int>(blockDim.x)".to_string(), |t| t.to_string());
@@ -613,7 +701,12 @@ impl FnEmitter<'_, '_> {
                     format!("static_cast<int>(gridDim.x * {block})"),
                 )
             }
-        };
+        }
+    }
+
+    /// A DMA's box: its extents as C++ `int` expressions, and their product (a constant when
+    /// every extent is one).
+    pub(super) fn dma_box(&mut self, dma: &hir::Dma) -> (Vec<String>, String) {
         let extents: Vec<String> = dma.extents.iter().map(|d| self.dim_int(d)).collect();
         let count = match dma
             .extents
@@ -624,83 +717,7 @@ impl FnEmitter<'_, '_> {
             Some(n) => n.to_string(),
             None => format!("({})", extents.join(" * ")),
         };
-        let cp_async = if dma.is_async { self.cp_async_plan(dma) } else { None };
-        // A swizzled copy (tier 3 §4.3) moves element by element to (or from) the swizzled
-        // address of the shared side.
-        let swizzle = (dma.swizzle != 0).then(|| {
-            let into = dma.dst.storage == hir::Storage::Shared;
-            let buffer = if into { dma.dst.buffer } else { dma.src.buffer };
-            let (base, rows, cols) = self.swizzle_parts(span, buffer);
-            (into, base, rows, cols, dma.swizzle)
-        });
-        let vector = if swizzle.is_some() {
-            None
-        } else {
-            crate::lower::vector::dma_vector(dma, cp_async.is_some()).and_then(|v| {
-                let test = self.vector_condition(span, dma, v)?;
-                Some((v, self.versioned_condition(test)))
-            })
-        };
-        let element = |this: &mut Self| match (&swizzle, cp_async.and_then(|c| c.element)) {
-            (Some((into, base, rows, cols, n)), bytes) => {
-                this.copy_element(&dma.element, |dst, from| {
-                    let at = |e: &str| {
-                        format!("::choreo::tma::swizzled<{n}>(&{base}, &{e}, {rows}u, {cols}u)")
-                    };
-                    match (into, bytes) {
-                        (true, Some(b)) => {
-                            format!("::__choreo_cp_async<{b}>({}, &{from});", at(dst))
-                        }
-                        (true, None) => format!("*{} = {from};", at(dst)),
-                        (false, _) => format!("{dst} = *{};", at(from)),
-                    }
-                })
-            }
-            (None, Some(bytes)) => this.cp_async_element(&dma.element, bytes),
-            (None, None) => this.stmt(&dma.element, Region::Device(kernel)),
-        };
-        match vector {
-            Some((v, condition)) => {
-                // Whole rows, 8 or 16 bytes at a time, when the run time allows it (always,
-                // when the condition is known at compile time).
-                let mut wide = extents.clone();
-                if let Some(last) = wide.last_mut() {
-                    *last = format!(
-                        "{}",
-                        dma.extents.last().and_then(Dim::as_const).unwrap_or(0) / v.elems
-                    );
-                }
-                let wide_count = match count.parse::<u64>() {
-                    Ok(n) => (n / v.elems).to_string(),
-                    Err(_) => format!("({})", wide.join(" * ")),
-                };
-                let tested = !condition.is_empty();
-                if tested {
-                    self.w.line(span, &format!("if ({condition}) {{"));
-                    self.w.indent += 1;
-                }
-                self.dma_loop(
-                    span,
-                    dma,
-                    &tid,
-                    &threads,
-                    &wide,
-                    &wide_count,
-                    Some(v.elems),
-                    |this| this.vector_element(&dma.element, v, cp_async.is_some()),
-                );
-                if tested {
-                    self.w.indent -= 1;
-                    self.w.line(span, "} else {");
-                    self.w.indent += 1;
-                    self.dma_loop(span, dma, &tid, &threads, &extents, &count, None, element);
-                    self.w.indent -= 1;
-                    self.w.line(span, "}");
-                }
-            }
-            None => self.dma_loop(span, dma, &tid, &threads, &extents, &count, None, element),
-        }
-        self.dma_epilogue(span, dma, kernel, cp_async.is_some());
+        (extents, count)
     }
 
     /// After a DMA's loop: the commit of its copy group (asynchronous) or the participants'
@@ -723,19 +740,20 @@ impl FnEmitter<'_, '_> {
         }
     }
 
-    /// The loop of a DMA over its box (`extents`, the innermost divided by `vector` elements
-    /// when it copies wide): declares the box indices, then `body` writes the element.
+    /// The loop of DMAs over their common box (`extents`, the innermost divided by `vector`
+    /// elements when they copy wide): for each DMA in turn, declares its box indices, then
+    /// `body(k)` writes the element of `dmas[k]`.
     #[allow(clippy::too_many_arguments)]
-    fn dma_loop(
+    pub(super) fn dma_loop(
         &mut self,
         span: Span,
-        dma: &hir::Dma,
+        dmas: &[&hir::Dma],
         tid: &str,
         threads: &str,
         extents: &[String],
         count: &str,
         vector: Option<u64>,
-        body: impl FnOnce(&mut Self),
+        mut body: impl FnMut(&mut Self, usize),
     ) {
         self.w.line(
             span,
@@ -744,6 +762,16 @@ impl FnEmitter<'_, '_> {
             ),
         );
         self.w.indent += 1;
+        for (at, dma) in dmas.iter().enumerate() {
+            self.dma_indices(span, dma, extents, vector);
+            body(self, at);
+        }
+        self.w.indent -= 1;
+        self.w.line(span, "}");
+    }
+
+    /// The declarations of a DMA's box indices from the loop counter `__choreo_e`.
+    fn dma_indices(&mut self, span: Span, dma: &hir::Dma, extents: &[String], vector: Option<u64>) {
         let last = dma.indices.len().saturating_sub(1);
         let constant = |text: &str| text.parse::<u64>().ok();
         for (k, v) in dma.indices.iter().enumerate() {
@@ -786,9 +814,6 @@ impl FnEmitter<'_, '_> {
             }
             self.w.line(span, &format!("[[maybe_unused]] const int {name} = {value};"));
         }
-        body(self);
-        self.w.indent -= 1;
-        self.w.line(span, "}");
     }
 
     /// What the run time must confirm before a DMA copies `v` elements at a time (see
@@ -798,7 +823,7 @@ impl FnEmitter<'_, '_> {
     /// The condition to emit for a wide copy's `test`: in a versioned kernel (see
     /// `FnEmitter::launch_tests`), a test of launch arguments only is `__choreo_vec ||
     /// (test)`, constant `true` in the instantiation the host launches when it holds.
-    fn versioned_condition(&mut self, test: VectorTest) -> String {
+    pub(super) fn versioned_condition(&mut self, test: VectorTest) -> String {
         if test.invariant && !test.condition.is_empty() && self.launch_test(test.condition.clone())
         {
             format!("__choreo_vec || ({})", test.condition)
@@ -807,7 +832,7 @@ impl FnEmitter<'_, '_> {
         }
     }
 
-    fn vector_condition(
+    pub(super) fn vector_condition(
         &mut self,
         span: Span,
         dma: &hir::Dma,
@@ -898,7 +923,7 @@ impl FnEmitter<'_, '_> {
     /// destination element's, behind the bounds checks of the first elements (the vector
     /// starts at a multiple of its width in a row of a multiple of it: all its elements are in
     /// bounds when the first is).
-    fn vector_element(
+    pub(super) fn vector_element(
         &mut self,
         element: &Stmt,
         v: crate::lower::vector::VectorCopy,
@@ -945,7 +970,7 @@ impl FnEmitter<'_, '_> {
 
     /// How an asynchronous DMA uses `cp.async`, when it can: a plain element copy global →
     /// shared of one element type on sm_80+.
-    fn cp_async_plan(&self, dma: &hir::Dma) -> Option<CpAsync> {
+    pub(super) fn cp_async_plan(&self, dma: &hir::Dma) -> Option<CpAsync> {
         if !self.options.arch_has_cp_async() {
             return None;
         }
@@ -964,7 +989,7 @@ impl FnEmitter<'_, '_> {
 
     /// One element of an asynchronous copy: `cp.async` from the source element's address to
     /// the destination element's, behind the bounds checks of both.
-    fn cp_async_element(&mut self, element: &Stmt, bytes: u64) {
+    pub(super) fn cp_async_element(&mut self, element: &Stmt, bytes: u64) {
         self.copy_element(element, |dst, from| {
             format!("::__choreo_cp_async<{bytes}>(&{dst}, &{from});")
         });
@@ -1300,9 +1325,9 @@ fn positional_operands(template: &str, names: &[Option<&str>]) -> String {
 
 /// The run-time test of a wide copy (empty: none needed) and whether it reads only launch
 /// arguments.
-struct VectorTest {
-    condition: String,
-    invariant: bool,
+pub(super) struct VectorTest {
+    pub(super) condition: String,
+    pub(super) invariant: bool,
 }
 
 #[cfg(test)]
@@ -1317,4 +1342,23 @@ mod tests {
             "add.s32 %0, %2, %1; mov %%laneid, %[zz];"
         );
     }
+}
+
+/// The box of a DMA that copies `v` elements at a time: `extents` with the innermost (a
+/// constant multiple of `v.elems`) divided by `v.elems`, and their product.
+pub(super) fn wide_box(
+    dma: &hir::Dma,
+    extents: &[String],
+    count: &str,
+    v: crate::lower::vector::VectorCopy,
+) -> (Vec<String>, String) {
+    let mut wide = extents.to_vec();
+    if let Some(last) = wide.last_mut() {
+        *last = format!("{}", dma.extents.last().and_then(Dim::as_const).unwrap_or(0) / v.elems);
+    }
+    let wide_count = match count.parse::<u64>() {
+        Ok(n) => (n / v.elems).to_string(),
+        Err(_) => format!("({})", wide.join(" * ")),
+    };
+    (wide, wide_count)
 }

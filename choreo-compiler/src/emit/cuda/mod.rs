@@ -63,6 +63,7 @@
 //! another.
 
 mod body;
+mod dma_fuse;
 mod events;
 mod expr;
 mod flags;
