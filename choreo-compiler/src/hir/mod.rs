@@ -20,7 +20,10 @@
 pub(crate) mod arith;
 pub mod frag;
 pub mod mma;
+mod same;
 pub mod visit;
+
+pub(crate) use same::same_expr;
 
 use crate::source::Span;
 

@@ -23,7 +23,7 @@ use super::Checker;
 use crate::diagnostics::Diagnostic;
 use crate::hir::mma::MmaOp;
 use crate::hir::visit::{self, Visitor, Walk};
-use crate::hir::{BarrierScope, BufferRef, HExpr, HExprKind, Stmt, StmtKind};
+use crate::hir::{BarrierScope, BufferRef, HExpr, HExprKind, Stmt, StmtKind, same_expr};
 use crate::source::Span;
 
 /// A plain `mma.store` to shared memory in a warpgroup role.
@@ -85,12 +85,20 @@ impl Checker<'_> {
             return;
         }
         let stores = std::mem::take(&mut self.role_stores);
-        let keys: Vec<Vec<String>> =
-            stores.iter().map(|s| s.conditions.iter().map(key).collect()).collect();
+        let mut roles: Vec<HExpr> = Vec::new();
+        let mut role = |c: &HExpr| {
+            role_of(&roles, c).unwrap_or_else(|| {
+                roles.push(c.clone());
+                roles.len() - 1
+            })
+        };
+        let keys: Vec<Vec<usize>> =
+            stores.iter().map(|s| s.conditions.iter().map(&mut role).collect()).collect();
         let mut walk = Accesses {
             checker: self,
             stores: &stores,
             keys: &keys,
+            roles: &roles,
             conds: Vec::new(),
             span: None,
             access: None,
@@ -116,23 +124,11 @@ impl Checker<'_> {
     }
 }
 
-/// A structural key of a condition (its shape without spans), so that two `inthreads` with
-/// the same predicate count as the same role.
-fn key(e: &HExpr) -> String {
-    let text = format!("{e:?}");
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text.as_str();
-    while let Some(i) = rest.find("Span {") {
-        out.push_str(&rest[..i]);
-        match rest[i..].find('}') {
-            Some(j) => rest = &rest[i + j + 1..],
-            None => {
-                rest = "";
-            }
-        }
-    }
-    out.push_str(rest);
-    out
+/// The index of condition `e` in `roles`, the distinct conditions of the stores' `inthreads`
+/// (compared without spans, so that two `inthreads` with the same predicate count as the same
+/// role).
+fn role_of(roles: &[HExpr], e: &HExpr) -> Option<usize> {
+    roles.iter().position(|r| same_expr(r, e))
 }
 
 /// The walk: the conditions around each statement, and the first access of each role store's
@@ -140,10 +136,14 @@ fn key(e: &HExpr) -> String {
 struct Accesses<'c, 'k> {
     checker: &'c Checker<'k>,
     stores: &'c [RoleStore],
-    keys: &'c [Vec<String>],
-    /// The `if`/`while` conditions around the statement walked: key, whether it selects
-    /// instances of an intra-block level, whether the statement is in its `then` part.
-    conds: Vec<(String, bool, bool)>,
+    /// Per store: the roles ([`role_of`]) of the conditions of its `inthreads`.
+    keys: &'c [Vec<usize>],
+    /// The distinct conditions of the stores' `inthreads`.
+    roles: &'c [HExpr],
+    /// The `if`/`while` conditions around the statement walked: role (`None`: the predicate of
+    /// no store's `inthreads`), whether it selects instances of an intra-block level, whether
+    /// the statement is in its `then` part.
+    conds: Vec<(Option<usize>, bool, bool)>,
     /// The statement walked.
     span: Option<Span>,
     /// The element access walked (its `buffer` hook comes right after its `expr` hook).
@@ -159,10 +159,10 @@ impl<'a> Visitor<'a> for Accesses<'_, '_> {
         match &s.kind {
             StmtKind::If { cond, then_body, else_body } => {
                 visit::walk_expr(self, cond);
-                let k = key(cond);
+                let k = role_of(self.roles, cond);
                 let selects = self.checker.selects_level_instances(cond);
                 for (body, then) in [(then_body, true), (else_body, false)] {
-                    self.conds.push((k.clone(), selects, then));
+                    self.conds.push((k, selects, then));
                     visit::walk_stmts(self, body);
                     self.conds.pop();
                 }
@@ -171,7 +171,8 @@ impl<'a> Visitor<'a> for Accesses<'_, '_> {
             StmtKind::While { cond, body } => {
                 visit::walk_expr(self, cond);
                 let selects = self.checker.selects_level_instances(cond);
-                self.conds.push((key(cond), selects, false));
+                let k = role_of(self.roles, cond);
+                self.conds.push((k, selects, false));
                 visit::walk_stmts(self, body);
                 self.conds.pop();
                 Walk::Skip
@@ -205,8 +206,9 @@ impl<'a> Visitor<'a> for Accesses<'_, '_> {
             if store.buffer != buffer || self.found[i].is_some() {
                 continue;
             }
-            let inside =
-                self.keys[i].iter().all(|k| self.conds.iter().any(|(c, _, then)| *then && c == k));
+            let inside = self.keys[i]
+                .iter()
+                .all(|k| self.conds.iter().any(|(c, _, then)| *then && *c == Some(*k)));
             if !inside {
                 self.found[i] = here;
             }

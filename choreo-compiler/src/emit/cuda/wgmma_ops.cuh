@@ -160,7 +160,8 @@ __device__ __forceinline__ std::uint64_t wg_desc_add(std::uint64_t d, std::uint3
 // multiple of 16, tf32: of 8, 8-bit: of 32, the K of one instruction): per K atom kt, 4 `.b32`
 // registers per thread in the layout of wgmma.cuh's a_frag_row / a_frag_col (the mma.sync A
 // fragment layout per warp), 4 / B elements each. Only the registers hold the operand, on the
-// CPU too: its wg_rs gathers the rows of the thread's warp from the warp's lanes.
+// CPU too: its wg_rs and wg_sp_rs gather the rows of the thread's warp from the warp's lanes
+// (wg_gather_a).
 template <int K, int B = 2>
 struct wg_afrag {
   static_assert(B == 1 || B == 2 || B == 4, "RS-mode operands have 1, 2 or 4-byte elements");
@@ -169,6 +170,33 @@ struct wg_afrag {
   static constexpr int atoms = K / atom_k;
   std::uint32_t r[atoms][4];
 };
+
+#if defined(__CHOREO_CPU__)
+// The raw bits of one B-byte element of an RS-mode operand.
+template <int B>
+using wg_afrag_bits = typename std::conditional<
+    B == 1, std::uint8_t,
+    typename std::conditional<B == 2, std::uint16_t, std::uint32_t>::type>::type;
+
+// The warp's 16 rows of A's atom kt, rebuilt from its lanes' registers through the RS layout:
+// rows[r][c] = the bits of element (16w + r, c) of the atom, w the calling thread's warp (the
+// CPU checks what `mma.load` put in the registers, not the shared tile it came from). Every
+// lane of the warp shuffles, so all of them must call this (the RS instructions do: all 128
+// threads of the warpgroup execute them).
+template <int K, int B>
+__device__ __forceinline__ void wg_gather_a(const wg_afrag<K, B>& a, int kt,
+                                            wg_afrag_bits<B> (&rows)[16][wg_afrag<K, B>::atom_k]) {
+  for (int s = 0; s < 32; ++s) {
+    for (int j = 0; j < 4; ++j) {
+      const std::uint32_t v = __shfl_sync(0xffffffffu, a.r[kt][j], s);
+      for (int b = 0; b < 4 / B; ++b) {
+        rows[CHOREO_WGMMA_NS::a_frag_row(s, j)][CHOREO_WGMMA_NS::a_frag_col(s, j, b, B)] =
+            static_cast<wg_afrag_bits<B>>(v >> (8 * B * b));
+      }
+    }
+  }
+}
+#endif
 
 // `mma.load` of A: element (m, k) at p[m * sm + k * sk] (through the swizzle Swz of a shared
 // buffer of rows x cols elements at `base`, if any); register j of atom kt packs elements
@@ -200,27 +228,23 @@ template <int TB, class Op, int N, int K, int B>
 __device__ __forceinline__ void wg_rs(wg_acc<Op, N>& d, const wg_afrag<K, B>& a, int kt,
                                       std::uint64_t db) {
 #if defined(__CHOREO_CPU__)
-  // The warp's 16 rows of the atom, from its lanes' registers through the RS layout (all 128
-  // threads of the warpgroup execute this, so every lane of the warp shuffles).
+  // The warp's 16 rows of the atom, converted once (this thread's accumulator elements read
+  // only its own warp's rows).
   using Tr = CHOREO_WGMMA_NS::Traits<Op>;
   constexpr bool integral = wg_acc<Op, N>::integral;
   using W = typename std::conditional<integral, long long, float>::type;
   constexpr int ak = wg_afrag<K, B>::atom_k;
   static_assert(ak == Tr::k, "the operand's atom is the instruction's K");
+  wg_afrag_bits<B> bits[16][ak];
+  wg_gather_a(a, kt, bits);
   W rows[16][ak];
-  for (int s = 0; s < 32; ++s) {
-    for (int j = 0; j < 4; ++j) {
-      const std::uint32_t v = __shfl_sync(0xffffffffu, a.r[kt][j], s);
-      for (int b = 0; b < 4 / B; ++b) {
-        const std::uint32_t e = B == 4 ? v : (v >> (8 * B * b)) & ((1u << (8 * B)) - 1u);
-        const auto* bytes = reinterpret_cast<const unsigned char*>(&e);
-        W x;
-        if constexpr (integral) {
-          x = CHOREO_WGMMA_NS::detail::load_int(Tr::a, bytes);
-        } else {
-          x = CHOREO_WGMMA_NS::detail::load_elem(Tr::a, bytes);
-        }
-        rows[CHOREO_WGMMA_NS::a_frag_row(s, j)][CHOREO_WGMMA_NS::a_frag_col(s, j, b, B)] = x;
+  for (int r = 0; r < 16; ++r) {
+    for (int k = 0; k < ak; ++k) {
+      const auto* bytes = reinterpret_cast<const unsigned char*>(&bits[r][k]);
+      if constexpr (integral) {
+        rows[r][k] = CHOREO_WGMMA_NS::detail::load_int(Tr::a, bytes);
+      } else {
+        rows[r][k] = CHOREO_WGMMA_NS::detail::load_elem(Tr::a, bytes);
       }
     }
   }

@@ -41,47 +41,15 @@ struct SpMma;
 
 namespace detail {
 #if defined(__CHOREO_CPU__)
-// d (+)= Â · Bᵀ for one sparse instruction: Â the 64 x K matrix that the compressed atom at da
-// (64 x K/2) and the metadata rows meta[m * pitch ..] describe, B the N x K atom at db.
-template <class Op, int N, class Acc, int R>
-inline void sp_ss_cpu(Acc (&d)[R], std::uint64_t da, std::uint64_t db, const std::uint8_t* meta,
-                      int pitch, int scale_d) {
+// d (+)= Â · Bᵀ for one sparse instruction: Â the 64 x K matrix that the compressed atom
+// (64 x K/2, compressed element (row, c) is a(row, c), a float) and the metadata rows
+// meta[m * pitch ..] describe, B the N x K atom at db. A comes from a descriptor (SS) or
+// from registers (RS); only the accessor differs.
+template <class Op, int N, class A, class Acc, int R>
+inline void sp_cpu(Acc (&d)[R], A a, std::uint64_t db, const std::uint8_t* meta, int pitch,
+                   int scale_d) {
   using T = Traits<Op>;
   constexpr int K = 2 * T::k;
-  accumulate_cpu<Op>(d, scale_d, [&](int row, int col) {
-    float sum = 0.0f;
-    for (int g = 0; g < K / 4; ++g) {
-      const int nib = (meta[row * pitch + g / 2] >> (4 * (g % 2))) & 0xF;
-      const int i0 = nib & 3, i1 = nib >> 2;
-      sum += load_elem(T::a, operand(da, false, row, 2 * g, T::a)) *
-             load_elem(T::b, operand(db, false, col, 4 * g + i0, T::b));
-      sum += load_elem(T::a, operand(da, false, row, 2 * g + 1, T::a)) *
-             load_elem(T::b, operand(db, false, col, 4 * g + i1, T::b));
-    }
-    return sum;
-  });
-}
-// The raw bits of one B-byte element of a register A operand.
-template <int B>
-struct sp_bits {
-  using type = std::uint16_t;
-};
-template <>
-struct sp_bits<1> {
-  using type = std::uint8_t;
-};
-// The same with A in registers (RS): compressed element (row, c) of the atom, c < K/2, is
-// ax[row * pitch_a + c] (ax: the atom's compressed columns, row-major over the 64 rows; E the
-// raw bits of one element, 16 or 8 of them).
-template <class Op, int N, class E, class Acc, int R>
-inline void sp_rs_cpu(Acc (&d)[R], const E* ax, int pitch_a, std::uint64_t db,
-                      const std::uint8_t* meta, int pitch, int scale_d) {
-  using T = Traits<Op>;
-  constexpr int K = 2 * T::k;
-  const auto a = [&](int row, int c) {
-    const E h = ax[row * pitch_a + c];
-    return load_elem(T::a, reinterpret_cast<const unsigned char*>(&h));
-  };
   accumulate_cpu<Op>(d, scale_d, [&](int row, int col) {
     float sum = 0.0f;
     for (int g = 0; g < K / 4; ++g) {
@@ -94,7 +62,7 @@ inline void sp_rs_cpu(Acc (&d)[R], const E* ax, int pitch_a, std::uint64_t db,
   });
 }
 #endif
-// Another architecture than sm_90a (and the host pass; the CPU takes sp_ss_cpu instead).
+// Another architecture than sm_90a (and the host pass; the CPU takes sp_cpu instead).
 CHOREO_WGMMA_DEVICE void sp_unavailable() {
 #if defined(__CUDA_ARCH__)
   __trap();
@@ -166,7 +134,12 @@ __device__ __forceinline__ void wg_sp_mma(wg_acc<Op, N>& acc, std::uint64_t da, 
                                           const wg_sp_meta<K, AK>& e, int kt) {
   static_assert(2 * CHOREO_WGMMA_NS::Traits<Op>::k == AK, "one instruction per metadata atom");
 #if defined(__CHOREO_CPU__)
-  CHOREO_WGMMA_NS::detail::sp_ss_cpu<Op, N>(acc.r, da, db, e.x + kt * (AK / 8), K / 8, 1);
+  using T = CHOREO_WGMMA_NS::Traits<Op>;
+  const auto a = [&](int row, int c) {
+    const auto* p = CHOREO_WGMMA_NS::detail::operand(da, false, row, c, T::a);
+    return CHOREO_WGMMA_NS::detail::load_elem(T::a, p);
+  };
+  CHOREO_WGMMA_NS::detail::sp_cpu<Op, N>(acc.r, a, db, e.x + kt * (AK / 8), K / 8, 1);
 #else
   CHOREO_WGMMA_NS::SpMma<Op, N>::ss(acc.r, da, db, e.r[kt], 1);
 #endif
@@ -183,22 +156,16 @@ __device__ __forceinline__ void wg_sp_rs(wg_acc<Op, N>& acc, const wg_afrag<KA, 
   static_assert(2 * KA == K && 2 * C == AK, "one dense RS atom of A per sparse instruction");
   static_assert(B == 1 || B == 2, "sparse RS operands have 8 or 16-bit elements");
 #if defined(__CHOREO_CPU__)
-  // The warp's 16 rows of the atom's C compressed columns, rebuilt from its lanes' registers
-  // through the RS layout (all 128 threads of the warpgroup execute this, so every lane of the
-  // warp shuffles): the CPU checks what `mma.load` put in the registers. This thread's
+  // The warp's 16 rows of the atom's C compressed columns (wg_gather_a): this thread's
   // accumulator elements read only its own warp's rows.
-  using E = typename CHOREO_WGMMA_NS::detail::sp_bits<B>::type;
-  E ax[64][C] = {};
-  const int w = wg_thread() / 32;
-  for (int s = 0; s < 32; ++s)
-    for (int j = 0; j < 4; ++j) {
-      const std::uint32_t v = __shfl_sync(0xffffffffu, a.r[kt][j], s);
-      for (int b = 0; b < 4 / B; ++b)
-        ax[16 * w + CHOREO_WGMMA_NS::a_frag_row(s, j)][CHOREO_WGMMA_NS::a_frag_col(s, j, b, B)] =
-            static_cast<E>(v >> (8 * B * b));
-    }
-  CHOREO_WGMMA_NS::detail::sp_rs_cpu<Op, N>(acc.r, &ax[0][0], C, db, e.x + kt * (AK / 8), K / 8,
-                                            1);
+  using T = CHOREO_WGMMA_NS::Traits<Op>;
+  wg_afrag_bits<B> rows[16][C];
+  wg_gather_a(a, kt, rows);
+  const auto elem = [&](int row, int c) {
+    const auto* p = reinterpret_cast<const unsigned char*>(&rows[row % 16][c]);
+    return CHOREO_WGMMA_NS::detail::load_elem(T::a, p);
+  };
+  CHOREO_WGMMA_NS::detail::sp_cpu<Op, N>(acc.r, elem, db, e.x + kt * (AK / 8), K / 8, 1);
 #else
   CHOREO_WGMMA_NS::SpMma<Op, N>::rs(acc.r, a.r[kt], db, e.r[kt], 1);
 #endif
