@@ -1330,20 +1330,6 @@ pub(super) struct VectorTest {
     pub(super) invariant: bool,
 }
 
-#[cfg(test)]
-mod tests {
-    use super::positional_operands;
-
-    #[test]
-    fn named_asm_operands_become_positions() {
-        let names = [Some("out"), None, Some("a")];
-        assert_eq!(
-            positional_operands("add.s32 %[out], %[a], %1; mov %%laneid, %[zz];", &names),
-            "add.s32 %0, %2, %1; mov %%laneid, %[zz];"
-        );
-    }
-}
-
 /// The box of a DMA that copies `v` elements at a time: `extents` with the innermost (a
 /// constant multiple of `v.elems`) divided by `v.elems`, and their product.
 pub(super) fn wide_box(
@@ -1361,4 +1347,18 @@ pub(super) fn wide_box(
         Err(_) => format!("({})", wide.join(" * ")),
     };
     (wide, wide_count)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::positional_operands;
+
+    #[test]
+    fn named_asm_operands_become_positions() {
+        let names = [Some("out"), None, Some("a")];
+        assert_eq!(
+            positional_operands("add.s32 %[out], %[a], %1; mov %%laneid, %[zz];", &names),
+            "add.s32 %0, %2, %1; mov %%laneid, %[zz];"
+        );
+    }
 }
