@@ -1105,7 +1105,16 @@ impl Checker<'_> {
             rs_error(
                 self,
                 a.span,
-                "a fragment operand A is K-major: use `mma.row.row` or `mma.row.col`".into(),
+                if atom == 16 {
+                    "a fragment operand A is K-major: use `mma.row.row` or `mma.row.col`".into()
+                } else {
+                    // tf32 and 8-bit WGMMAs take no MN-major B either (E1022).
+                    format!(
+                        "a fragment operand A is K-major, and WGMMAs of {} take only K-major \
+                         operands: use `mma.row.row`",
+                        rs_type_name(sh.elem)
+                    )
+                },
                 "a fragment as an M-major A operand",
             );
             return None;

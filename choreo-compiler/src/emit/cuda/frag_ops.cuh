@@ -174,6 +174,21 @@ __device__ __forceinline__ void to_afrag(A& a, const B* buf, int c0) {
   }
 }
 
+// `c ? x : y` that the GPU compiler cannot turn into a load from a lane-dependent address: with
+// x and y two registers of a local array, `c ? buf[i + 1] : buf[i]` becomes `buf[i + c]`, which
+// puts the whole array in local memory. `selp` keeps both operands in registers.
+__device__ __forceinline__ std::uint32_t pick(bool c, std::uint32_t x, std::uint32_t y) {
+#if defined(__CUDA_ARCH__)
+  std::uint32_t r;
+  asm("{\n.reg .pred p;\nsetp.ne.u32 p, %3, 0;\nselp.b32 %0, %1, %2, p;\n}\n"
+      : "=r"(r)
+      : "r"(x), "r"(y), "r"(static_cast<std::uint32_t>(c)));
+  return r;
+#else
+  return c ? x : y;
+#endif
+}
+
 // RS mode from an 8-bit or tf32 fragment (spec-tier3 §5.4, §10.3): operand A (`wg_afrag<K, B>`,
 // B = sizeof(E) = 1: atoms of 32 columns; 4: tf32, atoms of 8) from columns c0 .. c0 + K (c0 a
 // multiple of the atom) of a 64 x N fragment of E in WGMMA_ACC layout (already converted by
@@ -184,7 +199,7 @@ __device__ __forceinline__ void to_afrag(A& a, const B* buf, int c0) {
 // the same rows g, g + 8, so the four lanes of a quad (equal g) exchange registers. Each round
 // pairs every reader with a distinct source lane (a shuffle delivers one value per source), so
 // a K atom costs four 32-bit shuffles, the data the thread receives. Register indices stay
-// constant where c0 is (selects, no indexing by lane), so the arrays can live in registers.
+// constant where c0 is (`pick`, no indexing by lane), so the arrays can live in registers.
 template <int K, typename A, typename E>
 __device__ __forceinline__ void to_afrag_quad(A& a, const E* buf, int c0) {
   constexpr int B = static_cast<int>(sizeof(E));
@@ -201,20 +216,22 @@ __device__ __forceinline__ void to_afrag_quad(A& a, const E* buf, int c0) {
   };
   for (int kt = 0; kt < K / atom; ++kt) {
     if constexpr (B == 1) {
-      // Registers 4c .. 4c + 3 of a lane q' hold rows g, g (+8), g + 8, g + 8 (+8c) of columns
-      // 8c + 2q', 8c + 2q' + 1: one word. Reader q wants, for half s of the atom, the word of
-      // block 4kt + 2s + q/2 from lanes 2(q%2) and 2(q%2) + 1 (its bytes 2bh, 2bh + 1 come from
-      // lane 2(q%2) + bh). In round p it reads bh = p ^ (q/2) from lane 2(q%2) + bh, which in
-      // that round sends the block whose q/2 is p ^ (its own q%2): the reader's.
+      // Registers 4c .. 4c + 3 of lane q' hold (row g, columns 8c + 2q' + {0, 1}) and (row
+      // g + 8, the same columns): one word. Reader q wants, for half s of the atom (registers
+      // 2s: row g, 2s + 1: row g + 8), columns 16s + 4q + {0 .. 3}, i.e. block 4kt + 2s + q/2
+      // from lanes 2(q%2) (bytes 0, 1) and 2(q%2) + 1 (bytes 2, 3). In round p it reads
+      // bh = p ^ (q/2) from lane 2(q%2) + bh, which in that round sends block blk + (p ^ bh):
+      // the reader's (only one reader reads each lane per round).
+      const auto word = [&](int c) {  // the bytes of registers 4c .. 4c + 3, from the low bits
+        return bits(4 * c) | bits(4 * c + 1) << 8 | bits(4 * c + 2) << 16 | bits(4 * c + 3) << 24;
+      };
       for (int s = 0; s < 2; ++s) {
         const int blk = b0 + 4 * kt + 2 * s;
         std::uint32_t lo = 0, hi = 0;  // rows g and g + 8: registers 2s and 2s + 1
         for (int p = 0; p < 2; ++p) {
-          const int c = (p ^ (q & 1)) != 0 ? blk + 1 : blk;
-          const std::uint32_t word =
-              bits(4 * c) | bits(4 * c + 1) << 8 | bits(4 * c + 2) << 16 | bits(4 * c + 3) << 24;
+          const std::uint32_t send = pick((p ^ (q & 1)) != 0, word(blk + 1), word(blk));
           const int bh = p ^ (q >> 1);
-          const std::uint32_t got = __shfl_sync(0xffffffffu, word, quad + 2 * (q & 1) + bh);
+          const std::uint32_t got = __shfl_sync(0xffffffffu, send, quad + 2 * (q & 1) + bh);
           lo |= (got & 0xffffu) << (16 * bh);
           hi |= (got >> 16) << (16 * bh);
         }
@@ -223,17 +240,18 @@ __device__ __forceinline__ void to_afrag_quad(A& a, const E* buf, int c0) {
       }
     } else {
       // Block kt of lane q' holds (row g + 8h, column 2q' + e) in register 4(b0 + kt) + 2h + e.
-      // Reader q wants, for half s (register 2s + h), column q + 4s: lane 2s + q/2's parity
-      // q%2. In round p it takes s = p ^ (q%2) from lane 2s + q/2, which in that round sends
-      // the parity p ^ (its own q/2): the reader's.
+      // Reader q wants, for half s (registers 2s + h), column q + 4s: lane 2s + q/2 holds it
+      // in its registers of parity e = q%2. In round p the reader takes s = p ^ (q%2) from
+      // lane 2s + q/2, which in that round sends parity p ^ (its own q/2): the reader's.
       const int r0 = 4 * (b0 + kt);
       for (int p = 0; p < 2; ++p) {
         const int e = p ^ (q >> 1);
         const int s = p ^ (q & 1);
         const int src = quad + 2 * s + (q >> 1);
-        const std::uint32_t g0 = __shfl_sync(0xffffffffu, e != 0 ? bits(r0 + 1) : bits(r0), src);
+        const std::uint32_t g0 =
+            __shfl_sync(0xffffffffu, pick(e != 0, bits(r0 + 1), bits(r0)), src);
         const std::uint32_t g1 =
-            __shfl_sync(0xffffffffu, e != 0 ? bits(r0 + 3) : bits(r0 + 2), src);
+            __shfl_sync(0xffffffffu, pick(e != 0, bits(r0 + 3), bits(r0 + 2)), src);
         if (s == 0) {
           a.r[kt][0] = g0;
           a.r[kt][1] = g1;
