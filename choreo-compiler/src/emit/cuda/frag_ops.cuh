@@ -1,7 +1,8 @@
 // Fragment operations of generated code (choreo-compiler, emit::cuda; spec-tier3 §6): the
 // element coordinates of the fragment layouts of §6.1, the accumulator bridges of `apply` and
-// `copy`, row reductions and `all_reduce_sum`. The translator pastes this file only into files
-// whose functions use shaped fragments or fragment operations, preceded by
+// `copy`, row reductions, `all_reduce_sum` and the RS-mode WGMMA operands built from a fragment
+// (`to_afrag`, `to_afrag_quad`). The translator pastes this file only into files whose
+// functions use shaped fragments or fragment operations, preceded by
 // `#define CHOREO_FRAG_NS __choreo_frag_<hash of this file>[_cpu]`.
 //
 // Layout codes: 0 WGMMA_ACC (64 x N, 128 threads), 1 SYNC_ACC (16 x 8, 32 lanes), 2 and 3
