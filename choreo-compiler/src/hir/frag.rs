@@ -75,8 +75,9 @@ pub enum FragOp {
         regs: u64,
     },
     /// RS mode from a fragment (spec-tier3 §5.4, §10.3): the registers of the WGMMA operand
-    /// `afrag` (`k` columns, 16-bit) from columns `c0 .. c0 + k` of a 64×N 16-bit fragment in
-    /// WGMMA_ACC layout (accumulator registers `4(c/8) + …` are the operand's registers).
+    /// `afrag` (`k` columns) from columns `c0 .. c0 + k` of a 64×N fragment in WGMMA_ACC
+    /// layout: for 16-bit elements accumulator registers `4(c/8) + …` are the operand's
+    /// registers; tf32 (f32) and 8-bit ones are exchanged among the lanes of a quad.
     ToA {
         /// The operand fragment (a WGMMA A operand in registers).
         afrag: FragRef,

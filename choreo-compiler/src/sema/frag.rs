@@ -1031,7 +1031,9 @@ impl Checker<'_> {
     }
 
     /// Operand A of a WGMMA from a shaped fragment (RS mode, spec-tier3 §5.4): `p` or
-    /// `p.chunkat(_, k)` of a 16-bit `[64, N]` fragment, which then has the WGMMA_ACC layout.
+    /// `p.chunkat(_, k)` of a `[64, N]` fragment of a WGMMA A type (16-bit f16/bf16, f32 read
+    /// as tf32, 8-bit e4m3/e5m2/s8/u8), which then has the WGMMA_ACC layout; the operand's K is
+    /// a multiple of the type's instruction K (16, 8, 32).
     /// Declares the operand registers and fills them into `out`. `None` when `a` names no
     /// shaped fragment; `Some(None)` after reporting.
     #[allow(clippy::type_complexity)]
@@ -1063,28 +1065,38 @@ impl Checker<'_> {
         let rs_error = |this: &mut Self, span: Span, msg: String, label: &str| {
             this.diags.push(
                 Diagnostic::error("E1041", span, msg).with_label(label.to_string()).with_help(
-                    "RS mode reads a 16-bit `[64, N]` fragment copied from a WGMMA accumulator \
-                     (`copy(p16, s);`) as `mma.row.<b> acc, p16.chunkat(_, k), B;` with N / \
-                     (k's extent) a multiple of 16 (spec-tier3 §5.4)",
+                    "RS mode reads a `[64, N]` fragment copied from a WGMMA accumulator \
+                     (`frag f16 [64, N] p; copy(p, s);`, or bf16, f32 for tf32, e4m3, e5m2, s8, \
+                     u8) as `mma.row.<b> acc, p.chunkat(_, k), B;` with N / (k's extent) a \
+                     multiple of the instruction's K: 16 for 16-bit, 8 for tf32, 32 for 8-bit \
+                     types (spec-tier3 §5.4)",
                 ),
             );
         };
-        let cols = match sh.shape.as_slice() {
-            [64, c] if matches!(sh.elem, ElemTy::F16 | ElemTy::Bf16) => *c,
+        // The instruction's K for this element type (wgmma.cuh's a_atom_k): 16-bit operands
+        // are the accumulator's own registers (`to_afrag`), tf32 and 8-bit ones are gathered
+        // from the quad's lanes (`to_afrag_quad`).
+        let atom = match sh.elem {
+            ElemTy::F16 | ElemTy::Bf16 => Some(16),
+            ElemTy::F32 => Some(8),
+            ElemTy::F8E4m3 | ElemTy::F8E5m2 | ElemTy::S8 | ElemTy::U8 => Some(32),
+            _ => None,
+        };
+        let (cols, atom) = match (sh.shape.as_slice(), atom) {
+            ([64, c], Some(atom)) => (*c, atom),
             _ => {
                 rs_error(
                     self,
                     a.span,
                     format!(
                         "fragment `{}' ({} {:?}) cannot be the register A operand of a WGMMA: an \
-                         A operand from a fragment must be a 16-bit (f16 or bf16) [64, N] \
-                         fragment; RS mode of tf32 and 8-bit types takes only an operand that \
-                         `mma.load` filled from memory",
+                         A operand from a fragment must be a [64, N] fragment of a WGMMA A type \
+                         (f16, bf16, f32 read as tf32, f8_e4m3, f8_e5m2, s8 or u8)",
                         sh.name,
                         super::types::ty_name(&Ty::Scalar(sh.elem)),
                         sh.shape
                     ),
-                    "not a 16-bit [64, N] fragment",
+                    "not a [64, N] fragment of a WGMMA A type",
                 );
                 return None;
             }
@@ -1093,13 +1105,36 @@ impl Checker<'_> {
             rs_error(
                 self,
                 a.span,
-                "a fragment operand A is K-major: use `mma.row.row` or `mma.row.col`".into(),
+                if atom == 16 {
+                    "a fragment operand A is K-major: use `mma.row.row` or `mma.row.col`".into()
+                } else {
+                    // tf32 and 8-bit WGMMAs take no MN-major B either (E1022).
+                    format!(
+                        "a fragment operand A is K-major, and WGMMAs of {} take only K-major \
+                         operands: use `mma.row.row`",
+                        rs_type_name(sh.elem)
+                    )
+                },
                 "a fragment as an M-major A operand",
             );
             return None;
         }
         let (c0, k) = match chunk {
-            None => (fold::int_lit(0, a.span), cols),
+            None if cols % atom == 0 => (fold::int_lit(0, a.span), cols),
+            None => {
+                rs_error(
+                    self,
+                    a.span,
+                    format!(
+                        "the register A operand `{}' has {cols} columns, not a multiple of {atom} \
+                         (the K of one {} instruction)",
+                        sh.name,
+                        rs_type_name(sh.elem)
+                    ),
+                    "not a whole number of instructions",
+                );
+                return None;
+            }
             Some(args) => {
                 let ok_shape = args.len() == 2 && matches!(args[0].kind, ExprKind::Wildcard);
                 let idx =
@@ -1109,7 +1144,7 @@ impl Checker<'_> {
                     _ => None,
                 });
                 match (idx, parts) {
-                    (Some(i), Some(p)) if p > 0 && cols % p == 0 && (cols / p) % 16 == 0 => {
+                    (Some(i), Some(p)) if p > 0 && cols % p == 0 && (cols / p) % atom == 0 => {
                         let k = cols / p;
                         let c0 = s32(
                             HExprKind::Binary {
@@ -1127,8 +1162,10 @@ impl Checker<'_> {
                             a.span,
                             format!(
                                 "the register A operand `{}.chunkat(_, k)' must split the {cols} \
-                                 columns by a bounded index `k` into chunks of a multiple of 16",
-                                sh.name
+                                 columns by a bounded index `k` into chunks of a multiple of \
+                                 {atom} (the K of one {} instruction)",
+                                sh.name,
+                                rs_type_name(sh.elem)
                             ),
                             "not a supported chunk",
                         );
@@ -1186,5 +1223,13 @@ impl Checker<'_> {
                 let _ = self.shaped_layout(v, span);
             }
         }
+    }
+}
+
+/// The A type of an RS-mode WGMMA whose operand has elements `e` (f32 is read as tf32).
+fn rs_type_name(e: ElemTy) -> String {
+    match e {
+        ElemTy::F32 => "tf32".to_string(),
+        e => super::types::ty_name(&Ty::Scalar(e)),
     }
 }

@@ -67,8 +67,8 @@ impl Checker<'_> {
         }
         let accr = self.frag_ref(acc, false, "the accumulator");
         // A: the compressed values as a direct shared view (SS) or in registers (RS: a
-        // fragment `mma.load`ed from the compressed view, or a 16-bit accumulator-layout one),
-        // with its extents and element type.
+        // fragment `mma.load`ed from the compressed view, or an accumulator-layout one of a
+        // 16-bit or e4m3 type), with its extents and element type.
         let ar = if let Some(shaped) = self.wg_shaped_a(a, true, out) {
             shaped
         } else if self.names_frag(a) {

@@ -76,7 +76,14 @@ impl FnEmitter<'_, '_> {
                 let a = self.frag_lvalue(afrag);
                 let b = self.names().local(*buf).to_string();
                 let c = self.expr(c0);
-                format!("{NS}::to_afrag<{k}>({a}, {b}, {c});")
+                // 16-bit operands are the accumulator layout's own registers; tf32 and 8-bit
+                // ones come from the other lanes of the quad (frag_ops.cuh).
+                let sixteen = match self.f.local(*buf).map(|l| &l.ty) {
+                    Some(crate::hir::Ty::Spanned(t)) => t.elem.size_bytes() == 2,
+                    _ => true,
+                };
+                let f = if sixteen { "to_afrag" } else { "to_afrag_quad" };
+                format!("{NS}::{f}<{k}>({a}, {b}, {c});")
             }
             FragOp::Update { buf, op, value } => {
                 let b = self.names().local(*buf).to_string();

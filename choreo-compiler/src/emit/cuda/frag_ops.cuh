@@ -1,7 +1,8 @@
 // Fragment operations of generated code (choreo-compiler, emit::cuda; spec-tier3 §6): the
 // element coordinates of the fragment layouts of §6.1, the accumulator bridges of `apply` and
-// `copy`, row reductions and `all_reduce_sum`. The translator pastes this file only into files
-// whose functions use shaped fragments or fragment operations, preceded by
+// `copy`, row reductions, `all_reduce_sum` and the RS-mode WGMMA operands built from a fragment
+// (`to_afrag`, `to_afrag_quad`). The translator pastes this file only into files whose
+// functions use shaped fragments or fragment operations, preceded by
 // `#define CHOREO_FRAG_NS __choreo_frag_<hash of this file>[_cpu]`.
 //
 // Layout codes: 0 WGMMA_ACC (64 x N, 128 threads), 1 SYNC_ACC (16 x 8, 32 lanes), 2 and 3
@@ -170,6 +171,96 @@ __device__ __forceinline__ void to_afrag(A& a, const B* buf, int c0) {
     for (int j = 0; j < 4; ++j) {
       const int r = 4 * (c0 / 8 + 2 * kt + j / 2) + 2 * (j % 2);
       a.r[kt][j] = bits(r) | bits(r + 1) << 16;
+    }
+  }
+}
+
+// `c ? x : y` that the GPU compiler cannot turn into a load from a lane-dependent address: with
+// x and y two registers of a local array, `c ? buf[i + 1] : buf[i]` becomes `buf[i + c]`, which
+// puts the whole array in local memory. `selp` keeps both operands in registers.
+__device__ __forceinline__ std::uint32_t pick(bool c, std::uint32_t x, std::uint32_t y) {
+#if defined(__CUDA_ARCH__)
+  std::uint32_t r;
+  asm("{\n.reg .pred p;\nsetp.ne.u32 p, %3, 0;\nselp.b32 %0, %1, %2, p;\n}\n"
+      : "=r"(r)
+      : "r"(x), "r"(y), "r"(static_cast<std::uint32_t>(c)));
+  return r;
+#else
+  return c ? x : y;
+#endif
+}
+
+// RS mode from an 8-bit or tf32 fragment (spec-tier3 §5.4, §10.3): operand A (`wg_afrag<K, B>`,
+// B = sizeof(E) = 1: atoms of 32 columns; 4: tf32, atoms of 8) from columns c0 .. c0 + K (c0 a
+// multiple of the atom) of a 64 x N fragment of E in WGMMA_ACC layout (already converted by
+// `copy`: e4m3/e5m2/s8/u8 bytes, or f32 whose bits the tensor cores read as tf32, as `mma.load`
+// passes them). Unlike the 16-bit case the operand's columns are not the thread's own: the
+// accumulator gives lane (g, q) columns 2q, 2q + 1 of each 8-column block, the operand wants
+// 4q .. 4q + 3 (+16) for 8-bit and q (+4) for tf32 (wgmma.cuh's a_frag_row / a_frag_col), all in
+// the same rows g, g + 8, so the four lanes of a quad (equal g) exchange registers. Each round
+// pairs every reader with a distinct source lane (a shuffle delivers one value per source), so
+// a K atom costs four 32-bit shuffles, the data the thread receives. Register indices stay
+// constant where c0 is (`pick`, no indexing by lane), so the arrays can live in registers.
+template <int K, typename A, typename E>
+__device__ __forceinline__ void to_afrag_quad(A& a, const E* buf, int c0) {
+  constexpr int B = static_cast<int>(sizeof(E));
+  static_assert(B == 1 || B == 4, "to_afrag_quad moves 8-bit or tf32 elements (to_afrag: 16-bit)");
+  constexpr int atom = B == 1 ? 32 : 8;
+  static_assert(K % atom == 0, "the operand's K is a multiple of the instruction's");
+  const int lane = static_cast<int>(threadIdx.x) & 31;
+  const int q = lane & 3, quad = lane & ~3;
+  const int b0 = c0 / 8;  // the chunk's first 8-column block
+  const auto bits = [&](int r) {
+    std::uint32_t v = 0;
+    std::memcpy(&v, &buf[r], B);
+    return v;
+  };
+  for (int kt = 0; kt < K / atom; ++kt) {
+    if constexpr (B == 1) {
+      // Registers 4c .. 4c + 3 of lane q' hold (row g, columns 8c + 2q' + {0, 1}) and (row
+      // g + 8, the same columns): one word. Reader q wants, for half s of the atom (registers
+      // 2s: row g, 2s + 1: row g + 8), columns 16s + 4q + {0 .. 3}, i.e. block 4kt + 2s + q/2
+      // from lanes 2(q%2) (bytes 0, 1) and 2(q%2) + 1 (bytes 2, 3). In round p it reads
+      // bh = p ^ (q/2) from lane 2(q%2) + bh, which in that round sends block blk + (p ^ bh):
+      // the reader's (only one reader reads each lane per round).
+      const auto word = [&](int c) {  // the bytes of registers 4c .. 4c + 3, from the low bits
+        return bits(4 * c) | bits(4 * c + 1) << 8 | bits(4 * c + 2) << 16 | bits(4 * c + 3) << 24;
+      };
+      for (int s = 0; s < 2; ++s) {
+        const int blk = b0 + 4 * kt + 2 * s;
+        std::uint32_t lo = 0, hi = 0;  // rows g and g + 8: registers 2s and 2s + 1
+        for (int p = 0; p < 2; ++p) {
+          const std::uint32_t send = pick((p ^ (q & 1)) != 0, word(blk + 1), word(blk));
+          const int bh = p ^ (q >> 1);
+          const std::uint32_t got = __shfl_sync(0xffffffffu, send, quad + 2 * (q & 1) + bh);
+          lo |= (got & 0xffffu) << (16 * bh);
+          hi |= (got >> 16) << (16 * bh);
+        }
+        a.r[kt][2 * s] = lo;
+        a.r[kt][2 * s + 1] = hi;
+      }
+    } else {
+      // Block kt of lane q' holds (row g + 8h, column 2q' + e) in register 4(b0 + kt) + 2h + e.
+      // Reader q wants, for half s (registers 2s + h), column q + 4s: lane 2s + q/2 holds it
+      // in its registers of parity e = q%2. In round p the reader takes s = p ^ (q%2) from
+      // lane 2s + q/2, which in that round sends parity p ^ (its own q/2): the reader's.
+      const int r0 = 4 * (b0 + kt);
+      for (int p = 0; p < 2; ++p) {
+        const int e = p ^ (q >> 1);
+        const int s = p ^ (q & 1);
+        const int src = quad + 2 * s + (q >> 1);
+        const std::uint32_t g0 =
+            __shfl_sync(0xffffffffu, pick(e != 0, bits(r0 + 1), bits(r0)), src);
+        const std::uint32_t g1 =
+            __shfl_sync(0xffffffffu, pick(e != 0, bits(r0 + 3), bits(r0 + 2)), src);
+        if (s == 0) {
+          a.r[kt][0] = g0;
+          a.r[kt][1] = g1;
+        } else {
+          a.r[kt][2] = g0;
+          a.r[kt][3] = g1;
+        }
+      }
     }
   }
 }
