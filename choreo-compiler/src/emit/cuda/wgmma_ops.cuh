@@ -74,17 +74,21 @@ __device__ __forceinline__ void update(wg_acc<O, N>& f, V v) {
 template <class Op, int N, typename D>
 __device__ __forceinline__ void wg_store(const wg_acc<Op, N>& f, int t, D* p, long long sm,
                                          long long sn, int rows, int cols) {
-  // Elements 2j and 2j + 1 of a thread are columns n and n + 1 of one row: with unit column
-  // stride they are stored together when both are inside and the pair is aligned (one store
-  // of 2·sizeof(D) bytes instead of two).
+  // Elements 2j and 2j + 1 of a thread are columns n and n + 1 of one row, n even. With unit
+  // column stride, an even row stride and a base aligned to a pair, every pair is aligned: the
+  // test is made once per store, not per pair (the epilogue of a GEMM tile is 64 pairs per
+  // thread), and each pair inside the bounds is one store of 2·sizeof(D) bytes.
   struct alignas(2 * sizeof(D)) pair {
     D lo, hi;
   };
+  static_assert(CHOREO_WGMMA_NS::acc_col(0, 0) % 2 == 0 && CHOREO_WGMMA_NS::acc_col(0, 1) == 1,
+                "element 2j is an even column, 2j + 1 the next one");
+  const bool paired =
+      sn == 1 && sm % 2 == 0 && reinterpret_cast<std::uintptr_t>(p) % sizeof(pair) == 0;
   for (int e = 0; e < wg_acc<Op, N>::num_elements; e += 2) {
     const int m = CHOREO_WGMMA_NS::acc_row(t, e), n = CHOREO_WGMMA_NS::acc_col(t, e);
     D* q = p + m * sm + n * sn;
-    if (sn == 1 && m < rows && n + 1 < cols &&
-        reinterpret_cast<std::uintptr_t>(q) % sizeof(pair) == 0) {
+    if (paired && m < rows && n + 1 < cols) {
       *reinterpret_cast<pair*>(q) = pair{cvt<D>(f.get(e)), cvt<D>(f.get(e + 1))};
       continue;
     }
