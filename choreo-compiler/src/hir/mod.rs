@@ -809,6 +809,12 @@ impl Dim {
         }
     }
 
+    /// The element count of a shape, when every extent is a constant and the product fits
+    /// 64 bits.
+    pub fn const_count(dims: &[Dim]) -> Option<u64> {
+        dims.iter().try_fold(1u64, |acc, d| d.as_const().and_then(|c| acc.checked_mul(c)))
+    }
+
     /// The extent as an s32 expression (a bounded derived extent loses its boundedness).
     pub fn to_expr(&self, span: Span) -> HExpr {
         let s32 = Ty::Scalar(ElemTy::S32);

@@ -604,7 +604,7 @@ impl Checker<'_> {
             _ => items.to_vec(),
         };
         let dims = self.check_shape_list(&items, span)?;
-        let (old, new) = (count_const(&src.dims), count_const(&dims));
+        let (old, new) = (Dim::const_count(&src.dims), Dim::const_count(&dims));
         if let (Some(a), Some(b)) = (old, new) {
             if a != b {
                 self.error_label(
@@ -966,11 +966,6 @@ fn dim_rem(a: &Dim, b: &Dim, span: Span) -> Dim {
         (Some(x), Some(y)) if y > 0 => Dim::Const((x % y).max(1)),
         _ => Dim::from_expr(arith::rem(a.to_expr(span), b.to_expr(span), span)),
     }
-}
-
-/// The element count of a shape, when constant.
-fn count_const(dims: &[Dim]) -> Option<u64> {
-    dims.iter().try_fold(1u64, |acc, d| d.as_const().and_then(|c| acc.checked_mul(c)))
 }
 
 // -- select -----------------------------------------------------------------------------------

@@ -595,7 +595,7 @@ impl FnEmitter<'_, '_> {
         }
         self.bind_future(span, dma);
         let (tid, threads) = self.dma_participants(dma, kernel);
-        let (extents, count) = self.dma_box(dma);
+        let (extents, count) = self.int_extents(&dma.extents);
         let cp_async = if dma.is_async { self.cp_async_plan(dma) } else { None };
         // A swizzled copy (tier 3 §4.3) moves element by element to (or from) the swizzled
         // address of the shared side.
@@ -636,33 +636,52 @@ impl FnEmitter<'_, '_> {
                 // Whole rows, 8 or 16 bytes at a time, when the run time allows it (always,
                 // when the condition is known at compile time).
                 let (wide, wide_count) = wide_box(dma, &extents, &count, v);
-                let tested = !condition.is_empty();
-                if tested {
-                    self.w.line(span, &format!("if ({condition}) {{"));
-                    self.w.indent += 1;
-                }
-                self.dma_loop(
+                self.wide_or_elements(
                     span,
-                    &[dma],
-                    &tid,
-                    &threads,
-                    &wide,
-                    &wide_count,
-                    Some(v.elems),
-                    |this, _| this.vector_element(&dma.element, v, cp_async.is_some()),
+                    &condition,
+                    |this| {
+                        this.dma_loop(
+                            span,
+                            &[dma],
+                            &tid,
+                            &threads,
+                            &wide,
+                            &wide_count,
+                            Some(v.elems),
+                            |this, _| this.vector_element(&dma.element, v, cp_async.is_some()),
+                        )
+                    },
+                    |this| {
+                        this.dma_loop(span, &[dma], &tid, &threads, &extents, &count, None, element)
+                    },
                 );
-                if tested {
-                    self.w.indent -= 1;
-                    self.w.line(span, "} else {");
-                    self.w.indent += 1;
-                    self.dma_loop(span, &[dma], &tid, &threads, &extents, &count, None, element);
-                    self.w.indent -= 1;
-                    self.w.line(span, "}");
-                }
             }
             None => self.dma_loop(span, &[dma], &tid, &threads, &extents, &count, None, element),
         }
         self.dma_epilogue(span, dma, kernel, cp_async.is_some());
+    }
+
+    /// The copy loops of a wide DMA: `if (condition) { wide } else { elements }`, or `wide`
+    /// alone when `condition` is empty (nothing left to test at run time).
+    pub(super) fn wide_or_elements(
+        &mut self,
+        span: Span,
+        condition: &str,
+        wide: impl FnOnce(&mut Self),
+        elements: impl FnOnce(&mut Self),
+    ) {
+        if condition.is_empty() {
+            return wide(self);
+        }
+        self.w.line(span, &format!("if ({condition}) {{"));
+        self.w.indent += 1;
+        wide(self);
+        self.w.indent -= 1;
+        self.w.line(span, "} else {");
+        self.w.indent += 1;
+        elements(self);
+        self.w.indent -= 1;
+        self.w.line(span, "}");
     }
 
     /// The participants' thread index and count of a DMA's loop (`threadIdx.x`-based C++
@@ -704,16 +723,11 @@ impl FnEmitter<'_, '_> {
         }
     }
 
-    /// A DMA's box: its extents as C++ `int` expressions, and their product (a constant when
-    /// every extent is one).
-    pub(super) fn dma_box(&mut self, dma: &hir::Dma) -> (Vec<String>, String) {
-        let extents: Vec<String> = dma.extents.iter().map(|d| self.dim_int(d)).collect();
-        let count = match dma
-            .extents
-            .iter()
-            .map(Dim::as_const)
-            .try_fold(1u64, |acc, d| d.and_then(|d| acc.checked_mul(d)))
-        {
+    /// Extents as C++ `int` expressions, and their product: a constant when every extent is
+    /// one, else `(e0 * e1 * …)` (a DMA's box, a local buffer's size).
+    pub(super) fn int_extents(&mut self, dims: &[Dim]) -> (Vec<String>, String) {
+        let extents: Vec<String> = dims.iter().map(|d| self.dim_int(d)).collect();
+        let count = match Dim::const_count(dims) {
             Some(n) => n.to_string(),
             None => format!("({})", extents.join(" * ")),
         };
@@ -1049,18 +1063,7 @@ impl FnEmitter<'_, '_> {
         };
         let name = self.names().local(var).to_string();
         let elem = cpp_elem(t.elem);
-        let count = match t
-            .dims
-            .iter()
-            .map(Dim::as_const)
-            .try_fold(1u64, |acc, d| d.and_then(|d| acc.checked_mul(d)))
-        {
-            Some(n) => n.to_string(),
-            None => {
-                let parts: Vec<String> = t.dims.iter().map(|d| self.dim_int(d)).collect();
-                format!("({})", parts.join(" * "))
-            }
-        };
+        let (_, count) = self.int_extents(&t.dims);
         let value = init.map(|v| self.converted(v, t.elem));
         match place {
             LocalPlace::SharedBuffer => {

@@ -66,7 +66,7 @@ impl FnEmitter<'_, '_> {
             self.bind_future(*span, dma);
         }
         let (tid, threads) = self.dma_participants(first, kernel);
-        let (extents, count) = self.dma_box(first);
+        let (extents, count) = self.int_extents(&first.extents);
         let element_loop = |this: &mut Self| {
             this.dma_loop(span, &run.dmas, &tid, &threads, &extents, &count, None, |this, k| {
                 let dma = run.dmas[k];
@@ -78,38 +78,31 @@ impl FnEmitter<'_, '_> {
         };
         match vector {
             Some(v) => {
+                // Each copy's test, in parentheses (a versioned one is `__choreo_vec || (…)`).
                 let conditions: Vec<String> = tests
                     .into_iter()
                     .map(|t| self.versioned_condition(t))
                     .filter(|c| !c.is_empty())
-                    .map(|c| if c.contains("||") { format!("({c})") } else { c })
+                    .map(|c| format!("({c})"))
                     .collect();
                 let (wide, wide_count) = wide_box(first, &extents, &count, v);
-                let wide_loop = |this: &mut Self| {
-                    this.dma_loop(
-                        span,
-                        &run.dmas,
-                        &tid,
-                        &threads,
-                        &wide,
-                        &wide_count,
-                        Some(v.elems),
-                        |this, k| this.vector_element(&run.dmas[k].element, v, true),
-                    );
-                };
-                if conditions.is_empty() {
-                    wide_loop(self);
-                } else {
-                    self.w.line(span, &format!("if ({}) {{", conditions.join(" && ")));
-                    self.w.indent += 1;
-                    wide_loop(self);
-                    self.w.indent -= 1;
-                    self.w.line(span, "} else {");
-                    self.w.indent += 1;
-                    element_loop(self);
-                    self.w.indent -= 1;
-                    self.w.line(span, "}");
-                }
+                self.wide_or_elements(
+                    span,
+                    &conditions.join(" && "),
+                    |this| {
+                        this.dma_loop(
+                            span,
+                            &run.dmas,
+                            &tid,
+                            &threads,
+                            &wide,
+                            &wide_count,
+                            Some(v.elems),
+                            |this, k| this.vector_element(&run.dmas[k].element, v, true),
+                        )
+                    },
+                    element_loop,
+                );
             }
             None => element_loop(self),
         }
@@ -129,8 +122,10 @@ impl FnEmitter<'_, '_> {
 
     /// The run of fusable DMAs at the start of `stmts`, if one starts there: two or more
     /// asynchronous `cp.async` copies (no TMA, no swizzle) with the same participants, box
-    /// and vector width, only their futures' declarations between them, whose futures every
-    /// `wait` of the function names all or none of.
+    /// and vector width, whose futures every `wait` of the function names all or none of, with
+    /// nothing between them but declarations with a constant initialiser or none (their
+    /// futures' group and data locals). Those declarations move ahead of the run's copies,
+    /// which is safe: a copy cannot refer to a local declared after it.
     fn dma_run<'s>(&self, stmts: &'s [Stmt]) -> Option<DmaRun<'s>> {
         let fusable = |dma: &hir::Dma| {
             dma.is_async

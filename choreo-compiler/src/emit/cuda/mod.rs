@@ -477,11 +477,7 @@ impl FnEmitter<'_, '_> {
 
     /// The element count of a shape as a `std::uint64_t` expression.
     fn count_u64(&mut self, dims: &[Dim]) -> String {
-        if let Some(n) = dims
-            .iter()
-            .map(Dim::as_const)
-            .try_fold(1u64, |acc, d| d.and_then(|d| acc.checked_mul(d)))
-        {
+        if let Some(n) = Dim::const_count(dims) {
             return format!("{n}ull");
         }
         // Symbols and extents are std::uint64_t in host code: the product is 64-bit.
@@ -609,11 +605,7 @@ impl FnEmitter<'_, '_> {
     /// The element count of a buffer as a `long long` expression (device code).
     fn flat_count(&mut self, buffer: BufferRef) -> String {
         let dims = self.dims_of_buffer(buffer);
-        if let Some(n) = dims
-            .iter()
-            .map(Dim::as_const)
-            .try_fold(1u64, |acc, d| d.and_then(|d| acc.checked_mul(d)))
-        {
+        if let Some(n) = Dim::const_count(&dims) {
             return format!("{n}ll");
         }
         let parts: Vec<String> =
@@ -641,12 +633,8 @@ impl FnEmitter<'_, '_> {
         if indices.is_empty() {
             return format!("{name}[0]");
         }
-        let narrow = dims.len() == 1
-            || dims
-                .iter()
-                .map(Dim::as_const)
-                .try_fold(1u64, |acc, d| d.and_then(|d| acc.checked_mul(d)))
-                .is_some_and(|n| n <= i32::MAX as u64);
+        let narrow =
+            dims.len() == 1 || Dim::const_count(&dims).is_some_and(|n| n <= i32::MAX as u64);
         let index = |e: &mut Self, i: &HExpr| {
             let t = scalar_of(&i.ty).unwrap_or(ElemTy::S32);
             let text = e.expr(i);
