@@ -1073,15 +1073,20 @@ impl Checker<'_> {
                 ),
             );
         };
-        // The instruction's K for this element type (wgmma.cuh's a_atom_k): 16-bit operands
-        // are the accumulator's own registers (`to_afrag`), tf32 and 8-bit ones are gathered
-        // from the quad's lanes (`to_afrag_quad`).
-        let atom = match sh.elem {
-            ElemTy::F16 | ElemTy::Bf16 => Some(16),
-            ElemTy::F32 => Some(8),
-            ElemTy::F8E4m3 | ElemTy::F8E5m2 | ElemTy::S8 | ElemTy::U8 => Some(32),
-            _ => None,
-        };
+        // The WGMMA A types and the instruction's K for each: 16-bit operands are the
+        // accumulator's own registers (`to_afrag`), tf32 and 8-bit ones are gathered from the
+        // quad's lanes (`to_afrag_quad`).
+        let atom = matches!(
+            sh.elem,
+            ElemTy::F16
+                | ElemTy::Bf16
+                | ElemTy::F32
+                | ElemTy::F8E4m3
+                | ElemTy::F8E5m2
+                | ElemTy::S8
+                | ElemTy::U8
+        )
+        .then(|| super::wgmma::atom_k(super::mma::mma_type(sh.elem, true)));
         let (cols, atom) = match (sh.shape.as_slice(), atom) {
             ([64, c], Some(atom)) => (*c, atom),
             _ => {

@@ -68,7 +68,7 @@ pub(crate) struct WgRole<'w> {
 }
 
 /// The K of one WGMMA instruction for operands of `t` (16-bit: 16, tf32: 8, 8-bit: 32).
-fn atom_k(t: MmaType) -> u64 {
+pub(super) fn atom_k(t: MmaType) -> u64 {
     match t {
         MmaType::Tf32 => 8,
         MmaType::E4m3 | MmaType::E5m2 | MmaType::S8 | MmaType::U8 => 32,
